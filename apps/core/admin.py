@@ -1,0 +1,48 @@
+"""Admin base class: staff see and act only on their own organisation's rows; superusers see all."""
+
+from django.contrib import admin
+
+from apps.tenancy.models import Organization
+from apps.tenancy.selectors import organization_for_staff
+
+
+def staff_organization(request):
+    return None if request.user.is_superuser else organization_for_staff(user=request.user)
+
+
+class OrganizationScopedAdmin(admin.ModelAdmin):
+    """`organization_path` is the lookup from the model to its Organization."""
+
+    organization_path = "organization"
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        organization = organization_for_staff(user=request.user)
+        if organization is None:
+            return queryset.none()
+        if self.organization_path == "self":
+            return queryset.filter(pk=organization.pk)
+        return queryset.filter(**{self.organization_path: organization})
+
+    def get_list_filter(self, request):
+        filters = list(super().get_list_filter(request))
+        if request.user.is_superuser and self.organization_path not in ("self", None):
+            filters.append(self.organization_path)
+        return filters
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        organization = staff_organization(request)
+        if not request.user.is_superuser:
+            related = db_field.related_model
+            if related is Organization:
+                kwargs["queryset"] = Organization.objects.filter(pk=getattr(organization, "pk", None))
+            elif any(field.name == "organization" for field in related._meta.get_fields()):
+                kwargs["queryset"] = related._default_manager.filter(organization=organization)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def has_module_permission(self, request):
+        if not request.user.is_superuser and staff_organization(request) is None:
+            return False
+        return super().has_module_permission(request)

@@ -1,0 +1,36 @@
+"""API-key authentication: `Authorization: Api-Key <key>` or `X-API-Key: <key>`."""
+
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+
+from apps.tenancy.selectors import client_for_api_key
+
+
+def _raw_key(request) -> str | None:
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if header:
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() == "api-key" and value.strip():
+            return value.strip()
+        raise exceptions.AuthenticationFailed("Authorization header must be 'Api-Key <key>'.")
+    value = request.META.get("HTTP_X_API_KEY", "").strip()
+    return value or None
+
+
+class APIKeyAuthentication(BaseAuthentication):
+    """Resolves the calling client; request.user is the Client, request.auth its ClientAPIKey."""
+
+    def authenticate(self, request):
+        raw_key = _raw_key(request)
+        if raw_key is None:
+            return None
+        found = client_for_api_key(raw_key=raw_key)
+        if found is None:
+            raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
+        client, api_key = found
+        if not client.is_active:
+            raise exceptions.AuthenticationFailed("This client is disabled.")
+        return client, api_key
+
+    def authenticate_header(self, request):
+        return "Api-Key"

@@ -1,0 +1,90 @@
+"""One JSON error shape for every API error: {"error": {"status", "code", "message", "details"}}."""
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+NOT_FOUND_MESSAGE = "Not found."
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the current state of the resource."
+    default_code = "conflict"
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is larger than the limit."
+    default_code = "payload_too_large"
+
+
+def error_body(*, status_code: int, code: str, message: str, details=None) -> dict:
+    body = {"status": status_code, "code": code, "message": message}
+    if details:
+        body["details"] = details
+    return {"error": body}
+
+
+def not_found_response() -> JsonResponse:
+    """The only 404 the API gives: a foreign id and a missing id are indistinguishable."""
+    return JsonResponse(error_body(status_code=404, code="not_found", message=NOT_FOUND_MESSAGE), status=404)
+
+
+def _flatten(detail, prefix="") -> list[str]:
+    """Turn DRF's nested error detail into "field.sub: message" lines."""
+    if isinstance(detail, dict):
+        lines = []
+        for key, value in detail.items():
+            name = prefix if key == "non_field_errors" else (f"{prefix}.{key}" if prefix else str(key))
+            lines.extend(_flatten(value, name))
+        return lines
+    if isinstance(detail, list):
+        if all(not isinstance(item, (dict, list)) for item in detail):
+            return [f"{prefix}: {item}" if prefix else str(item) for item in detail]
+        lines = []
+        for index, item in enumerate(detail):
+            if item:
+                lines.extend(_flatten(item, f"{prefix}.{index}" if prefix else str(index)))
+        return lines
+    return [f"{prefix}: {detail}" if prefix else str(detail)]
+
+
+def api_exception_handler(exc, context):
+    if isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge()
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound(NOT_FOUND_MESSAGE)
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+
+    response = exception_handler(exc, context)
+    if response is None:
+        return None  # an unexpected error: the middleware renders the JSON 500
+
+    if isinstance(exc, exceptions.ValidationError):
+        lines = _flatten(exc.detail)
+        body = error_body(
+            status_code=response.status_code,
+            code="invalid",
+            message="Invalid input: " + "; ".join(lines),
+            details=exc.detail,
+        )
+    elif isinstance(exc, exceptions.NotFound):
+        body = error_body(status_code=404, code="not_found", message=NOT_FOUND_MESSAGE)
+    else:
+        detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
+        codes = exc.get_codes() if isinstance(exc, exceptions.APIException) else "error"
+        body = error_body(
+            status_code=response.status_code,
+            code=codes if isinstance(codes, str) else "error",
+            message=str(detail) if not isinstance(detail, (dict, list)) else "; ".join(_flatten(detail)),
+        )
+    return Response(body, status=response.status_code, headers=_kept_headers(response))
+
+
+def _kept_headers(response) -> dict:
+    return {name: response[name] for name in ("WWW-Authenticate", "Retry-After", "Allow") if response.has_header(name)}

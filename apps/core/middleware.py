@@ -1,0 +1,45 @@
+"""JSON instead of HTML for errors raised outside DRF views (unmatched URLs, crashes, body limits)."""
+
+import logging
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse
+
+from apps.core.errors import error_body, not_found_response
+
+logger = logging.getLogger(__name__)
+
+JSON_PREFIXES = ("/api/", "/healthz", "/readyz")
+MESSAGES = {
+    400: ("bad_request", "The request could not be understood."),
+    403: ("permission_denied", "You do not have permission to perform this action."),
+    405: ("method_not_allowed", "This method is not allowed on this endpoint."),
+    413: ("payload_too_large", "The request body is larger than the limit."),
+    500: ("server_error", "An unexpected error occurred; it has been logged."),
+}
+
+
+class JSONErrorsForAPIMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if not request.path.startswith(JSON_PREFIXES) or response.status_code < 400:
+            return response
+        if response.get("Content-Type", "").startswith("application/json"):
+            return response
+        if response.status_code == 404:
+            return not_found_response()
+        code, message = MESSAGES.get(response.status_code, ("error", "The request failed."))
+        return JsonResponse(error_body(status_code=response.status_code, code=code, message=message), status=response.status_code)
+
+    def process_exception(self, request, exception):
+        if not request.path.startswith(JSON_PREFIXES):
+            return None
+        if isinstance(exception, RequestDataTooBig):
+            code, message = MESSAGES[413]
+            return JsonResponse(error_body(status_code=413, code=code, message=message), status=413)
+        logger.exception("unhandled error on %s %s", request.method, request.path)
+        code, message = MESSAGES[500]
+        return JsonResponse(error_body(status_code=500, code=code, message=message), status=500)

@@ -1,0 +1,40 @@
+"""Liveness and readiness probes."""
+
+import redis
+from django.conf import settings
+from django.db import connection
+from django.http import JsonResponse
+
+
+def healthz(request):
+    return JsonResponse({"status": "ok"})
+
+
+def _database_check() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return "ok"
+
+
+def _redis_check() -> str:
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_connect_timeout=1, socket_timeout=1)
+    try:
+        client.ping()
+    finally:
+        client.close()
+    return "ok"
+
+
+def readyz(request):
+    checks = {}
+    for name, check in (("database", _database_check), ("redis", _redis_check)):
+        try:
+            checks[name] = check()
+        except Exception as exc:  # any failure means "not ready"; the message says which
+            checks[name] = f"unavailable: {type(exc).__name__}: {exc}"
+    ready = all(value == "ok" for value in checks.values())
+    failed = [name for name, value in checks.items() if value != "ok"]
+    body = {"status": "ready" if ready else "unavailable", "checks": checks}
+    if failed:
+        body["failed"] = failed
+    return JsonResponse(body, status=200 if ready else 503)

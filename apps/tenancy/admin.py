@@ -1,0 +1,100 @@
+from django.contrib import admin, messages
+
+from apps.core.admin import OrganizationScopedAdmin
+from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization, StaffMembership
+from apps.tenancy.services import api_key_create, client_create, client_revoke_keys
+
+
+@admin.register(Organization)
+class OrganizationAdmin(OrganizationScopedAdmin):
+    organization_path = "self"
+    list_display = ["name", "created_at"]
+    search_fields = ["name"]
+
+    def has_add_permission(self, request):
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+
+class ClientAPIKeyInline(admin.TabularInline):
+    model = ClientAPIKey
+    fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Client)
+class ClientAdmin(OrganizationScopedAdmin):
+    list_display = ["name", "organization", "status", "write_scope", "read_scopes", "created_at"]
+    list_filter = ["status"]
+    list_select_related = ["organization"]
+    search_fields = ["name", "write_scope"]
+    fields = ["organization", "name", "status", "write_scope", "read_scopes"]
+    inlines = [ClientAPIKeyInline]
+    actions = ["revoke_keys", "issue_new_key"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["organization"] if obj else []
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        client, raw_key = client_create(
+            organization=obj.organization,
+            name=obj.name,
+            write_scope=obj.write_scope,
+            read_scopes=obj.read_scopes or None,
+        )
+        obj.pk = client.pk
+        obj._state.adding = False
+        self.message_user(request, f"API key for {client.name} (shown once, store it now): {raw_key}", messages.WARNING)
+
+    @admin.action(description="Revoke all API keys of the selected clients")
+    def revoke_keys(self, request, queryset):
+        revoked = sum(client_revoke_keys(client=client) for client in queryset)
+        self.message_user(request, f"Revoked {revoked} API key(s).")
+
+    @admin.action(description="Issue a new API key (shown once)")
+    def issue_new_key(self, request, queryset):
+        for client in queryset:
+            _, raw_key = api_key_create(client=client)
+            self.message_user(request, f"New API key for {client.name} (shown once): {raw_key}", messages.WARNING)
+
+
+@admin.register(EndUser)
+class EndUserAdmin(OrganizationScopedAdmin):
+    list_display = ["user_id", "organization", "created_at"]
+    list_select_related = ["organization"]
+    search_fields = ["user_id"]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(StaffMembership)
+class StaffMembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "organization"]
+    list_select_related = ["user", "organization"]
+
+    def has_module_permission(self, request):
+        return request.user.is_superuser
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_add_permission(self, request):
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser
+

@@ -1,0 +1,54 @@
+import json
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.tenancy.models import Organization
+from apps.tenancy.services import client_create
+
+
+class Command(BaseCommand):
+    help = "Create an API client in an organisation and print its API key (shown once)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--org", required=True, help="Organisation name.")
+        parser.add_argument("--name", required=True, help="Client name, unique in the organisation.")
+        parser.add_argument("--write-scope", default=None, help="Scope stamped on writes; omit for a read-only client.")
+        parser.add_argument(
+            "--read-scopes", default=None, help="Comma-separated scopes it may read (default: its write scope)."
+        )
+        parser.add_argument("--json", action="store_true", help="Print machine-readable JSON.")
+
+    def handle(self, *args, **options):
+        organization = Organization.objects.filter(name=options["org"]).first()
+        if organization is None:
+            raise CommandError(f"No organisation named {options['org']!r}.")
+        read_scopes = None
+        if options["read_scopes"] is not None:
+            read_scopes = [scope.strip() for scope in options["read_scopes"].split(",") if scope.strip()]
+        try:
+            client, raw_key = client_create(
+                organization=organization,
+                name=options["name"],
+                write_scope=options["write_scope"],
+                read_scopes=read_scopes,
+            )
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from None
+        if options["json"]:
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "id": str(client.id),
+                        "organization": organization.name,
+                        "name": client.name,
+                        "write_scope": client.write_scope,
+                        "read_scopes": client.read_scopes,
+                        "api_key": raw_key,
+                    }
+                )
+            )
+            return
+        self.stdout.write(self.style.SUCCESS(f"Created client {client.name} ({client.id}) in {organization.name}"))
+        self.stdout.write(f"write scope: {client.write_scope or '(read-only)'}; read scopes: {client.read_scopes}")
+        self.stdout.write(f"API key (shown once, store it now): {raw_key}")

@@ -1,0 +1,52 @@
+"""Reads of tenancy data."""
+
+import hashlib
+import hmac
+
+from django.conf import settings
+from django.utils import timezone
+
+from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization
+
+KEY_PREFIX_LENGTH = 8
+
+
+def hash_api_key(raw_key: str) -> str:
+    # Keys carry 256 bits of randomness, so a fast hash is as strong as a slow one here.
+    return hashlib.sha256(raw_key.encode()).hexdigest()
+
+
+def split_api_key(raw_key: str) -> str | None:
+    """Keys look like `mp_<prefix>_<secret>`; returns the prefix or None when malformed."""
+    parts = raw_key.split("_", 2)
+    if len(parts) != 3 or parts[0] != "mp" or len(parts[1]) != KEY_PREFIX_LENGTH:
+        return None
+    return parts[1]
+
+
+def client_for_api_key(*, raw_key: str) -> tuple[Client, ClientAPIKey] | None:
+    prefix = split_api_key(raw_key)
+    if prefix is None:
+        return None
+    api_key = (
+        ClientAPIKey.objects.select_related("client__organization")
+        .filter(prefix=prefix, revoked_at__isnull=True)
+        .first()
+    )
+    if api_key is None or not hmac.compare_digest(api_key.hashed_key, hash_api_key(raw_key)):
+        return None
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at > settings.API_KEY_LAST_USED_RESOLUTION:
+        # At most one write per key per resolution window, not one per request.
+        ClientAPIKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        api_key.last_used_at = now
+    return api_key.client, api_key
+
+
+def organization_for_staff(*, user) -> Organization | None:
+    membership = getattr(user, "staff_membership", None)
+    return membership.organization if membership else None
+
+
+def end_user_find(*, organization, user_id: str) -> EndUser | None:
+    return EndUser.objects.filter(organization=organization, user_id=user_id).first()

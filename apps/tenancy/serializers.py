@@ -1,0 +1,9 @@
+from rest_framework import serializers
+
+
+class CurrentClientOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    organization = serializers.CharField(source="organization.name")
+    write_scope = serializers.CharField(allow_null=True)
+    read_scopes = serializers.ListField(child=serializers.CharField())

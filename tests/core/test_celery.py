@@ -1,0 +1,17 @@
+"""A real round trip: publish to the Redis at REDIS_URL, a real worker consumes and answers."""
+
+import uuid
+
+import pytest
+from celery.contrib.testing.worker import start_worker
+
+from apps.core.tasks import ping
+from memory_platform.celery import app
+
+
+@pytest.mark.worker
+def test_ping_round_trip_through_a_real_worker():
+    token = uuid.uuid4().hex
+    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+        result = ping.delay(token)
+        assert result.get(timeout=20) == f"pong:{token}"
