@@ -2,8 +2,22 @@
 
 from django.urls import path
 
+from apps.conversations.views import (
+    MemoryAddView,
+    MessageDeleteView,
+    SessionDetailView,
+    SessionListView,
+    SessionSealView,
+)
+from apps.pipeline.views import TaskDetailView
 from apps.tenancy.views import CurrentClientView
 
 urlpatterns = [
     path("me", CurrentClientView.as_view(), name="current-client"),
+    path("tasks/<str:task_id>/", TaskDetailView.as_view(), name="task-detail"),
+    path("memory/add", MemoryAddView.as_view(), name="memory-add"),
+    path("memory/message/<str:item_id>", MessageDeleteView.as_view(), name="memory-message-delete"),
+    path("sessions/", SessionListView.as_view(), name="session-list"),
+    path("sessions/<str:session_id>/", SessionDetailView.as_view(), name="session-detail"),
+    path("sessions/<str:session_id>/seal", SessionSealView.as_view(), name="session-seal"),
 ]

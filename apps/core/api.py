@@ -42,8 +42,15 @@ class InputSerializer(serializers.Serializer):
     """Input serializers refuse fields they do not know, so a typo is an error, not a no-op."""
 
     def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
-        return super().to_internal_value(data)
+        unknown = sorted(set(data) - set(self.fields)) if hasattr(data, "keys") else []
+        errors = {name: ["Unknown field."] for name in unknown}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if isinstance(exc.detail, dict):
+                errors.update(exc.detail)
+            else:
+                raise
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value

@@ -2,6 +2,7 @@
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -14,6 +15,10 @@ class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "The request conflicts with the current state of the resource."
     default_code = "conflict"
+
+
+class ConflictError(Exception):
+    """Raised by services when a write conflicts with stored state; the API answers 409."""
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -59,7 +64,11 @@ def api_exception_handler(exc, context):
     elif isinstance(exc, Http404):
         exc = exceptions.NotFound(NOT_FOUND_MESSAGE)
     elif isinstance(exc, DjangoPermissionDenied):
-        exc = exceptions.PermissionDenied()
+        exc = exceptions.PermissionDenied(str(exc) or None)
+    elif isinstance(exc, ConflictError):
+        exc = Conflict(str(exc))
+    elif isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
 
     response = exception_handler(exc, context)
     if response is None:

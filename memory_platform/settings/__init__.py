@@ -29,9 +29,14 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "apps.core",
     "apps.tenancy",
+    "apps.pipeline",
+    "apps.providers",
+    "apps.conversations",
 ]
 
 MIDDLEWARE = [
+    # Outermost, so errors raised by the other middleware (bad Host, body too big) are JSON too.
+    "apps.core.middleware.JSONErrorsForAPIMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -40,7 +45,6 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "apps.core.middleware.JSONErrorsForAPIMiddleware",
 ]
 
 ROOT_URLCONF = "memory_platform.urls"
@@ -70,6 +74,8 @@ else:
     DATABASES = {"default": embedded_database(DATA_DIR)}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Distinct names let two test runs share one server without dropping each other's database.
+DATABASES["default"]["TEST"] = {"NAME": env("TEST_DATABASE_NAME", default="test_memory_platform")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -136,7 +142,41 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT 
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TIMEZONE = TIME_ZONE
+# A publish while Redis is down fails fast; the task row is the outbox and beat re-publishes it.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+
+# Durable task pipeline (apps.pipeline).
+TASK_MAX_ATTEMPTS = env.int("TASK_MAX_ATTEMPTS", default=5)
+TASK_RETRY_BASE_SECONDS = env.float("TASK_RETRY_BASE_SECONDS", default=2.0)
+TASK_RETRY_MAX_SECONDS = env.float("TASK_RETRY_MAX_SECONDS", default=600.0)
+TASK_HEARTBEAT_SECONDS = env.float("TASK_HEARTBEAT_SECONDS", default=10.0)
+TASK_STALE_AFTER_SECONDS = env.float("TASK_STALE_AFTER_SECONDS", default=60.0)
+TASK_REPUBLISH_AFTER_SECONDS = env.float("TASK_REPUBLISH_AFTER_SECONDS", default=15.0)
+TASK_RETENTION_DAYS = env.int("TASK_RETENTION_DAYS", default=7)
+
+# Models. Without an API key everything runs offline: rule-based learning, hashed embeddings.
+OPENAI_API_KEY = env("OPENAI_API_KEY", default="")
+OPENAI_BASE_URL = env("OPENAI_BASE_URL", default="")
+LLM_PROVIDER = env("LLM_PROVIDER", default="openai" if OPENAI_API_KEY else "rules")
+LLM_MODEL = env("LLM_MODEL", default="gpt-4o-mini")
+LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
+LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=3)
+EMBEDDING_PROVIDER = env("EMBEDDING_PROVIDER", default="hash")
+EMBEDDING_MODEL = env(
+    "EMBEDDING_MODEL",
+    default={"openai": "text-embedding-3-small", "local": "all-MiniLM-L6-v2"}.get(EMBEDDING_PROVIDER, ""),
+)
+EMBEDDING_DIMENSIONS = 384
+
+# Ingest and sessions (apps.conversations).
+DEFAULT_SESSION_TAG = env("DEFAULT_SESSION_TAG", default="conversation")
+MESSAGE_MAX_CHARS = env.int("MESSAGE_MAX_CHARS", default=32000)
+MAX_MESSAGES_PER_ADD = env.int("MAX_MESSAGES_PER_ADD", default=500)
+SESSION_IDLE_SECONDS = env.int("SESSION_IDLE_SECONDS", default=1800)
+EXTRACTION_DEBOUNCE_SECONDS = env.float("EXTRACTION_DEBOUNCE_SECONDS", default=5.0)
+IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)
 
 LOGGING = {
     "version": 1,

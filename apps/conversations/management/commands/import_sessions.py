@@ -1,0 +1,94 @@
+"""Import an OpenAI-format trajectory file through the same ingest service as the API."""
+
+import json
+import sys
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from apps.conversations.services import messages_add
+from apps.conversations.turns import TurnError, normalise_messages
+from apps.core.errors import ConflictError
+from apps.tenancy.models import Client
+
+
+def trajectory_sessions(data) -> list[dict]:
+    """Accepts tau-bench trajectories ({task_id, trial, reward, traj, info}) or {session_id, messages} items."""
+    if isinstance(data, dict):
+        data = [data]
+    sessions = []
+    for index, item in enumerate(data):
+        messages = item.get("messages") or item.get("traj")
+        if not isinstance(messages, list):
+            raise CommandError(f"Item {index} has neither 'messages' nor 'traj'.")
+        if "traj" in item:
+            session_id = f"tau-{item.get('task_id', index)}-{item.get('trial', 0)}"
+            user_id = ((item.get("info") or {}).get("task") or {}).get("user_id") or "imported"
+            reward = item.get("reward")
+            outcome = "unknown" if reward is None else ("success" if float(reward) >= 1.0 else "failure")
+        else:
+            session_id = item.get("session_id") or f"import-{index}"
+            user_id = item.get("user_id") or "imported"
+            outcome = item.get("outcome") or "unknown"
+        sessions.append({"session_id": session_id, "user_id": user_id, "outcome": outcome, "messages": messages})
+    return sessions
+
+
+class Command(BaseCommand):
+    help = "Ingest a trajectory file (a JSON list of OpenAI-format sessions) as sealed sessions."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file")
+        parser.add_argument("--org", required=True)
+        parser.add_argument("--client", required=True, help="Name of the writing client.")
+        parser.add_argument("--tag", choices=["task", "conversation"], default=None)
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args, file, **options):
+        client = Client.objects.select_related("organization").filter(
+            organization__name=options["org"], name=options["client"]
+        ).first()
+        if client is None:
+            raise CommandError(f"No client {options['client']!r} in organisation {options['org']!r}.")
+        if not client.write_scope:
+            raise CommandError(f"Client {client.name!r} is read-only (no write scope).")
+        try:
+            with open(file) as handle:
+                sessions = trajectory_sessions(json.load(handle))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise CommandError(f"Cannot read {file}: {exc}") from None
+
+        stored = skipped = 0
+        for number, item in enumerate(sessions, start=1):
+            try:
+                turns = normalise_messages(
+                    item["messages"], max_chars=settings.MESSAGE_MAX_CHARS, default_occurred_at=timezone.now()
+                )
+            except TurnError as exc:
+                self.stderr.write(f"skipped {item['session_id']}: {exc.errors}")
+                skipped += 1
+                continue
+            try:
+                for start in range(0, len(turns), settings.MAX_MESSAGES_PER_ADD):
+                    body = messages_add(
+                        client=client,
+                        user_id=item["user_id"],
+                        session_id=item["session_id"],
+                        turns=turns[start : start + settings.MAX_MESSAGES_PER_ADD],
+                        session_tag=options["tag"],
+                        seal=start + settings.MAX_MESSAGES_PER_ADD >= len(turns),
+                        outcome=item["outcome"],
+                    )
+                    stored += body["messages_stored"]
+            except ConflictError as exc:
+                self.stderr.write(f"skipped {item['session_id']}: {exc}")
+                skipped += 1
+                continue
+            if not options["json"]:
+                sys.stderr.write(f"\r[{'#' * (30 * number // len(sessions)):<30}] {number}/{len(sessions)} sessions")
+        if not options["json"]:
+            sys.stderr.write("\n")
+            self.stdout.write(self.style.SUCCESS(f"Imported {len(sessions) - skipped} sessions, {stored} messages."))
+        else:
+            self.stdout.write(json.dumps({"sessions": len(sessions) - skipped, "skipped": skipped, "messages": stored}))

@@ -1,0 +1,137 @@
+"""Sessions and their messages: the transcripts everything else is learned from."""
+
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import Q
+from pgvector.django import HnswIndex, VectorField
+
+from apps.core.models import BaseModel
+
+SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+
+
+class SessionTag(models.TextChoices):
+    TASK = "task", "Task"
+    CONVERSATION = "conversation", "Conversation"
+
+
+class Session(BaseModel):
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        SEALED = "sealed", "Sealed"
+
+    class Outcome(models.TextChoices):
+        SUCCESS = "success", "Success"
+        FAILURE = "failure", "Failure"
+        UNKNOWN = "unknown", "Unknown"
+
+    organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="sessions")
+    end_user = models.ForeignKey("tenancy.EndUser", on_delete=models.CASCADE, related_name="sessions")
+    client = models.ForeignKey("tenancy.Client", on_delete=models.CASCADE, related_name="sessions")
+    scope = models.CharField(max_length=64)
+    session_id = models.CharField(max_length=64)
+    session_tag = models.CharField(max_length=16, choices=SessionTag.choices, default=SessionTag.CONVERSATION)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.OPEN)
+    outcome = models.CharField(max_length=8, choices=Outcome.choices, default=Outcome.UNKNOWN)
+    filter_tags = models.JSONField(default=dict, blank=True)
+    message_count = models.PositiveIntegerField(default=0)
+    last_seq = models.PositiveIntegerField(default=0)
+    last_message_at = models.DateTimeField(null=True, blank=True)
+    sealed_at = models.DateTimeField(null=True, blank=True)
+    distilled_at = models.DateTimeField(null=True, blank=True)
+    extracted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-last_message_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "end_user", "session_id"],
+                name="session_id_unique_per_user",
+                violation_error_message="This user already has a session with this id.",
+            ),
+            models.CheckConstraint(condition=Q(session_tag__in=["task", "conversation"]), name="session_tag_valid"),
+            models.CheckConstraint(condition=Q(status__in=["open", "sealed"]), name="session_status_valid"),
+            models.CheckConstraint(
+                condition=Q(outcome__in=["success", "failure", "unknown"]), name="session_outcome_valid"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["organization", "scope", "-last_message_at"], name="session_org_scope_recent_idx"),
+            models.Index(fields=["status", "last_message_at"], name="session_status_idle_idx"),
+            models.Index(fields=["end_user", "session_tag", "status"], name="session_user_tag_status_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.session_id} ({self.session_tag}, {self.status})"
+
+
+class Message(BaseModel):
+    """One turn. Organisation, scope and end user are copied from the session so every search
+    filters on this table alone."""
+
+    class Role(models.TextChoices):
+        SYSTEM = "system", "System"
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+        TOOL = "tool", "Tool"
+
+    organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="+")
+    end_user = models.ForeignKey("tenancy.EndUser", on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=64)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    name = models.CharField(max_length=255, blank=True, default="")
+    content = models.TextField(blank=True, default="")
+    tool_calls = models.JSONField(null=True, blank=True)
+    tool_call_id = models.CharField(max_length=255, blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    truncated = models.BooleanField(default=False)
+    occurred_at = models.DateTimeField()
+    created_by = models.ForeignKey("tenancy.Client", on_delete=models.CASCADE, related_name="+")
+    search_vector = models.GeneratedField(
+        expression=SearchVector("content", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    embedding = VectorField(dimensions=384, null=True, blank=True)
+    embedding_model = models.CharField(max_length=128, blank=True, default="")
+    distilled_at = models.DateTimeField(null=True, blank=True, help_text="When this turn was learned from.")
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="message_seq_unique_per_session"),
+            models.CheckConstraint(
+                condition=Q(role__in=["system", "user", "assistant", "tool"]), name="message_role_valid"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["organization", "scope", "end_user", "-occurred_at"], name="message_scope_recent_idx"),
+            GinIndex(fields=["search_vector"], name="message_search_vector_idx"),
+            HnswIndex(
+                name="message_embedding_hnsw_idx",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.session_id}#{self.seq} {self.role}"
+
+
+class IngestRequest(BaseModel):
+    """The first response to an `Idempotency-Key`, so a replay returns it and stores nothing."""
+
+    client = models.ForeignKey("tenancy.Client", on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64)
+    response = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["client", "key"], name="ingest_request_key_unique_per_client"),
+        ]

@@ -1,0 +1,92 @@
+from rest_framework import serializers
+
+from apps.conversations.models import SESSION_ID_PATTERN, Session, SessionTag
+from apps.core.api import InputSerializer
+
+
+class MemoryAddInputSerializer(InputSerializer):
+    user_id = serializers.CharField(max_length=255)
+    session_id = serializers.RegexField(
+        SESSION_ID_PATTERN, error_messages={"invalid": "Use 1-64 letters, digits, '_' or '-'."}
+    )
+    session_tag = serializers.ChoiceField(choices=SessionTag.choices, required=False)
+    messages = serializers.ListField(child=serializers.JSONField(), allow_empty=False)
+    occurred_at = serializers.DateTimeField(required=False)
+    filter_tags = serializers.DictField(required=False)
+    seal = serializers.BooleanField(default=False)
+    outcome = serializers.ChoiceField(choices=Session.Outcome.choices, required=False)
+
+    def validate_messages(self, messages):
+        from django.conf import settings
+
+        if len(messages) > settings.MAX_MESSAGES_PER_ADD:
+            raise serializers.ValidationError(
+                f"At most {settings.MAX_MESSAGES_PER_ADD} messages per request; got {len(messages)}."
+            )
+        return messages
+
+
+class MemoryAddOutputSerializer(serializers.Serializer):
+    session_id = serializers.CharField()
+    user_id = serializers.CharField()
+    session_tag = serializers.CharField()
+    status = serializers.CharField()
+    messages_stored = serializers.IntegerField()
+    messages_truncated = serializers.IntegerField()
+    first_seq = serializers.IntegerField(allow_null=True)
+    last_seq = serializers.IntegerField(allow_null=True)
+    task_ids = serializers.ListField(child=serializers.UUIDField())
+
+
+class SessionListFilterSerializer(InputSerializer):
+    user_id = serializers.CharField(required=False)
+    session_tag = serializers.ChoiceField(choices=SessionTag.choices, required=False)
+    status = serializers.ChoiceField(choices=Session.Status.choices, required=False)
+    start = serializers.DateTimeField(required=False)
+    end = serializers.DateTimeField(required=False)
+    limit = serializers.IntegerField(required=False)
+    offset = serializers.IntegerField(required=False)
+
+
+class OwnerQuerySerializer(InputSerializer):
+    user_id = serializers.CharField(max_length=255)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=200)
+    offset = serializers.IntegerField(required=False, min_value=0, default=0)
+
+
+class SessionPatchInputSerializer(InputSerializer):
+    outcome = serializers.ChoiceField(choices=Session.Outcome.choices)
+
+
+class SessionOutputSerializer(serializers.Serializer):
+    session_id = serializers.CharField()
+    user_id = serializers.CharField(source="end_user.user_id")
+    session_tag = serializers.CharField()
+    status = serializers.CharField()
+    outcome = serializers.CharField()
+    scope = serializers.CharField()
+    filter_tags = serializers.JSONField()
+    message_count = serializers.IntegerField()
+    last_message_at = serializers.DateTimeField(allow_null=True)
+    sealed_at = serializers.DateTimeField(allow_null=True)
+    distilled_at = serializers.DateTimeField(allow_null=True)
+    extracted_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class MessageOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    seq = serializers.IntegerField()
+    role = serializers.CharField()
+    name = serializers.CharField()
+    content = serializers.CharField()
+    tool_calls = serializers.JSONField(allow_null=True)
+    tool_call_id = serializers.CharField()
+    metadata = serializers.JSONField()
+    truncated = serializers.BooleanField()
+    occurred_at = serializers.DateTimeField()
+
+
+class SessionSealOutputSerializer(serializers.Serializer):
+    session = SessionOutputSerializer()
+    task_ids = serializers.ListField(child=serializers.UUIDField())

@@ -1,0 +1,249 @@
+"""Writes of sessions and messages: ingest, sealing, outcome, deletion, and the routing of
+background work by session_tag."""
+
+import hashlib
+import json
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from apps.conversations.models import IngestRequest, Message, Session, SessionTag
+from apps.conversations.turns import Turn
+from apps.core.errors import ConflictError
+from apps.pipeline.models import MemoryTask
+from apps.pipeline.registry import HANDLERS
+from apps.pipeline.services import enqueue
+from apps.tenancy.services import end_user_get_or_create
+
+logger = logging.getLogger(__name__)
+
+EMBED_MESSAGES = "embed_messages"
+EXTRACT_MEMORIES = "extract_memories"
+DISTILL_SESSION = "distill_session"
+
+
+def request_fingerprint(body) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _enqueue_if_handled(task_type: str, payload: dict, *, organization, **options) -> MemoryTask | None:
+    """Routing points enqueue only work some app can do, so no row waits for a missing handler."""
+    if task_type not in HANDLERS:
+        logger.debug("no handler for %s yet; nothing enqueued", task_type)
+        return None
+    return enqueue(task_type, payload, organization=organization, **options)
+
+
+def _enqueue_extraction(session: Session) -> MemoryTask | None:
+    """One pending extraction per session (debounced); while one runs, at most one follow-up waits."""
+    run_after = timezone.now() + timedelta(seconds=settings.EXTRACTION_DEBOUNCE_SECONDS)
+    key = f"extract:{session.pk}"
+    task = _enqueue_if_handled(
+        EXTRACT_MEMORIES, {"session": str(session.pk)}, organization=session.organization, idempotency_key=key,
+        run_after=run_after,
+    )
+    if task is not None and task.status == MemoryTask.Status.RUNNING:
+        task = enqueue(
+            EXTRACT_MEMORIES, {"session": str(session.pk)}, organization=session.organization,
+            idempotency_key=f"{key}:after:{task.pk}", run_after=run_after,
+        )
+    return task
+
+
+def session_seal(*, session: Session) -> list[MemoryTask]:
+    """Seals a session; a sealed task session is queued for skill distillation."""
+    if session.status == Session.Status.SEALED:
+        return []
+    session.status = Session.Status.SEALED
+    session.sealed_at = timezone.now()
+    session.save(update_fields=["status", "sealed_at", "updated_at"])
+    tasks = []
+    if session.session_tag == SessionTag.TASK:
+        task = _enqueue_if_handled(
+            DISTILL_SESSION, {"session": str(session.pk)}, organization=session.organization,
+            idempotency_key=f"distill:{session.pk}",
+        )
+        tasks.append(task)
+    return [task for task in tasks if task is not None]
+
+
+def _session_for_add(*, client, end_user, session_id: str, session_tag: str | None, filter_tags: dict):
+    """Returns (session locked for update, created, tasks enqueued by sealing older sessions)."""
+    organization = client.organization
+    lookup = {"organization": organization, "end_user": end_user, "session_id": session_id}
+    session = Session.objects.select_for_update().filter(**lookup).first()
+    if session is not None:
+        if session.status == Session.Status.SEALED:
+            raise ConflictError(f"Session {session_id!r} is sealed; send new messages under a new session_id.")
+        if session_tag and session.session_tag != session_tag:
+            raise ConflictError(
+                f"Session {session_id!r} is a {session.session_tag} session; it cannot receive {session_tag} messages."
+            )
+        if session.scope != client.write_scope:
+            raise ConflictError(f"Session {session_id!r} belongs to another scope than this client's write scope.")
+        return session, False, []
+    try:
+        with transaction.atomic():
+            session = Session.objects.create(
+                **lookup,
+                client=client,
+                scope=client.write_scope,
+                session_tag=session_tag or settings.DEFAULT_SESSION_TAG,
+                filter_tags=filter_tags,
+            )
+    except IntegrityError:  # a concurrent add created it first
+        return _session_for_add(
+            client=client, end_user=end_user, session_id=session_id, session_tag=session_tag, filter_tags=filter_tags
+        )
+    # A newer session of the same user and tag closes the older open ones.
+    tasks = []
+    older = Session.objects.select_for_update().filter(
+        organization=organization, end_user=end_user, session_tag=session.session_tag, status=Session.Status.OPEN
+    ).exclude(pk=session.pk)
+    for previous in older:
+        tasks.extend(session_seal(session=previous))
+    return session, True, tasks
+
+
+@transaction.atomic
+def messages_add(
+    *,
+    client,
+    user_id: str,
+    session_id: str,
+    turns: list[Turn],
+    session_tag: str | None = None,
+    filter_tags: dict | None = None,
+    seal: bool = False,
+    outcome: str | None = None,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+) -> dict:
+    """Stores a batch of turns and enqueues the background work, all in one transaction.
+
+    Returns the response body. With an idempotency key, a replay of the same request
+    returns the first response and stores nothing; a different request under the same
+    key raises ConflictError.
+    """
+    record = None
+    if idempotency_key:
+        try:
+            with transaction.atomic():
+                record = IngestRequest.objects.create(client=client, key=idempotency_key, request_hash=request_hash)
+        except IntegrityError:
+            previous = IngestRequest.objects.get(client=client, key=idempotency_key)
+            if previous.request_hash != request_hash:
+                raise ConflictError(
+                    "This Idempotency-Key was already used with a different request body."
+                ) from None
+            return previous.response
+
+    filter_tags = dict(filter_tags or {})
+    filter_tags["scope"] = client.write_scope
+    end_user = end_user_get_or_create(organization=client.organization, user_id=user_id)
+    session, _, tasks = _session_for_add(
+        client=client, end_user=end_user, session_id=session_id, session_tag=session_tag, filter_tags=filter_tags
+    )
+    now = timezone.now()
+    first_seq = session.last_seq + 1
+    messages = [
+        Message(
+            organization_id=session.organization_id,
+            end_user=end_user,
+            scope=session.scope,
+            session=session,
+            seq=first_seq + offset,
+            role=turn.role,
+            name=turn.name,
+            content=turn.content,
+            tool_calls=turn.tool_calls,
+            tool_call_id=turn.tool_call_id,
+            metadata=turn.metadata,
+            truncated=turn.truncated,
+            occurred_at=turn.occurred_at or now,
+            created_by=client,
+        )
+        for offset, turn in enumerate(turns)
+    ]
+    Message.objects.bulk_create(messages)
+    session.message_count += len(messages)
+    session.last_seq += len(messages)
+    session.last_message_at = now
+    if outcome:
+        session.outcome = outcome
+    session.save(update_fields=["message_count", "last_seq", "last_message_at", "outcome", "updated_at"])
+
+    if messages:
+        tasks.append(
+            _enqueue_if_handled(
+                EMBED_MESSAGES,
+                {"session": str(session.pk), "from_seq": first_seq, "to_seq": session.last_seq},
+                organization=session.organization,
+            )
+        )
+        if session.session_tag == SessionTag.CONVERSATION:
+            tasks.append(_enqueue_extraction(session))
+    if seal:
+        tasks.extend(session_seal(session=session))
+
+    body = {
+        "session_id": session.session_id,
+        "user_id": user_id,
+        "session_tag": session.session_tag,
+        "status": session.status,
+        "messages_stored": len(messages),
+        "messages_truncated": sum(1 for message in messages if message.truncated),
+        "first_seq": first_seq if messages else None,
+        "last_seq": session.last_seq if messages else None,
+        "task_ids": [str(task.pk) for task in tasks if task is not None],
+    }
+    if record is not None:
+        record.response = body
+        record.save(update_fields=["response", "updated_at"])
+    return body
+
+
+@transaction.atomic
+def session_seal_now(*, session: Session) -> list[MemoryTask]:
+    session = Session.objects.select_for_update().get(pk=session.pk)
+    return session_seal(session=session)
+
+
+def session_set_outcome(*, session: Session, outcome: str) -> Session:
+    session.outcome = outcome
+    session.save(update_fields=["outcome", "updated_at"])
+    return session
+
+
+@transaction.atomic
+def message_delete(*, message: Message) -> None:
+    Session.objects.filter(pk=message.session_id).update(message_count=F("message_count") - 1)
+    message.delete()
+
+
+def seal_idle_sessions(*, batch_size: int = 500) -> int:
+    """Seals open sessions that received nothing for SESSION_IDLE_SECONDS."""
+    cutoff = timezone.now() - timedelta(seconds=settings.SESSION_IDLE_SECONDS)
+    sealed = 0
+    while True:
+        with transaction.atomic():
+            idle = list(
+                Session.objects.select_for_update(skip_locked=True)
+                .select_related("organization")
+                .filter(status=Session.Status.OPEN, last_message_at__lt=cutoff)[:batch_size]
+            )
+            for session in idle:
+                session_seal(session=session)
+        sealed += len(idle)
+        if len(idle) < batch_size:
+            return sealed
+
+
+def idempotency_records_prune() -> int:
+    cutoff = timezone.now() - timedelta(hours=settings.IDEMPOTENCY_KEY_TTL_HOURS)
+    deleted, _ = IngestRequest.objects.filter(created_at__lt=cutoff).delete()
+    return deleted

@@ -1,0 +1,145 @@
+from django.conf import settings
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from apps.conversations.selectors import message_list, session_list, session_messages
+from apps.conversations.serializers import (
+    MemoryAddInputSerializer,
+    MemoryAddOutputSerializer,
+    MessageOutputSerializer,
+    OwnerQuerySerializer,
+    SessionListFilterSerializer,
+    SessionOutputSerializer,
+    SessionPatchInputSerializer,
+    SessionSealOutputSerializer,
+)
+from apps.conversations.services import (
+    message_delete,
+    messages_add,
+    request_fingerprint,
+    session_seal_now,
+    session_set_outcome,
+)
+from apps.conversations.turns import TurnError, normalise_messages
+from apps.core.api import ClientAPIView
+from apps.core.pagination import Pagination
+
+USER_ID_PARAMETER = OpenApiParameter("user_id", str, required=True, description="The session owner's user id.")
+
+
+def require_write_access(client, item) -> None:
+    """Readable is not writable: a client changes only what lives in its own write scope."""
+    if item.scope != client.write_scope:
+        raise exceptions.PermissionDenied(f"This item belongs to scope {item.scope!r}, which this client does not write.")
+
+
+class MemoryAddView(ClientAPIView):
+    @extend_schema(
+        request=MemoryAddInputSerializer,
+        responses={202: MemoryAddOutputSerializer},
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
+    )
+    def post(self, request):
+        serializer = MemoryAddInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            turns = normalise_messages(
+                data["messages"],
+                max_chars=settings.MESSAGE_MAX_CHARS,
+                default_occurred_at=data.get("occurred_at") or timezone.now(),
+            )
+        except TurnError as exc:
+            raise exceptions.ValidationError({"messages": exc.errors}) from None
+        idempotency_key = request.headers.get("Idempotency-Key") or None
+        if idempotency_key and len(idempotency_key) > 255:
+            raise exceptions.ValidationError({"Idempotency-Key": ["At most 255 characters."]})
+        body = messages_add(
+            client=self.client,
+            user_id=data["user_id"],
+            session_id=data["session_id"],
+            turns=turns,
+            session_tag=data.get("session_tag"),
+            filter_tags=data.get("filter_tags"),
+            seal=data["seal"],
+            outcome=data.get("outcome"),
+            idempotency_key=idempotency_key,
+            request_hash=request_fingerprint(request.data) if idempotency_key else None,
+        )
+        return Response(MemoryAddOutputSerializer(body).data, status=status.HTTP_202_ACCEPTED)
+
+
+class SessionListView(ClientAPIView):
+    def scoped_queryset(self, *, client):
+        return session_list(client=client)
+
+    @extend_schema(parameters=[SessionListFilterSerializer], responses=SessionOutputSerializer(many=True))
+    def get(self, request):
+        filters = SessionListFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        paginator = Pagination()
+        page = paginator.paginate_queryset(session_list(client=self.client, filters=filters.validated_data), request, self)
+        return paginator.get_paginated_response(SessionOutputSerializer(page, many=True).data)
+
+
+class SessionObjectMixin:
+    def scoped_queryset(self, *, client):
+        return session_list(client=client).select_related("organization")
+
+    def owner_query(self):
+        query = OwnerQuerySerializer(data=self.request.query_params)
+        query.is_valid(raise_exception=True)
+        return query.validated_data
+
+    def get_session(self, session_id):
+        return self.get_object(session_id=session_id, end_user__user_id=self.owner_query()["user_id"])
+
+
+class SessionDetailView(SessionObjectMixin, ClientAPIView):
+    @extend_schema(parameters=[OwnerQuerySerializer], responses=SessionOutputSerializer)
+    def get(self, request, session_id):
+        session = self.get_session(session_id)
+        query = self.owner_query()
+        messages = session_messages(session=session)[query["offset"] : query["offset"] + query["limit"]]
+        body = SessionOutputSerializer(session).data
+        body["messages"] = MessageOutputSerializer(messages, many=True).data
+        next_offset = query["offset"] + query["limit"]
+        body["messages_next_offset"] = next_offset if next_offset < session.message_count else None
+        return Response(body)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("user_id", str, required=True)],
+        request=SessionPatchInputSerializer,
+        responses=SessionOutputSerializer,
+    )
+    def patch(self, request, session_id):
+        session = self.get_session(session_id)
+        require_write_access(self.client, session)
+        serializer = SessionPatchInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        session = session_set_outcome(session=session, outcome=serializer.validated_data["outcome"])
+        return Response(SessionOutputSerializer(session).data)
+
+
+class SessionSealView(SessionObjectMixin, ClientAPIView):
+    @extend_schema(parameters=[USER_ID_PARAMETER], request=None, responses=SessionSealOutputSerializer)
+    def post(self, request, session_id):
+        session = self.get_session(session_id)
+        require_write_access(self.client, session)
+        tasks = session_seal_now(session=session)
+        session.refresh_from_db()
+        return Response(SessionSealOutputSerializer({"session": session, "task_ids": [task.pk for task in tasks]}).data)
+
+
+class MessageDeleteView(ClientAPIView):
+    def scoped_queryset(self, *, client):
+        return message_list(client=client)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, item_id):
+        message = self.get_object(pk=item_id)
+        require_write_access(self.client, message)
+        message_delete(message=message)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,61 @@
+"""MemoryTask: one row per unit of background work; the row is the outbox and the record."""
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.core.models import BaseModel
+
+
+class MemoryTask(BaseModel):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed (will retry)"
+        DEAD = "dead", "Dead"
+        CANCELLED = "cancelled", "Cancelled"
+
+    # A task in one of these states still has work ahead of it; its idempotency key is taken.
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING, Status.FAILED)
+    # A worker may claim a task in one of these states once it is due.
+    CLAIMABLE_STATUSES = (Status.QUEUED, Status.FAILED)
+
+    task_type = models.CharField(max_length=64)
+    organization = models.ForeignKey(
+        "tenancy.Organization", on_delete=models.CASCADE, null=True, blank=True, related_name="memory_tasks"
+    )
+    payload = models.JSONField(default=dict, blank=True, help_text="Ids and small parameters only, never memory text.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    max_attempts = models.PositiveIntegerField(default=5)
+    run_after = models.DateTimeField(default=timezone.now)
+    claimed_by = models.CharField(max_length=255, blank=True, default="")
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task_type", "idempotency_key"],
+                condition=Q(status__in=["queued", "running", "failed"]) & Q(idempotency_key__isnull=False),
+                name="memory_task_active_idempotency_key_unique",
+                violation_error_message="An active task of this type already has this idempotency key.",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "succeeded", "failed", "dead", "cancelled"]),
+                name="memory_task_status_valid",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["status", "run_after"], name="memory_task_due_idx"),
+            models.Index(fields=["organization", "status", "task_type"], name="memory_task_org_status_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.task_type} {self.id} ({self.status})"

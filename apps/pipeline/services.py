@@ -1,0 +1,252 @@
+"""The durable task pipeline: enqueue inside the caller's transaction, claim, run, retry, recover."""
+
+import logging
+import os
+import random
+import socket
+import threading
+import traceback
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from apps.pipeline.models import MemoryTask
+from apps.pipeline.registry import handler_for
+
+logger = logging.getLogger(__name__)
+
+ERROR_MAX_CHARS = 4000
+
+
+def enqueue(
+    task_type: str,
+    payload: dict,
+    *,
+    organization=None,
+    idempotency_key: str | None = None,
+    run_after=None,
+    max_attempts: int | None = None,
+) -> MemoryTask:
+    """Inserts the task row in the current transaction; after commit its id goes to Celery.
+
+    With an idempotency key that an active task of the same type already holds, that task
+    is returned and nothing new is stored (inside one transaction and across concurrent ones).
+    """
+    if idempotency_key:
+        existing = _active_with_key(task_type, idempotency_key)
+        if existing is not None:
+            return existing
+    try:
+        with transaction.atomic():
+            task = MemoryTask.objects.create(
+                task_type=task_type,
+                organization=organization,
+                payload=payload,
+                idempotency_key=idempotency_key,
+                run_after=run_after or timezone.now(),
+                max_attempts=max_attempts or settings.TASK_MAX_ATTEMPTS,
+            )
+    except IntegrityError:
+        # A concurrent transaction committed the same key first; its task is ours.
+        existing = _active_with_key(task_type, idempotency_key)
+        if existing is None:
+            raise
+        return existing
+    transaction.on_commit(lambda: publish(task_id=task.id, run_after=task.run_after))
+    return task
+
+
+def _active_with_key(task_type: str, idempotency_key: str) -> MemoryTask | None:
+    return MemoryTask.objects.filter(
+        task_type=task_type, idempotency_key=idempotency_key, status__in=MemoryTask.ACTIVE_STATUSES
+    ).first()
+
+
+def publish(*, task_id, run_after=None) -> bool:
+    """Sends the task id to Celery. A failure is logged, not raised: the row waits for beat."""
+    from apps.pipeline.tasks import run_memory_task
+
+    countdown = None
+    if run_after is not None:
+        countdown = max(0.0, (run_after - timezone.now()).total_seconds()) or None
+    try:
+        run_memory_task.apply_async(args=[str(task_id)], countdown=countdown)
+        return True
+    except Exception as exc:  # broker down: the row is the outbox, republish_due_tasks will send it
+        logger.warning("could not publish task %s (%s); it stays queued for re-publishing", task_id, exc)
+        return False
+
+
+def retry_delay(attempts: int) -> float:
+    """Exponential backoff with full jitter in its upper half, capped."""
+    ceiling = min(settings.TASK_RETRY_MAX_SECONDS, settings.TASK_RETRY_BASE_SECONDS * 2 ** max(0, attempts - 1))
+    return random.uniform(ceiling / 2, ceiling)
+
+
+def task_claim(*, task_id, worker: str) -> MemoryTask | None:
+    """Atomically moves one due, claimable row to running; None if it is not ours to run."""
+    table = MemoryTask._meta.db_table
+    claimed = list(
+        MemoryTask.objects.raw(
+            f"""
+            UPDATE {table} SET status = 'running', attempts = attempts + 1, claimed_by = %s,
+                   claimed_at = now(), heartbeat_at = now(), updated_at = now()
+            WHERE id = (
+                SELECT id FROM {table}
+                WHERE id = %s AND status IN ('queued', 'failed') AND run_after <= now()
+                FOR UPDATE SKIP LOCKED
+            )
+            RETURNING *
+            """,
+            [worker, str(task_id)],
+        )
+    )
+    return claimed[0] if claimed else None
+
+
+class _Heartbeat(threading.Thread):
+    """Refreshes heartbeat_at while a handler runs, so stale-claim recovery leaves it alone."""
+
+    def __init__(self, task: MemoryTask):
+        super().__init__(daemon=True, name=f"heartbeat-{task.id}")
+        self.task = task
+        self.stopped = threading.Event()
+
+    def run(self):
+        try:
+            while not self.stopped.wait(settings.TASK_HEARTBEAT_SECONDS):
+                MemoryTask.objects.filter(pk=self.task.pk, status=MemoryTask.Status.RUNNING).update(
+                    heartbeat_at=timezone.now()
+                )
+        finally:
+            connection.close()
+
+
+def _finish(task: MemoryTask, **fields) -> bool:
+    """Writes the outcome only if this attempt still owns the row (recovery may have taken it)."""
+    fields["updated_at"] = timezone.now()
+    updated = MemoryTask.objects.filter(
+        pk=task.pk, status=MemoryTask.Status.RUNNING, claimed_by=task.claimed_by, attempts=task.attempts
+    ).update(**fields)
+    if not updated:
+        logger.warning("task %s was taken over while it ran; its outcome is discarded", task.id)
+    return bool(updated)
+
+
+def task_execute(*, task_id, worker: str) -> str:
+    """Claims and runs one task. Returns what happened, for logs and tests."""
+    task = task_claim(task_id=task_id, worker=worker)
+    if task is None:
+        return "not-claimed"
+    heartbeat = _Heartbeat(task)
+    heartbeat.start()
+    try:
+        result = handler_for(task.task_type)(task)
+    except Exception as exc:
+        heartbeat.stopped.set()
+        error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"[:ERROR_MAX_CHARS]
+        now = timezone.now()
+        if task.attempts >= task.max_attempts:
+            _finish(task, status=MemoryTask.Status.DEAD, error=error, finished_at=now)
+            logger.error("task %s (%s) is dead after %s attempts: %s", task.id, task.task_type, task.attempts, exc)
+            return "dead"
+        run_after = now + timedelta(seconds=retry_delay(task.attempts))
+        if _finish(task, status=MemoryTask.Status.FAILED, error=error, run_after=run_after):
+            publish(task_id=task.id, run_after=run_after)
+        logger.warning("task %s (%s) failed attempt %s: %s", task.id, task.task_type, task.attempts, exc)
+        return "failed"
+    finally:
+        heartbeat.stopped.set()
+    _finish(task, status=MemoryTask.Status.SUCCEEDED, result=result, error="", finished_at=timezone.now())
+    return "succeeded"
+
+
+def republish_due_tasks(*, limit: int = 1000) -> int:
+    """Sends again the due rows nobody picked up (a publish lost while the broker was down)."""
+    cutoff = timezone.now() - timedelta(seconds=settings.TASK_REPUBLISH_AFTER_SECONDS)
+    with transaction.atomic():
+        ids = list(
+            MemoryTask.objects.select_for_update(skip_locked=True)
+            .filter(status__in=MemoryTask.CLAIMABLE_STATUSES, run_after__lte=cutoff)
+            .order_by("run_after")
+            .values_list("id", flat=True)[:limit]
+        )
+        # Pushing run_after to now means a row is re-sent at most once per grace period.
+        MemoryTask.objects.filter(id__in=ids).update(run_after=timezone.now(), updated_at=timezone.now())
+    sent = sum(publish(task_id=task_id) for task_id in ids)
+    if ids:
+        logger.info("re-published %s of %s due tasks", sent, len(ids))
+    return sent
+
+
+def recover_stale_tasks() -> dict:
+    """Running rows whose worker stopped heart-beating: requeue them, or bury them when out of attempts."""
+    cutoff = timezone.now() - timedelta(seconds=settings.TASK_STALE_AFTER_SECONDS)
+    requeued, dead = [], 0
+    with transaction.atomic():
+        stale = list(
+            MemoryTask.objects.select_for_update(skip_locked=True).filter(
+                status=MemoryTask.Status.RUNNING, heartbeat_at__lt=cutoff
+            )
+        )
+        now = timezone.now()
+        for task in stale:
+            note = f"Worker {task.claimed_by or '?'} stopped heart-beating during attempt {task.attempts}."
+            if task.attempts >= task.max_attempts:
+                task.status, task.finished_at, dead = MemoryTask.Status.DEAD, now, dead + 1
+            else:
+                task.status, task.run_after = MemoryTask.Status.QUEUED, now
+                requeued.append(task.id)
+            task.error = note
+            task.save(update_fields=["status", "finished_at", "run_after", "error", "updated_at"])
+    for task_id in requeued:
+        transaction.on_commit(lambda task_id=task_id: publish(task_id=task_id))
+    if stale:
+        logger.warning("recovered %s stale tasks (%s requeued, %s dead)", len(stale), len(requeued), dead)
+    return {"requeued": len(requeued), "dead": dead}
+
+
+def prune_finished_tasks() -> int:
+    """Deletes succeeded and cancelled rows after TASK_RETENTION_DAYS; dead rows stay for operators."""
+    cutoff = timezone.now() - timedelta(days=settings.TASK_RETENTION_DAYS)
+    deleted, _ = MemoryTask.objects.filter(
+        status__in=[MemoryTask.Status.SUCCEEDED, MemoryTask.Status.CANCELLED], finished_at__lt=cutoff
+    ).delete()
+    return deleted
+
+
+def task_retry_now(*, task: MemoryTask) -> MemoryTask:
+    """An operator's retry: a failed or dead task runs again at once, with one more attempt allowed."""
+    if task.status not in (MemoryTask.Status.FAILED, MemoryTask.Status.DEAD, MemoryTask.Status.QUEUED):
+        raise ValueError(f"Only queued, failed or dead tasks can be retried, not {task.status}.")
+    task.status = MemoryTask.Status.QUEUED
+    task.run_after = timezone.now()
+    task.max_attempts = max(task.max_attempts, task.attempts + 1)
+    task.finished_at = None
+    task.save(update_fields=["status", "run_after", "max_attempts", "finished_at", "updated_at"])
+    transaction.on_commit(lambda: publish(task_id=task.id))
+    return task
+
+
+def task_mark_dead(*, task: MemoryTask, reason: str) -> MemoryTask:
+    if task.status in (MemoryTask.Status.SUCCEEDED, MemoryTask.Status.DEAD):
+        return task
+    task.status = MemoryTask.Status.DEAD
+    task.error = reason
+    task.finished_at = timezone.now()
+    task.save(update_fields=["status", "error", "finished_at", "updated_at"])
+    return task
+
+
+def tasks_cancel(*, queryset) -> int:
+    """Cancels tasks that have not started (used by erasure); running ones finish on their own."""
+    return queryset.filter(status__in=MemoryTask.CLAIMABLE_STATUSES).update(
+        status=MemoryTask.Status.CANCELLED, finished_at=timezone.now(), updated_at=timezone.now()
+    )
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+

@@ -1,0 +1,25 @@
+"""Celery entry points of the pipeline: thin wrappers that take ids and call services."""
+
+from celery import shared_task
+
+from apps.pipeline import services
+
+
+@shared_task(name="pipeline.run_memory_task")
+def run_memory_task(task_id: str) -> str:
+    return services.task_execute(task_id=task_id, worker=services.worker_name())
+
+
+@shared_task(name="pipeline.republish_due_tasks")
+def republish_due_tasks() -> int:
+    return services.republish_due_tasks()
+
+
+@shared_task(name="pipeline.recover_stale_tasks")
+def recover_stale_tasks() -> dict:
+    return services.recover_stale_tasks()
+
+
+@shared_task(name="pipeline.prune_finished_tasks")
+def prune_finished_tasks() -> int:
+    return services.prune_finished_tasks()

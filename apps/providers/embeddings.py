@@ -1,0 +1,69 @@
+"""Embedding providers: the only place that turns text into vectors.
+
+Every vector has EMBEDDING_DIMENSIONS (384) dimensions so one pgvector column and one HNSW
+index serve every provider; the model name is stored next to each vector, so switching
+models is a re-embed, not a migration.
+"""
+
+import hashlib
+import math
+import re
+from functools import lru_cache
+
+from django.conf import settings
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def embedding_model_name() -> str:
+    provider = settings.EMBEDDING_PROVIDER
+    if provider == "hash":
+        return f"hash-{settings.EMBEDDING_DIMENSIONS}"
+    return f"{provider}:{settings.EMBEDDING_MODEL}"
+
+
+def _hash_embed(text: str, dimensions: int) -> list[float]:
+    """Feature hashing of words and word bigrams with signed buckets, L2-normalised."""
+    vector = [0.0] * dimensions
+    words = _TOKEN.findall(text.lower())
+    features = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+    for feature in features:
+        digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+        bucket = int.from_bytes(digest[:4], "little") % dimensions
+        vector[bucket] += 1.0 if digest[4] & 1 else -1.0
+    norm = math.sqrt(sum(value * value for value in vector))
+    if norm == 0:
+        vector[0] = 1.0  # an empty text still gets a valid unit vector
+        return vector
+    return [value / norm for value in vector]
+
+
+@lru_cache(maxsize=1)
+def _local_model():
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(settings.EMBEDDING_MODEL, device="cpu")
+
+
+def _openai_embed(texts: list[str]) -> list[list[float]]:
+    from apps.providers.llm import openai_client
+
+    response = openai_client().embeddings.create(
+        model=settings.EMBEDDING_MODEL, input=texts, dimensions=settings.EMBEDDING_DIMENSIONS
+    )
+    return [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
+
+
+def embed_texts(texts: list[str]) -> list[list[float]]:
+    """Embeds a batch of texts with the configured provider."""
+    if not texts:
+        return []
+    provider = settings.EMBEDDING_PROVIDER
+    if provider == "hash":
+        return [_hash_embed(text, settings.EMBEDDING_DIMENSIONS) for text in texts]
+    if provider == "local":
+        vectors = _local_model().encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+        return [vector.tolist() for vector in vectors]
+    if provider == "openai":
+        return _openai_embed(texts)
+    raise ValueError(f"Unknown EMBEDDING_PROVIDER {provider!r}; use openai, local or hash.")
