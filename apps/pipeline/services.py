@@ -86,21 +86,26 @@ def retry_delay(attempts: int) -> float:
 
 
 def task_claim(*, task_id, worker: str) -> MemoryTask | None:
-    """Atomically moves one due, claimable row to running; None if it is not ours to run."""
+    """Atomically moves one due, claimable row to running; None if it is not ours to run.
+
+    Times come from the application clock, like run_after, so a task is never "not yet
+    due" because the database clock disagrees.
+    """
     table = MemoryTask._meta.db_table
+    now = timezone.now()
     claimed = list(
         MemoryTask.objects.raw(
             f"""
             UPDATE {table} SET status = 'running', attempts = attempts + 1, claimed_by = %s,
-                   claimed_at = now(), heartbeat_at = now(), updated_at = now()
+                   claimed_at = %s, heartbeat_at = %s, updated_at = %s
             WHERE id = (
                 SELECT id FROM {table}
-                WHERE id = %s AND status IN ('queued', 'failed') AND run_after <= now()
+                WHERE id = %s AND status IN ('queued', 'failed') AND run_after <= %s
                 FOR UPDATE SKIP LOCKED
             )
             RETURNING *
             """,
-            [worker, str(task_id)],
+            [worker, now, now, now, str(task_id), now],
         )
     )
     return claimed[0] if claimed else None

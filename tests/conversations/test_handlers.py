@@ -1,0 +1,27 @@
+import pytest
+
+from apps.conversations.handlers import embed_messages
+from apps.conversations.models import Message, Session
+from apps.pipeline.models import MemoryTask
+from apps.pipeline.services import task_execute
+
+pytestmark = pytest.mark.django_db
+
+
+def test_embed_messages_fills_vectors_with_the_model_name_and_is_idempotent(client_a, add_messages):
+    body = add_messages(client_a)
+    task = MemoryTask.objects.get(pk=body["task_ids"][0])
+    assert task_execute(task_id=task.pk, worker="test") == "succeeded"
+    task.refresh_from_db()
+    assert task.result == {"embedded": 2, "model": "hash-384"}
+    vectors = list(Message.objects.values_list("embedding", "embedding_model"))
+    assert all(vector is not None and len(vector) == 384 and model == "hash-384" for vector, model in vectors)
+    assert embed_messages(task) == {"embedded": 0, "model": "hash-384"}  # a re-run does nothing
+
+
+def test_embedding_only_touches_its_own_range(client_a, add_messages):
+    first = add_messages(client_a)
+    add_messages(client_a, messages=[{"role": "user", "content": "later"}])
+    task_execute(task_id=first["task_ids"][0], worker="test")
+    session = Session.objects.get()
+    assert list(Message.objects.filter(session=session, embedding__isnull=True).values_list("seq", flat=True)) == [3]
