@@ -1,6 +1,6 @@
 """Every /api/v1/ route, in one place."""
 
-from django.urls import path
+from django.urls import include, path
 
 from apps.conversations.views import (
     MemoryAddView,
@@ -20,4 +20,5 @@ urlpatterns = [
     path("sessions/", SessionListView.as_view(), name="session-list"),
     path("sessions/<str:session_id>/", SessionDetailView.as_view(), name="session-detail"),
     path("sessions/<str:session_id>/seal", SessionSealView.as_view(), name="session-seal"),
+    path("", include("apps.skills.urls")),
 ]

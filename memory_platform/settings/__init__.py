@@ -32,6 +32,8 @@ INSTALLED_APPS = [
     "apps.pipeline",
     "apps.providers",
     "apps.conversations",
+    "apps.search",
+    "apps.skills",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class SearchConfig(AppConfig):
+    name = "apps.search"
+    label = "search"
+    verbose_name = "Search"

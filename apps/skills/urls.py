@@ -1,0 +1,3 @@
+"""Skill routes, included under /api/v1/ by memory_platform/api_router.py."""
+
+urlpatterns = []
