@@ -10,12 +10,15 @@ from apps.conversations.views import (
     SessionSealView,
 )
 from apps.pipeline.views import TaskDetailView
+from apps.search.views import MemorySearchView, SearchAllUsersView
 from apps.tenancy.views import CurrentClientView
 
 urlpatterns = [
     path("me", CurrentClientView.as_view(), name="current-client"),
     path("tasks/<str:task_id>/", TaskDetailView.as_view(), name="task-detail"),
     path("memory/add", MemoryAddView.as_view(), name="memory-add"),
+    path("memory/search", MemorySearchView.as_view(), name="memory-search"),
+    path("memory/search_all_users", SearchAllUsersView.as_view(), name="memory-search-all-users"),
     path("memory/message/<str:item_id>", MessageDeleteView.as_view(), name="memory-message-delete"),
     path("sessions/", SessionListView.as_view(), name="session-list"),
     path("sessions/<str:session_id>/", SessionDetailView.as_view(), name="session-detail"),

@@ -30,12 +30,28 @@ def _task_url(client, add_messages):
     return f"/api/v1/tasks/{task.pk}/", f"/api/v1/tasks/{uuid.uuid4()}/"
 
 
+def _skill_url(client, add_messages, template="/api/v1/skills/{}/"):
+    from tests.skills.factories import SkillFactory
+
+    skill = SkillFactory(organization=client.organization, scope=client.write_scope)
+    return template.format(skill.pk), template.format(uuid.uuid4())
+
+
+def _distill_url(client, add_messages):
+    add_messages(client, user_id="owner", session_id="sess-d", session_tag="task", seal=True)
+    return "/api/v1/sessions/sess-d/distill?user_id=owner", f"/api/v1/sessions/sess-{uuid.uuid4().hex[:8]}/distill?user_id=owner"
+
+
 ENDPOINTS = [
     ("get", lambda client, add: _session_url(client, add)),
     ("patch", lambda client, add: _session_url(client, add)),
     ("post", lambda client, add: _session_url(client, add, "seal")),
     ("delete", _message_url),
     ("get", _task_url),
+    ("get", _skill_url),
+    ("delete", _skill_url),
+    ("delete", lambda client, add: _skill_url(client, add, "/api/v1/memory/procedural/{}")),
+    ("post", _distill_url),
 ]
 
 

@@ -8,7 +8,11 @@ class ConversationsConfig(AppConfig):
 
     def ready(self):
         from apps.conversations import handlers  # noqa: F401  (registers pipeline handlers)
+        from apps.conversations.search_sources import MESSAGE_SOURCE
         from apps.core.schedules import register_schedule
+        from apps.search.registry import register_source
+
+        register_source(MESSAGE_SOURCE)
 
         register_schedule(
             name="conversations: seal idle sessions", task="conversations.seal_idle_sessions", every_seconds=60

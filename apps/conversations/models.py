@@ -110,6 +110,7 @@ class Message(BaseModel):
         indexes = [
             models.Index(fields=["organization", "scope", "end_user", "-occurred_at"], name="message_scope_recent_idx"),
             GinIndex(fields=["search_vector"], name="message_search_vector_idx"),
+            GinIndex(fields=["content"], opclasses=["gin_trgm_ops"], name="message_content_trgm_idx"),
             HnswIndex(
                 name="message_embedding_hnsw_idx",
                 fields=["embedding"],

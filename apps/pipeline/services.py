@@ -49,6 +49,8 @@ def enqueue(
                 max_attempts=max_attempts or settings.TASK_MAX_ATTEMPTS,
             )
     except IntegrityError:
+        if not idempotency_key:  # some other rule was broken; never hand back an unrelated task
+            raise
         # A concurrent transaction committed the same key first; its task is ours.
         existing = _active_with_key(task_type, idempotency_key)
         if existing is None:
@@ -230,7 +232,14 @@ def task_retry_now(*, task: MemoryTask) -> MemoryTask:
     task.run_after = timezone.now()
     task.max_attempts = max(task.max_attempts, task.attempts + 1)
     task.finished_at = None
-    task.save(update_fields=["status", "run_after", "max_attempts", "finished_at", "updated_at"])
+    try:
+        with transaction.atomic():
+            task.save(update_fields=["status", "run_after", "max_attempts", "finished_at", "updated_at"])
+    except IntegrityError:
+        task.refresh_from_db()
+        raise ValueError(
+            f"An active {task.task_type} task already holds its idempotency key {task.idempotency_key!r}."
+        ) from None
     transaction.on_commit(lambda: publish(task_id=task.id))
     return task
 

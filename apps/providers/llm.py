@@ -1,8 +1,24 @@
-"""The OpenAI-compatible client shared by the LLM and embedding providers."""
+"""The LLM provider: the OpenAI-compatible client and JSON chat completions with usage accounting.
 
+Retries with exponential backoff on 429, 5xx and connection errors come from the openai
+SDK (`max_retries`); every completed call records its token usage.
+"""
+
+import json
+import logging
 from functools import lru_cache
 
 from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+
+class LLMError(Exception):
+    """The model endpoint could not be reached or failed after the SDK's retries."""
+
+
+class LLMOutputError(LLMError):
+    """The model answered, but not with a JSON object: callers treat it as "nothing learned"."""
 
 
 @lru_cache(maxsize=1)
@@ -15,3 +31,60 @@ def openai_client():
         timeout=settings.LLM_TIMEOUT_SECONDS,
         max_retries=settings.LLM_MAX_RETRIES,
     )
+
+
+def llm_enabled() -> bool:
+    """False selects the offline rule-based distiller and evolver."""
+    return settings.LLM_PROVIDER != "rules"
+
+
+def _record_usage(*, response, organization, task, purpose: str) -> None:
+    from apps.providers.models import LLMUsage
+
+    usage = getattr(response, "usage", None)
+    LLMUsage.objects.create(
+        organization=organization,
+        task_id=getattr(task, "pk", task),
+        purpose=purpose,
+        model=getattr(response, "model", None) or settings.LLM_MODEL,
+        prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+        completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+    )
+
+
+def parse_json_object(text: str | None) -> dict:
+    """The JSON object in a completion; tolerates a Markdown code fence around it."""
+    text = (text or "").strip()
+    if text.startswith("```"):
+        text = text.strip("`")
+        text = text[text.find("\n") + 1 :] if "\n" in text else text
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LLMOutputError(f"The model's answer is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise LLMOutputError(f"The model's answer is JSON but not an object ({type(value).__name__}).")
+    return value
+
+
+def chat_json(*, messages: list[dict], organization=None, task=None, purpose: str = "") -> dict:
+    """Sends a chat completion that must answer with a JSON object and returns that object.
+
+    Raises LLMError when the endpoint fails after the SDK's retries, LLMOutputError when the
+    answer is not a JSON object; usage is recorded whenever the endpoint answered.
+    """
+    import openai
+
+    try:
+        response = openai_client().chat.completions.create(
+            model=settings.LLM_MODEL,
+            messages=messages,
+            response_format={"type": "json_object"},
+            temperature=0,
+        )
+    except openai.OpenAIError as exc:
+        raise LLMError(f"{type(exc).__name__}: {exc}") from exc
+    _record_usage(response=response, organization=organization, task=task, purpose=purpose)
+    if not response.choices:
+        raise LLMOutputError("The model returned no choices.")
+    return parse_json_object(response.choices[0].message.content)

@@ -5,3 +5,9 @@ class SkillsConfig(AppConfig):
     name = "apps.skills"
     label = "skills"
     verbose_name = "Skills"
+
+    def ready(self):
+        from apps.skills import handlers  # noqa: F401  (registers pipeline handlers)
+        from apps.skills.search import register_sources
+
+        register_sources()

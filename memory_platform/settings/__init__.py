@@ -172,6 +172,16 @@ EMBEDDING_MODEL = env(
 )
 EMBEDDING_DIMENSIONS = 384
 
+# Skill memory (apps.skills): distillation of task sessions and evolution into skills.
+SKILL_REVIEW_MODE = env("SKILL_REVIEW_MODE", default="auto")  # auto: evolved skills go live; manual: pending_review
+DISTILLER_MAX_TRANSCRIPT_CHARS = env.int("DISTILLER_MAX_TRANSCRIPT_CHARS", default=80000)
+DISTILLER_MAX_MESSAGE_CHARS = env.int("DISTILLER_MAX_MESSAGE_CHARS", default=8000)
+EVIDENCE_MAX_CHARS = env.int("EVIDENCE_MAX_CHARS", default=1000)
+EVOLUTION_MAX_EXPERIENCES = env.int("EVOLUTION_MAX_EXPERIENCES", default=50)
+EVOLUTION_MAX_EDITS = env.int("EVOLUTION_MAX_EDITS", default=10)
+EVOLUTION_MIN_EDIT_SIMILARITY = env.float("EVOLUTION_MIN_EDIT_SIMILARITY", default=0.4)
+EVOLUTION_DEBOUNCE_SECONDS = env.float("EVOLUTION_DEBOUNCE_SECONDS", default=5.0)
+
 # Ingest and sessions (apps.conversations).
 DEFAULT_SESSION_TAG = env("DEFAULT_SESSION_TAG", default="conversation")
 MESSAGE_MAX_CHARS = env.int("MESSAGE_MAX_CHARS", default=32000)

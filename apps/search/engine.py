@@ -1,0 +1,219 @@
+"""The one search engine: bm25, embedding, hybrid and fuzzy over every registered memory type.
+
+Every query is built here from a SearchSource, so organisation and read scopes are applied
+inside the SQL of every method and type alike; there is no other path.
+"""
+
+import json
+import math
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+
+from apps.providers.embeddings import embed_texts
+from apps.search.registry import METHODS, SOURCES, SearchSource
+
+RRF_K = 60
+BM25_K1 = 1.2
+BM25_B = 0.75
+FUZZY_THRESHOLD = 0.3
+# pgvector 0.8: keep scanning the HNSW graph until `limit` rows pass the filters.
+HNSW_EF_SEARCH = 100
+HNSW_MAX_SCAN_TUPLES = 40000
+
+
+@dataclass
+class Hit:
+    source: SearchSource
+    instance: object
+    score: float
+
+
+def _filters_sql(source: SearchSource, *, client, filters: dict) -> tuple[str, list]:
+    """The WHERE clause every method shares: tenant and read scopes first, then the caller's filters."""
+    table_session = "conversations_session"
+    clauses = ["t.organization_id = %s", "t.scope = ANY(%s)"]
+    params: list = [client.organization_id, list(client.read_scopes)]
+    if filters.get("user_id") is not None and source.user_column:
+        user_match = (
+            f"t.{source.user_column} = (SELECT id FROM tenancy_enduser WHERE organization_id = %s AND user_id = %s)"
+        )
+        if source.null_user_is_shared:
+            user_match = f"({user_match} OR t.{source.user_column} IS NULL)"
+        clauses.append(user_match)
+        params += [client.organization_id, filters["user_id"]]
+    session_conditions, session_params = [], []
+    if filters.get("session_id"):
+        session_conditions.append("s.session_id = %s")
+        session_params.append(filters["session_id"])
+    if filters.get("session_tag"):
+        session_conditions.append("s.session_tag = %s")
+        session_params.append(filters["session_tag"])
+    tags = filters.get("filter_tags") or {}
+    if tags:
+        session_conditions.append("s.filter_tags @> %s::jsonb")
+        session_params.append(json.dumps(tags))
+    if session_conditions:
+        if source.session_column is None:
+            clauses.append("FALSE")  # the type has no session: nothing of it can match a session filter
+        else:
+            clauses.append(
+                f"t.{source.session_column} IN (SELECT s.id FROM {table_session} s "
+                f"WHERE s.organization_id = %s AND {' AND '.join(session_conditions)})"
+            )
+            params += [client.organization_id, *session_params]
+    if filters.get("start"):
+        clauses.append(f"t.{source.time_column} >= %s")
+        params.append(filters["start"])
+    if filters.get("end"):
+        clauses.append(f"t.{source.time_column} <= %s")
+        params.append(filters["end"])
+    if source.extra_where:
+        clauses.append(f"({source.extra_where})")
+    return " AND ".join(clauses), params
+
+
+def _table(source: SearchSource) -> str:
+    return source.model._meta.db_table
+
+
+def _or_query_sql() -> str:
+    """Any query term may match (questions rarely contain every word of the answer)."""
+    return "(SELECT replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery AS q)"
+
+
+def _bm25_sql(source: SearchSource, where: str, where_params: list, query: str, limit: int) -> tuple[str, list]:
+    """Okapi BM25 computed in SQL from the stored tsvectors of the filtered corpus.
+
+    Term frequency comes from each lexeme's positions, document frequency and the average
+    document length from the rows that pass the same filters, so the statistics are those
+    of the corpus the caller can see.
+    """
+    table, vector = _table(source), source.search_vector_column
+    sql = f"""
+        WITH query AS {_or_query_sql()},
+        terms AS (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme),
+        corpus AS (
+            SELECT count(*)::float AS n, greatest(avg(length(t.{vector})), 1)::float AS avgdl
+            FROM {table} t WHERE {where}
+        ),
+        matches AS (
+            SELECT t.id, t.{vector} AS doc FROM {table} t, query
+            WHERE {where} AND t.{vector} @@ query.q
+        ),
+        postings AS (
+            SELECT m.id, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float AS tf,
+                   length(m.doc)::float AS dl
+            FROM matches m, unnest(m.doc) u
+            WHERE u.lexeme IN (SELECT lexeme FROM terms)
+        ),
+        df AS (SELECT lexeme, count(*)::float AS df FROM postings GROUP BY lexeme)
+        SELECT p.id, sum(
+            ln(1 + (corpus.n - df.df + 0.5) / (df.df + 0.5))
+            * p.tf * {BM25_K1 + 1} / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * p.dl / corpus.avgdl))
+        ) AS score
+        FROM postings p JOIN df USING (lexeme), corpus
+        GROUP BY p.id ORDER BY score DESC, p.id LIMIT %s
+    """
+    return sql, [query, query, *where_params, *where_params, limit]
+
+
+def _embedding_sql(source: SearchSource, where: str, where_params: list, vector: str, limit: int) -> tuple[str, list]:
+    table, column = _table(source), source.embedding_column
+    sql = f"""
+        SELECT id, score FROM (
+            SELECT t.id, 1 - (t.{column} <=> %s::vector) AS score FROM {table} t
+            WHERE {where} AND t.{column} IS NOT NULL
+            ORDER BY t.{column} <=> %s::vector LIMIT %s
+        ) ranked ORDER BY score DESC
+    """
+    return sql, [vector, *where_params, vector, limit]
+
+
+def _fuzzy_sql(source: SearchSource, where: str, where_params: list, query: str, limit: int) -> tuple[str, list]:
+    table, expression = _table(source), source.fuzzy_expression
+    sql = f"""
+        SELECT t.id, word_similarity(%s, {expression}) AS score FROM {table} t
+        WHERE {where} AND %s <%% {expression}
+        ORDER BY score DESC, t.id LIMIT %s
+    """
+    return sql, [query, *where_params, query, limit]
+
+
+def _recent_sql(source: SearchSource, where: str, where_params: list, limit: int) -> tuple[str, list]:
+    sql = f"""
+        SELECT t.id, 0.0 AS score FROM {_table(source)} t WHERE {where}
+        ORDER BY t.{source.time_column} DESC, t.id LIMIT %s
+    """
+    return sql, [*where_params, limit]
+
+
+def _hybrid_sql(source, where, where_params, query, vector, limit) -> tuple[str, list]:
+    """Reciprocal-rank fusion of the keyword and embedding candidates, in one round trip."""
+    candidates = max(limit * 3, 50)
+    keyword_sql, keyword_params = _bm25_sql(source, where, where_params, query, candidates)
+    embedding_sql, embedding_params = _embedding_sql(source, where, where_params, vector, candidates)
+    sql = f"""
+        WITH keyword AS ({keyword_sql}), semantic AS ({embedding_sql}),
+        ranked AS (
+            SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rank FROM keyword
+            UNION ALL
+            SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rank FROM semantic
+        )
+        SELECT id, sum(1.0 / ({RRF_K} + rank)) AS score FROM ranked
+        GROUP BY id ORDER BY score DESC, id LIMIT %s
+    """
+    return sql, [*keyword_params, *embedding_params, limit]
+
+
+def _vector_literal(query: str) -> str:
+    (vector,) = embed_texts([query])
+    return "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
+
+
+def search_source(source: SearchSource, *, client, query: str, method: str, limit: int, filters: dict) -> list:
+    """Returns [(instance, score)] of one memory type, best first, within the client's tenant and scopes."""
+    if method not in METHODS:
+        raise ValueError(f"Unknown search method {method!r}")
+    where, where_params = _filters_sql(source, client=client, filters=filters)
+    query = (query or "").strip()
+    if not query:
+        sql, params = _recent_sql(source, where, where_params, limit)
+    elif method == "bm25":
+        sql, params = _bm25_sql(source, where, where_params, query, limit)
+    elif method == "fuzzy":
+        sql, params = _fuzzy_sql(source, where, where_params, query, limit)
+    elif method == "embedding":
+        sql, params = _embedding_sql(source, where, where_params, _vector_literal(query), limit)
+    else:
+        sql, params = _hybrid_sql(source, where, where_params, query, _vector_literal(query), limit)
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+            " set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true),"
+            " set_config('pg_trgm.word_similarity_threshold', %s, true)",
+            [str(HNSW_EF_SEARCH), str(HNSW_MAX_SCAN_TUPLES), str(FUZZY_THRESHOLD)],
+        )
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if not rows:
+        return []
+    instances = source.model.objects.select_related(*source.select_related).in_bulk([row[0] for row in rows])
+    return [(instances[row_id], float(score)) for row_id, score in rows if row_id in instances and math.isfinite(score)]
+
+
+def search(*, client, query: str, memory_types: list[str] | None, method: str | None, limit: int, filters: dict) -> list[Hit]:
+    """Searches several memory types and merges them, best first, up to `limit` results."""
+    hits = []
+    for memory_type in memory_types or list(SOURCES):
+        source = SOURCES[memory_type]
+        for instance, score in search_source(
+            source, client=client, query=query, method=method or source.default_method, limit=limit, filters=filters
+        ):
+            hits.append(Hit(source=source, instance=instance, score=score))
+    if (query or "").strip():
+        hits.sort(key=lambda hit: hit.score, reverse=True)
+    else:
+        hits.sort(key=lambda hit: getattr(hit.instance, hit.source.time_column), reverse=True)
+    return hits[:limit]

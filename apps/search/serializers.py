@@ -1,0 +1,81 @@
+import json
+
+from rest_framework import serializers
+
+from apps.conversations.models import SessionTag
+from apps.core.api import InputSerializer
+from apps.search.registry import METHODS, SOURCES
+
+
+class CommaSeparatedListField(serializers.ListField):
+    """A JSON list in a body, or `a,b` / repeated parameters in a query string."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            data = [part.strip() for part in data.split(",") if part.strip()]
+        return super().to_internal_value(data)
+
+
+class JSONObjectField(serializers.DictField):
+    """A JSON object in a body, or its JSON text in a query string."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except json.JSONDecodeError:
+                raise serializers.ValidationError("Must be a JSON object.") from None
+        return super().to_internal_value(data)
+
+
+class SearchAllUsersInputSerializer(InputSerializer):
+    query = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    memory_types = CommaSeparatedListField(child=serializers.CharField(), required=False, allow_empty=False)
+    search_method = serializers.ChoiceField(choices=METHODS, required=False)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=100, default=10)
+    session_id = serializers.CharField(required=False, max_length=64)
+    session_tag = serializers.ChoiceField(choices=SessionTag.choices, required=False)
+    start = serializers.DateTimeField(required=False)
+    end = serializers.DateTimeField(required=False)
+    filter_tags = JSONObjectField(required=False)
+
+    def validate_memory_types(self, memory_types):
+        unknown = sorted(set(memory_types) - set(SOURCES))
+        if unknown:
+            raise serializers.ValidationError(
+                f"Unknown memory type(s) {', '.join(unknown)}; use any of {', '.join(sorted(SOURCES))}."
+            )
+        return list(dict.fromkeys(memory_types))
+
+    def validate(self, data):
+        if data.get("start") and data.get("end") and data["start"] > data["end"]:
+            raise serializers.ValidationError({"end": ["Must not be before start."]})
+        return data
+
+
+class MemorySearchInputSerializer(SearchAllUsersInputSerializer):
+    user_id = serializers.CharField(max_length=255)
+
+
+class SearchResultSerializer(serializers.Serializer):
+    """The common result fields; each memory type adds its own item fields next to them."""
+
+    id = serializers.UUIDField()
+    memory_type = serializers.CharField()
+    score = serializers.FloatField()
+
+
+def render_hit(hit) -> dict:
+    item = hit.source.to_item(hit.instance)
+    return {
+        "id": str(hit.instance.pk),
+        "memory_type": hit.source.memory_type,
+        "score": round(hit.score, 6),
+        **{key: value.isoformat() if hasattr(value, "isoformat") else value for key, value in item.items()},
+    }
+
+
+class SearchOutputSerializer(serializers.Serializer):
+    query = serializers.CharField()
+    count = serializers.IntegerField()
+    results = SearchResultSerializer(many=True)

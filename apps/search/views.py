@@ -1,0 +1,60 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+
+from apps.core.api import ClientAPIView
+from apps.search.engine import search
+from apps.search.serializers import (
+    MemorySearchInputSerializer,
+    SearchAllUsersInputSerializer,
+    SearchOutputSerializer,
+    render_hit,
+)
+
+
+def _query_params(request) -> dict:
+    """Query strings may repeat memory_types; everything else is single-valued."""
+    params = {key: request.query_params.get(key) for key in request.query_params}
+    if len(request.query_params.getlist("memory_types")) > 1:
+        params["memory_types"] = request.query_params.getlist("memory_types")
+    return params
+
+
+class SearchView(ClientAPIView):
+    input_serializer = MemorySearchInputSerializer
+
+    def run(self, data):
+        serializer = self.input_serializer(data=data)
+        serializer.is_valid(raise_exception=True)
+        params = dict(serializer.validated_data)
+        hits = search(
+            client=self.client,
+            query=params.pop("query"),
+            memory_types=params.pop("memory_types", None),
+            method=params.pop("search_method", None),
+            limit=params.pop("limit"),
+            filters=params,
+        )
+        results = [render_hit(hit) for hit in hits]
+        return Response({"query": serializer.validated_data["query"], "count": len(results), "results": results})
+
+
+class MemorySearchView(SearchView):
+    """Search one user's memories of any type in the caller's read scopes."""
+
+    @extend_schema(request=MemorySearchInputSerializer, responses=SearchOutputSerializer)
+    def post(self, request):
+        return self.run(request.data)
+
+    @extend_schema(parameters=[MemorySearchInputSerializer], responses=SearchOutputSerializer)
+    def get(self, request):
+        return self.run(_query_params(request))
+
+
+class SearchAllUsersView(SearchView):
+    """The same search across every user of the caller's organisation (still within its read scopes)."""
+
+    input_serializer = SearchAllUsersInputSerializer
+
+    @extend_schema(parameters=[SearchAllUsersInputSerializer], responses=SearchOutputSerializer)
+    def get(self, request):
+        return self.run(_query_params(request))

@@ -1,0 +1,28 @@
+"""Pipeline handlers of skill memory: thin, they load by id and call a service."""
+
+from apps.conversations.models import Session
+from apps.core.errors import ConflictError
+from apps.pipeline.registry import register_handler
+from apps.skills.services.distill import DISTILL_SESSION, EVOLVE_SKILLS, evolve_enqueue, session_distill_locked
+from apps.skills.services.evolve import skills_evolve_locked
+
+
+@register_handler(DISTILL_SESSION)
+def distill_session(task) -> dict:
+    session = Session.objects.select_related("organization").filter(pk=task.payload["session"]).first()
+    if session is None:
+        return {"skipped": "session no longer exists", "experiences": 0}
+    try:
+        return session_distill_locked(session=session, task=task)
+    except ConflictError as exc:  # not a sealed task session: retrying would not change that
+        return {"skipped": str(exc), "experiences": 0}
+
+
+@register_handler(EVOLVE_SKILLS)
+def evolve_skills(task) -> dict:
+    organization, scope = task.organization, task.payload["scope"]
+    result = skills_evolve_locked(organization=organization, scope=scope, task=task)
+    # More experiences wait and this run made progress: continue in a follow-up task.
+    if result["remaining"] and (result["consumed"] or result["superseded"]):
+        result["follow_up_task"] = str(evolve_enqueue(organization=organization, scope=scope).pk)
+    return result

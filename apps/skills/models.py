@@ -1,0 +1,201 @@
+"""Skill memory: experiences distilled from task sessions, the skills evolved from them, and
+every skill's version history with its lineage."""
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import Q
+from pgvector.django import HnswIndex, VectorField
+
+from apps.core.models import BaseModel
+
+SKILL_NAME_MAX_LENGTH = 100
+TITLE_MAX_LENGTH = 120
+
+
+class ExperienceType(models.TextChoices):
+    WORTH_LEARNING = "worth_learning", "Worth learning"
+    WORTH_AVOIDING = "worth_avoiding", "Worth avoiding"
+
+
+class SignalType(models.TextChoices):
+    USER_CRITIQUE = "user_critique", "User critique"
+    USER_CONFIRMATION = "user_confirmation", "User confirmation"
+    TOOL_ERROR = "tool_error", "Tool error"
+    SELF_CORRECTION = "self_correction", "Self-correction"
+    INFERRED = "inferred", "Inferred"
+
+
+class SkillExperience(BaseModel):
+    """One lesson from one session: "when X, do Y, because…" or "Z went wrong; to avoid it…"."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        CONSUMED = "consumed", "Consumed"
+        SUPERSEDED = "superseded", "Superseded"
+
+    organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=64)
+    end_user = models.ForeignKey("tenancy.EndUser", on_delete=models.CASCADE, related_name="skill_experiences")
+    # Retention may prune a session's turns; the lesson learned from it stays.
+    session = models.ForeignKey(
+        "conversations.Session", on_delete=models.SET_NULL, null=True, blank=True, related_name="skill_experiences"
+    )
+    source_message_ids = ArrayField(models.UUIDField(), default=list, blank=True)
+    experience_type = models.CharField(max_length=16, choices=ExperienceType.choices)
+    title = models.CharField(max_length=TITLE_MAX_LENGTH)
+    content = models.TextField()
+    importance = models.FloatField(default=0.5)
+    credibility = models.FloatField(default=0.5)
+    evidence = models.JSONField(default=dict, blank=True, help_text='{"quote": ..., "signal_type": ...}')
+    # Ordered tool names the lesson is about (a workflow's tool-call sequence, or the failing tool).
+    action_signature = ArrayField(models.CharField(max_length=128), default=list, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    created_by = models.ForeignKey("tenancy.Client", on_delete=models.CASCADE, related_name="+")
+    search_vector = models.GeneratedField(
+        expression=SearchVector("title", "content", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    embedding = VectorField(dimensions=384, null=True, blank=True)
+    embedding_model = models.CharField(max_length=128, blank=True, default="")
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(experience_type__in=["worth_learning", "worth_avoiding"]),
+                name="skill_experience_type_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "consumed", "superseded"]), name="skill_experience_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(importance__gte=0, importance__lte=1, credibility__gte=0, credibility__lte=1),
+                name="skill_experience_scores_in_unit_range",
+                violation_error_message="Importance and credibility lie between 0 and 1.",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["organization", "scope", "status", "-created_at"], name="skill_exp_scope_status_idx"),
+            GinIndex(fields=["search_vector"], name="skill_exp_search_vector_idx"),
+            GinIndex(fields=["title"], name="skill_exp_title_trgm_idx", opclasses=["gin_trgm_ops"]),
+            HnswIndex(
+                name="skill_exp_embedding_hnsw_idx",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self):
+        return self.title
+
+
+class Skill(BaseModel):
+    """A named, versioned, reusable procedure, shared across its scope unless it has an end user."""
+
+    class EntryType(models.TextChoices):
+        WORKFLOW = "workflow", "Workflow"
+        GUIDE = "guide", "Guide"
+        SCRIPT = "script", "Script"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        PENDING_REVIEW = "pending_review", "Pending review"
+        ARCHIVED = "archived", "Archived"
+
+    organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=64)
+    end_user = models.ForeignKey(
+        "tenancy.EndUser", on_delete=models.CASCADE, null=True, blank=True, related_name="skills",
+        help_text="Empty: shared by every user of the scope.",
+    )
+    name = models.SlugField(max_length=SKILL_NAME_MAX_LENGTH)
+    description = models.TextField()
+    instructions = models.TextField()
+    triggers = models.JSONField(default=list, blank=True)
+    examples = models.JSONField(default=list, blank=True)
+    entry_type = models.CharField(max_length=16, choices=EntryType.choices, default=EntryType.GUIDE)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    version = models.PositiveIntegerField(default=1)
+    action_signature = ArrayField(models.CharField(max_length=128), default=list, blank=True)
+    retrieval_count = models.PositiveIntegerField(default=0)
+    last_retrieved_at = models.DateTimeField(null=True, blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("name", "description", "triggers", "instructions", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    # One vector of description and instructions.
+    embedding = VectorField(dimensions=384, null=True, blank=True)
+    embedding_model = models.CharField(max_length=128, blank=True, default="")
+
+    class Meta:
+        ordering = ["scope", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "scope", "name"],
+                condition=~Q(status="archived"),
+                name="skill_name_unique_per_scope_among_live",
+                violation_error_message="A live skill with this name already exists in the scope.",
+            ),
+            models.CheckConstraint(
+                condition=Q(entry_type__in=["workflow", "guide", "script"]), name="skill_entry_type_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["active", "pending_review", "archived"]), name="skill_status_valid"
+            ),
+            models.CheckConstraint(condition=Q(version__gte=1), name="skill_version_positive"),
+        ]
+        indexes = [
+            models.Index(fields=["organization", "scope", "status"], name="skill_scope_status_idx"),
+            GinIndex(fields=["search_vector"], name="skill_search_vector_idx"),
+            GinIndex(fields=["name"], name="skill_name_trgm_idx", opclasses=["gin_trgm_ops"]),
+            GinIndex(fields=["description"], name="skill_description_trgm_idx", opclasses=["gin_trgm_ops"]),
+            HnswIndex(
+                name="skill_embedding_hnsw_idx",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.name} v{self.version}"
+
+
+class SkillVersion(BaseModel):
+    """One change of a skill: the full snapshot after it, who made it, why, and from which experiences."""
+
+    class Operation(models.TextChoices):
+        CREATE = "create", "Create"
+        EDIT = "edit", "Edit"
+        MERGE = "merge", "Merge"
+        ARCHIVE = "archive", "Archive"
+        APPROVE = "approve", "Approve"
+        REJECT = "reject", "Reject"
+
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    operation = models.CharField(max_length=16, choices=Operation.choices)
+    snapshot = models.JSONField()
+    actor = models.CharField(max_length=255, help_text='e.g. "evolution:rules", "evolution:llm:gpt-4o-mini", "admin:alice".')
+    reason = models.TextField(blank=True, default="")
+    experiences = models.ManyToManyField(SkillExperience, blank=True, related_name="skill_versions")
+
+    class Meta:
+        ordering = ["skill", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["skill", "version"], name="skill_version_unique_per_skill"),
+            models.CheckConstraint(
+                condition=Q(operation__in=["create", "edit", "merge", "archive", "approve", "reject"]),
+                name="skill_version_operation_valid",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.skill.name} v{self.version} ({self.operation})"

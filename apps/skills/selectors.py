@@ -1,0 +1,71 @@
+"""Reads of skills and experiences, always within the caller's organisation and read scopes."""
+
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import Prefetch, Q
+
+from apps.skills.models import Skill, SkillExperience, SkillVersion
+
+
+def skill_list(*, client, filters: dict | None = None):
+    """Skills in the client's read scopes. Archived skills appear only when asked for by status."""
+    filters = filters or {}
+    queryset = (
+        Skill.objects.filter(organization_id=client.organization_id, scope__in=client.read_scopes)
+        .select_related("end_user")
+        .defer("embedding", "search_vector")
+    )
+    if filters.get("status"):
+        queryset = queryset.filter(status=filters["status"])
+    else:
+        queryset = queryset.exclude(status=Skill.Status.ARCHIVED)
+    for name in ("entry_type", "scope"):
+        if filters.get(name):
+            queryset = queryset.filter(**{name: filters[name]})
+    if filters.get("user_id"):
+        queryset = queryset.filter(Q(end_user__isnull=True) | Q(end_user__user_id=filters["user_id"]))
+    if filters.get("q"):
+        query = SearchQuery(filters["q"], config="english", search_type="websearch")
+        queryset = queryset.filter(Q(search_vector=query) | Q(name__icontains=filters["q"]))
+    return queryset.order_by("-retrieval_count", "name", "id")
+
+
+def skill_detail_queryset(*, client):
+    """skill_list without its default filters, with the version history prefetched."""
+    versions = Prefetch(
+        "versions",
+        queryset=SkillVersion.objects.order_by("-version").prefetch_related(
+            Prefetch("experiences", queryset=SkillExperience.objects.only("id"))
+        ),
+    )
+    return (
+        Skill.objects.filter(organization_id=client.organization_id, scope__in=client.read_scopes)
+        .select_related("end_user")
+        .defer("embedding", "search_vector")
+        .prefetch_related(versions)
+    )
+
+
+def skill_writable_queryset(*, client):
+    return Skill.objects.filter(organization_id=client.organization_id, scope__in=client.read_scopes).defer(
+        "embedding", "search_vector"
+    )
+
+
+def experience_list(*, client, filters: dict | None = None):
+    filters = filters or {}
+    queryset = (
+        SkillExperience.objects.filter(organization_id=client.organization_id, scope__in=client.read_scopes)
+        .select_related("end_user", "session")
+        .defer("embedding", "search_vector")
+    )
+    for name in ("status", "experience_type", "scope"):
+        if filters.get(name):
+            queryset = queryset.filter(**{name: filters[name]})
+    if filters.get("user_id"):
+        queryset = queryset.filter(end_user__user_id=filters["user_id"])
+    if filters.get("session_id"):
+        queryset = queryset.filter(session__session_id=filters["session_id"])
+    if filters.get("q"):
+        query = SearchQuery(filters["q"], config="english", search_type="websearch")
+        queryset = queryset.filter(search_vector=query)
+    return queryset.order_by("-created_at", "id")

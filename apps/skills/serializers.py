@@ -1,0 +1,111 @@
+from rest_framework import serializers
+
+from apps.core.api import InputSerializer
+from apps.skills.models import ExperienceType, Skill, SkillExperience
+from apps.tenancy.models import SCOPE_PATTERN
+
+MAX_K = 50
+
+
+class SkillRetrieveInputSerializer(InputSerializer):
+    task = serializers.CharField(max_length=8000, trim_whitespace=True)
+    k = serializers.IntegerField(min_value=1, max_value=MAX_K, default=5)
+    user_id = serializers.CharField(max_length=255, required=False)
+
+
+class RetrievedSkillSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    instructions = serializers.CharField()
+    triggers = serializers.JSONField()
+    examples = serializers.JSONField()
+    entry_type = serializers.CharField()
+    version = serializers.IntegerField()
+    scope = serializers.CharField()
+    score = serializers.FloatField()
+
+
+class SkillRetrieveOutputSerializer(serializers.Serializer):
+    task = serializers.CharField()
+    skills = RetrievedSkillSerializer(many=True)
+
+
+class SkillListFilterSerializer(InputSerializer):
+    status = serializers.ChoiceField(choices=Skill.Status.choices, required=False)
+    entry_type = serializers.ChoiceField(choices=Skill.EntryType.choices, required=False)
+    scope = serializers.RegexField(SCOPE_PATTERN, required=False)
+    user_id = serializers.CharField(max_length=255, required=False)
+    q = serializers.CharField(max_length=500, required=False)
+    limit = serializers.IntegerField(required=False, min_value=1)
+    offset = serializers.IntegerField(required=False, min_value=0)
+
+
+class SkillOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    instructions = serializers.CharField()
+    triggers = serializers.JSONField()
+    examples = serializers.JSONField()
+    entry_type = serializers.CharField()
+    status = serializers.CharField()
+    version = serializers.IntegerField()
+    scope = serializers.CharField()
+    user_id = serializers.CharField(source="end_user.user_id", allow_null=True, default=None)
+    action_signature = serializers.ListField(child=serializers.CharField())
+    retrieval_count = serializers.IntegerField()
+    last_retrieved_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class SkillVersionOutputSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    operation = serializers.CharField()
+    actor = serializers.CharField()
+    reason = serializers.CharField()
+    snapshot = serializers.JSONField()
+    experience_ids = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+
+    def get_experience_ids(self, version) -> list[str]:
+        return [str(experience.pk) for experience in version.experiences.all()]
+
+
+class SkillDetailOutputSerializer(SkillOutputSerializer):
+    versions = SkillVersionOutputSerializer(many=True)
+
+
+class ExperienceListFilterSerializer(InputSerializer):
+    status = serializers.ChoiceField(choices=SkillExperience.Status.choices, required=False)
+    experience_type = serializers.ChoiceField(choices=ExperienceType.choices, required=False)
+    scope = serializers.RegexField(SCOPE_PATTERN, required=False)
+    user_id = serializers.CharField(max_length=255, required=False)
+    session_id = serializers.CharField(max_length=64, required=False)
+    q = serializers.CharField(max_length=500, required=False)
+    limit = serializers.IntegerField(required=False, min_value=1)
+    offset = serializers.IntegerField(required=False, min_value=0)
+
+
+class ExperienceOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    experience_type = serializers.CharField()
+    title = serializers.CharField()
+    content = serializers.CharField()
+    importance = serializers.FloatField()
+    credibility = serializers.FloatField()
+    evidence = serializers.JSONField()
+    action_signature = serializers.ListField(child=serializers.CharField())
+    source_message_ids = serializers.ListField(child=serializers.UUIDField())
+    status = serializers.CharField()
+    scope = serializers.CharField()
+    user_id = serializers.CharField(source="end_user.user_id")
+    session_id = serializers.CharField(source="session.session_id", allow_null=True, default=None)
+    created_at = serializers.DateTimeField()
+
+
+class DistillOutputSerializer(serializers.Serializer):
+    session_id = serializers.CharField()
+    task_id = serializers.UUIDField()
+    task_status = serializers.CharField()

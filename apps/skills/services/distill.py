@@ -1,0 +1,156 @@
+"""Distillation of sealed task sessions into SkillExperience rows, and the queueing of evolution."""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.conversations.models import Message, Session, SessionTag
+from apps.conversations.selectors import session_messages
+from apps.core.errors import ConflictError
+from apps.pipeline.locks import advisory_lock
+from apps.pipeline.models import MemoryTask
+from apps.pipeline.services import enqueue
+from apps.providers.embeddings import embed_texts, embedding_model_name
+from apps.providers.llm import llm_enabled
+from apps.skills.models import ExperienceType, Skill, SkillExperience
+from apps.skills.services.llm_distiller import llm_lessons
+from apps.skills.services.rule_distiller import rule_lessons
+
+logger = logging.getLogger(__name__)
+
+DISTILL_SESSION = "distill_session"
+EVOLVE_SKILLS = "evolve_skills"
+EXISTING_SKILLS_IN_PROMPT = 50
+
+
+def distill_lock_key(session: Session) -> str:
+    return f"distill:{session.organization_id}:{session.end_user_id}"
+
+
+def evolve_enqueue(*, organization, scope: str) -> MemoryTask:
+    """One waiting evolution per organisation and scope; while one runs, one follow-up waits."""
+    key = f"evolve:{organization.pk}:{scope}"
+    run_after = timezone.now() + timedelta(seconds=settings.EVOLUTION_DEBOUNCE_SECONDS)
+    task = enqueue(EVOLVE_SKILLS, {"scope": scope}, organization=organization, idempotency_key=key, run_after=run_after)
+    if task.status == MemoryTask.Status.RUNNING:
+        task = enqueue(
+            EVOLVE_SKILLS, {"scope": scope}, organization=organization, idempotency_key=f"{key}:after:{task.pk}",
+            run_after=run_after,
+        )
+    return task
+
+
+def check_distillable(session: Session) -> None:
+    if session.session_tag != SessionTag.TASK:
+        raise ConflictError(f"Session {session.session_id!r} is a {session.session_tag} session; only task sessions are distilled.")
+    if session.status != Session.Status.SEALED:
+        raise ConflictError(f"Session {session.session_id!r} is not sealed yet; seal it first.")
+
+
+def distill_request(*, session: Session) -> MemoryTask:
+    """An on-demand distillation: queues the same idempotent task that sealing queues."""
+    check_distillable(session)
+    if session.distilled_at is not None:
+        raise ConflictError(f"Session {session.session_id!r} was already distilled at {session.distilled_at.isoformat()}.")
+    return enqueue(
+        DISTILL_SESSION, {"session": str(session.pk)}, organization=session.organization,
+        idempotency_key=f"distill:{session.pk}",
+    )
+
+
+def _existing_skills(session: Session) -> list[dict]:
+    return list(
+        Skill.objects.filter(organization_id=session.organization_id, scope=session.scope)
+        .exclude(status=Skill.Status.ARCHIVED)
+        .order_by("-retrieval_count", "name")
+        .values("name", "description")[:EXISTING_SKILLS_IN_PROMPT]
+    )
+
+
+def _is_duplicate_workflow(session: Session, lesson) -> bool:
+    """A workflow lesson with the same action signature and the same request adds nothing."""
+    return SkillExperience.objects.filter(
+        organization_id=session.organization_id,
+        scope=session.scope,
+        experience_type=ExperienceType.WORTH_LEARNING,
+        action_signature=lesson.action_signature,
+        evidence__quote=lesson.evidence.get("quote", ""),
+    ).exists()
+
+
+def session_distill(*, session: Session, task=None) -> dict:
+    """Distils one sealed task session; the session is marked distilled only once its experiences are stored.
+
+    Run it under distill_lock_key(session) (the handler does). Idempotent: an already
+    distilled session is skipped.
+    """
+    check_distillable(session)
+    if session.distilled_at is not None:
+        return {"skipped": "already distilled", "experiences": 0}
+    messages = list(session_messages(session=session))
+    problems: list[str] = []
+    if llm_enabled():
+        lessons, problems = llm_lessons(
+            session=session, messages=messages, existing_skills=_existing_skills(session), task=task
+        )
+        distiller = f"llm:{settings.LLM_MODEL}"
+    else:
+        lessons, distiller = rule_lessons(session=session, messages=messages), "rules"
+    duplicates = 0
+    kept = []
+    for lesson in lessons:
+        if lesson.action_signature and lesson.experience_type == ExperienceType.WORTH_LEARNING and _is_duplicate_workflow(session, lesson):
+            duplicates += 1
+        else:
+            kept.append(lesson)
+    vectors = embed_texts([f"{lesson.title}\n{lesson.content}" for lesson in kept])
+    model = embedding_model_name()
+
+    with transaction.atomic():
+        experiences = SkillExperience.objects.bulk_create(
+            [
+                SkillExperience(
+                    organization_id=session.organization_id,
+                    scope=session.scope,
+                    end_user_id=session.end_user_id,
+                    session=session,
+                    source_message_ids=lesson.source_message_ids,
+                    experience_type=lesson.experience_type,
+                    title=lesson.title,
+                    content=lesson.content,
+                    importance=lesson.importance,
+                    credibility=lesson.credibility,
+                    evidence=lesson.evidence,
+                    action_signature=lesson.action_signature,
+                    created_by_id=session.client_id,
+                    embedding=vector,
+                    embedding_model=model,
+                )
+                for lesson, vector in zip(kept, vectors)
+            ]
+        )
+        now = timezone.now()
+        Session.objects.filter(pk=session.pk).update(distilled_at=now, updated_at=now)
+        last_seq = messages[-1].seq if messages else 0
+        Message.objects.filter(session=session, seq__lte=last_seq, distilled_at__isnull=True).update(distilled_at=now)
+        session.distilled_at = now
+        evolve_task = evolve_enqueue(organization=session.organization, scope=session.scope) if experiences else None
+    if problems:
+        logger.info("distillation of session %s: %s", session.pk, "; ".join(problems))
+    return {
+        "distiller": distiller,
+        "experiences": len(experiences),
+        "duplicates": duplicates,
+        "problems": problems,
+        "evolve_task": str(evolve_task.pk) if evolve_task else None,
+    }
+
+
+def session_distill_locked(*, session: Session, task=None) -> dict:
+    """session_distill under the per-user advisory lock; raises LockNotAvailable so the pipeline retries."""
+    with advisory_lock(distill_lock_key(session), wait=False):
+        session.refresh_from_db(fields=["distilled_at", "status", "outcome"])
+        return session_distill(session=session, task=task)

@@ -1,0 +1,132 @@
+"""Writes of skills. Every change is a SkillVersion with the full snapshot, the actor, a reason
+and the experiences that caused it."""
+
+import re
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.text import slugify
+
+from apps.providers.embeddings import embed_texts, embedding_model_name
+from apps.skills.models import SKILL_NAME_MAX_LENGTH, Skill, SkillVersion
+
+SNAPSHOT_FIELDS = (
+    "name", "description", "instructions", "triggers", "examples", "entry_type", "status", "scope",
+    "action_signature",
+)
+EDITABLE_FIELDS = ("name", "description", "instructions", "triggers", "examples", "entry_type", "action_signature")
+
+
+def skill_slug(text: str) -> str:
+    slug = slugify(re.sub(r"[_\s]+", "-", text or ""))[:SKILL_NAME_MAX_LENGTH].strip("-")
+    return slug or "skill"
+
+
+def skill_snapshot(skill: Skill) -> dict:
+    snapshot = {name: getattr(skill, name) for name in SNAPSHOT_FIELDS}
+    snapshot["end_user"] = skill.end_user.user_id if skill.end_user_id else None
+    snapshot["version"] = skill.version
+    return snapshot
+
+
+def evolved_status() -> str:
+    """SKILL_REVIEW_MODE=manual holds evolved creations and edits for a person's approval."""
+    return Skill.Status.PENDING_REVIEW if settings.SKILL_REVIEW_MODE == "manual" else Skill.Status.ACTIVE
+
+
+def _unique_name(*, organization, scope: str, name: str, exclude_pk=None) -> str:
+    taken = set(
+        Skill.objects.filter(organization=organization, scope=scope, name__startswith=name[: SKILL_NAME_MAX_LENGTH - 4])
+        .exclude(status=Skill.Status.ARCHIVED)
+        .exclude(pk=exclude_pk)
+        .values_list("name", flat=True)
+    )
+    if name not in taken:
+        return name
+    number = 2
+    while True:
+        suffix = f"-{number}"
+        candidate = name[: SKILL_NAME_MAX_LENGTH - len(suffix)] + suffix
+        if candidate not in taken:
+            return candidate
+        number += 1
+
+
+def _embed(skill: Skill) -> None:
+    (skill.embedding,) = embed_texts([f"{skill.description}\n{skill.instructions}"])
+    skill.embedding_model = embedding_model_name()
+
+
+def _record(skill: Skill, *, operation: str, actor: str, reason: str, experiences=()) -> SkillVersion:
+    version = SkillVersion.objects.create(
+        skill=skill, version=skill.version, operation=operation, snapshot=skill_snapshot(skill), actor=actor,
+        reason=reason,
+    )
+    if experiences:
+        version.experiences.add(*experiences)
+    return version
+
+
+@transaction.atomic
+def skill_create(
+    *, organization, scope: str, fields: dict, actor: str, reason: str, experiences=(), status: str | None = None,
+    end_user=None,
+) -> Skill:
+    skill = Skill(organization=organization, scope=scope, end_user=end_user, status=status or evolved_status(), version=1)
+    for name in EDITABLE_FIELDS:
+        if name in fields:
+            setattr(skill, name, fields[name])
+    skill.name = _unique_name(organization=organization, scope=scope, name=skill_slug(skill.name))
+    _embed(skill)
+    skill.save()
+    _record(skill, operation=SkillVersion.Operation.CREATE, actor=actor, reason=reason, experiences=experiences)
+    return skill
+
+
+@transaction.atomic
+def skill_update(
+    *, skill: Skill, changes: dict, actor: str, reason: str, experiences=(), status: str | None = None,
+    operation: str = SkillVersion.Operation.EDIT,
+) -> Skill:
+    """Applies field changes as a new version; a change that changes nothing stores nothing."""
+    changed = {name: value for name, value in changes.items() if name in EDITABLE_FIELDS and getattr(skill, name) != value}
+    if not changed and (status is None or status == skill.status):
+        return skill
+    for name, value in changed.items():
+        setattr(skill, name, value)
+    if "name" in changed:
+        skill.name = _unique_name(
+            organization=skill.organization, scope=skill.scope, name=skill_slug(skill.name), exclude_pk=skill.pk
+        )
+    if status is not None:
+        skill.status = status
+    if {"description", "instructions"} & set(changed):
+        _embed(skill)
+    skill.version += 1
+    skill.save()
+    _record(skill, operation=operation, actor=actor, reason=reason, experiences=experiences)
+    return skill
+
+
+def skill_archive(*, skill: Skill, actor: str, reason: str, experiences=()) -> Skill:
+    """Archiving is the only way evolution retires a skill: recorded, reversible, never silent."""
+    return skill_update(
+        skill=skill, changes={}, actor=actor, reason=reason, experiences=experiences, status=Skill.Status.ARCHIVED,
+        operation=SkillVersion.Operation.ARCHIVE,
+    )
+
+
+def skill_delete(*, skill: Skill) -> None:
+    """A caller's explicit delete: the skill and its history go (its experiences stay)."""
+    skill.delete()
+
+
+def skills_record_retrieval(*, skill_ids: list) -> int:
+    """Counts a retrieval of each skill in one UPDATE."""
+    if not skill_ids:
+        return 0
+    return Skill.objects.filter(pk__in=skill_ids).update(
+        retrieval_count=F("retrieval_count") + 1, last_retrieved_at=timezone.now()
+    )

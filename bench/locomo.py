@@ -1,0 +1,245 @@
+"""LOCOMO retrieval benchmark: evidence recall@k of the platform's search against raw baselines.
+
+For each conversation a fresh end user is created and every session is ingested as a
+`conversation` session through the ingest service (dia_id in the turn metadata, the session
+date as occurred_at, image captions appended to the text). Embeddings are computed by the
+pipeline's own handler. Each question of categories 1-4 with evidence is then searched
+among that user's messages, and recall@k is the share of its evidence dia_ids in the top k.
+The baselines run on the same turns: BM25 (rank_bm25 Okapi), exact cosine over the same
+embeddings, and their reciprocal-rank fusion.
+"""
+
+import json
+import re
+import statistics
+import time
+import uuid
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+KS = (1, 5, 10, 25)
+CATEGORIES = (1, 2, 3, 4)
+DIA_ID = re.compile(r"D(\d+):(\d+)")
+
+
+def normalise_evidence(evidence: list, known: set[str]) -> list[str]:
+    """"D8:6; D9:17", "D:11:26", "D30:05" → D<int>:<int>; drops what does not resolve."""
+    found = []
+    for item in evidence:
+        for session, turn in re.findall(r"D:?(\d+):(\d+)", str(item)):
+            dia_id = f"D{int(session)}:{int(turn)}"
+            if dia_id in known and dia_id not in found:
+                found.append(dia_id)
+    return found
+
+
+def session_date(text: str) -> datetime:
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+
+
+def turn_text(turn: dict) -> str:
+    text = turn.get("text", "")
+    if turn.get("blip_caption"):
+        text = f"{text} [shares a photo: {turn['blip_caption']}]"
+    return text
+
+
+def conversation_sessions(conversation: dict) -> list[tuple[int, datetime, list[dict]]]:
+    sessions = []
+    for key in conversation:
+        match = re.fullmatch(r"session_(\d+)", key)
+        if match and isinstance(conversation[key], list):
+            number = int(match.group(1))
+            sessions.append((number, session_date(conversation[f"session_{number}_date_time"]), conversation[key]))
+    return sorted(sessions)
+
+
+def ingest(client, sample: dict) -> dict[str, str]:
+    """Ingests one conversation; returns {dia_id: text}."""
+    from apps.conversations.services import messages_add
+    from apps.conversations.turns import normalise_messages
+
+    conversation = sample["conversation"]
+    speaker_a = conversation["speaker_a"]
+    texts = {}
+    for number, occurred_at, turns in conversation_sessions(conversation):
+        messages = []
+        for turn in turns:
+            texts[turn["dia_id"]] = turn_text(turn)
+            messages.append(
+                {
+                    "role": "user" if turn["speaker"] == speaker_a else "assistant",
+                    "name": turn["speaker"],
+                    "content": turn_text(turn),
+                    "metadata": {"dia_id": turn["dia_id"]},
+                }
+            )
+        messages_add(
+            client=client,
+            user_id=sample["sample_id"],
+            session_id=f"{sample['sample_id']}-s{number}",
+            turns=normalise_messages(messages, max_chars=32000, default_occurred_at=occurred_at),
+            session_tag="conversation",
+            seal=True,
+        )
+    return texts
+
+
+def run_pending_tasks(organization) -> None:
+    """Runs the organisation's queued tasks in this process, as a worker would."""
+    from apps.pipeline.models import MemoryTask
+    from apps.pipeline.services import task_execute
+
+    while True:
+        pending = list(
+            MemoryTask.objects.filter(organization=organization, status__in=MemoryTask.CLAIMABLE_STATUSES).values_list(
+                "pk", flat=True
+            )
+        )
+        if not pending:
+            return
+        MemoryTask.objects.filter(pk__in=pending).update(run_after=datetime.now(timezone.utc))
+        for task_id in pending:
+            task_execute(task_id=task_id, worker="bench")
+
+
+def _tokens(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def rrf(*rankings: list[str], k: int = 60) -> list[str]:
+    scores = defaultdict(float)
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] += 1.0 / (k + rank)
+    return sorted(scores, key=lambda item: -scores[item])
+
+
+def recall(ranked: list[str], evidence: list[str], k: int) -> float:
+    return len(set(ranked[:k]) & set(evidence)) / len(evidence)
+
+
+def run(file: str, *, methods=("bm25", "embedding", "hybrid", "fuzzy"), output: str | None = None, log=print) -> dict:
+    import numpy as np
+    from django.conf import settings
+    from rank_bm25 import BM25Okapi
+
+    from apps.conversations.models import Message
+    from apps.search.engine import search
+    from apps.tenancy.models import Organization
+    from apps.tenancy.services import client_create, organization_create
+    from apps.providers.embeddings import embed_texts, embedding_model_name
+
+    samples = json.loads(Path(file).read_text())
+    organization = organization_create(name=f"bench-locomo-{uuid.uuid4().hex[:8]}")
+    client, _ = client_create(organization=organization, name="bench", write_scope="bench")
+    per_method = {name: defaultdict(list) for name in (*methods, "baseline_bm25", "baseline_dense", "baseline_rrf")}
+    latencies = defaultdict(list)
+    ingest_seconds = embed_seconds = 0.0
+    questions = 0
+    try:
+        for sample in samples:
+            started = time.perf_counter()
+            texts = ingest(client, sample)
+            ingest_seconds += time.perf_counter() - started
+            started = time.perf_counter()
+            run_pending_tasks(organization)
+            embed_seconds += time.perf_counter() - started
+
+            rows = list(
+                Message.objects.filter(organization=organization, end_user__user_id=sample["sample_id"]).values_list(
+                    "metadata", "content", "embedding"
+                )
+            )
+            dia_ids = [metadata["dia_id"] for metadata, _, _ in rows]
+            bm25 = BM25Okapi([_tokens(content) for _, content, _ in rows])
+            matrix = np.array([embedding for _, _, embedding in rows], dtype=np.float32)
+            matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+
+            for qa in sample["qa"]:
+                if qa.get("category") not in CATEGORIES:
+                    continue
+                evidence = normalise_evidence(qa.get("evidence") or [], set(texts))
+                if not evidence:
+                    continue
+                questions += 1
+                question = str(qa["question"])
+                category = qa["category"]
+
+                bm25_rank = [dia_ids[i] for i in np.argsort(-bm25.get_scores(_tokens(question)))[:100]]
+                query_vector = np.array(embed_texts([question])[0], dtype=np.float32)
+                dense_rank = [dia_ids[i] for i in np.argsort(-(matrix @ query_vector))[:100]]
+                for name, ranking in (
+                    ("baseline_bm25", bm25_rank),
+                    ("baseline_dense", dense_rank),
+                    ("baseline_rrf", rrf(bm25_rank, dense_rank)),
+                ):
+                    for k in KS:
+                        per_method[name][(category, k)].append(recall(ranking, evidence, k))
+
+                for method in methods:
+                    started = time.perf_counter()
+                    hits = search(
+                        client=client,
+                        query=question,
+                        memory_types=["message"],
+                        method=method,
+                        limit=max(KS),
+                        filters={"user_id": sample["sample_id"]},
+                    )
+                    latencies[method].append((time.perf_counter() - started) * 1000)
+                    ranking = [hit.instance.metadata.get("dia_id") for hit in hits]
+                    for k in KS:
+                        per_method[method][(category, k)].append(recall(ranking, evidence, k))
+            log(f"{sample['sample_id']}: {len(rows)} turns, {questions} questions so far")
+    finally:
+        Organization.objects.filter(pk=organization.pk).delete()
+
+    results = {
+        "file": str(file),
+        "questions": questions,
+        "embedding_model": embedding_model_name(),
+        "embedding_provider": settings.EMBEDDING_PROVIDER,
+        "ingest_seconds": round(ingest_seconds, 2),
+        "embed_seconds": round(embed_seconds, 2),
+        "methods": {},
+    }
+    for name, values in per_method.items():
+        overall = {
+            f"recall@{k}": round(statistics.mean(v for (c, kk), vs in values.items() if kk == k for v in vs), 4)
+            for k in KS
+        }
+        by_category = {
+            str(category): {
+                f"recall@{k}": round(statistics.mean(values[(category, k)]), 4) for k in KS if values[(category, k)]
+            }
+            for category in CATEGORIES
+        }
+        entry = {"overall": overall, "by_category": by_category}
+        if name in latencies:
+            ordered = sorted(latencies[name])
+            entry["latency_ms"] = {
+                "p50": round(ordered[len(ordered) // 2], 2),
+                "p95": round(ordered[int(len(ordered) * 0.95)], 2),
+            }
+        results["methods"][name] = entry
+
+    log(f"\nLOCOMO evidence recall ({questions} questions, categories 1-4, {results['embedding_model']})")
+    log(f"{'method':<16}" + "".join(f"{'R@' + str(k):>8}" for k in KS) + f"{'p50 ms':>9}{'p95 ms':>9}")
+    for name, entry in results["methods"].items():
+        latency = entry.get("latency_ms", {})
+        log(
+            f"{name:<16}"
+            + "".join(f"{entry['overall'][f'recall@{k}']:>8.3f}" for k in KS)
+            + f"{latency.get('p50', ''):>9}{latency.get('p95', ''):>9}"
+        )
+    log("recall@10 by category: " + "; ".join(
+        f"{name} " + " ".join(f"c{c}={entry['by_category'][str(c)].get('recall@10', 0):.3f}" for c in CATEGORIES)
+        for name, entry in results["methods"].items()
+    ))
+    if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(json.dumps(results, indent=2))
+        log(f"written to {output}")
+    return results

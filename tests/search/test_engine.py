@@ -1,0 +1,72 @@
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.search.engine import search
+from tests.search.makers import make_message
+
+pytestmark = pytest.mark.django_db
+
+TEXTS = [
+    "I adopted a golden retriever puppy named Max last week",
+    "My sister lives in Lisbon and works as a nurse at the children's hospital",
+    "The restaurant booking is for Friday at eight",
+    "We talked about the retriever again and Max's vet visit",
+]
+
+
+@pytest.fixture
+def corpus(client_a, add_messages):
+    return [make_message(client_a, "alice", text, add_messages) for text in TEXTS]
+
+
+def contents(hits):
+    return [hit.instance.content for hit in hits]
+
+
+def test_bm25_ranks_rare_terms_above_common_ones(client_a, corpus):
+    hits = search(client=client_a, query="where does my sister live as a nurse", memory_types=["message"], method="bm25", limit=5, filters={"user_id": "alice"})
+    assert contents(hits)[0] == TEXTS[1]
+    hits = search(client=client_a, query="Max retriever vet", memory_types=["message"], method="bm25", limit=5, filters={"user_id": "alice"})
+    assert contents(hits)[0] == TEXTS[3]  # more matching terms, and "vet" is rare
+    assert set(contents(hits)) == {TEXTS[0], TEXTS[3]}
+
+
+def test_questions_made_of_stopwords_only_find_nothing_by_keyword(client_a, corpus):
+    assert search(client=client_a, query="what is it", memory_types=["message"], method="bm25", limit=5, filters={}) == []
+
+
+def test_embedding_and_hybrid_return_the_best_match_first(client_a, corpus):
+    for method in ("embedding", "hybrid"):
+        hits = search(client=client_a, query="sister nurse Lisbon", memory_types=["message"], method=method, limit=2, filters={})
+        assert contents(hits)[0] == TEXTS[1], method
+        assert len(hits) == 2
+
+
+def test_fuzzy_tolerates_typos(client_a, corpus):
+    hits = search(client=client_a, query="golden retreiver", memory_types=["message"], method="fuzzy", limit=5, filters={})
+    assert contents(hits)[0] == TEXTS[0]
+
+
+def test_filters_user_session_time_and_tags(client_a, add_messages, corpus):
+    other = make_message(client_a, "bob", "Bob also has a golden retriever", add_messages)
+    base = {"query": "golden retriever", "memory_types": ["message"], "method": "hybrid", "limit": 10}
+    assert other.pk not in {hit.instance.pk for hit in search(client=client_a, filters={"user_id": "alice"}, **base)}
+    assert other.pk in {hit.instance.pk for hit in search(client=client_a, filters={}, **base)}
+    by_session = search(client=client_a, filters={"session_id": other.session.session_id}, **base)
+    assert [hit.instance.pk for hit in by_session] == [other.pk]
+    future = timezone.now() + timedelta(days=1)
+    assert search(client=client_a, filters={"start": future}, **base) == []
+    assert search(client=client_a, filters={"filter_tags": {"scope": "default"}}, **base)
+    assert search(client=client_a, filters={"filter_tags": {"team": "nope"}}, **base) == []
+    assert search(client=client_a, filters={"session_tag": "task"}, **base) == []
+
+
+def test_empty_query_returns_most_recent_first(client_a, corpus):
+    hits = search(client=client_a, query="  ", memory_types=None, method=None, limit=2, filters={"user_id": "alice"})
+    assert contents(hits) == [TEXTS[3], TEXTS[2]]
+
+
+def test_an_unknown_user_finds_nothing(client_a, corpus):
+    assert search(client=client_a, query="retriever", memory_types=None, method="hybrid", limit=5, filters={"user_id": "nobody"}) == []

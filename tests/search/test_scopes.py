@@ -1,0 +1,39 @@
+"""Each memory type × each method × (readable scope / unreadable scope / other organisation)."""
+
+import pytest
+
+from apps.search.engine import search
+from apps.search.registry import METHODS, SOURCES
+from tests.factories import ClientFactory
+from tests.search.makers import MAKERS
+
+pytestmark = pytest.mark.django_db
+
+TEXT = "zebrafish aquarium maintenance schedule"
+
+
+def test_every_registered_memory_type_has_a_maker():
+    assert set(SOURCES) <= set(MAKERS), f"add a maker for {sorted(set(SOURCES) - set(MAKERS))} in tests/search/makers.py"
+
+
+@pytest.mark.parametrize("memory_type", sorted(SOURCES))
+@pytest.mark.parametrize("method", METHODS)
+def test_scope_matrix(memory_type, method, client_a, foreign_client, add_messages):
+    organization = client_a.organization
+    readable_writer = ClientFactory(organization=organization, write_scope="team")
+    hidden_writer = ClientFactory(organization=organization, write_scope="secret")
+    reader = ClientFactory(organization=organization, write_scope=None, read_scopes=["team"])
+
+    make = MAKERS[memory_type]
+    readable = make(readable_writer, "alice", TEXT + " readable", add_messages)
+    hidden = make(hidden_writer, "alice", TEXT + " hidden", add_messages)
+    foreign = make(foreign_client, "alice", TEXT + " foreign", add_messages)
+
+    for filters in ({"user_id": "alice"}, {}):
+        hits = search(client=reader, query="zebrafish aquarium", memory_types=[memory_type], method=method, limit=10, filters=filters)
+        found = {hit.instance.pk for hit in hits}
+        assert readable.pk in found, (memory_type, method, filters)
+        assert hidden.pk not in found and foreign.pk not in found, (memory_type, method, filters)
+    # The empty query (most recent items) is scoped the same way.
+    hits = search(client=reader, query="", memory_types=[memory_type], method=method, limit=10, filters={})
+    assert {hit.instance.pk for hit in hits} == {readable.pk}

@@ -1,0 +1,52 @@
+import pytest
+
+from tests.conftest import api_for
+from tests.factories import ClientFactory
+from tests.search.makers import make_message
+
+pytestmark = pytest.mark.django_db
+
+
+def test_post_and_get_search_return_results_with_fields(api, client_a, add_messages):
+    make_message(client_a, "alice", "My sister lives in Lisbon", add_messages)
+    body = api.post("/api/v1/memory/search", {"user_id": "alice", "query": "sister Lisbon", "memory_types": ["message"]}, format="json").json()
+    assert body["count"] == 1
+    result = body["results"][0]
+    assert result["memory_type"] == "message" and result["content"] == "My sister lives in Lisbon"
+    assert {"id", "score", "metadata", "session_id", "occurred_at", "user_id"} <= set(result)
+    got = api.get("/api/v1/memory/search?user_id=alice&query=sister&memory_types=message&search_method=bm25").json()
+    assert got["results"][0]["id"] == result["id"]
+
+
+def test_search_all_users_spans_users_but_not_scopes(api, client_a, add_messages):
+    make_message(client_a, "alice", "retriever puppy", add_messages)
+    make_message(client_a, "bob", "retriever training", add_messages)
+    other_scope = ClientFactory(organization=client_a.organization, write_scope="other")
+    make_message(other_scope, "carol", "retriever show", add_messages)
+    body = api.get("/api/v1/memory/search_all_users?query=retriever&search_method=bm25").json()
+    assert sorted(result["user_id"] for result in body["results"]) == ["alice", "bob"]
+    assert api_for(other_scope).get("/api/v1/memory/search_all_users?query=retriever&search_method=bm25").json()["count"] == 1
+
+
+@pytest.mark.parametrize(
+    "params,field",
+    [
+        ({"query": "x"}, "user_id"),
+        ({"user_id": "a", "memory_types": ["bogus"]}, "memory_types"),
+        ({"user_id": "a", "search_method": "magic"}, "search_method"),
+        ({"user_id": "a", "limit": 101}, "limit"),
+        ({"user_id": "a", "limit": 0}, "limit"),
+        ({"user_id": "a", "filter_tags": "notjson"}, "filter_tags"),
+        ({"user_id": "a", "start": "2024-02-01T00:00:00Z", "end": "2024-01-01T00:00:00Z"}, "end"),
+        ({"user_id": "a", "start": "yesterday"}, "start"),
+        ({"user_id": "a", "colour": "red"}, "colour"),
+    ],
+)
+def test_bad_search_input_names_the_field(api, params, field):
+    response = api.post("/api/v1/memory/search", params, format="json")
+    assert response.status_code == 400
+    assert f"{field}:" in response.json()["error"]["message"]
+
+
+def test_search_requires_a_key(client):
+    assert client.get("/api/v1/memory/search?user_id=a").status_code == 401

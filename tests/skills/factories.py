@@ -1,0 +1,87 @@
+"""Factories and fixtures' helpers for skill memory tests."""
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import factory
+from django.utils import timezone
+
+from apps.conversations.models import Session
+from apps.conversations.services import messages_add
+from apps.conversations.turns import normalise_messages
+from apps.skills.models import Skill, SkillExperience
+from tests.factories import ClientFactory, EndUserFactory, OrganizationFactory
+
+TAU_PATH = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "tau-airline-dev.json"
+
+
+@lru_cache(maxsize=1)
+def tau_trajectories() -> list[dict]:
+    return json.loads(TAU_PATH.read_text())
+
+
+def task_session(client, *, messages, session_id="task-1", user_id="user-1", outcome="success", seal=True) -> Session:
+    """A task session stored through the real ingest service."""
+    turns = normalise_messages(messages, max_chars=32000, default_occurred_at=timezone.now())
+    messages_add(
+        client=client, user_id=user_id, session_id=session_id, turns=turns, session_tag="task", seal=seal,
+        outcome=outcome,
+    )
+    return Session.objects.select_related("organization").get(
+        organization=client.organization, session_id=session_id, end_user__user_id=user_id
+    )
+
+
+def tau_session(client, trajectory: dict, *, session_id=None, user_id="user-1") -> Session:
+    outcome = "success" if trajectory["reward"] >= 1.0 else "failure"
+    return task_session(
+        client,
+        messages=trajectory["traj"],
+        session_id=session_id or f"tau-{trajectory['task_id']}-{trajectory['trial']}",
+        user_id=user_id,
+        outcome=outcome,
+    )
+
+
+class SkillFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Skill
+        skip_postgeneration_save = True
+
+    organization = factory.SubFactory(OrganizationFactory)
+    scope = "default"
+    name = factory.Sequence(lambda n: f"skill-{n}")
+    description = "Book a flight for a customer after checking their profile."
+    instructions = "Steps:\n1. get_user_details(user_id)\n2. book_reservation(flights)"
+    triggers = factory.LazyFunction(lambda: ["book a flight"])
+    examples = factory.LazyFunction(list)
+    entry_type = Skill.EntryType.WORKFLOW
+    status = Skill.Status.ACTIVE
+    action_signature = factory.LazyFunction(lambda: ["get_user_details", "book_reservation"])
+
+    @factory.post_generation
+    def embed(skill, create, extracted, **kwargs):
+        from apps.providers.embeddings import embed_texts, embedding_model_name
+
+        (skill.embedding,) = embed_texts([f"{skill.description}\n{skill.instructions}"])
+        skill.embedding_model = embedding_model_name()
+        if create:
+            skill.save(update_fields=["embedding", "embedding_model"])
+
+
+class ExperienceFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = SkillExperience
+
+    organization = factory.SubFactory(OrganizationFactory)
+    scope = "default"
+    end_user = factory.SubFactory(EndUserFactory, organization=factory.SelfAttribute("..organization"))
+    created_by = factory.SubFactory(ClientFactory, organization=factory.SelfAttribute("..organization"))
+    experience_type = "worth_learning"
+    title = factory.Sequence(lambda n: f"Lesson {n}")
+    content = "Request: book a flight to Seattle\nSteps:\n1. get_user_details(user_id)\n2. book_reservation(flights)"
+    importance = 0.6
+    credibility = 0.5
+    evidence = factory.LazyFunction(lambda: {"quote": "book a flight to Seattle", "signal_type": "inferred"})
+    action_signature = factory.LazyFunction(lambda: ["get_user_details", "book_reservation"])
