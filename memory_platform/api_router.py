@@ -1,6 +1,6 @@
 """Every /api/v1/ route, in one place."""
 
-from django.urls import include, path
+from django.urls import path
 
 from apps.conversations.views import (
     MemoryAddView,
@@ -11,6 +11,14 @@ from apps.conversations.views import (
 )
 from apps.pipeline.views import TaskDetailView
 from apps.search.views import MemorySearchView, SearchAllUsersView
+from apps.skills.views import (
+    ExperienceListView,
+    ProceduralMemoryDeleteView,
+    SessionDistillView,
+    SkillDetailView,
+    SkillListView,
+    SkillRetrieveView,
+)
 from apps.tenancy.views import CurrentClientView
 
 urlpatterns = [
@@ -23,5 +31,10 @@ urlpatterns = [
     path("sessions/", SessionListView.as_view(), name="session-list"),
     path("sessions/<str:session_id>/", SessionDetailView.as_view(), name="session-detail"),
     path("sessions/<str:session_id>/seal", SessionSealView.as_view(), name="session-seal"),
-    path("", include("apps.skills.urls")),
+    path("sessions/<str:session_id>/distill", SessionDistillView.as_view(), name="session-distill"),
+    path("memory/procedural/<str:item_id>", ProceduralMemoryDeleteView.as_view(), name="memory-procedural-delete"),
+    path("skills/retrieve", SkillRetrieveView.as_view(), name="skill-retrieve"),
+    path("skills/", SkillListView.as_view(), name="skill-list"),
+    path("skills/<str:skill_id>/", SkillDetailView.as_view(), name="skill-detail"),
+    path("experiences/", ExperienceListView.as_view(), name="experience-list"),
 ]

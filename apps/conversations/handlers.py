@@ -1,30 +1,56 @@
 """Pipeline handlers of this app."""
 
+
 from apps.conversations.models import Message
 from apps.pipeline.registry import register_handler
 from apps.providers.embeddings import embed_texts, embedding_model_name
 
 EMBED_BATCH_SIZE = 64
+CONTEXT_MAX_CHARS = 2000
+
+
+def embedding_text(message: Message) -> str:
+    """What a turn's vector encodes: the speaker's name matters to questions about people."""
+    if message.name and message.role != Message.Role.TOOL:
+        return f"{message.name}: {message.content}"
+    return message.content
+
+
+def _context(previous: Message | None, following: Message | None) -> str:
+    parts = [embedding_text(neighbour)[:CONTEXT_MAX_CHARS] for neighbour in (previous, following) if neighbour]
+    return "\n".join(parts)
 
 
 @register_handler("embed_messages")
 def embed_messages(task) -> dict:
-    """Embeds the turns of one add; idempotent: turns already embedded by this model are skipped."""
-    model = embedding_model_name()
-    pending = list(
-        Message.objects.filter(
-            session_id=task.payload["session"],
-            seq__gte=task.payload["from_seq"],
-            seq__lte=task.payload["to_seq"],
-        )
-        .exclude(embedding_model=model)
-        .only("id", "content")
+    """Indexes the turns of one add: the neighbouring-turn context for keyword search, and the
+    embeddings. Idempotent: turns already embedded by the current model are not embedded again."""
+    session_id, first, last = task.payload["session"], task.payload["from_seq"], task.payload["to_seq"]
+    # One turn on each side: the turn before this batch gains a following neighbour now.
+    window = list(
+        Message.objects.filter(session_id=session_id, seq__gte=first - 2, seq__lte=last + 1)
+        .only("id", "seq", "role", "name", "content", "context", "embedding_model")
         .order_by("seq")
     )
+    changed_context = []
+    for index, message in enumerate(window):
+        if not first - 1 <= message.seq <= last:
+            continue
+        previous = window[index - 1] if index > 0 and window[index - 1].seq == message.seq - 1 else None
+        following = window[index + 1] if index + 1 < len(window) and window[index + 1].seq == message.seq + 1 else None
+        context = _context(previous, following)
+        if context != message.context:
+            message.context = context
+            changed_context.append(message)
+    if changed_context:
+        Message.objects.bulk_update(changed_context, ["context"])
+
+    model = embedding_model_name()
+    pending = [message for message in window if first <= message.seq <= last and message.embedding_model != model]
     for start in range(0, len(pending), EMBED_BATCH_SIZE):
         batch = pending[start : start + EMBED_BATCH_SIZE]
-        for message, vector in zip(batch, embed_texts([message.content for message in batch])):
+        for message, vector in zip(batch, embed_texts([embedding_text(message) for message in batch])):
             message.embedding = vector
             message.embedding_model = model
         Message.objects.bulk_update(batch, ["embedding", "embedding_model"])
-    return {"embedded": len(pending), "model": model}
+    return {"embedded": len(pending), "contexts": len(changed_context), "model": model}

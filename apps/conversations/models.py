@@ -90,8 +90,13 @@ class Message(BaseModel):
     truncated = models.BooleanField(default=False)
     occurred_at = models.DateTimeField()
     created_by = models.ForeignKey("tenancy.Client", on_delete=models.CASCADE, related_name="+")
+    context = models.TextField(
+        blank=True, default="", help_text="The neighbouring turns, filled in the background and indexed for keyword search."
+    )
+    # The speaker and the turn weigh A; the neighbouring turns weigh B (half, in the BM25 scoring).
     search_vector = models.GeneratedField(
-        expression=SearchVector("content", config="english"),
+        expression=SearchVector("name", "content", config="english", weight="A")
+        + SearchVector("context", config="english", weight="B"),
         output_field=SearchVectorField(),
         db_persist=True,
     )

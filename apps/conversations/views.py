@@ -23,16 +23,10 @@ from apps.conversations.services import (
     session_set_outcome,
 )
 from apps.conversations.turns import TurnError, normalise_messages
-from apps.core.api import ClientAPIView
+from apps.core.api import ClientAPIView, require_write_access
 from apps.core.pagination import Pagination
 
 USER_ID_PARAMETER = OpenApiParameter("user_id", str, required=True, description="The session owner's user id.")
-
-
-def require_write_access(client, item) -> None:
-    """Readable is not writable: a client changes only what lives in its own write scope."""
-    if item.scope != client.write_scope:
-        raise exceptions.PermissionDenied(f"This item belongs to scope {item.scope!r}, which this client does not write.")
 
 
 class MemoryAddView(ClientAPIView):

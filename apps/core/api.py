@@ -38,6 +38,12 @@ class ClientAPIView(APIView):
             raise exceptions.NotFound(NOT_FOUND_MESSAGE) from None
 
 
+def require_write_access(client, item) -> None:
+    """Readable is not writable: a client changes only what lives in its own write scope."""
+    if item.scope != client.write_scope:
+        raise exceptions.PermissionDenied(f"This item belongs to scope {item.scope!r}, which this client does not write.")
+
+
 class InputSerializer(serializers.Serializer):
     """Input serializers refuse fields they do not know, so a typo is an error, not a no-op."""
 

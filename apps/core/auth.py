@@ -1,5 +1,6 @@
 """API-key authentication: `Authorization: Api-Key <key>` or `X-API-Key: <key>`."""
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 
@@ -34,3 +35,18 @@ class APIKeyAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request):
         return "Api-Key"
+
+
+class APIKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    """Documents the API key header in the OpenAPI schema (Swagger's Authorize button)."""
+
+    target_class = "apps.core.auth.APIKeyAuthentication"
+    name = "ApiKeyAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "`Api-Key <key>` (or send the key alone in `X-API-Key`).",
+        }

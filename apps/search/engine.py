@@ -6,6 +6,7 @@ inside the SQL of every method and type alike; there is no other path.
 
 import json
 import math
+import os
 from dataclasses import dataclass
 
 from django.db import connection, transaction
@@ -14,8 +15,16 @@ from apps.providers.embeddings import embed_texts
 from apps.search.registry import METHODS, SOURCES, SearchSource
 
 RRF_K = 60
+# Fusion weights: the keyword ranking (BM25 with neighbouring-turn context) is the stronger
+# signal on conversational memory (LOCOMO, bench/locomo.py), so it counts double.
+RRF_KEYWORD_WEIGHT = float(os.environ.get("RRF_KEYWORD_WEIGHT", 2.0))
+RRF_SEMANTIC_WEIGHT = 1.0
 BM25_K1 = 1.2
 BM25_B = 0.75
+# How much an occurrence in a lower-weighted part of a document counts; A and the
+# unlabelled default D count 1.
+WEIGHT_B = 0.5
+WEIGHT_C = 0.25
 FUZZY_THRESHOLD = 0.3
 # pgvector 0.8: keep scanning the HNSW graph until `limit` rows pass the filters.
 HNSW_EF_SEARCH = 100
@@ -85,7 +94,8 @@ def _or_query_sql() -> str:
 def _bm25_sql(source: SearchSource, where: str, where_params: list, query: str, limit: int) -> tuple[str, list]:
     """Okapi BM25 computed in SQL from the stored tsvectors of the filtered corpus.
 
-    Term frequency comes from each lexeme's positions, document frequency and the average
+    Term frequency counts each lexeme's positions, weighted by their label (A or unlabelled:
+    the item itself; B, C: context such as neighbouring turns); document frequency and the average
     document length from the rows that pass the same filters, so the statistics are those
     of the corpus the caller can see.
     """
@@ -102,7 +112,9 @@ def _bm25_sql(source: SearchSource, where: str, where_params: list, query: str, 
             WHERE {where} AND t.{vector} @@ query.q
         ),
         postings AS (
-            SELECT m.id, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float AS tf,
+            SELECT m.id, u.lexeme,
+                   coalesce((SELECT sum(CASE w WHEN 'B' THEN {WEIGHT_B} WHEN 'C' THEN {WEIGHT_C} ELSE 1.0 END)
+                             FROM unnest(u.weights) w), 1)::float AS tf,
                    length(m.doc)::float AS dl
             FROM matches m, unnest(m.doc) u
             WHERE u.lexeme IN (SELECT lexeme FROM terms)
@@ -156,11 +168,13 @@ def _hybrid_sql(source, where, where_params, query, vector, limit) -> tuple[str,
     sql = f"""
         WITH keyword AS ({keyword_sql}), semantic AS ({embedding_sql}),
         ranked AS (
-            SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rank FROM keyword
+            SELECT id, {RRF_KEYWORD_WEIGHT} AS weight, row_number() OVER (ORDER BY score DESC, id) AS rank
+            FROM keyword
             UNION ALL
-            SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rank FROM semantic
+            SELECT id, {RRF_SEMANTIC_WEIGHT} AS weight, row_number() OVER (ORDER BY score DESC, id) AS rank
+            FROM semantic
         )
-        SELECT id, sum(1.0 / ({RRF_K} + rank)) AS score FROM ranked
+        SELECT id, sum(weight / ({RRF_K} + rank)) AS score FROM ranked
         GROUP BY id ORDER BY score DESC, id LIMIT %s
     """
     return sql, [*keyword_params, *embedding_params, limit]

@@ -4,8 +4,7 @@ from rest_framework.response import Response
 
 from apps.conversations.selectors import session_list
 from apps.conversations.serializers import OwnerQuerySerializer
-from apps.conversations.views import require_write_access
-from apps.core.api import ClientAPIView
+from apps.core.api import ClientAPIView, require_write_access
 from apps.core.pagination import Pagination
 from apps.core.permissions import IsActiveClient
 from apps.skills.selectors import experience_list, skill_detail_queryset, skill_list, skill_writable_queryset
