@@ -34,6 +34,8 @@ INSTALLED_APPS = [
     "apps.conversations",
     "apps.search",
     "apps.skills",
+    "apps.memories",
+    "apps.privacy",
 ]
 
 MIDDLEWARE = [
