@@ -20,8 +20,16 @@ run: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
-bench: $(STAMP)
-	$(PY) -m bench
+BENCH_STAMP := $(VENV)/.installed-bench
+
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+# Local all-MiniLM-L6-v2 embeddings (CPU) for the retrieval benchmarks.
+bench: $(BENCH_STAMP)
+	EMBEDDING_PROVIDER=local $(PY) -m bench
 
 clean:
 	rm -rf $(VENV) .data

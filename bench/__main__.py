@@ -1,12 +1,60 @@
-"""`make bench`: run every benchmark and write JSON results under bench/results/."""
+"""`make bench`: run every benchmark and write JSON results under bench/results/.
 
+`python -m bench pipeline` runs only the named ones.
+"""
+
+import os
 import sys
+from pathlib import Path
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
-def main() -> int:
-    print("No benchmarks are implemented yet.")
+def _pipeline():
+    from bench import pipeline
+
+    pipeline.run(RESULTS_DIR)
+
+
+def _ingest():
+    from bench import ingest
+
+    ingest.run(RESULTS_DIR)
+
+
+def _skills():
+    from bench import skills
+
+    skills.run(RESULTS_DIR)
+
+
+def _locomo():
+    from bench import locomo
+
+    locomo.run(str(locomo.LOCOMO_FILE), output=str(RESULTS_DIR / "locomo.json"))
+
+
+BENCHMARKS = {"ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo}
+
+
+def main(argv: list[str]) -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings")
+    import django
+
+    django.setup()
+    import logging
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    names = argv or list(BENCHMARKS)
+    unknown = sorted(set(names) - set(BENCHMARKS))
+    if unknown:
+        print(f"Unknown benchmark(s): {', '.join(unknown)}; available: {', '.join(BENCHMARKS)}")
+        return 2
+    for name in names:
+        BENCHMARKS[name]()
+    print(f"Results: {RESULTS_DIR}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -1,12 +1,15 @@
 """Celery entry points of the pipeline: thin wrappers that take ids and call services."""
 
 from celery import shared_task
+from django.db import close_old_connections
 
 from apps.pipeline import services
 
 
 @shared_task(name="pipeline.run_memory_task")
 def run_memory_task(task_id: str) -> str:
+    # Connections are reused across tasks (CELERY_DB_REUSE_MAX); replace a broken or expired one.
+    close_old_connections()
     return services.task_execute(task_id=task_id, worker=services.worker_name())
 
 

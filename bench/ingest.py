@@ -1,0 +1,167 @@
+"""Ingest benchmark: the 100 tau-bench trajectories through the HTTP API, next to the floor.
+
+The API path is `POST /api/v1/memory/add` served by gunicorn (2 workers), one request per
+trajectory, 4 concurrent callers; its broker is a private redis-server, so no worker runs
+and nothing reaches the machine's shared Redis. The floor is the same rows written by a
+plain psycopg `executemany` into the same table in the same run. Round-trip fidelity: every
+message is read back from the transcript endpoint and compared (order, role, tool name,
+tool calls).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+TAU_FILE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tau-airline-dev.json"
+CONCURRENCY = 4
+
+
+def _percentile(values, share):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def _serve(port: int, broker_url: str) -> subprocess.Popen:
+    from memory_platform.embedded_db import ATTACH_ENV
+
+    env = dict(os.environ, **{ATTACH_ENV: "1", "REDIS_URL": broker_url, "CELERY_BROKER_URL": broker_url})
+    return subprocess.Popen(
+        [os.path.join(os.path.dirname(sys.executable), "gunicorn"), "memory_platform.wsgi", "--bind",
+         f"127.0.0.1:{port}", "--workers", "2", "--threads", "2", "--log-level", "warning"],
+        env=env,
+        start_new_session=True,
+    )
+
+
+def _floor(client, trajectories) -> float:
+    """Seconds to write the same turns with executemany (sessions created beforehand)."""
+    from django.db import connection
+
+    from apps.conversations.models import Message, Session
+    from apps.conversations.turns import normalise_messages
+    from apps.tenancy.services import end_user_get_or_create
+
+    end_user = end_user_get_or_create(organization=client.organization, user_id="floor")
+    rows = []
+    now = datetime.now(timezone.utc)
+    for number, trajectory in enumerate(trajectories):
+        session = Session.objects.create(
+            organization=client.organization, end_user=end_user, client=client, scope=client.write_scope,
+            session_id=f"floor-{number}", session_tag="task",
+        )
+        turns = normalise_messages(trajectory["traj"], max_chars=32000, default_occurred_at=now)
+        for seq, turn in enumerate(turns, start=1):
+            rows.append(
+                (str(uuid.uuid4()), now, now, client.organization_id, end_user.pk, client.write_scope, session.pk, seq,
+                 turn.role, turn.name, turn.content, json.dumps(turn.tool_calls) if turn.tool_calls else None,
+                 turn.tool_call_id, json.dumps(turn.metadata), turn.truncated, turn.occurred_at, client.pk, "", "")
+            )
+    table = Message._meta.db_table
+    sql = (
+        f"INSERT INTO {table} (id, created_at, updated_at, organization_id, end_user_id, scope, session_id, seq, role,"
+        " name, content, tool_calls, tool_call_id, metadata, truncated, occurred_at, created_by_id, embedding_model,"
+        " context) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    )
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
+    return time.perf_counter() - started, len(rows)
+
+
+def run(output_dir: Path) -> dict:
+    import httpx
+
+    from apps.tenancy.models import Organization
+    from apps.tenancy.services import client_create, organization_create
+    from tests.pipeline.processes import RedisServer, free_port, wait_for
+
+    trajectories = json.loads(TAU_FILE.read_text())
+    organization = organization_create(name=f"bench-ingest-{uuid.uuid4().hex[:8]}")
+    client, api_key = client_create(organization=organization, name="bench", write_scope="bench")
+    redis_server = RedisServer().start()
+    port = free_port()
+    server = _serve(port, redis_server.url)
+    base = f"http://127.0.0.1:{port}"
+    headers = {"Authorization": f"Api-Key {api_key}"}
+    try:
+        def answers() -> bool:
+            try:
+                return httpx.get(f"{base}/healthz").status_code == 200
+            except httpx.TransportError:
+                return False
+
+        wait_for(answers, timeout=30, message="gunicorn")
+        http = httpx.Client(base_url=base, headers=headers, timeout=60)
+
+        def post(item):
+            number, trajectory = item
+            body = {
+                "user_id": "bench-user",
+                "session_id": f"tau-{number}",
+                "session_tag": "task",
+                "messages": trajectory["traj"],
+                "seal": True,
+                "outcome": "success" if trajectory["reward"] == 1.0 else "failure",
+            }
+            started = time.perf_counter()
+            response = http.post("/api/v1/memory/add", json=body)
+            elapsed = time.perf_counter() - started
+            assert response.status_code == 202, response.text
+            return elapsed, response.json()["messages_stored"]
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(CONCURRENCY) as pool:
+            outcomes = list(pool.map(post, enumerate(trajectories)))
+        api_seconds = time.perf_counter() - started
+        stored = sum(count for _, count in outcomes)
+
+        intact = 0
+        for number, trajectory in enumerate(trajectories):
+            transcript = http.get(f"/api/v1/sessions/tau-{number}/", params={"user_id": "bench-user", "limit": 1000}).json()
+            messages = transcript["messages"]
+            assert len(messages) == len(trajectory["traj"]), f"tau-{number}: {len(messages)} of {len(trajectory['traj'])}"
+            for sent, got in zip(trajectory["traj"], messages):
+                assert got["role"] == sent["role"]
+                if sent["role"] == "tool":
+                    assert got["name"] == sent["name"] and got["content"].startswith(f"[{sent['name']}] ")
+                if sent.get("tool_calls"):
+                    assert [call["function"] for call in got["tool_calls"]] == [call["function"] for call in sent["tool_calls"]]
+                intact += 1
+        http.close()
+        floor_seconds, floor_rows = _floor(client, trajectories)
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        redis_server.stop()
+        Organization.objects.filter(pk=organization.pk).delete()
+
+    latencies = [elapsed * 1000 for elapsed, _ in outcomes]
+    api_rate = stored / api_seconds
+    floor_rate = floor_rows / floor_seconds
+    results = {
+        "requests": len(outcomes),
+        "messages": stored,
+        "concurrency": CONCURRENCY,
+        "api_messages_per_second": round(api_rate, 1),
+        "api_request_p50_ms": round(_percentile(latencies, 0.5), 1),
+        "api_request_p95_ms": round(_percentile(latencies, 0.95), 1),
+        "floor_messages_per_second": round(floor_rate, 1),
+        "api_share_of_floor": round(api_rate / floor_rate, 3),
+        "target_share_of_floor": 0.25,
+        "round_trip_intact_messages": intact,
+    }
+    print(
+        f"ingest: {stored} messages in {len(outcomes)} requests: API {api_rate:.0f} msg/s "
+        f"(p50 {results['api_request_p50_ms']} ms, p95 {results['api_request_p95_ms']} ms per trajectory), "
+        f"floor {floor_rate:.0f} msg/s, API = {results['api_share_of_floor']:.0%} of the floor (target 25%); "
+        f"round trip intact: {intact}/{stored}"
+    )
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / "ingest.json").write_text(json.dumps(results, indent=2))
+    return results

@@ -1,0 +1,37 @@
+import pytest
+
+from apps.pipeline.registry import HANDLERS, register_handler
+from tests.pipeline.processes import RedisServer, celery_broker
+
+
+@pytest.fixture
+def private_redis():
+    """A redis-server of this test's own, on a free port; the machine's Redis is never touched."""
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def broker(private_redis):
+    """This process publishes to the private Redis for the duration of the test."""
+    with celery_broker(private_redis.url):
+        yield private_redis
+
+
+@pytest.fixture
+def handlers():
+    """`handlers("test_x", function)` registers a handler for this test only."""
+    registered = []
+
+    def register(task_type: str, function):
+        assert task_type.startswith("test_"), "test handlers use task types prefixed test_"
+        register_handler(task_type)(function)
+        registered.append(task_type)
+        return function
+
+    yield register
+    for task_type in registered:
+        HANDLERS.pop(task_type, None)

@@ -1,0 +1,151 @@
+"""Faults with real processes: each test has its own redis-server and its own Celery worker
+subprocesses on the test database, and kills or stops them on purpose."""
+
+import pytest
+from django.db import connection
+
+from apps.conversations.models import Message
+from apps.pipeline.models import MemoryTask
+from apps.pipeline.services import enqueue, recover_stale_tasks, republish_due_tasks
+from apps.providers.embeddings import embedding_model_name
+from tests.conftest import api_for
+from tests.pipeline.fault_handlers import ALWAYS_RAISES, EFFECTS_TABLE, RUNS_TABLE, SLOW_SIDE_EFFECT
+from tests.pipeline.processes import CeleryWorker, wait_for
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+# Fast heartbeats and retries in the workers, so a fault shows within seconds.
+WORKER_ENV = {
+    "TASK_HEARTBEAT_SECONDS": "0.2",
+    "TASK_STALE_AFTER_SECONDS": "2",
+    "TASK_RETRY_BASE_SECONDS": "0.2",
+    "TASK_RETRY_MAX_SECONDS": "1",
+}
+STALE_AFTER_SECONDS = 2
+
+
+@pytest.fixture
+def workers(transactional_db, broker, tmp_path):
+    """`workers("name")` starts a worker subprocess; every one is SIGKILLed at teardown."""
+    started: list[CeleryWorker] = []
+
+    def start(name: str) -> CeleryWorker:
+        worker = CeleryWorker(
+            broker_url=broker.url,
+            settings_dict=connection.settings_dict,
+            log_path=tmp_path / f"{name}.log",
+            include="tests.pipeline.fault_handlers",
+            env=WORKER_ENV,
+        )
+        started.append(worker)
+        return worker.start()
+
+    yield start
+    for worker in started:
+        worker.kill()
+    for worker in started:  # shown by pytest when the test failed
+        print(f"----- {worker.log_path.name} -----\n{worker.log()}")
+
+
+@pytest.fixture
+def effect_tables(transactional_db):
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE {EFFECTS_TABLE} (task_id uuid PRIMARY KEY, at timestamptz DEFAULT now())")
+        cursor.execute(f"CREATE TABLE {RUNS_TABLE} (task_id uuid, attempt int, pid int, at timestamptz DEFAULT now())")
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {EFFECTS_TABLE}, {RUNS_TABLE}")
+
+
+def rows(sql: str, params=()) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def wait_for_status(task: MemoryTask, *statuses: str, timeout: float = 20) -> MemoryTask:
+    def reached():
+        task.refresh_from_db()
+        return task.status in statuses
+
+    wait_for(reached, timeout=timeout, interval=0.1, message=f"task {task.pk} to become {statuses} (is {task.status})")
+    return task
+
+
+def test_a_worker_killed_mid_handler_is_recovered_and_the_effect_happens_once(
+    workers, effect_tables, organization, settings
+):
+    settings.TASK_STALE_AFTER_SECONDS = STALE_AFTER_SECONDS
+    first = workers("first")
+    # Outside a transaction the row commits at once and is published at once.
+    task = enqueue(SLOW_SIDE_EFFECT, {"first_attempt_sleep": 120}, organization=organization, max_attempts=3)
+    runs_sql = f"SELECT attempt, pid FROM {RUNS_TABLE} WHERE task_id = %s ORDER BY at"
+    wait_for(lambda: rows(runs_sql, [str(task.pk)]), timeout=20, message="the handler to start")
+
+    first.kill()
+
+    task.refresh_from_db()
+    assert task.status == MemoryTask.Status.RUNNING
+    assert task.claimed_by.endswith(f":{first.pid}")
+    second = workers("second")
+    # The killed worker's message stays unacknowledged in Redis until the visibility timeout
+    # (minutes); the beat job sees the silent heartbeat and requeues the row instead.
+    wait_for(lambda: recover_stale_tasks()["requeued"], timeout=STALE_AFTER_SECONDS + 10, interval=0.2,
+             message="stale-claim recovery to requeue the task")
+    wait_for_status(task, MemoryTask.Status.SUCCEEDED, MemoryTask.Status.DEAD)
+
+    assert task.status == MemoryTask.Status.SUCCEEDED
+    assert task.attempts == 2
+    assert task.result == {"pid": second.pid, "attempt": 2}
+    assert rows(runs_sql, [str(task.pk)]) == [(1, first.pid), (2, second.pid)], "the handler really ran twice"
+    assert rows(f"SELECT count(*) FROM {EFFECTS_TABLE} WHERE task_id = %s", [str(task.pk)]) == [(1,)]
+
+
+def test_ingest_while_redis_is_down_succeeds_and_the_task_runs_once_redis_is_back(workers, broker, client_a, settings):
+    settings.TASK_REPUBLISH_AFTER_SECONDS = 0
+    settings.EXTRACTION_DEBOUNCE_SECONDS = 0
+    workers("worker")
+    broker.stop()
+
+    response = api_for(client_a).post(
+        "/api/v1/memory/add",
+        {
+            "user_id": "u1",
+            "session_id": "outage",
+            "messages": [
+                {"role": "user", "content": "Please remember that I prefer window seats."},
+                {"role": "assistant", "content": "Noted: window seats."},
+            ],
+        },
+        format="json",
+    )
+
+    assert response.status_code == 202, response.content
+    task_ids = response.json()["task_ids"]
+    assert task_ids
+    tasks = list(MemoryTask.objects.filter(pk__in=task_ids))
+    assert [(task.status, task.attempts) for task in tasks] == [(MemoryTask.Status.QUEUED, 0)] * len(task_ids)
+
+    broker.start()  # same port, empty: the publish made while it was down is lost for good
+    assert broker.published() == []
+    assert republish_due_tasks() == len(task_ids)
+    for task in tasks:
+        wait_for_status(task, MemoryTask.Status.SUCCEEDED, MemoryTask.Status.DEAD, MemoryTask.Status.FAILED)
+        assert task.status == MemoryTask.Status.SUCCEEDED, task.error
+
+    embedded = Message.objects.filter(session__session_id="outage", embedding_model=embedding_model_name())
+    assert embedded.count() == 2
+
+
+def test_a_handler_that_always_raises_ends_dead_and_shows_in_the_admin(workers, organization, admin_client):
+    workers("worker")
+
+    task = enqueue(ALWAYS_RAISES, {}, organization=organization, max_attempts=3)
+    wait_for_status(task, MemoryTask.Status.DEAD)
+
+    assert task.attempts == 3
+    assert task.finished_at is not None
+    assert task.error.startswith("RuntimeError: always fails (attempt 3 in pid")
+    page = admin_client.get("/admin/pipeline/memorytask/", {"status__exact": "dead"}).content.decode()
+    assert f"/admin/pipeline/memorytask/{task.pk}/change/" in page
+    assert "RuntimeError: always fails (attempt 3" in page

@@ -1,0 +1,552 @@
+"""The pipeline's services against the real database and a private Redis: outbox publishing,
+idempotency keys, claims, retries and dead letters, recovery, re-publishing, pruning, locks,
+the task endpoint and the admin."""
+
+import threading
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from apps.pipeline.locks import LockNotAvailable, advisory_lock
+from apps.pipeline.models import MemoryTask
+from apps.pipeline.services import (
+    enqueue,
+    prune_finished_tasks,
+    recover_stale_tasks,
+    republish_due_tasks,
+    retry_delay,
+    task_claim,
+    task_execute,
+    task_mark_dead,
+)
+from tests.conftest import api_for
+from tests.factories import OrganizationFactory
+from tests.pipeline.processes import wait_for
+
+RUN_TASK = "pipeline.run_memory_task"
+
+
+@pytest.fixture(autouse=True)
+def _private_broker(broker):
+    """Every publish of this module goes to a private Redis, never to the shared one."""
+
+
+def published_ids(broker) -> list[str]:
+    return [message["args"][0] for message in broker.published() if message["task"] == RUN_TASK]
+
+
+def due_task(organization, **fields) -> MemoryTask:
+    """A stored row, due a minute ago unless told otherwise."""
+    fields.setdefault("task_type", "test_noop")
+    fields.setdefault("run_after", timezone.now() - timedelta(minutes=1))
+    return MemoryTask.objects.create(organization=organization, **fields)
+
+
+# Enqueue: the row is the outbox.
+
+
+@pytest.mark.django_db
+def test_enqueue_publishes_only_after_commit(organization, broker, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        with transaction.atomic():
+            task = enqueue("test_noop", {"n": 1}, organization=organization)
+        assert MemoryTask.objects.get(pk=task.pk).status == MemoryTask.Status.QUEUED
+        assert published_ids(broker) == []
+    assert len(callbacks) == 1
+    assert published_ids(broker) == [str(task.pk)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rolled_back_transaction_publishes_nothing_and_stores_nothing(organization, broker):
+    with pytest.raises(RuntimeError):
+        with transaction.atomic():
+            task = enqueue("test_noop", {"n": 1}, organization=organization, idempotency_key="rolled-back")
+            raise RuntimeError("the caller fails after enqueueing")
+    assert not MemoryTask.objects.filter(pk=task.pk).exists()
+    assert published_ids(broker) == []
+
+    # The key was never taken: a later enqueue stores and publishes a task of its own.
+    with transaction.atomic():
+        again = enqueue("test_noop", {"n": 1}, organization=organization, idempotency_key="rolled-back")
+    assert again.pk != task.pk
+    assert published_ids(broker) == [str(again.pk)]
+
+
+@pytest.mark.django_db
+def test_one_key_twice_in_one_transaction_is_one_task(organization, broker, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        with transaction.atomic():
+            first = enqueue("test_noop", {"n": 1}, organization=organization, idempotency_key="k1")
+            second = enqueue("test_noop", {"n": 2}, organization=organization, idempotency_key="k1")
+    assert second.pk == first.pk
+    assert MemoryTask.objects.filter(idempotency_key="k1").count() == 1
+    assert len(callbacks) == 1
+    assert published_ids(broker) == [str(first.pk)]
+
+
+@pytest.mark.django_db
+def test_the_same_key_under_another_task_type_is_another_task(organization):
+    first = enqueue("test_noop", {}, organization=organization, idempotency_key="k1")
+    other = enqueue("test_other", {}, organization=organization, idempotency_key="k1")
+    assert other.pk != first.pk
+
+
+@pytest.mark.django_db
+def test_a_failed_insert_without_a_key_raises_instead_of_returning_another_task(organization):
+    unrelated = enqueue("test_noop", {}, organization=organization)
+    with pytest.raises(IntegrityError):
+        enqueue("test_noop", {}, organization=organization, max_attempts=-1)
+    assert MemoryTask.objects.get() == unrelated
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_key_across_two_transactions_is_one_task_while_active(organization, broker):
+    with transaction.atomic():
+        first = enqueue("test_noop", {}, organization=organization, idempotency_key="k2")
+    with transaction.atomic():
+        second = enqueue("test_noop", {}, organization=organization, idempotency_key="k2")
+    assert second.pk == first.pk
+    assert MemoryTask.objects.filter(idempotency_key="k2").count() == 1
+    assert published_ids(broker) == [str(first.pk)]
+
+    # The key is unique among active rows only: once the task finished, the key is free again.
+    MemoryTask.objects.filter(pk=first.pk).update(status=MemoryTask.Status.SUCCEEDED)
+    with transaction.atomic():
+        third = enqueue("test_noop", {}, organization=organization, idempotency_key="k2")
+    assert third.pk != first.pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_transactions_enqueueing_one_key_store_one_task(organization, broker):
+    """The second transaction cannot see the first one's row; the unique index makes it wait and
+    then hand back the committed task instead of storing a duplicate."""
+    first_inserted, second_waits = threading.Event(), threading.Event()
+    second_pid, results, errors = [], {}, []
+
+    def first():
+        try:
+            with transaction.atomic():
+                results["first"] = enqueue(
+                    "test_noop", {"by": "first"}, organization=organization, idempotency_key="k3"
+                )
+                first_inserted.set()
+                assert second_waits.wait(15), "the second transaction never waited on the first"
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def second():
+        try:
+            assert first_inserted.wait(15)
+            with transaction.atomic():
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_backend_pid()")
+                    second_pid.append(cursor.fetchone()[0])
+                results["second"] = enqueue(
+                    "test_noop", {"by": "second"}, organization=organization, idempotency_key="k3"
+                )
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    try:
+        wait_for(lambda: second_pid, timeout=15, message="the second transaction")
+
+        def second_is_waiting_on_a_lock():
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [second_pid[0]])
+                row = cursor.fetchone()
+            return row is not None and row[0] == "Lock"
+
+        wait_for(second_is_waiting_on_a_lock, timeout=15, message="the second INSERT to wait on the first")
+    finally:
+        second_waits.set()
+        for thread in threads:
+            thread.join(20)
+    assert not errors, errors
+    assert results["first"].pk == results["second"].pk
+    assert MemoryTask.objects.filter(idempotency_key="k3").count() == 1
+    assert MemoryTask.objects.get(idempotency_key="k3").payload == {"by": "first"}
+    assert published_ids(broker) == [str(results["first"].pk)]
+
+
+# Claim.
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", [MemoryTask.Status.QUEUED, MemoryTask.Status.FAILED])
+def test_claim_takes_a_due_queued_or_failed_row_once(organization, status):
+    task = due_task(organization, status=status, attempts=1 if status == MemoryTask.Status.FAILED else 0)
+
+    claimed = task_claim(task_id=task.pk, worker="host:1")
+
+    assert claimed.pk == task.pk
+    assert claimed.status == MemoryTask.Status.RUNNING
+    assert claimed.attempts == task.attempts + 1
+    assert claimed.claimed_by == "host:1"
+    assert claimed.heartbeat_at is not None
+    assert task_claim(task_id=task.pk, worker="host:2") is None
+    task.refresh_from_db()
+    assert (task.status, task.claimed_by) == (MemoryTask.Status.RUNNING, "host:1")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "status",
+    [MemoryTask.Status.RUNNING, MemoryTask.Status.SUCCEEDED, MemoryTask.Status.DEAD, MemoryTask.Status.CANCELLED],
+)
+def test_claim_leaves_rows_that_are_not_claimable(organization, status):
+    task = due_task(organization, status=status)
+    assert task_claim(task_id=task.pk, worker="host:1") is None
+    task.refresh_from_db()
+    assert task.status == status and task.attempts == 0
+
+
+@pytest.mark.django_db
+def test_claim_leaves_a_row_that_is_not_due_yet(organization):
+    task = due_task(organization, run_after=timezone.now() + timedelta(minutes=5))
+    assert task_claim(task_id=task.pk, worker="host:1") is None
+    assert task_claim(task_id=uuid.uuid4(), worker="host:1") is None
+
+
+# Execution, retries and dead letters.
+
+
+@pytest.mark.django_db
+def test_execute_runs_the_handler_and_stores_its_result(organization, handlers):
+    handlers("test_echo", lambda task: {"echo": task.payload["n"], "attempt": task.attempts})
+    task = due_task(organization, task_type="test_echo", payload={"n": 7})
+
+    assert task_execute(task_id=task.pk, worker="host:1") == "succeeded"
+
+    task.refresh_from_db()
+    assert task.status == MemoryTask.Status.SUCCEEDED
+    assert task.result == {"echo": 7, "attempt": 1}
+    assert task.finished_at is not None and task.error == ""
+    assert task_execute(task_id=task.pk, worker="host:1") == "not-claimed"
+
+
+@pytest.mark.django_db
+def test_a_task_without_a_handler_fails_with_a_clear_error(organization):
+    task = due_task(organization, task_type="test_unregistered")
+    assert task_execute(task_id=task.pk, worker="host:1") == "failed"
+    task.refresh_from_db()
+    assert task.error.startswith("LookupError: No handler is registered for task type 'test_unregistered'")
+
+
+def test_backoff_grows_with_attempts_and_is_capped(settings):
+    settings.TASK_RETRY_BASE_SECONDS = 2.0
+    settings.TASK_RETRY_MAX_SECONDS = 30.0
+    for attempts, ceiling in [(1, 2.0), (2, 4.0), (3, 8.0), (4, 16.0), (5, 30.0), (40, 30.0)]:
+        delays = [retry_delay(attempts) for _ in range(200)]
+        assert all(ceiling / 2 <= delay <= ceiling for delay in delays), (attempts, min(delays), max(delays))
+        assert len(set(delays)) > 1, "jitter spreads retries of tasks that failed together"
+
+
+@pytest.mark.django_db
+def test_a_raising_handler_is_retried_with_backoff_then_dead_with_its_last_error(
+    organization, handlers, broker, settings
+):
+    settings.TASK_RETRY_BASE_SECONDS = 10.0
+    settings.TASK_RETRY_MAX_SECONDS = 25.0
+
+    def fails(task):
+        raise ValueError(f"boom on attempt {task.attempts}")
+
+    handlers("test_fails", fails)
+    task = due_task(organization, task_type="test_fails", max_attempts=3)
+
+    # Bounds of each retry's delay: attempt 1 -> [5, 10] s, attempt 2 -> [10, 20] s, capped at 25 s.
+    for attempt, (low, high) in enumerate([(5.0, 10.0), (10.0, 20.0)], start=1):
+        before = timezone.now()
+        assert task_execute(task_id=task.pk, worker="host:1") == "failed"
+        after = timezone.now()
+        task.refresh_from_db()
+        assert task.status == MemoryTask.Status.FAILED
+        assert task.attempts == attempt
+        assert task.error.startswith(f"ValueError: boom on attempt {attempt}")
+        assert before + timedelta(seconds=low) <= task.run_after <= after + timedelta(seconds=high)
+        # The retry is published with the same delay, so the worker runs it when it is due.
+        retry = [message for message in broker.published() if message["args"] == [str(task.pk)]][-1]
+        assert abs((parse_datetime(retry["eta"]) - task.run_after).total_seconds()) < 1
+        assert task_execute(task_id=task.pk, worker="host:1") == "not-claimed"  # not due yet
+        MemoryTask.objects.filter(pk=task.pk).update(run_after=timezone.now() - timedelta(hours=1))
+
+    assert task_execute(task_id=task.pk, worker="host:1") == "dead"
+    task.refresh_from_db()
+    assert task.status == MemoryTask.Status.DEAD
+    assert task.attempts == 3
+    assert task.finished_at is not None
+    assert task.error.startswith("ValueError: boom on attempt 3")
+    assert "Traceback" in task.error
+    assert task_execute(task_id=task.pk, worker="host:1") == "not-claimed"
+
+
+@pytest.mark.django_db
+def test_an_outcome_is_discarded_when_the_task_was_taken_over_while_it_ran(organization, handlers):
+    def marked_dead_meanwhile(task):
+        task_mark_dead(task=MemoryTask.objects.get(pk=task.pk), reason="operator gave up")
+        return {"finished": True}
+
+    handlers("test_taken_over", marked_dead_meanwhile)
+    task = due_task(organization, task_type="test_taken_over")
+
+    task_execute(task_id=task.pk, worker="host:1")
+
+    task.refresh_from_db()
+    assert task.status == MemoryTask.Status.DEAD
+    assert task.error == "operator gave up"
+    assert task.result is None
+
+
+# Beat jobs: stale recovery, re-publishing, pruning.
+
+
+@pytest.mark.django_db
+def test_recover_requeues_a_running_row_with_a_stale_heartbeat(
+    organization, broker, settings, django_capture_on_commit_callbacks
+):
+    settings.TASK_STALE_AFTER_SECONDS = 60
+    now = timezone.now()
+    stale = due_task(
+        organization, status=MemoryTask.Status.RUNNING, attempts=1, max_attempts=3, claimed_by="gone:1",
+        heartbeat_at=now - timedelta(seconds=61),
+    )
+    alive = due_task(
+        organization, status=MemoryTask.Status.RUNNING, attempts=1, claimed_by="alive:1",
+        heartbeat_at=now - timedelta(seconds=30),
+    )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert recover_stale_tasks() == {"requeued": 1, "dead": 0}
+
+    stale.refresh_from_db()
+    assert stale.status == MemoryTask.Status.QUEUED
+    assert stale.run_after <= timezone.now()
+    assert stale.attempts == 1, "the lost attempt still counts against max_attempts"
+    assert "gone:1 stopped heart-beating during attempt 1" in stale.error
+    alive.refresh_from_db()
+    assert alive.status == MemoryTask.Status.RUNNING
+    assert published_ids(broker) == [str(stale.pk)]
+
+
+@pytest.mark.django_db
+def test_recover_buries_a_stale_row_whose_attempts_are_used_up(
+    organization, broker, settings, django_capture_on_commit_callbacks
+):
+    settings.TASK_STALE_AFTER_SECONDS = 60
+    task = due_task(
+        organization, status=MemoryTask.Status.RUNNING, attempts=3, max_attempts=3, claimed_by="gone:1",
+        heartbeat_at=timezone.now() - timedelta(minutes=5),
+    )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert recover_stale_tasks() == {"requeued": 0, "dead": 1}
+
+    task.refresh_from_db()
+    assert task.status == MemoryTask.Status.DEAD
+    assert task.finished_at is not None
+    assert "stopped heart-beating during attempt 3" in task.error
+    assert published_ids(broker) == []
+
+
+@pytest.mark.django_db
+def test_republish_sends_again_only_due_rows_nobody_picked_up(organization, broker, settings):
+    settings.TASK_REPUBLISH_AFTER_SECONDS = 15
+    now = timezone.now()
+    lost = due_task(organization, run_after=now - timedelta(seconds=60))
+    failed_due = due_task(
+        organization, status=MemoryTask.Status.FAILED, attempts=1, run_after=now - timedelta(seconds=60)
+    )
+    due_task(organization, run_after=now)  # just published; give its message time to arrive
+    due_task(organization, run_after=now + timedelta(minutes=5))
+    due_task(organization, status=MemoryTask.Status.RUNNING, run_after=now - timedelta(minutes=5))
+    due_task(organization, status=MemoryTask.Status.SUCCEEDED, run_after=now - timedelta(minutes=5))
+
+    assert republish_due_tasks() == 2
+
+    assert sorted(published_ids(broker)) == sorted([str(lost.pk), str(failed_due.pk)])
+    lost.refresh_from_db()
+    assert lost.run_after >= now, "a re-sent row waits another grace period before it is sent again"
+    assert republish_due_tasks() == 0
+
+
+@pytest.mark.django_db
+def test_prune_deletes_old_finished_rows_and_keeps_dead_ones(organization, settings):
+    settings.TASK_RETENTION_DAYS = 7
+    old, recent = timezone.now() - timedelta(days=8), timezone.now() - timedelta(days=1)
+    old_succeeded = due_task(organization, status=MemoryTask.Status.SUCCEEDED, finished_at=old)
+    old_cancelled = due_task(organization, status=MemoryTask.Status.CANCELLED, finished_at=old)
+    recent_succeeded = due_task(organization, status=MemoryTask.Status.SUCCEEDED, finished_at=recent)
+    old_dead = due_task(organization, status=MemoryTask.Status.DEAD, finished_at=timezone.now() - timedelta(days=90))
+    queued = due_task(organization)
+
+    assert prune_finished_tasks() == 2
+
+    remaining = set(MemoryTask.objects.values_list("pk", flat=True))
+    assert {old_succeeded.pk, old_cancelled.pk}.isdisjoint(remaining)
+    assert {recent_succeeded.pk, old_dead.pk, queued.pk} <= remaining
+
+
+# Advisory locks.
+
+
+@pytest.mark.django_db
+def test_advisory_lock_without_waiting_fails_fast_while_another_connection_holds_it():
+    held, release, done, errors = threading.Event(), threading.Event(), threading.Event(), []
+
+    def holder():
+        try:
+            with advisory_lock("distill:org:user"):
+                held.set()
+                release.wait(15)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+            done.set()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(15)
+        with pytest.raises(LockNotAvailable):
+            with advisory_lock("distill:org:user", wait=False):
+                pass
+        with advisory_lock("distill:org:other-user", wait=False):
+            pass  # another key is free
+    finally:
+        release.set()
+        thread.join(15)
+    assert done.is_set() and not errors
+    with advisory_lock("distill:org:user", wait=False):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()")
+            assert cursor.fetchone()[0] == 1
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()")
+        assert cursor.fetchone()[0] == 0, "the lock is released when the block ends"
+
+
+# GET /api/v1/tasks/<id>/
+
+
+@pytest.mark.django_db
+def test_task_endpoint_shows_the_callers_organisation_task(client_a, api):
+    task = due_task(client_a.organization, task_type="test_echo", status=MemoryTask.Status.FAILED, attempts=2,
+                    error="ValueError: boom\nTraceback (most recent call last): ...")
+
+    response = api.get(f"/api/v1/tasks/{task.pk}/")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["id"] == str(task.pk)
+    assert (body["task_type"], body["status"], body["attempts"]) == ("test_echo", "failed", 2)
+    assert body["error"] == "ValueError: boom", "tracebacks stay in the admin"
+
+
+@pytest.mark.django_db
+def test_task_endpoint_answers_a_foreign_task_exactly_like_a_missing_one(api, foreign_client):
+    foreign = due_task(foreign_client.organization)
+
+    foreign_response = api.get(f"/api/v1/tasks/{foreign.pk}/")
+    missing_response = api.get(f"/api/v1/tasks/{uuid.uuid4()}/")
+    malformed_response = api.get("/api/v1/tasks/not-a-uuid/")
+
+    assert foreign_response.status_code == missing_response.status_code == malformed_response.status_code == 404
+    assert foreign_response.content == missing_response.content == malformed_response.content
+    assert api_for(foreign_client).get(f"/api/v1/tasks/{foreign.pk}/").status_code == 200
+
+
+# Admin.
+
+
+@pytest.mark.django_db
+def test_admin_lists_a_dead_task_with_its_error(admin_client, organization, handlers, django_assert_max_num_queries):
+    def fails(task):
+        raise ValueError("the last error")
+
+    handlers("test_fails", fails)
+    dead = due_task(organization, task_type="test_fails", max_attempts=1)
+    assert task_execute(task_id=dead.pk, worker="host:1") == "dead"
+    for _ in range(5):
+        due_task(OrganizationFactory(), status=MemoryTask.Status.SUCCEEDED)
+
+    # Six rows of six organisations: an N+1 on the organisation column would add a query per row.
+    with django_assert_max_num_queries(9):
+        assert admin_client.get("/admin/pipeline/memorytask/").status_code == 200
+
+    response = admin_client.get("/admin/pipeline/memorytask/", {"status__exact": "dead"})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "test_fails" in page
+    assert "ValueError: the last error" in page
+    assert list(response.context["cl"].result_list) == [dead]
+
+
+@pytest.mark.django_db
+def test_admin_retry_now_requeues_a_dead_task_and_publishes_it(
+    admin_client, organization, broker, django_capture_on_commit_callbacks
+):
+    dead = due_task(organization, status=MemoryTask.Status.DEAD, attempts=5, max_attempts=5,
+                    finished_at=timezone.now(), error="RuntimeError: gave up")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(
+            "/admin/pipeline/memorytask/",
+            {"action": "retry_now", ACTION_CHECKBOX_NAME: [str(dead.pk)], "index": 0},
+        )
+
+    assert response.status_code == 302
+    dead.refresh_from_db()
+    assert dead.status == MemoryTask.Status.QUEUED
+    assert dead.max_attempts == 6, "one more attempt is allowed"
+    assert dead.finished_at is None
+    assert published_ids(broker) == [str(dead.pk)]
+
+
+@pytest.mark.django_db
+def test_admin_retry_now_refuses_a_dead_task_whose_key_an_active_task_holds(admin_client, organization):
+    dead = due_task(organization, status=MemoryTask.Status.DEAD, attempts=5, idempotency_key="extract:s1")
+    successor = due_task(organization, idempotency_key="extract:s1")
+
+    response = admin_client.post(
+        "/admin/pipeline/memorytask/",
+        {"action": "retry_now", ACTION_CHECKBOX_NAME: [str(dead.pk)], "index": 0},
+        follow=True,
+    )
+
+    assert response.status_code == 200
+    messages = [str(message) for message in response.context["messages"]]
+    assert any("already holds its idempotency key" in message for message in messages), messages
+    dead.refresh_from_db()
+    assert dead.status == MemoryTask.Status.DEAD
+    successor.refresh_from_db()
+    assert successor.status == MemoryTask.Status.QUEUED
+
+
+@pytest.mark.django_db
+def test_admin_mark_dead_buries_a_queued_task(admin_client, organization):
+    queued = due_task(organization)
+
+    response = admin_client.post(
+        "/admin/pipeline/memorytask/",
+        {"action": "mark_dead", ACTION_CHECKBOX_NAME: [str(queued.pk)], "index": 0},
+    )
+
+    assert response.status_code == 302
+    queued.refresh_from_db()
+    assert queued.status == MemoryTask.Status.DEAD
+    assert queued.finished_at is not None
+    assert queued.error.startswith("Marked dead by admin")
+    assert task_claim(task_id=queued.pk, worker="host:1") is None
