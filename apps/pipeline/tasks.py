@@ -6,10 +6,12 @@ from django.db import close_old_connections
 from apps.pipeline import services
 
 
-@shared_task(name="pipeline.run_memory_task")
-def run_memory_task(task_id: str) -> str:
-    # Connections are reused across tasks (CELERY_DB_REUSE_MAX); replace a broken or expired one.
-    close_old_connections()
+@shared_task(name="pipeline.run_memory_task", bind=True)
+def run_memory_task(self, task_id: str) -> str:
+    if not self.request.is_eager:
+        # Workers reuse connections across tasks (CELERY_DB_REUSE_MAX); replace a broken or
+        # expired one. An eager run belongs to the caller's connection and is left alone.
+        close_old_connections()
     return services.task_execute(task_id=task_id, worker=services.worker_name())
 
 

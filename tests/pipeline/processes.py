@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import redis
+from kombu import pools as kombu_pools
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 PR_SET_PDEATHSIG = 1
@@ -131,6 +132,8 @@ def reset_broker_connections(app) -> None:
     amqp = app.__dict__.get("amqp")
     if amqp is not None:
         amqp._producer_pool = None
+    # kombu keeps process-wide pools per broker URL; a closed one would be handed out again.
+    kombu_pools.reset()
 
 
 @contextmanager
