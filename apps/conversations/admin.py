@@ -1,4 +1,4 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -7,6 +7,8 @@ from django.utils.html import format_html
 from apps.conversations.models import Session
 from apps.conversations.selectors import session_messages
 from apps.core.admin import OrganizationScopedAdmin
+from apps.core.errors import ConflictError
+from apps.skills.services.distill import distill_request
 
 
 @admin.register(Session)
@@ -24,6 +26,7 @@ class SessionAdmin(OrganizationScopedAdmin):
         "last_message_at", "sealed_at", "distilled_at", "extracted_at", "filter_tags", "transcript_link",
     ]
     fields = readonly_fields[:-1] + ["outcome", "transcript_link"]
+    actions = ["distill_now"]
 
     def has_add_permission(self, request):
         return False
@@ -32,6 +35,18 @@ class SessionAdmin(OrganizationScopedAdmin):
     def transcript_link(self, session):
         url = reverse("admin:conversations_session_transcript", args=[session.pk])
         return format_html('<a href="{}">{} turns</a>', url, session.message_count)
+
+    @admin.action(description="Distil now (sealed task sessions)", permissions=["change"])
+    def distill_now(self, request, queryset):
+        queued = 0
+        for session in queryset:
+            try:
+                distill_request(session=session)
+                queued += 1
+            except ConflictError as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+        if queued:
+            self.message_user(request, f"Queued distillation of {queued} session(s).", messages.SUCCESS)
 
     def get_urls(self):
         return [

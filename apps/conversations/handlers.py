@@ -21,6 +21,20 @@ def _context(previous: Message | None, following: Message | None) -> str:
     return "\n".join(parts)
 
 
+DATE_NOTE_MARK = "\u23f1"
+
+
+def context_with_dates(context: str, metadata: dict) -> str:
+    """The context plus one line naming the absolute dates the turn's relative ones refer to
+    (memory extraction stores them in `metadata["resolved_dates"]`), so keyword search finds a turn
+    that said "last month" when asked about "May 2023". Replaces an earlier such line."""
+    lines = [line for line in context.splitlines() if not line.startswith(DATE_NOTE_MARK)]
+    dates = [entry.get("text", "") for entry in (metadata or {}).get("resolved_dates") or [] if isinstance(entry, dict)]
+    if any(dates):
+        lines.append(f"{DATE_NOTE_MARK} " + "; ".join(text for text in dates if text))
+    return "\n".join(lines)
+
+
 @register_handler("embed_messages")
 def embed_messages(task) -> dict:
     """Indexes the turns of one add: the neighbouring-turn context for keyword search, and the
@@ -29,7 +43,7 @@ def embed_messages(task) -> dict:
     # One turn on each side: the turn before this batch gains a following neighbour now.
     window = list(
         Message.objects.filter(session_id=session_id, seq__gte=first - 2, seq__lte=last + 1)
-        .only("id", "seq", "role", "name", "content", "context", "embedding_model")
+        .only("id", "seq", "role", "name", "content", "context", "metadata", "embedding_model")
         .order_by("seq")
     )
     changed_context = []
@@ -38,7 +52,7 @@ def embed_messages(task) -> dict:
             continue
         previous = window[index - 1] if index > 0 and window[index - 1].seq == message.seq - 1 else None
         following = window[index + 1] if index + 1 < len(window) and window[index + 1].seq == message.seq + 1 else None
-        context = _context(previous, following)
+        context = context_with_dates(_context(previous, following), message.metadata)
         if context != message.context:
             message.context = context
             changed_context.append(message)

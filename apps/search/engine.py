@@ -8,7 +8,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import connection
 
 from apps.providers.embeddings import embed_texts
 from apps.search.registry import METHODS, SOURCES, SearchSource
@@ -25,10 +25,8 @@ BM25_B = 0.75
 # unlabelled default D count 1.
 WEIGHT_B = 0.5
 WEIGHT_C = 0.25
-FUZZY_THRESHOLD = 0.3
-# pgvector 0.8: keep scanning the HNSW graph until `limit` rows pass the filters.
-HNSW_EF_SEARCH = 100
-HNSW_MAX_SCAN_TUPLES = 40000
+# pgvector's iterative scans (so filtered queries still return `limit` rows), ef_search and
+# the pg_trgm similarity threshold are connection settings: see DATABASES OPTIONS in settings.
 
 
 @dataclass
@@ -202,18 +200,17 @@ def search_source(source: SearchSource, *, client, query: str, method: str, limi
     else:
         sql, params = _hybrid_sql(source, where, where_params, query, _vector_literal(query), limit)
 
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-            " set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true),"
-            " set_config('pg_trgm.word_similarity_threshold', %s, true)",
-            [str(HNSW_EF_SEARCH), str(HNSW_MAX_SCAN_TUPLES), str(FUZZY_THRESHOLD)],
-        )
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     if not rows:
         return []
-    instances = source.model.objects.select_related(*source.select_related).in_bulk([row[0] for row in rows])
+    # Vectors and tsvectors are not part of any result; parsing them would cost more than the search.
+    instances = (
+        source.model.objects.select_related(*source.select_related)
+        .defer(source.embedding_column, source.search_vector_column)
+        .in_bulk([row[0] for row in rows])
+    )
     return [(instances[row_id], float(score)) for row_id, score in rows if row_id in instances and math.isfinite(score)]
 
 

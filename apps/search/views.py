@@ -2,6 +2,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from apps.core.api import ClientAPIView
+from apps.core.permissions import IsActiveClient
 from apps.search.engine import search
 from apps.search.serializers import (
     MemorySearchInputSerializer,
@@ -20,6 +21,8 @@ def _query_params(request) -> dict:
 
 
 class SearchView(ClientAPIView):
+    # A search reads, even as a POST: read-only clients may call it.
+    permission_classes = [IsActiveClient]
     input_serializer = MemorySearchInputSerializer
 
     def run(self, data):

@@ -78,6 +78,12 @@ else:
     DATABASES = {"default": embedded_database(DATA_DIR)}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Search settings, set once per connection instead of per query: pgvector 0.8 iterative HNSW
+# scans (filtered queries still return `limit` rows) and the pg_trgm fuzzy threshold.
+DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
+    "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=100 -c hnsw.max_scan_tuples=40000"
+    " -c pg_trgm.word_similarity_threshold=0.3"
+)
 # Distinct names let two test runs share one server without dropping each other's database.
 DATABASES["default"]["TEST"] = {"NAME": env("TEST_DATABASE_NAME", default="test_memory_platform")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -194,6 +200,18 @@ MAX_MESSAGES_PER_ADD = env.int("MAX_MESSAGES_PER_ADD", default=500)
 SESSION_IDLE_SECONDS = env.int("SESSION_IDLE_SECONDS", default=1800)
 EXTRACTION_DEBOUNCE_SECONDS = env.float("EXTRACTION_DEBOUNCE_SECONDS", default=5.0)
 IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)
+
+# Memories (apps.memories): episodic and semantic extraction from conversation sessions.
+EXTRACTION_MAX_TURNS = env.int("EXTRACTION_MAX_TURNS", default=40)  # turns per LLM call
+EXTRACTION_CANDIDATES_PER_TURN = env.int("EXTRACTION_CANDIDATES_PER_TURN", default=3)
+EXTRACTION_MAX_CANDIDATES = env.int("EXTRACTION_MAX_CANDIDATES", default=20)  # existing memories shown, per type
+DELETED_MEMORY_RETENTION_DAYS = env.int("DELETED_MEMORY_RETENTION_DAYS", default=30)  # soft-deleted; 0 = keep
+
+# Privacy (apps.privacy): erasure and retention.
+# Turns learned from more than this many days ago are pruned daily; 0 keeps transcripts forever.
+CONVERSATION_RETENTION_DAYS = env.int("CONVERSATION_RETENTION_DAYS", default=30)
+# Rows per transaction when erasing or pruning: short transactions, no table locks.
+ERASURE_BATCH_SIZE = env.int("ERASURE_BATCH_SIZE", default=1000)
 
 LOGGING = {
     "version": 1,

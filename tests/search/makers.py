@@ -9,6 +9,7 @@ fails if a type has no maker here.
 from apps.conversations.models import Message
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
+from tests.memories.makers import make_episodic, make_semantic
 from tests.skills.makers import make_experience, make_skill
 
 
@@ -23,4 +24,6 @@ MAKERS = {
     "message": make_message,
     "procedural": make_skill,
     "experience": make_experience,
+    "episodic": make_episodic,
+    "semantic": make_semantic,
 }

@@ -50,3 +50,11 @@ def test_bad_search_input_names_the_field(api, params, field):
 
 def test_search_requires_a_key(client):
     assert client.get("/api/v1/memory/search?user_id=a").status_code == 401
+
+
+def test_a_read_only_client_may_search_with_post(client_a, add_messages):
+    make_message(client_a, "alice", "My sister lives in Lisbon", add_messages)
+    reader = ClientFactory(organization=client_a.organization, write_scope=None, read_scopes=["default"])
+    response = api_for(reader).post("/api/v1/memory/search", {"user_id": "alice", "query": "Lisbon"}, format="json")
+    assert response.status_code == 200
+    assert response.json()["count"] == 1

@@ -6,10 +6,24 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="A LOCOMO-format JSON file, e.g. ../shared/data/locomo-dev.json")
-        parser.add_argument("--methods", default="bm25,embedding,hybrid,fuzzy")
-        parser.add_argument("--output", default="bench/results/locomo.json")
+        parser.add_argument("--methods", default=None, help="default: bm25,embedding,hybrid,fuzzy (with --extract: hybrid)")
+        parser.add_argument("--output", default=None, help="default: bench/results/locomo.json (with --extract: locomo-extract.json)")
+        parser.add_argument(
+            "--extract", action="store_true",
+            help="run memory extraction with the configured LLM (rules: the temporal normaliser) and report recall "
+            "before and after it, and over messages + episodic + semantic",
+        )
 
-    def handle(self, *args, file, methods, output, **options):
-        from bench.locomo import run
+    def handle(self, *args, file, methods, output, extract, **options):
+        from bench.locomo import run, run_extract
 
-        run(file, methods=tuple(methods.split(",")), output=output, log=self.stdout.write)
+        if extract:
+            run_extract(
+                file, methods=tuple((methods or "hybrid").split(",")),
+                output=output or "bench/results/locomo-extract.json", log=self.stdout.write,
+            )
+            return
+        run(
+            file, methods=tuple((methods or "bm25,embedding,hybrid,fuzzy").split(",")),
+            output=output or "bench/results/locomo.json", log=self.stdout.write,
+        )

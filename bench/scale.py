@@ -1,0 +1,313 @@
+"""Scale benchmark: search and retrieval latency at 100k and 1M messages (and 100k skills).
+
+Runs in a child process against its own embedded PostgreSQL (DATA_DIR=.data/bench-scale,
+recreated every run) so the bulk data never touches the development database. Synthetic
+text comes from a Zipf-distributed vocabulary; vectors are the hash embedder's unigram
+features (384 dimensions), computed with numpy so generation is fast. Messages are written
+with binary COPY with the search indexes dropped, then the indexes are built and timed.
+
+For each stage it measures p50/p95 of `POST /memory/search` (hybrid, one user, limit 10)
+and `POST /skills/retrieve` through HTTP (gunicorn), next to the same SQL executed directly
+with psycopg in the same run.
+"""
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERIES = 200
+VOCABULARY = 5000
+DIMENSIONS = 384
+MESSAGE_INDEXES = {
+    "message_search_vector_idx": "CREATE INDEX message_search_vector_idx ON conversations_message USING gin (search_vector)",
+    "message_content_trgm_idx": "CREATE INDEX message_content_trgm_idx ON conversations_message USING gin (content gin_trgm_ops)",
+    "message_embedding_hnsw_idx": "CREATE INDEX message_embedding_hnsw_idx ON conversations_message USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)",
+}
+
+
+def run(output_dir: Path, *, messages: int = 1_000_000, users: int = 1000, skills: int = 100_000) -> dict:
+    """Parent side: a fresh data directory and a child process that does the work."""
+    data_dir = ROOT / ".data" / "bench-scale"
+    shutil.rmtree(data_dir, ignore_errors=True)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, DATA_DIR=str(data_dir), EMBEDDING_PROVIDER="hash", LOG_LEVEL="WARNING")
+    env.pop("DATABASE_URL", None)
+    subprocess.run(
+        [sys.executable, "-m", "bench.scale", str(output_dir), str(messages), str(users), str(skills)],
+        env=env, cwd=ROOT, check=True,
+    )
+    shutil.rmtree(data_dir, ignore_errors=True)
+    return json.loads((output_dir / "scale.json").read_text())
+
+
+def _vocabulary(rng):
+    import numpy as np
+
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words = sorted({"".join(rng.choice(letters, size=rng.integers(4, 10))) for _ in range(VOCABULARY * 2)})[:VOCABULARY]
+    ranks = np.arange(1, len(words) + 1)
+    weights = 1.0 / ranks
+    return words, weights / weights.sum()
+
+
+def _word_vectors(words):
+    """Each word's hash-embedder feature vector (one signed bucket), as a matrix."""
+    import numpy as np
+
+    from apps.providers.embeddings import _hash_embed
+
+    return np.array([_hash_embed(word, DIMENSIONS) for word in words], dtype=np.float32)
+
+
+def _texts_and_vectors(rng, words, probabilities, word_vectors, count, low=8, high=30):
+    import numpy as np
+
+    lengths = rng.integers(low, high, size=count)
+    indices = rng.choice(len(words), size=int(lengths.sum()), p=probabilities)
+    texts, vectors = [], np.zeros((count, DIMENSIONS), dtype=np.float32)
+    position = 0
+    for row, length in enumerate(lengths):
+        chosen = indices[position : position + length]
+        position += length
+        texts.append(" ".join(words[i] for i in chosen))
+        np.add.at(vectors[row], slice(None), word_vectors[chosen].sum(axis=0))
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1
+    return texts, vectors / norms
+
+
+def _copy_messages(connection, rows_iter):
+    from pgvector.psycopg import register_vector
+
+    register_vector(connection)
+    columns = (
+        "id, created_at, updated_at, organization_id, end_user_id, scope, session_id, seq, role, name, content,"
+        " tool_call_id, metadata, truncated, occurred_at, created_by_id, embedding, embedding_model, context"
+    )
+    with connection.cursor() as cursor, cursor.copy(f"COPY conversations_message ({columns}) FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(["uuid", "timestamptz", "timestamptz", "uuid", "uuid", "varchar", "uuid", "int4", "varchar",
+                        "varchar", "text", "varchar", "jsonb", "bool", "timestamptz", "uuid", "vector", "varchar", "text"])
+        for row in rows_iter:
+            copy.write_row(row)
+    connection.commit()
+
+
+def _copy_skills(connection, rows_iter):
+    from pgvector.psycopg import register_vector
+
+    register_vector(connection)
+    columns = (
+        "id, created_at, updated_at, organization_id, scope, name, description, instructions, triggers, examples,"
+        " entry_type, status, version, action_signature, retrieval_count, embedding, embedding_model"
+    )
+    with connection.cursor() as cursor, cursor.copy(f"COPY skills_skill ({columns}) FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(["uuid", "timestamptz", "timestamptz", "uuid", "varchar", "varchar", "text", "text", "jsonb",
+                        "jsonb", "varchar", "varchar", "int4", "varchar[]", "int4", "vector", "varchar"])
+        for row in rows_iter:
+            copy.write_row(row)
+    connection.commit()
+
+
+def _percentiles(values):
+    ordered = sorted(values)
+    return {"p50": round(statistics.median(ordered), 2), "p95": round(ordered[int(len(ordered) * 0.95)], 2)}
+
+
+def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings")
+    import django
+
+    django.setup()
+    import httpx
+    import numpy as np
+    import psycopg
+    from django.core.management import call_command
+    from django.db import connection as django_connection
+
+    from apps.conversations.models import Session
+    from apps.search import engine
+    from apps.search.registry import SOURCES
+    from apps.tenancy.models import EndUser
+    from apps.tenancy.services import client_create, organization_create
+    from memory_platform.embedded_db import ATTACH_ENV
+    from tests.pipeline.processes import free_port, wait_for
+
+    call_command("migrate", verbosity=0)
+    rng = np.random.default_rng(7)
+    words, probabilities = _vocabulary(rng)
+    word_vectors = _word_vectors(words)
+    organization = organization_create(name="scale")
+    client_a, key_a = client_create(organization=organization, name="a", write_scope="scope-a")
+    client_create(organization=organization, name="b", write_scope="scope-b")
+    reader, reader_key = client_create(organization=organization, name="reader", write_scope=None, read_scopes=["scope-a"])
+    end_users = EndUser.objects.bulk_create([EndUser(organization=organization, user_id=f"user-{n}") for n in range(users)])
+    sessions = Session.objects.bulk_create(
+        [
+            Session(organization=organization, end_user=user, client=client_a, scope="scope-a" if n % 2 == 0 else "scope-b",
+                    session_id=f"s-{n}", session_tag="conversation")
+            for n, user in enumerate(end_users)
+        ]
+    )
+    settings_dict = django_connection.settings_dict
+    raw = psycopg.connect(
+        dbname=settings_dict["NAME"], user=settings_dict["USER"], host=settings_dict["HOST"],
+        port=settings_dict["PORT"], options=settings_dict["OPTIONS"]["options"],
+    )
+
+    def drop_message_indexes():
+        with raw.cursor() as cursor:
+            for name in MESSAGE_INDEXES:
+                cursor.execute(f"DROP INDEX IF EXISTS {name}")
+        raw.commit()
+
+    def build_message_indexes():
+        timings, sizes = {}, {}
+        with raw.cursor() as cursor:
+            for name, sql in MESSAGE_INDEXES.items():
+                started = time.perf_counter()
+                cursor.execute(sql)
+                raw.commit()
+                timings[name] = round(time.perf_counter() - started, 1)
+                cursor.execute("SELECT pg_relation_size(%s)", [name])
+                sizes[name] = cursor.fetchone()[0]
+            cursor.execute("ANALYZE conversations_message")
+        raw.commit()
+        return timings, sizes
+
+    base_time = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    next_seq = [0] * users
+
+    def message_rows(count):
+        for start in range(0, count, 50_000):
+            batch = min(50_000, count - start)
+            texts, vectors = _texts_and_vectors(rng, words, probabilities, word_vectors, batch)
+            owners = rng.integers(0, users, size=batch)
+            now = datetime.now(timezone.utc)
+            for text, vector, owner in zip(texts, vectors, owners):
+                next_seq[owner] += 1
+                session = sessions[owner]
+                yield (uuid.uuid4(), now, now, organization.pk, session.end_user_id, session.scope, session.pk,
+                       next_seq[owner], "user", "", text, "", "{}", False,
+                       base_time + timedelta(minutes=next_seq[owner]), client_a.pk, vector, "hash-384", "")
+
+    def skill_rows(count):
+        texts, vectors = _texts_and_vectors(rng, words, probabilities, word_vectors, count, 20, 60)
+        now = datetime.now(timezone.utc)
+        for n, (text, vector) in enumerate(zip(texts, vectors)):
+            name_words = text.split()[:3]
+            yield (uuid.uuid4(), now, now, organization.pk, "scope-a" if n % 2 == 0 else "scope-b",
+                   f"{'-'.join(name_words)}-{n}", " ".join(text.split()[:12]), text, json.dumps(name_words), "[]",
+                   "workflow", "active", 1, [], 0, vector, "hash-384")
+
+    port = free_port()
+    env = dict(os.environ, **{ATTACH_ENV: "1"})
+    server = subprocess.Popen(
+        [os.path.join(os.path.dirname(sys.executable), "gunicorn"), "memory_platform.wsgi", "--bind",
+         f"127.0.0.1:{port}", "--workers", "2", "--threads", "2", "--log-level", "warning"],
+        env=env, start_new_session=True,
+    )
+    http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
+
+    def answers():
+        try:
+            return http.get("/healthz").status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def direct(source, query, filters, limit, client):
+        """The engine's own SQL, executed with plain psycopg (no Django, no HTTP)."""
+        where, params = engine._filters_sql(source, client=client, filters=filters)
+        sql, sql_params = engine._hybrid_sql(source, where, params, query, engine._vector_literal(query), limit)
+        started = time.perf_counter()
+        with raw.cursor() as cursor:
+            cursor.execute(sql, sql_params)
+            cursor.fetchall()
+        raw.commit()
+        return (time.perf_counter() - started) * 1000
+
+    def measure(stage: str) -> dict:
+        query_rng = np.random.default_rng(11)
+        queries = [" ".join(rng_words) for rng_words in query_rng.choice(words[:2000], size=(QUERIES, 3))]
+        owners = [f"user-{n}" for n in query_rng.integers(0, users, size=QUERIES) if n % 2 == 0]  # scope-a users
+        pairs = list(zip(queries, owners))
+        api_search, sql_search, api_retrieve, sql_retrieve = [], [], [], []
+        for warm in pairs[:10]:  # warm the caches and connections
+            http.post("/api/v1/memory/search", json={"user_id": warm[1], "query": warm[0], "search_method": "hybrid", "memory_types": ["message"], "limit": 10}, headers={"Authorization": f"Api-Key {reader_key}"})
+        for query, owner in pairs:
+            started = time.perf_counter()
+            response = http.post(
+                "/api/v1/memory/search",
+                json={"user_id": owner, "query": query, "search_method": "hybrid", "memory_types": ["message"], "limit": 10},
+                headers={"Authorization": f"Api-Key {reader_key}"},
+            )
+            api_search.append((time.perf_counter() - started) * 1000)
+            assert response.status_code == 200 and response.json()["count"] == 10, response.text
+            sql_search.append(direct(SOURCES["message"], query, {"user_id": owner}, 10, reader))
+            started = time.perf_counter()
+            response = http.post("/api/v1/skills/retrieve", json={"task": query, "k": 5}, headers={"Authorization": f"Api-Key {reader_key}"})
+            api_retrieve.append((time.perf_counter() - started) * 1000)
+            assert response.status_code == 200, response.text
+            sql_retrieve.append(direct(SOURCES["procedural"], query, {}, 5, reader))
+        figures = {
+            "search_api_ms": _percentiles(api_search),
+            "search_sql_ms": _percentiles(sql_search),
+            "retrieve_api_ms": _percentiles(api_retrieve),
+            "retrieve_sql_ms": _percentiles(sql_retrieve),
+            "queries": len(pairs),
+        }
+        print(f"scale [{stage}]: search API p50 {figures['search_api_ms']['p50']} ms (SQL {figures['search_sql_ms']['p50']} ms), "
+              f"retrieve API p50 {figures['retrieve_api_ms']['p50']} ms (SQL {figures['retrieve_sql_ms']['p50']} ms)", flush=True)
+        return figures
+
+    results = {"users": users, "skills": skills, "stages": {}}
+    try:
+        started = time.perf_counter()
+        _copy_skills(raw, skill_rows(skills))
+        with raw.cursor() as cursor:
+            cursor.execute("ANALYZE skills_skill")
+        raw.commit()
+        results["skills_load_seconds"] = round(time.perf_counter() - started, 1)
+        wait_for(answers, timeout=30, message="gunicorn")
+        loaded = 0
+        for stage in sorted({min(100_000, messages), messages}):
+            drop_message_indexes()
+            started = time.perf_counter()
+            _copy_messages(raw, message_rows(stage - loaded))
+            load_seconds = time.perf_counter() - started
+            loaded = stage
+            timings, sizes = build_message_indexes()
+            print(f"scale [{stage} messages]: loaded in {load_seconds:.0f}s, index builds {timings}", flush=True)
+            results["stages"][str(stage)] = {
+                "messages": stage,
+                "load_seconds": round(load_seconds, 1),
+                "index_build_seconds": timings,
+                "index_bytes": sizes,
+                **measure(f"{stage} messages"),
+            }
+    finally:
+        http.close()
+        server.terminate()
+        server.wait(timeout=20)
+        raw.close()
+
+    stages = [results["stages"][key] for key in sorted(results["stages"], key=int)]
+    last = stages[-1]
+    results["api_over_sql_search_p50"] = round(last["search_api_ms"]["p50"] / last["search_sql_ms"]["p50"], 2)
+    results["api_over_sql_retrieve_p50"] = round(last["retrieve_api_ms"]["p50"] / last["retrieve_sql_ms"]["p50"], 2)
+    if len(stages) > 1:
+        results["search_p50_growth_from_first_stage"] = round(last["search_api_ms"]["p50"] / stages[0]["search_api_ms"]["p50"], 2)
+    results["targets"] = {"api_within_2x_of_sql": True, "hybrid_p50_under_ms": 50, "growth_at_most": 2.0}
+    (output_dir / "scale.json").write_text(json.dumps(results, indent=2))
+    print(json.dumps({key: value for key, value in results.items() if key != "stages"}), flush=True)
+
+
+if __name__ == "__main__":
+    _child(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
