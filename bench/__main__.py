@@ -34,7 +34,13 @@ def _locomo():
     locomo.run(str(locomo.LOCOMO_FILE), output=str(RESULTS_DIR / "locomo.json"))
 
 
-BENCHMARKS = {"ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo}
+def _scale():
+    from bench import scale
+
+    scale.run(RESULTS_DIR)
+
+
+BENCHMARKS = {"ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "scale": _scale}
 
 
 def main(argv: list[str]) -> int:
