@@ -87,17 +87,16 @@ def ingest(client, sample: dict) -> dict[str, str]:
     return texts
 
 
-def run_pending_tasks(organization) -> None:
-    """Runs the organisation's queued tasks in this process, as a worker would."""
+def run_pending_tasks(organization, task_types=None) -> None:
+    """Runs the organisation's queued tasks (of these types, or all) in this process, as a worker would."""
     from apps.pipeline.models import MemoryTask
     from apps.pipeline.services import task_execute
 
     while True:
-        pending = list(
-            MemoryTask.objects.filter(organization=organization, status__in=MemoryTask.CLAIMABLE_STATUSES).values_list(
-                "pk", flat=True
-            )
-        )
+        queued = MemoryTask.objects.filter(organization=organization, status__in=MemoryTask.CLAIMABLE_STATUSES)
+        if task_types is not None:
+            queued = queued.filter(task_type__in=task_types)
+        pending = list(queued.order_by("created_at").values_list("pk", flat=True))  # in the order they were queued
         if not pending:
             return
         MemoryTask.objects.filter(pk__in=pending).update(run_after=datetime.now(timezone.utc))
@@ -145,7 +144,8 @@ def run(file: str, *, methods=("bm25", "embedding", "hybrid", "fuzzy"), output: 
             texts = ingest(client, sample)
             ingest_seconds += time.perf_counter() - started
             started = time.perf_counter()
-            run_pending_tasks(organization)
+            # Raw turns only: extraction (dates, memories) is measured by run_extract (--extract).
+            run_pending_tasks(organization, task_types=["embed_messages"])
             embed_seconds += time.perf_counter() - started
 
             rows = list(
@@ -239,6 +239,127 @@ def run(file: str, *, methods=("bm25", "embedding", "hybrid", "fuzzy"), output: 
         f"{name} " + " ".join(f"c{c}={entry['by_category'][str(c)].get('recall@10', 0):.3f}" for c in CATEGORIES)
         for name, entry in results["methods"].items()
     ))
+    if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(json.dumps(results, indent=2))
+        log(f"written to {output}")
+    return results
+
+
+# Extraction mode -------------------------------------------------------------------------------
+
+EXTRACT_VARIANTS = ("messages_before_extraction", "messages_after_extraction", "messages_episodic_semantic")
+
+
+def _dia_ranking(hits, dia_by_message: dict) -> list[str]:
+    """dia_ids in rank order: a message gives its own, a memory those of the turns it was learned from."""
+    ranking = []
+    for hit in hits:
+        if hit.source.memory_type == "message":
+            dia_ids = [hit.instance.metadata.get("dia_id")]
+        else:
+            dia_ids = [dia_by_message.get(message_id) for message_id in hit.instance.source_message_ids]
+        for dia_id in dia_ids:
+            if dia_id and dia_id not in ranking:
+                ranking.append(dia_id)
+    return ranking
+
+
+def run_extract(file: str, *, methods=("hybrid",), output: str | None = None, log=print) -> dict:
+    """Recall@k before and after extraction, and when searching messages + episodic + semantic together.
+
+    Per conversation: ingest, run the embedding tasks, search the messages (before); run the
+    extraction tasks through whatever LLM is configured (LLM_PROVIDER=rules: the temporal
+    normaliser only), search the messages again (after: with resolved dates in their keyword
+    context) and all three memory types together (memories count through their source turns).
+    """
+    from django.conf import settings
+
+    from apps.conversations.models import Message
+    from apps.memories.models import EpisodicMemory, SemanticMemory
+    from apps.providers.embeddings import embedding_model_name
+    from apps.search.engine import search
+    from apps.tenancy.models import Organization
+    from apps.tenancy.services import client_create, organization_create
+
+    samples = json.loads(Path(file).read_text())
+    organization = organization_create(name=f"bench-locomo-extract-{uuid.uuid4().hex[:8]}")
+    client, _ = client_create(organization=organization, name="bench", write_scope="bench")
+    scores = {(variant, method): defaultdict(list) for variant in EXTRACT_VARIANTS for method in methods}
+    extraction = {"seconds": 0.0, "turns": 0, "dates_resolved": 0, "episodic": 0, "semantic": 0}
+    questions = 0
+
+    def evaluate(sample, variant, memory_types, texts, dia_by_message):
+        for qa in sample["qa"]:
+            evidence = normalise_evidence(qa.get("evidence") or [], set(texts))
+            if qa.get("category") not in CATEGORIES or not evidence:
+                continue
+            for method in methods:
+                hits = search(client=client, query=str(qa["question"]), memory_types=memory_types, method=method,
+                              limit=max(KS), filters={"user_id": sample["sample_id"]})
+                ranking = _dia_ranking(hits, dia_by_message)
+                for k in KS:
+                    scores[(variant, method)][(qa["category"], k)].append(recall(ranking, evidence, k))
+
+    try:
+        for sample in samples:
+            texts = ingest(client, sample)
+            run_pending_tasks(organization, task_types=["embed_messages"])
+            user_messages = Message.objects.filter(organization=organization, end_user__user_id=sample["sample_id"])
+            dia_by_message = {pk: metadata.get("dia_id") for pk, metadata in user_messages.values_list("pk", "metadata")}
+            evaluate(sample, "messages_before_extraction", ["message"], texts, dia_by_message)
+
+            started = time.perf_counter()
+            run_pending_tasks(organization)
+            extraction["seconds"] += time.perf_counter() - started
+            resolved = user_messages.filter(metadata__has_key="resolved_date").count()
+            extraction["dates_resolved"] += resolved
+            extraction["turns"] += len(dia_by_message)
+            evaluate(sample, "messages_after_extraction", ["message"], texts, dia_by_message)
+            evaluate(sample, "messages_episodic_semantic", ["message", "episodic", "semantic"], texts, dia_by_message)
+            questions += sum(
+                1 for qa in sample["qa"]
+                if qa.get("category") in CATEGORIES and normalise_evidence(qa.get("evidence") or [], set(texts))
+            )
+            log(f"{sample['sample_id']}: {len(dia_by_message)} turns, {resolved} with resolved dates, {questions} questions so far")
+        for name, model in (("episodic", EpisodicMemory), ("semantic", SemanticMemory)):
+            extraction[name] = model.objects.filter(organization=organization, deleted_at__isnull=True).count()
+    finally:
+        Organization.objects.filter(pk=organization.pk).delete()
+
+    results = {
+        "file": str(file),
+        "mode": "extract",
+        "questions": questions,
+        "llm_provider": settings.LLM_PROVIDER,
+        "llm_model": settings.LLM_MODEL if settings.LLM_PROVIDER != "rules" else None,
+        "embedding_model": embedding_model_name(),
+        "extraction": {**extraction, "seconds": round(extraction["seconds"], 2)},
+        "variants": {},
+    }
+    for (variant, method), values in scores.items():
+        results["variants"][f"{variant}/{method}"] = {
+            "overall": {
+                f"recall@{k}": round(statistics.mean(v for (c, kk), vs in values.items() if kk == k for v in vs), 4)
+                for k in KS
+            },
+            "by_category": {
+                str(category): {f"recall@{k}": round(statistics.mean(values[(category, k)]), 4) for k in KS if values[(category, k)]}
+                for category in CATEGORIES
+            },
+        }
+
+    log(f"\nLOCOMO with extraction ({questions} questions, categories 1-4, LLM {settings.LLM_PROVIDER}, {results['embedding_model']})")
+    log(f"extraction: {results['extraction']}")
+    log(f"{'variant/method':<40}" + "".join(f"{'R@' + str(k):>8}" for k in KS) + f"{'c2 R@10':>9}")
+    for name, entry in results["variants"].items():
+        log(f"{name:<40}" + "".join(f"{entry['overall'][f'recall@{k}']:>8.3f}" for k in KS)
+            + f"{entry['by_category']['2'].get('recall@10', 0):>9.3f}")
+    for method in methods:
+        before = results["variants"][f"messages_before_extraction/{method}"]["by_category"]["2"]
+        after = results["variants"][f"messages_after_extraction/{method}"]["by_category"]["2"]
+        log(f"category 2 (temporal), {method}, messages without -> with resolved dates: "
+            + ", ".join(f"R@{k} {before[f'recall@{k}']:.3f} -> {after[f'recall@{k}']:.3f}" for k in KS))
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         Path(output).write_text(json.dumps(results, indent=2))

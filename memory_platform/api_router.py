@@ -9,7 +9,9 @@ from apps.conversations.views import (
     SessionListView,
     SessionSealView,
 )
+from apps.memories.views import EpisodicMemoryDeleteView, SemanticMemoryDeleteView
 from apps.pipeline.views import TaskDetailView
+from apps.privacy.views import ClientErasureView, ErasureDetailView, UserErasureView
 from apps.search.views import MemorySearchView, SearchAllUsersView
 from apps.skills.views import (
     ExperienceListView,
@@ -33,8 +35,13 @@ urlpatterns = [
     path("sessions/<str:session_id>/seal", SessionSealView.as_view(), name="session-seal"),
     path("sessions/<str:session_id>/distill", SessionDistillView.as_view(), name="session-distill"),
     path("memory/procedural/<str:item_id>", ProceduralMemoryDeleteView.as_view(), name="memory-procedural-delete"),
+    path("memory/episodic/<str:item_id>", EpisodicMemoryDeleteView.as_view(), name="memory-episodic-delete"),
+    path("memory/semantic/<str:item_id>", SemanticMemoryDeleteView.as_view(), name="memory-semantic-delete"),
     path("skills/retrieve", SkillRetrieveView.as_view(), name="skill-retrieve"),
     path("skills/", SkillListView.as_view(), name="skill-list"),
     path("skills/<str:skill_id>/", SkillDetailView.as_view(), name="skill-detail"),
     path("experiences/", ExperienceListView.as_view(), name="experience-list"),
+    path("users/<path:user_id>/memories", UserErasureView.as_view(), name="user-erasure"),
+    path("clients/<str:client_id>/memories", ClientErasureView.as_view(), name="client-erasure"),
+    path("erasures/<str:erasure_id>/", ErasureDetailView.as_view(), name="erasure-detail"),
 ]

@@ -42,6 +42,37 @@ def _distill_url(client, add_messages):
     return "/api/v1/sessions/sess-d/distill?user_id=owner", f"/api/v1/sessions/sess-{uuid.uuid4().hex[:8]}/distill?user_id=owner"
 
 
+def _memory_url(memory_type):
+    def make(client, add_messages):
+        from tests.memories.makers import MAKERS
+
+        memory = MAKERS[memory_type](client, "owner", f"{memory_type} memory of {client.name}")
+        return f"/api/v1/memory/{memory_type}/{memory.pk}", f"/api/v1/memory/{memory_type}/{uuid.uuid4()}"
+
+    return make
+
+
+def _user_erasure_url(client, add_messages):
+    add_messages(client, user_id="erase-me", session_id="sess-e")
+    return "/api/v1/users/erase-me/memories", f"/api/v1/users/erase-{uuid.uuid4().hex[:8]}/memories"
+
+
+def _client_erasure_url(client, add_messages):
+    from tests.factories import ClientFactory
+
+    target = ClientFactory(organization=client.organization)
+    return f"/api/v1/clients/{target.pk}/memories", f"/api/v1/clients/{uuid.uuid4()}/memories"
+
+
+def _erasure_url(client, add_messages):
+    from apps.privacy.services.erasure import erasure_request
+    from apps.privacy.services.subjects import subject_resolve
+
+    add_messages(client, user_id="erased", session_id="sess-r")
+    erasure = erasure_request(subject=subject_resolve(organization=client.organization, kind="user", subject_id="erased"))
+    return f"/api/v1/erasures/{erasure.pk}/", f"/api/v1/erasures/{uuid.uuid4()}/"
+
+
 ENDPOINTS = [
     ("get", lambda client, add: _session_url(client, add)),
     ("patch", lambda client, add: _session_url(client, add)),
@@ -52,6 +83,11 @@ ENDPOINTS = [
     ("delete", _skill_url),
     ("delete", lambda client, add: _skill_url(client, add, "/api/v1/memory/procedural/{}")),
     ("post", _distill_url),
+    ("delete", _memory_url("episodic")),
+    ("delete", _memory_url("semantic")),
+    ("delete", _user_erasure_url),
+    ("delete", _client_erasure_url),
+    ("get", _erasure_url),
 ]
 
 

@@ -5,3 +5,13 @@ class MemoriesConfig(AppConfig):
     name = "apps.memories"
     label = "memories"
     verbose_name = "Episodic and semantic memories"
+
+    def ready(self):
+        from apps.core.schedules import register_schedule
+        from apps.memories import handlers  # noqa: F401  (registers pipeline handlers)
+        from apps.memories.search import register_sources
+
+        register_sources()
+        register_schedule(
+            name="memories: purge deleted memories", task="memories.purge_deleted_memories", every_seconds=3600
+        )

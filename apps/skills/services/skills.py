@@ -118,6 +118,20 @@ def skill_archive(*, skill: Skill, actor: str, reason: str, experiences=()) -> S
     )
 
 
+@transaction.atomic
+def skill_return_to_review(*, skill: Skill, changes: dict, actor: str, reason: str) -> Skill:
+    """Hands a skill back to a person as a recorded version, even when no text changes (e.g. one
+    of its sources was erased). An archived skill stays archived."""
+    status = Skill.Status.ARCHIVED if skill.status == Skill.Status.ARCHIVED else Skill.Status.PENDING_REVIEW
+    version = skill.version
+    skill = skill_update(skill=skill, changes=changes, actor=actor, reason=reason, status=status)
+    if skill.version == version:
+        skill.version += 1
+        skill.save(update_fields=["version", "updated_at"])
+        _record(skill, operation=SkillVersion.Operation.EDIT, actor=actor, reason=reason)
+    return skill
+
+
 def skill_delete(*, skill: Skill) -> None:
     """A caller's explicit delete: the skill and its history go (its experiences stay)."""
     skill.delete()

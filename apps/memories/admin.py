@@ -1,0 +1,79 @@
+"""Admin lists of episodic and semantic memories, each with its change history."""
+
+from django.contrib import admin
+
+from apps.core.admin import OrganizationScopedAdmin
+from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
+
+
+class ChangeInline(admin.TabularInline):
+    fields = ["created_at", "operation", "actor", "reason", "previous_value", "new_value"]
+    readonly_fields = fields
+    ordering = ["-created_at"]
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class EpisodicMemoryChangeInline(ChangeInline):
+    model = EpisodicMemoryChange
+
+
+class SemanticMemoryChangeInline(ChangeInline):
+    model = SemanticMemoryChange
+
+
+class MemoryAdmin(OrganizationScopedAdmin):
+    """Memories come from extraction and change only through it (so every change has history);
+    staff read them and may delete them outright."""
+
+    list_select_related = ["organization", "end_user"]
+    date_hierarchy = "created_at"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("embedding", "search_vector")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(EpisodicMemory)
+class EpisodicMemoryAdmin(MemoryAdmin):
+    list_display = ["summary_short", "occurred_at", "time_granularity", "actor", "event_type", "end_user", "scope", "deleted_at"]
+    list_filter = ["scope", "time_granularity", ("deleted_at", admin.EmptyFieldListFilter)]
+    search_fields = ["summary", "details", "actor", "=end_user__user_id"]
+    fields = [
+        "organization", "scope", "end_user", "created_by", "occurred_at", "time_granularity", "actor", "event_type", "summary",
+        "details", "source_message_ids", "embedding_model", "deleted_at", "created_at", "updated_at",
+    ]
+    readonly_fields = fields
+    inlines = [EpisodicMemoryChangeInline]
+
+    @admin.display(description="summary", ordering="summary")
+    def summary_short(self, memory):
+        return memory.summary[:100]
+
+
+@admin.register(SemanticMemory)
+class SemanticMemoryAdmin(MemoryAdmin):
+    list_display = ["name", "summary_short", "end_user", "scope", "source", "updated_at", "deleted_at"]
+    list_filter = ["scope", ("deleted_at", admin.EmptyFieldListFilter)]
+    search_fields = ["name", "summary", "details", "=end_user__user_id"]
+    fields = [
+        "organization", "scope", "end_user", "created_by", "name", "summary", "details", "source", "source_message_ids",
+        "embedding_model", "deleted_at", "created_at", "updated_at",
+    ]
+    readonly_fields = fields
+    inlines = [SemanticMemoryChangeInline]
+
+    @admin.display(description="summary", ordering="summary")
+    def summary_short(self, memory):
+        return memory.summary[:100]

@@ -1,0 +1,13 @@
+"""Pipeline handlers of conversation memory: thin, they load by id and call a service."""
+
+from apps.conversations.models import Session
+from apps.memories.services.extract import EXTRACT_MEMORIES, session_extract_locked
+from apps.pipeline.registry import register_handler
+
+
+@register_handler(EXTRACT_MEMORIES)
+def extract_memories(task) -> dict:
+    session = Session.objects.select_related("organization", "end_user").filter(pk=task.payload["session"]).first()
+    if session is None:
+        return {"skipped": "session no longer exists", "turns": 0}
+    return session_extract_locked(session=session, task=task)

@@ -1,0 +1,183 @@
+"""Conversation memory: episodic memories (dated events) and semantic memories (facts about
+people, things, preferences) extracted from conversation sessions, each with its change history."""
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import Q
+from pgvector.django import HnswIndex, VectorField
+
+from apps.core.models import BaseModel
+
+ACTOR_MAX_LENGTH = 255
+EVENT_TYPE_MAX_LENGTH = 64
+NAME_MAX_LENGTH = 255
+SUMMARY_MAX_LENGTH = 1000
+DETAILS_MAX_LENGTH = 4000
+
+
+class TimeGranularity(models.TextChoices):
+    """How precisely `occurred_at` is known: the event happened somewhere in that day, week, ..."""
+
+    EXACT = "exact", "Exact time"
+    DAY = "day", "Day"
+    WEEK = "week", "Week"
+    MONTH = "month", "Month"
+    YEAR = "year", "Year"
+
+
+class Memory(BaseModel):
+    """What both memory types share: tenant, scope and owner, provenance, vectors, soft deletion."""
+
+    organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=64)
+    end_user = models.ForeignKey("tenancy.EndUser", on_delete=models.CASCADE, related_name="+")
+    # The client whose session first taught it (erasure of a client's data follows this).
+    created_by = models.ForeignKey("tenancy.Client", on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    # Message ids, not foreign keys: retention prunes turns, the memory learned from them stays.
+    source_message_ids = ArrayField(models.UUIDField(), default=list, blank=True)
+    summary = models.TextField()
+    details = models.TextField(blank=True, default="")
+    embedding = VectorField(dimensions=384, null=True, blank=True)
+    embedding_model = models.CharField(max_length=128, blank=True, default="")
+    deleted_at = models.DateTimeField(
+        null=True, blank=True, help_text="Set when extraction deleted it: hidden from search, purged after retention."
+    )
+
+    class Meta:
+        abstract = True
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.deleted_at is not None
+
+
+class EpisodicMemory(Memory):
+    """A dated event in the user's life: who did what, when."""
+
+    occurred_at = models.DateTimeField(help_text="Absolute and timezone-aware; relative dates are resolved at extraction.")
+    time_granularity = models.CharField(max_length=8, choices=TimeGranularity.choices, default=TimeGranularity.DAY)
+    actor = models.CharField(max_length=ACTOR_MAX_LENGTH, blank=True, default="")
+    event_type = models.CharField(max_length=EVENT_TYPE_MAX_LENGTH, blank=True, default="")
+    # The event itself weighs A; its details B (half, in the BM25 scoring).
+    search_vector = models.GeneratedField(
+        expression=SearchVector("actor", "event_type", "summary", config="english", weight="A")
+        + SearchVector("details", config="english", weight="B"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        ordering = ["-occurred_at"]
+        verbose_name = "episodic memory"
+        verbose_name_plural = "episodic memories"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(time_granularity__in=["exact", "day", "week", "month", "year"]),
+                name="episodic_time_granularity_valid",
+            ),
+            models.CheckConstraint(
+                condition=~Q(summary=""), name="episodic_summary_not_empty",
+                violation_error_message="An episodic memory needs a summary.",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["organization", "scope", "end_user", "-occurred_at"], name="episodic_user_recent_idx"),
+            GinIndex(fields=["search_vector"], name="episodic_search_vector_idx"),
+            GinIndex(fields=["summary"], opclasses=["gin_trgm_ops"], name="episodic_summary_trgm_idx"),
+            HnswIndex(
+                name="episodic_embedding_hnsw_idx", fields=["embedding"], m=16, ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.occurred_at:%Y-%m-%d} {self.summary[:80]}"
+
+
+class SemanticMemory(Memory):
+    """A fact about someone or something (a person, a thing, a preference) that holds over time."""
+
+    name = models.CharField(max_length=NAME_MAX_LENGTH, help_text="The subject: a person, a thing, a preference.")
+    source = models.CharField(
+        max_length=255, blank=True, default="", help_text='Where it was learned, e.g. "conversation on 2023-05-08".'
+    )
+    search_vector = models.GeneratedField(
+        expression=SearchVector("name", "summary", config="english", weight="A")
+        + SearchVector("details", config="english", weight="B"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        ordering = ["name", "-updated_at"]
+        verbose_name = "semantic memory"
+        verbose_name_plural = "semantic memories"
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(name="") & ~Q(summary=""), name="semantic_name_and_summary_not_empty",
+                violation_error_message="A semantic memory needs a name and a summary.",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["organization", "scope", "end_user", "name"], name="semantic_user_name_idx"),
+            GinIndex(fields=["search_vector"], name="semantic_search_vector_idx"),
+            GinIndex(fields=["summary"], opclasses=["gin_trgm_ops"], name="semantic_summary_trgm_idx"),
+            GinIndex(fields=["name"], opclasses=["gin_trgm_ops"], name="semantic_name_trgm_idx"),
+            HnswIndex(
+                name="semantic_embedding_hnsw_idx", fields=["embedding"], m=16, ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.name}: {self.summary[:80]}"
+
+
+class MemoryChange(BaseModel):
+    """One change of a memory: the value before and after it, who made it and why (NetBox's
+    ObjectChange pre/post data). The diff is computed for display."""
+
+    class Operation(models.TextChoices):
+        ADD = "add", "Add"
+        UPDATE = "update", "Update"
+        DELETE = "delete", "Delete"
+
+    operation = models.CharField(max_length=8, choices=Operation.choices)
+    previous_value = models.JSONField(null=True, blank=True)
+    new_value = models.JSONField(null=True, blank=True)
+    actor = models.CharField(max_length=255, help_text='e.g. "extraction:llm:gpt-4o-mini", "admin:alice".')
+    reason = models.TextField(blank=True, default="")
+    # The MemoryTask id, not a foreign key: history outlives pruned task rows.
+    task_id = models.UUIDField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at"]
+
+
+class EpisodicMemoryChange(MemoryChange):
+    memory = models.ForeignKey(EpisodicMemory, on_delete=models.CASCADE, related_name="history")
+
+    class Meta(MemoryChange.Meta):
+        verbose_name = "episodic memory change"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(operation__in=["add", "update", "delete"]), name="episodic_change_operation_valid"
+            ),
+        ]
+        indexes = [models.Index(fields=["memory", "-created_at"], name="episodic_change_memory_idx")]
+
+
+class SemanticMemoryChange(MemoryChange):
+    memory = models.ForeignKey(SemanticMemory, on_delete=models.CASCADE, related_name="history")
+
+    class Meta(MemoryChange.Meta):
+        verbose_name = "semantic memory change"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(operation__in=["add", "update", "delete"]), name="semantic_change_operation_valid"
+            ),
+        ]
+        indexes = [models.Index(fields=["memory", "-created_at"], name="semantic_change_memory_idx")]

@@ -1,0 +1,213 @@
+"""Extraction of conversation sessions: the turns not yet learned from become episodic and semantic
+memories (with an LLM) and, in every mode, carry their relative dates resolved in their metadata."""
+
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.conversations.handlers import context_with_dates
+from apps.conversations.models import Message, Session, SessionTag
+from apps.memories.services.llm_extractor import ExtractionTurn, Operation, Plan, llm_plan
+from apps.memories.services.memories import (
+    EPISODIC,
+    SEMANTIC,
+    memory_create,
+    memory_embed,
+    memory_soft_delete,
+    memory_update,
+)
+from apps.memories.temporal import resolve_dates
+from apps.pipeline.locks import advisory_lock
+from apps.providers.llm import llm_enabled
+
+logger = logging.getLogger(__name__)
+
+EXTRACT_MEMORIES = "extract_memories"
+DATE_KEYS = ("resolved_date", "date_end", "date_granularity", "date_expression", "resolved_dates")
+SPOKEN_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
+
+
+def extract_lock_key(session: Session) -> str:
+    return f"extract:{session.organization_id}:{session.end_user_id}"
+
+
+def _turns(messages: list[Message]) -> list[ExtractionTurn]:
+    """Each spoken turn with the relative dates it contains, resolved against its own date."""
+    return [
+        ExtractionTurn(message=message, dates=resolve_dates(message.content, message.occurred_at))
+        for message in messages
+        if message.role in SPOKEN_ROLES and message.content.strip()
+    ]
+
+
+def _date_metadata(turn: ExtractionTurn) -> dict:
+    """The first expression as the top-level keys (resolved_date, date_granularity, ...); all of them,
+    with human words for each, under resolved_dates."""
+    first = turn.dates[0]
+    return {
+        **first.as_metadata(),
+        "resolved_dates": [{**resolved.as_metadata(), "text": resolved.describe()} for resolved in turn.dates],
+    }
+
+
+def _store_resolved_dates(turns: list[ExtractionTurn]) -> int:
+    """Writes the resolved dates into each turn's metadata and its searchable context."""
+    changed = []
+    for turn in turns:
+        if not turn.dates:
+            continue
+        message = turn.message
+        message.metadata = {
+            **{key: value for key, value in (message.metadata or {}).items() if key not in DATE_KEYS},
+            **_date_metadata(turn),
+        }
+        message.context = context_with_dates(message.context, message.metadata)
+        changed.append(message)
+    if changed:
+        Message.objects.bulk_update(changed, ["metadata", "context"])
+    return len(changed)
+
+
+def _actor() -> str:
+    return f"extraction:llm:{settings.LLM_MODEL}"
+
+
+def _default_source(session: Session, operation: Operation, turns: list[ExtractionTurn]) -> str:
+    cited = [turn.message for turn in turns if turn.message.pk in operation.source_message_ids]
+    when = f" on {cited[0].occurred_at:%Y-%m-%d}" if cited else ""
+    return f"conversation {session.session_id}{when}"[:255]
+
+
+def _locked_target(operation: Operation):
+    """The target again, locked, if it is still live (an API delete may have removed it meanwhile)."""
+    model = type(operation.target)
+    return model.objects.select_for_update().filter(pk=operation.target.pk, deleted_at__isnull=True).first()
+
+
+def _embed_changes(plan: Plan) -> dict:
+    """Vectors of the memories an add or update will write, by id(operation); computed before the
+    transaction so no row lock is held across an embedding call."""
+    vectors = {}
+    for memory_type in (EPISODIC, SEMANTIC):
+        of_type = [
+            operation for operation in plan.operations
+            if operation.memory_type == memory_type and operation.operation in ("add", "update")
+        ]
+        texts = []
+        for operation in of_type:
+            current = {} if operation.target is None else {
+                name: getattr(operation.target, name) for name in ("actor", "event_type", "name", "summary", "details")
+                if hasattr(operation.target, name)
+            }
+            texts.append({**current, **operation.fields})
+        vectors.update(zip(map(id, of_type), memory_embed(memory_type, texts)))
+    return vectors
+
+
+def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors: dict, task) -> dict:
+    counts = {memory_type: {"added": 0, "updated": 0, "deleted": 0, "unchanged": 0} for memory_type in (EPISODIC, SEMANTIC)}
+    task_id = getattr(task, "pk", None)
+    for operation in plan.operations:
+        tally = counts[operation.memory_type]
+        if operation.operation == "none":
+            tally["unchanged"] += 1
+            continue
+        if operation.operation == "add":
+            if operation.memory_type == SEMANTIC:
+                operation.fields.setdefault("source", _default_source(session, operation, turns))
+            memory_create(
+                memory_type=operation.memory_type, session=session, fields=operation.fields,
+                source_message_ids=operation.source_message_ids, embedding=vectors[id(operation)], actor=_actor(),
+                reason=operation.reason, task_id=task_id,
+            )
+            tally["added"] += 1
+            continue
+        target = _locked_target(operation)
+        if target is None:
+            plan.rejected.append(
+                {"memory_type": operation.memory_type, "operation": operation.operation, "id": str(operation.target.pk),
+                 "reason": "the memory was deleted meanwhile"}
+            )
+            continue
+        if operation.operation == "update":
+            memory_update(
+                memory=target, fields=operation.fields, source_message_ids=operation.source_message_ids,
+                embedding=vectors[id(operation)], actor=_actor(), reason=operation.reason, task_id=task_id,
+            )
+            tally["updated"] += 1
+        else:
+            memory_soft_delete(memory=target, actor=_actor(), reason=operation.reason, task_id=task_id)
+            tally["deleted"] += 1
+    return counts
+
+
+def _batches(messages: list[Message], size: int):
+    for start in range(0, len(messages), size):
+        yield messages[start : start + size]
+
+
+def session_extract(*, session: Session, task=None) -> dict:
+    """Learns from the session's turns not learned from yet (Message.distilled_at is null), batch by
+    batch; each batch is marked learned from in the transaction that stores what it gave.
+
+    Run it under extract_lock_key(session) (the handler does). An unreachable LLM raises (the task
+    retries); the batches already stored stay stored.
+    """
+    if session.session_tag != SessionTag.CONVERSATION:
+        return {"skipped": f"a {session.session_tag} session is not extracted", "turns": 0}
+    pending = list(
+        Message.objects.filter(session=session, distilled_at__isnull=True).defer("embedding", "search_vector").order_by("seq")
+    )
+    use_llm = llm_enabled()
+    result = {
+        "extractor": f"llm:{settings.LLM_MODEL}" if use_llm else "rules",
+        "turns": 0,
+        "dates_resolved": 0,
+        EPISODIC: {"added": 0, "updated": 0, "deleted": 0, "unchanged": 0},
+        SEMANTIC: {"added": 0, "updated": 0, "deleted": 0, "unchanged": 0},
+        "rejected": [],
+        "problems": [],
+    }
+    for batch in _batches(pending, settings.EXTRACTION_MAX_TURNS):
+        turns = _turns(batch)
+        plan = llm_plan(session=session, turns=turns, task=task) if use_llm and turns else Plan()
+        vectors = _embed_changes(plan)
+        with transaction.atomic():
+            # Re-read under lock what the embedding handler may have rewritten since the batch was loaded.
+            fresh = {
+                pk: (distilled_at, metadata, context)
+                for pk, distilled_at, metadata, context in Message.objects.select_for_update()
+                .filter(pk__in=[message.pk for message in batch])
+                .values_list("pk", "distilled_at", "metadata", "context")
+            }
+            if any(distilled_at is not None for distilled_at, _, _ in fresh.values()):
+                result["problems"].append("some turns were learned from by another run meanwhile; batch skipped")
+                continue
+            for turn in turns:
+                _, turn.message.metadata, turn.message.context = fresh[turn.message.pk]
+            result["dates_resolved"] += _store_resolved_dates(turns)
+            counts = _apply(session=session, plan=plan, turns=turns, vectors=vectors, task=task)
+            now = timezone.now()
+            Message.objects.filter(pk__in=[message.pk for message in batch]).update(distilled_at=now)
+            Session.objects.filter(pk=session.pk).update(extracted_at=now, updated_at=now)
+        result["turns"] += len(batch)
+        for memory_type in (EPISODIC, SEMANTIC):
+            for name, value in counts[memory_type].items():
+                result[memory_type][name] += value
+        result["rejected"].extend(plan.rejected)
+        result["problems"].extend(plan.problems)
+    if result["rejected"] or result["problems"]:
+        logger.info(
+            "extraction of session %s: %s rejected operation(s); %s",
+            session.pk, len(result["rejected"]), "; ".join(result["problems"])[:500],
+        )
+    return result
+
+
+def session_extract_locked(*, session: Session, task=None) -> dict:
+    """session_extract under the per-user advisory lock; raises LockNotAvailable so the pipeline retries."""
+    with advisory_lock(extract_lock_key(session), wait=False):
+        return session_extract(session=session, task=task)
+

@@ -1,0 +1,253 @@
+"""Deterministic temporal normalisation: relative date expressions in a turn ("yesterday",
+"last week", "two days ago", "next month") resolved to absolute periods against the turn's date.
+
+Pure functions, no Django: every result is a period (first day, last day, granularity) so
+"last week" is the whole week, not a guess at one day within it. Weeks start on Monday.
+"""
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+DAY, WEEK, MONTH, YEAR = "day", "week", "month", "year"
+GRANULARITIES = (DAY, WEEK, MONTH, YEAR)
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTHS = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)
+NUMBER_WORDS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "couple of": 2,
+}
+
+
+@dataclass(frozen=True)
+class ResolvedDate:
+    expression: str  # the words as they appear in the text
+    start: date
+    end: date
+    granularity: str
+
+    def as_metadata(self) -> dict:
+        return {
+            "resolved_date": self.start.isoformat(),
+            "date_end": self.end.isoformat(),
+            "date_granularity": self.granularity,
+            "date_expression": self.expression,
+        }
+
+    def describe(self) -> str:
+        """Human words for the period: "7 May 2023", "the week of 1 May 2023", "May 2023", "2023"."""
+        return describe_period(self.start, self.granularity)
+
+
+def describe_period(start: date, granularity: str) -> str:
+    if granularity == YEAR:
+        return str(start.year)
+    if granularity == MONTH:
+        return f"{MONTHS[start.month - 1].title()} {start.year}"
+    day = f"{start.day} {MONTHS[start.month - 1].title()} {start.year}"
+    return f"the week of {day}" if granularity == WEEK else day
+
+
+# Periods -----------------------------------------------------------------------------------
+
+
+def add_months(day: date, months: int) -> date:
+    """The same day `months` later (or earlier), clamped to the end of a shorter month."""
+    index = day.year * 12 + day.month - 1 + months
+    year, month = divmod(index, 12)
+    return date(year, month + 1, min(day.day, calendar.monthrange(year, month + 1)[1]))
+
+
+def day_period(day: date) -> tuple[date, date, str]:
+    return day, day, DAY
+
+
+def week_period(day: date) -> tuple[date, date, str]:
+    monday = day - timedelta(days=day.weekday())
+    return monday, monday + timedelta(days=6), WEEK
+
+
+def month_period(day: date) -> tuple[date, date, str]:
+    first = day.replace(day=1)
+    return first, first.replace(day=calendar.monthrange(day.year, day.month)[1]), MONTH
+
+
+def year_period(day: date) -> tuple[date, date, str]:
+    return date(day.year, 1, 1), date(day.year, 12, 31), YEAR
+
+
+def weekend_period(saturday: date) -> tuple[date, date, str]:
+    """A weekend is its own two-day period, reported with week granularity (it is part of one week)."""
+    return saturday, saturday + timedelta(days=1), WEEK
+
+
+def shifted(reference: date, unit: str, amount: int) -> tuple[date, date, str]:
+    """The period of `unit` that contains the reference date moved by `amount` units."""
+    if unit == DAY:
+        return day_period(reference + timedelta(days=amount))
+    if unit == WEEK:
+        return week_period(reference + timedelta(weeks=amount))
+    if unit == MONTH:
+        return month_period(add_months(reference, amount))
+    return year_period(date(reference.year + amount, 1, 1))
+
+
+# Rules -------------------------------------------------------------------------------------
+# Each rule is (pattern, resolver(match, reference date) -> period or None). Matches are
+# case-insensitive and on word boundaries; where two overlap, the earlier and then the longer wins.
+
+_NUMBER = r"(?P<number>\d{1,3}|a couple of|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_UNIT = r"(?P<unit>day|week|month|year)s?"
+_WEEKDAY = r"(?P<weekday>" + "|".join(WEEKDAYS) + r")"
+_MONTH = r"(?P<month>" + "|".join(MONTHS) + r")"
+_PART_OF_DAY = r"(?:morning|afternoon|evening|night)"
+
+
+def _number(match) -> int:
+    text = " ".join(match.group("number").lower().split())
+    return int(text) if text.isdigit() else NUMBER_WORDS[text]
+
+
+def _ago(match, reference: date):
+    return shifted(reference, match.group("unit").lower(), -_number(match))
+
+
+def _ahead(match, reference: date):
+    return shifted(reference, match.group("unit").lower(), _number(match))
+
+
+def _relative_unit(direction: int):
+    def resolve(match, reference: date):
+        return shifted(reference, match.group("unit").lower(), direction)
+
+    return resolve
+
+
+def _previous_weekday(match, reference: date):
+    """"last Saturday": the most recent Saturday strictly before the reference day."""
+    target = WEEKDAYS.index(match.group("weekday").lower())
+    back = (reference.weekday() - target) % 7 or 7
+    return day_period(reference - timedelta(days=back))
+
+
+def _next_weekday(match, reference: date):
+    """"next Friday": the first Friday strictly after the reference day."""
+    target = WEEKDAYS.index(match.group("weekday").lower())
+    ahead = (target - reference.weekday()) % 7 or 7
+    return day_period(reference + timedelta(days=ahead))
+
+
+def _this_weekday(match, reference: date):
+    """"this Friday": the Friday of the reference day's week (Monday to Sunday)."""
+    target = WEEKDAYS.index(match.group("weekday").lower())
+    return day_period(reference + timedelta(days=target - reference.weekday()))
+
+
+def _saturday_of_week(reference: date) -> date:
+    return reference - timedelta(days=reference.weekday()) + timedelta(days=5)
+
+
+def _last_weekend(match, reference: date):
+    """The weekend of the previous week: on a Monday that is two days ago."""
+    return weekend_period(_saturday_of_week(reference) - timedelta(days=7))
+
+
+def _this_weekend(match, reference: date):
+    return weekend_period(_saturday_of_week(reference))
+
+
+def _next_weekend(match, reference: date):
+    return weekend_period(_saturday_of_week(reference) + timedelta(days=7))
+
+
+def _past_weekend(match, reference: date):
+    """"over the weekend": the weekend we are in, or else the most recent one."""
+    saturday = _saturday_of_week(reference)
+    return weekend_period(saturday if reference >= saturday else saturday - timedelta(days=7))
+
+
+def _month_number(match) -> int | None:
+    """The month named, or None for a lower-case "may" (the verb: "the last may be...")."""
+    name = match.group("month")
+    return None if name == "may" else MONTHS.index(name.lower()) + 1
+
+
+def _last_month_name(match, reference: date):
+    """"last May": the most recent May before the reference month."""
+    month = _month_number(match)
+    if month is None:
+        return None
+    year = reference.year if month < reference.month else reference.year - 1
+    return month_period(date(year, month, 1))
+
+
+def _next_month_name(match, reference: date):
+    month = _month_number(match)
+    if month is None:
+        return None
+    year = reference.year if month > reference.month else reference.year + 1
+    return month_period(date(year, month, 1))
+
+
+def _fixed_days(offset: int):
+    def resolve(match, reference: date):
+        return day_period(reference + timedelta(days=offset))
+
+    return resolve
+
+
+RULES = [
+    (r"the day before yesterday", _fixed_days(-2)),
+    (r"the day after tomorrow", _fixed_days(2)),
+    (r"yesterday(?: " + _PART_OF_DAY + r")?", _fixed_days(-1)),
+    (r"last night", _fixed_days(-1)),
+    (r"tomorrow(?: " + _PART_OF_DAY + r")?", _fixed_days(1)),
+    (r"(?:earlier |later )?today", _fixed_days(0)),
+    (r"tonight", _fixed_days(0)),
+    (r"this " + _PART_OF_DAY, _fixed_days(0)),
+    (_NUMBER + r" " + _UNIT + r" ago", _ago),
+    (r"(?:in|within) " + _NUMBER + r" " + _UNIT, _ahead),
+    (_NUMBER + r" " + _UNIT + r" (?:from now|later on|from today)", _ahead),
+    (r"(?:last|previous|the previous|the last) " + _UNIT.replace("s?", ""), _relative_unit(-1)),
+    (r"(?:earlier |later )?this " + _UNIT.replace("s?", ""), _relative_unit(0)),
+    (r"(?:next|the next|the following|the coming|the upcoming) " + _UNIT.replace("s?", ""), _relative_unit(1)),
+    (r"(?:last|this past|the past|this last) " + _WEEKDAY, _previous_weekday),
+    (r"(?:next|the coming|this coming) " + _WEEKDAY, _next_weekday),
+    (r"this " + _WEEKDAY, _this_weekday),
+    (r"(?:last|this past|the past) weekend", _last_weekend),
+    (r"this weekend", _this_weekend),
+    (r"(?:next|the coming|this coming) weekend", _next_weekend),
+    (r"over the weekend", _past_weekend),
+    (r"last " + _MONTH, _last_month_name),
+    (r"next " + _MONTH, _next_month_name),
+]
+_COMPILED = [(re.compile(r"(?<![\w-])" + pattern + r"(?![\w-])", re.IGNORECASE), resolve) for pattern, resolve in RULES]
+
+
+def resolve_dates(text: str, reference: date | datetime) -> list[ResolvedDate]:
+    """Every relative date expression in `text`, resolved against `reference`, in reading order.
+
+    A datetime reference is read on its own calendar day (convert it to the speaker's time zone
+    first when that is known). Text without such expressions gives [].
+    """
+    if isinstance(reference, datetime):
+        reference = reference.date()
+    found = []
+    for pattern, resolve in _COMPILED:
+        for match in pattern.finditer(text or ""):
+            period = resolve(match, reference)
+            if period is not None:
+                found.append((match.start(), match.end(), match.group(0), period))
+    found.sort(key=lambda item: (item[0], -(item[1] - item[0])))
+    results, covered_until = [], -1
+    for start, end, expression, (first, last, granularity) in found:
+        if start < covered_until:
+            continue  # inside a longer expression already taken ("the day before yesterday")
+        results.append(ResolvedDate(expression=expression, start=first, end=last, granularity=granularity))
+        covered_until = end
+    return results

@@ -1,0 +1,61 @@
+"""What is left of a user or a client, per table and in Redis (0 everywhere after an erasure)."""
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.privacy.services.subjects import CLIENT, USER, subject_resolve
+from apps.privacy.services.verify import subject_verify
+from apps.tenancy.models import Client, Organization
+
+
+class Command(BaseCommand):
+    help = "Scan every table that can hold a subject's data (and Redis) and print the residual count per table."
+
+    def add_arguments(self, parser):
+        subject = parser.add_mutually_exclusive_group(required=True)
+        subject.add_argument("--user", help="The end user's user_id (with --org).")
+        subject.add_argument("--client", help="The client's id.")
+        parser.add_argument("--org", help="The organisation's name (required with --user).")
+        parser.add_argument("--no-redis", action="store_true", help="Skip the Redis scan.")
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args, **options):
+        if options["user"] is not None:
+            if not options["org"]:
+                raise CommandError("--user needs --org NAME.")
+            organization = Organization.objects.filter(name=options["org"]).first()
+            if organization is None:
+                raise CommandError(f"No organisation named {options['org']!r}.")
+            kind, subject_id = USER, options["user"]
+        else:
+            client = Client.objects.select_related("organization").filter(pk=options["client"]).first() if _is_uuid(options["client"]) else None
+            if client is None:
+                raise CommandError(f"No client with id {options['client']!r}.")
+            organization, kind, subject_id = client.organization, CLIENT, str(client.pk)
+        subject = subject_resolve(organization=organization, kind=kind, subject_id=subject_id)
+        result = subject_verify(subject=subject, include_redis=not options["no_redis"])
+        if options["json"]:
+            self.stdout.write(json.dumps({"subject": {"kind": kind, "id": subject_id, "organization": organization.name}, **result}))
+            return
+        width = max(len(table) for table in result["tables"])
+        for table, count in result["tables"].items():
+            self.stdout.write(f"{table:<{width}}  {count}")
+        if "redis" in result:
+            redis = result["redis"]
+            note = f" ({redis['error']})" if "error" in redis else ""
+            self.stdout.write(
+                f"{'redis':<{width}}  {redis['matches']}  [{redis['keys_scanned']} keys, {redis['entries_scanned']} entries scanned]{note}"
+            )
+        style = self.style.SUCCESS if result["total"] == 0 else self.style.ERROR
+        self.stdout.write(style(f"residual total: {result['total']}"))
+
+
+def _is_uuid(value: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True

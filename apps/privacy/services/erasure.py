@@ -1,0 +1,80 @@
+"""Erasure requests: create one (and its pipeline task, in one transaction), and run it."""
+
+import logging
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.pipeline.services import enqueue
+from apps.privacy.models import ErasureRequest
+from apps.privacy.services.purge import subject_purge
+from apps.privacy.services.subjects import Subject, subject_resolve
+from apps.privacy.services.verify import subject_verify
+
+logger = logging.getLogger(__name__)
+
+ERASE_SUBJECT = "erase_subject"
+
+
+class ErasureIncomplete(Exception):
+    """Verification found something left (e.g. a task that was running); the pipeline retries."""
+
+
+def erasure_request(*, subject: Subject, requested_by=None, requested_by_staff: str = "") -> ErasureRequest:
+    """Creates the request and enqueues its task in the same transaction. While an erasure of the
+    same subject is still in progress, that one is returned instead of a second."""
+    lookup = {"organization": subject.organization, "subject_kind": subject.kind, "subject_id": subject.subject_id}
+    try:
+        with transaction.atomic():
+            erasure = ErasureRequest.objects.create(
+                **lookup, requested_by=requested_by, requested_by_staff=requested_by_staff
+            )
+            task = enqueue(
+                ERASE_SUBJECT, {"erasure": str(erasure.pk)}, organization=subject.organization,
+                idempotency_key=f"erase:{erasure.pk}",
+            )
+            erasure.task_id = task.pk
+            erasure.save(update_fields=["task_id", "updated_at"])
+    except IntegrityError:
+        existing = ErasureRequest.objects.filter(**lookup, status__in=ErasureRequest.ACTIVE_STATUSES).first()
+        if existing is None:
+            raise
+        return existing
+    logger.info("erasure %s of a %s queued (task %s)", erasure.pk, subject.kind, erasure.task_id)
+    return erasure
+
+
+def _save(erasure: ErasureRequest, **fields) -> None:
+    for name, value in fields.items():
+        setattr(erasure, name, value)
+    ErasureRequest.objects.filter(pk=erasure.pk).update(**fields, updated_at=timezone.now())
+
+
+def erasure_run(*, erasure: ErasureRequest) -> dict:
+    """Purges the subject, verifies, and records both. Running it again only adds what is new."""
+    _save(erasure, status=ErasureRequest.Status.RUNNING, started_at=erasure.started_at or timezone.now(), error="")
+    subject = subject_resolve(
+        organization=erasure.organization, kind=erasure.subject_kind, subject_id=erasure.subject_id
+    )
+    previous = dict(erasure.counts or {})
+
+    def progress(counts):
+        merged = dict(previous)
+        for table, count in counts.items():
+            merged[table] = merged.get(table, 0) + count
+        _save(erasure, counts=merged)
+
+    try:
+        run_counts = subject_purge(subject=subject, erasure_id=erasure.pk, on_step=progress)
+        residual = subject_verify(subject=subject_resolve(
+            organization=erasure.organization, kind=erasure.subject_kind, subject_id=erasure.subject_id
+        ))
+    except Exception as exc:
+        _save(erasure, status=ErasureRequest.Status.FAILED, error=type(exc).__name__)
+        raise
+    if residual["total"]:
+        _save(erasure, status=ErasureRequest.Status.FAILED, residual=residual, error=ErasureIncomplete.__name__)
+        raise ErasureIncomplete(f"erasure {erasure.pk}: {residual['total']} residual item(s) after the purge")
+    _save(erasure, status=ErasureRequest.Status.SUCCEEDED, residual=residual, finished_at=timezone.now())
+    logger.info("erasure %s succeeded: %s", erasure.pk, {table: n for table, n in erasure.counts.items() if n})
+    return {"erasure": str(erasure.pk), "removed": sum(run_counts.values())}

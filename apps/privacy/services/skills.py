@@ -1,0 +1,132 @@
+"""Skills learned from an erased subject: deleted when the subject was their only source,
+otherwise unlinked from the erased experiences, scrubbed of text quoted from them and handed
+back to a person (`pending_review`, reason "source erased") as a recorded version."""
+
+from django.db import transaction
+
+from apps.skills.models import Skill, SkillExperience, SkillVersion
+from apps.skills.services.evolve import TRIGGER_MAX_CHARS
+from apps.skills.services.rule_distiller import workflow_request
+from apps.skills.services.skills import skill_delete, skill_return_to_review
+
+SOURCE_ERASED = "source erased"
+REDACTED = "[erased]"
+# Shorter texts are removed only where they are a whole trigger, never as a substring.
+MIN_SUBSTRING_CHARS = 8
+SCRUBBED_FIELDS = ("description", "instructions", "triggers", "examples")
+
+
+def experience_texts(experiences) -> set[str]:
+    """Every text of an experience that evolution may have copied into a skill.
+
+    The rule evolver copies the workflow request into triggers, examples and the description
+    (cut at 200 and TRIGGER_MAX_CHARS) and a whitespace-folded content as a caveat line; titles
+    end up in version reasons; the evidence quote is the user's or the tool's own words.
+    """
+    texts = set()
+    for experience in experiences:
+        request = workflow_request(experience.content)
+        evidence = experience.evidence if isinstance(experience.evidence, dict) else {}
+        quote = evidence.get("quote") if isinstance(evidence.get("quote"), str) else ""
+        folded = " ".join(experience.content.split())
+        for text in (experience.title, experience.content, folded, folded[:400], quote, request, request[:200], request[:TRIGGER_MAX_CHARS]):
+            if text and text.strip():
+                texts.add(text.strip())
+    return texts
+
+
+def _mentions(text: str, needles: list[str]) -> bool:
+    stripped = text.strip()
+    return any(needle == stripped or (len(needle) >= MIN_SUBSTRING_CHARS and needle in text) for needle in needles)
+
+
+def _redact(text: str, needles: list[str]) -> str:
+    for needle in needles:
+        if len(needle) >= MIN_SUBSTRING_CHARS:
+            text = text.replace(needle, REDACTED)
+    return text
+
+
+def _leaves(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _leaves(item)
+
+
+def scrub_fields(fields: dict, needles: list[str]) -> dict:
+    """The fields that change: triggers, examples and instruction lines quoting an erased text
+    are dropped; remaining quotes in the description and instructions become "[erased]"."""
+    changes = {}
+    if isinstance(fields.get("triggers"), list):
+        triggers = [item for item in fields["triggers"] if not (isinstance(item, str) and _mentions(item, needles))]
+        if triggers != fields["triggers"]:
+            changes["triggers"] = triggers
+    if isinstance(fields.get("examples"), list):
+        examples = [item for item in fields["examples"] if not any(_mentions(leaf, needles) for leaf in _leaves(item))]
+        if examples != fields["examples"]:
+            changes["examples"] = examples
+    if isinstance(fields.get("instructions"), str):
+        lines = [line for line in fields["instructions"].split("\n") if not (line.strip() and _mentions(line, needles))]
+        instructions = _redact("\n".join(lines), needles)
+        if instructions != fields["instructions"]:
+            changes["instructions"] = instructions
+    if isinstance(fields.get("description"), str):
+        description = _redact(fields["description"], needles)
+        if description != fields["description"]:
+            changes["description"] = description
+    return changes
+
+
+def _redact_history(skill: Skill, needles: list[str]) -> int:
+    """Past snapshots and reasons quote the erased texts too; history keeps its shape, not the quotes."""
+    redacted = 0
+    for version in SkillVersion.objects.filter(skill=skill):
+        snapshot = dict(version.snapshot or {})
+        snapshot.update(scrub_fields(snapshot, needles))
+        reason = _redact(version.reason, needles)
+        if snapshot != version.snapshot or reason != version.reason:
+            version.snapshot, version.reason = snapshot, reason
+            version.save(update_fields=["snapshot", "reason", "updated_at"])
+            redacted += 1
+    return redacted
+
+
+def skills_release_subject(*, subject, actor: str) -> dict:
+    """Handles every skill with lineage to the subject's experiences, one skill per transaction."""
+    counts = {"skills.Skill": 0, "skills.Skill (returned to review)": 0, "skills.SkillVersion (redacted)": 0,
+              "skills.SkillVersion.experiences": 0}
+    for skill in subject.own_skills():
+        counts["skills.Skill"] += 1
+        skill_delete(skill=skill)
+    Through = SkillVersion.experiences.through
+    skill_ids = set(subject.lineage_links().values_list("skillversion__skill_id", flat=True))
+    erased = subject.experiences().values("pk")
+    for skill_id in skill_ids:
+        with transaction.atomic():
+            skill = Skill.objects.select_for_update().filter(pk=skill_id).first()
+            if skill is None:
+                continue
+            links = Through.objects.filter(skillversion__skill=skill)
+            erased_links = links.filter(skillexperience__in=erased)
+            kept_ids = set(links.exclude(skillexperience__in=erased).values_list("skillexperience_id", flat=True))
+            if not kept_ids:
+                counts["skills.Skill"] += 1
+                skill_delete(skill=skill)
+                continue
+            kept_texts = experience_texts(SkillExperience.objects.filter(pk__in=kept_ids))
+            erased_texts = experience_texts(
+                SkillExperience.objects.filter(pk__in=erased_links.values("skillexperience_id"))
+            )
+            # A text another, kept source also contributed is not the erased subject's alone.
+            needles = sorted(erased_texts - kept_texts, key=len, reverse=True)
+            counts["skills.SkillVersion.experiences"] += erased_links.delete()[0]
+            counts["skills.SkillVersion (redacted)"] += _redact_history(skill, needles)
+            changes = scrub_fields({name: getattr(skill, name) for name in SCRUBBED_FIELDS}, needles)
+            skill_return_to_review(skill=skill, changes=changes, actor=actor, reason=SOURCE_ERASED)
+            counts["skills.Skill (returned to review)"] += 1
+    return counts

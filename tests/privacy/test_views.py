@@ -1,0 +1,116 @@
+"""The erasure API: who may erase, identical 404s across organisations, status, client erasure."""
+
+import uuid
+
+import pytest
+
+from apps.conversations.models import IngestRequest, Message, Session
+from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.pipeline.services import task_execute
+from apps.privacy.models import ErasureRequest
+from apps.privacy.services.subjects import subject_resolve
+from apps.privacy.services.verify import subject_verify
+from apps.skills.models import SkillExperience
+from apps.tenancy.models import Client, EndUser
+from tests.conftest import api_for
+from tests.privacy.conftest import ALICE, BOB
+
+pytestmark = pytest.mark.django_db
+
+
+def counts(organization) -> dict:
+    return {
+        "end_users": EndUser.objects.filter(organization=organization).count(),
+        "sessions": Session.objects.filter(organization=organization).count(),
+        "messages": Message.objects.filter(organization=organization).count(),
+        "experiences": SkillExperience.objects.filter(organization=organization).count(),
+        "episodic": EpisodicMemory.objects.filter(organization=organization).count(),
+        "semantic": SemanticMemory.objects.filter(organization=organization).count(),
+        "ingest": IngestRequest.objects.filter(client__organization=organization).count(),
+        "active_clients": Client.objects.filter(organization=organization, status="active").count(),
+    }
+
+
+def test_a_user_erasure_is_accepted_with_the_request_and_task_ids(world):
+    response = api_for(world.client_a).delete(f"/api/v1/users/{ALICE}/memories")
+    assert response.status_code == 202
+    body = response.json()
+    assert set(body) == {"erasure_id", "status", "task_id"} and body["status"] == "queued"
+    erasure = ErasureRequest.objects.get(pk=body["erasure_id"])
+    assert (erasure.subject_kind, erasure.subject_id, erasure.requested_by, str(erasure.task_id)) == (
+        "user", ALICE, world.client_a, body["task_id"]
+    )
+
+
+def test_the_erasure_status_shows_counts_once_it_ran(world):
+    api = api_for(world.client_a)
+    body = api.delete(f"/api/v1/users/{ALICE}/memories").json()
+    assert api.get(f"/api/v1/erasures/{body['erasure_id']}/").json()["status"] == "queued"
+    task_execute(task_id=body["task_id"], worker="test")
+    status = api.get(f"/api/v1/erasures/{body['erasure_id']}/").json()
+    assert status["status"] == "succeeded" and status["counts"]["conversations.Message"] > 0
+    assert status["residual"]["total"] == 0 and status["finished_at"]
+
+
+def test_read_only_clients_may_not_erase(world):
+    api = api_for(world.reader)
+    for url in (f"/api/v1/users/{ALICE}/memories", f"/api/v1/clients/{world.client_c.pk}/memories"):
+        assert api.delete(url).status_code == 403
+    assert not ErasureRequest.objects.exists()
+
+
+def test_erasure_needs_an_api_key(world):
+    from rest_framework.test import APIClient
+
+    assert APIClient().delete(f"/api/v1/users/{ALICE}/memories").status_code == 401
+
+
+def test_erasing_another_organisations_user_or_client_is_a_404_like_a_missing_one(world):
+    """The foreign organisation has a user named alice too; none of this reaches it or ours."""
+    foreign = world.foreign_client.organization
+    before, foreign_before = counts(world.organization), counts(foreign)
+    api = api_for(world.foreign_client)
+    missing_user = api.delete(f"/api/v1/users/nobody-{uuid.uuid4().hex}/memories")
+    missing_client = api.delete(f"/api/v1/clients/{uuid.uuid4()}/memories")
+    for response in (
+        api.delete(f"/api/v1/users/{BOB}/memories"),
+        api.delete(f"/api/v1/clients/{world.client_c.pk}/memories"),
+        api.delete(f"/api/v1/clients/{world.client_a.pk}/memories"),
+        api.delete("/api/v1/clients/not-a-uuid/memories"),
+        missing_user,
+        missing_client,
+    ):
+        assert response.status_code == 404 and response.content == missing_user.content
+    assert not ErasureRequest.objects.exists()
+    assert counts(world.organization) == before and counts(foreign) == foreign_before
+
+
+def test_another_organisations_erasure_status_is_a_404(world):
+    body = api_for(world.client_a).delete(f"/api/v1/users/{ALICE}/memories").json()
+    api = api_for(world.foreign_client)
+    foreign = api.get(f"/api/v1/erasures/{body['erasure_id']}/")
+    assert foreign.status_code == 404 and foreign.content == api.get(f"/api/v1/erasures/{uuid.uuid4()}/").content
+
+
+def test_a_client_erasure_removes_what_it_created_and_revokes_its_keys(world):
+    client_c = world.client_c
+    api_c = api_for(client_c)
+    assert api_c.get("/api/v1/me").status_code == 200
+    subject = subject_resolve(organization=world.organization, kind="client", subject_id=str(client_c.pk))
+    before = subject_verify(subject=subject, include_redis=False)["tables"]
+    assert before["conversations.Message"] and before["memories.SemanticMemory"] and before["tenancy.ClientAPIKey (not revoked)"]
+    bob_by_a = set(Message.objects.filter(end_user__user_id=BOB, created_by=world.client_a).values_list("pk", "content"))
+
+    body = api_for(world.client_a).delete(f"/api/v1/clients/{client_c.pk}/memories").json()
+    assert task_execute(task_id=body["task_id"], worker="test") == "succeeded"
+
+    erasure = ErasureRequest.objects.get(pk=body["erasure_id"])
+    assert erasure.status == "succeeded" and erasure.residual["total"] == 0
+    assert erasure.counts["tenancy.ClientAPIKey (revoked)"] == 1 and erasure.counts["tenancy.Client (disabled)"] == 1
+    client_c.refresh_from_db()
+    assert client_c.status == "disabled"  # the row stays: the audit trail has a subject
+    assert api_c.get("/api/v1/me").status_code == 401
+    assert not Message.objects.filter(created_by=client_c).exists() and not Session.objects.filter(client=client_c).exists()
+    assert not IngestRequest.objects.filter(client=client_c).exists()
+    assert set(Message.objects.filter(end_user__user_id=BOB, created_by=world.client_a).values_list("pk", "content")) == bob_by_a
+    assert SemanticMemory.objects.filter(end_user__user_id=BOB, organization=world.organization).count() == 1
