@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test bench clean
+.PHONY: install run test bench clean chromium
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,11 @@ install: $(STAMP)
 run: $(STAMP)
 	$(PY) manage.py runplatform
 
-test: $(STAMP)
+# The browser tests drive Debian's Chromium, never a downloaded build; as root it is installed here.
+chromium:
+	@command -v chromium >/dev/null || [ "$$(id -u)" != 0 ] || (apt-get update -qq && apt-get install -y -qq chromium)
+
+test: $(STAMP) chromium
 	$(PY) -m pytest
 
 BENCH_STAMP := $(VENV)/.installed-bench

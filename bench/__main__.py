@@ -34,13 +34,19 @@ def _locomo():
     locomo.run(str(locomo.LOCOMO_FILE), output=str(RESULTS_DIR / "locomo.json"))
 
 
+def _erasure():
+    from bench import erasure
+
+    erasure.run(RESULTS_DIR)
+
+
 def _scale():
     from bench import scale
 
     scale.run(RESULTS_DIR)
 
 
-BENCHMARKS = {"ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "scale": _scale}
+BENCHMARKS = {"ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure, "scale": _scale}
 
 
 def main(argv: list[str]) -> int:

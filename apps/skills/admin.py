@@ -1,17 +1,42 @@
-"""Basic admin for skill memory; the curation workflow (diffs, approvals) builds on it."""
+"""Curation of skill memory: a review queue, person edits recorded as versions, side-by-side diffs
+of the version history and lineage down to transcript turns. Every write goes through a service."""
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.contrib.admin.views.main import ORDER_VAR, ChangeList
+from django.core.exceptions import PermissionDenied
+from django.db.models import Case, IntegerField, Value, When
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
 
 from apps.core.admin import OrganizationScopedAdmin
-from apps.skills.models import Skill, SkillExperience, SkillVersion
+from apps.core.errors import ConflictError
+from apps.skills.history import experience_evidence, skill_history
+from apps.skills.models import SignalType, Skill, SkillExperience, SkillVersion
+from apps.skills.services.review import (
+    person_actor,
+    skill_approve,
+    skill_archive_by_person,
+    skill_edit_by_person,
+    skill_reject,
+)
+from apps.skills.services.skills import EDITABLE_FIELDS, skill_delete
+
+# Large columns a list never shows: loading them for 100 rows would dominate the page.
+HEAVY_SKILL_COLUMNS = ("embedding", "search_vector", "instructions", "examples")
+REVIEW_QUEUE_URL_NAME = "skills_skill_review_queue"
 
 
 class SkillVersionInline(admin.TabularInline):
     model = SkillVersion
-    fields = ["version", "operation", "actor", "reason", "created_at"]
+    fields = ["version", "operation", "actor", "reason", "created_at", "diff_link"]
     readonly_fields = fields
     ordering = ["-version"]
     extra = 0
+    max_num = 0
     can_delete = False
     show_change_link = False
 
@@ -21,44 +46,260 @@ class SkillVersionInline(admin.TabularInline):
     def has_change_permission(self, request, obj=None):
         return False
 
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="diff and lineage")
+    def diff_link(self, version):
+        url = reverse("admin:skills_skill_versions", args=[version.skill_id])
+        return format_html('<a href="{}#v{}">show</a>', url, version.version)
+
+
+def _is_review_queue(request) -> bool:
+    return getattr(request.resolver_match, "url_name", None) == REVIEW_QUEUE_URL_NAME
+
+
+class SkillChangeList(ChangeList):
+    def __init__(self, request, *args, **kwargs):
+        self.review_queue = _is_review_queue(request)
+        super().__init__(request, *args, **kwargs)
+
+    def get_queryset(self, request, exclude_parameters=None):
+        return super().get_queryset(request, exclude_parameters).defer(*HEAVY_SKILL_COLUMNS)
+
+    def get_ordering_field_columns(self):
+        # Django marks the model's default ordering in the headers; the queue's own order has no column.
+        if self.review_queue and ORDER_VAR not in self.params:
+            return {}
+        return super().get_ordering_field_columns()
+
+
+class SkillChangeForm(forms.ModelForm):
+    change_reason = forms.CharField(
+        required=False, max_length=500, help_text="Why you changed it; stored with the new version.",
+        widget=forms.TextInput(attrs={"size": 80}),
+    )
+
+    class Meta:
+        model = Skill
+        fields = ["name", "entry_type", "description", "instructions", "triggers", "examples"]
+
+
+class RejectForm(forms.Form):
+    reason = forms.CharField(
+        max_length=2000, widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
+        help_text="Stored with the rejection; the skill is archived, not deleted.",
+    )
+
 
 @admin.register(Skill)
 class SkillAdmin(OrganizationScopedAdmin):
-    list_display = ["name", "status", "entry_type", "scope", "version", "retrieval_count", "last_retrieved_at", "updated_at"]
+    form = SkillChangeForm
+    list_display = [
+        "name", "status", "entry_type", "scope", "version", "retrieval_count", "last_retrieved_at", "updated_at",
+        "versions_link",
+    ]
     list_filter = ["status", "entry_type", "scope"]
     list_select_related = ["organization", "end_user"]
-    search_fields = ["name", "description"]
+    search_fields = ["name", "description", "instructions"]
+    list_per_page = 50
+    # One COUNT over the filtered rows is enough; the unfiltered total would be a second full count.
+    show_full_result_count = False
+    actions = ["approve_selected", "reject_selected", "archive_selected", "delete_selected"]
     readonly_fields = [
-        "organization", "scope", "end_user", "version", "action_signature", "retrieval_count", "last_retrieved_at",
-        "embedding_model", "created_at", "updated_at",
+        "status", "organization", "scope", "end_user", "version", "action_signature", "retrieval_count",
+        "last_retrieved_at", "embedding_model", "created_at", "updated_at",
     ]
-    fields = [
-        "name", "status", "entry_type", "description", "instructions", "triggers", "examples", *readonly_fields,
+    fieldsets = [
+        (None, {"fields": ["name", "entry_type", "description", "instructions", "triggers", "examples", "change_reason"]}),
+        ("State", {"fields": readonly_fields}),
     ]
     inlines = [SkillVersionInline]
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).defer("embedding", "search_vector")
 
     def has_add_permission(self, request):
         return False  # skills come from evolution; people curate them
 
+    def get_changelist(self, request, **kwargs):
+        return SkillChangeList
+
+    def get_list_display(self, request):
+        columns = super().get_list_display(request)
+        return [columns[0], "organization", *columns[1:]] if request.user.is_superuser else columns
+
+    def get_ordering(self, request):
+        if _is_review_queue(request):
+            pending_first = Case(
+                When(status=Skill.Status.PENDING_REVIEW, then=Value(0)), default=Value(1), output_field=IntegerField()
+            )
+            return [pending_first.asc(), "-updated_at"]
+        return super().get_ordering(request)
+
+    def get_urls(self):
+        return [
+            path("review/", self.admin_site.admin_view(self.review_queue_view), name=REVIEW_QUEUE_URL_NAME),
+            path("<uuid:pk>/versions/", self.admin_site.admin_view(self.versions_view), name="skills_skill_versions"),
+            *super().get_urls(),
+        ]
+
+    def review_queue_view(self, request):
+        """The changelist, skills pending review first; filters, search and actions work as usual."""
+        return self.changelist_view(request, extra_context={"title": "Skill review queue", "review_queue": True})
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {
+            "review_queue_url": reverse(f"admin:{REVIEW_QUEUE_URL_NAME}"),
+            "all_skills_url": reverse("admin:skills_skill_changelist"),
+            **(extra_context or {}),
+        }
+        return super().changelist_view(request, extra_context=extra_context)
+
+    def versions_view(self, request, pk):
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        skill = get_object_or_404(self.get_queryset(request).select_related("end_user"), pk=pk)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "skill": skill,
+            "entries": skill_history(skill=skill),
+            "title": f"Versions and lineage of {skill.name}",
+        }
+        return TemplateResponse(request, "admin/skills/skill/versions.html", context)
+
+    @admin.display(description="history")
+    def versions_link(self, skill):
+        return format_html('<a href="{}">versions</a>', reverse("admin:skills_skill_versions", args=[skill.pk]))
+
+    def save_model(self, request, obj, form, change):
+        """A person's edit becomes a version through the service; the form's instance is never saved."""
+        original = self.get_queryset(request).get(pk=obj.pk)
+        changes = {name: form.cleaned_data[name] for name in form.changed_data if name in EDITABLE_FIELDS}
+        version = original.version
+        updated = skill_edit_by_person(
+            skill=original, changes=changes, actor=person_actor(request.user), reason=form.cleaned_data["change_reason"]
+        )
+        obj.refresh_from_db()
+        if updated.version == version:
+            self.message_user(request, "Nothing changed; no version was recorded.", messages.INFO)
+
+    def delete_model(self, request, obj):
+        skill_delete(skill=obj)
+
+    def delete_queryset(self, request, queryset):
+        for skill in queryset:
+            skill_delete(skill=skill)
+
+    def _each(self, request, queryset, service, verb: str, **kwargs) -> None:
+        done = 0
+        for skill in queryset:
+            try:
+                service(skill=skill, actor=person_actor(request.user), **kwargs)
+                done += 1
+            except ConflictError as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+        if done:
+            self.message_user(request, f"{verb} {done} skill(s).", messages.SUCCESS)
+
+    @admin.action(description="Approve selected skills", permissions=["change"])
+    def approve_selected(self, request, queryset):
+        self._each(request, queryset, skill_approve, "Approved")
+
+    @admin.action(description="Reject selected skills (archive with a reason)…", permissions=["change"])
+    def reject_selected(self, request, queryset):
+        form = RejectForm(request.POST if "apply" in request.POST else None)
+        if form.is_valid():
+            self._each(request, queryset, skill_reject, "Rejected", reason=form.cleaned_data["reason"])
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Reject skills",
+            "skills": queryset,
+            "form": form,
+            "action": "reject_selected",
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "review_queue": _is_review_queue(request),
+        }
+        return TemplateResponse(request, "admin/skills/skill/reject_confirmation.html", context)
+
+    @admin.action(description="Archive selected skills", permissions=["change"])
+    def archive_selected(self, request, queryset):
+        self._each(request, queryset, skill_archive_by_person, "Archived")
+
+
+class SignalFilter(admin.SimpleListFilter):
+    title = "signal"
+    parameter_name = "signal"
+
+    def lookups(self, request, model_admin):
+        return SignalType.choices
+
+    def queryset(self, request, queryset):
+        if self.value():
+            return queryset.filter(evidence__signal_type=self.value())
+        return queryset
+
 
 @admin.register(SkillExperience)
 class SkillExperienceAdmin(OrganizationScopedAdmin):
-    list_display = ["title", "experience_type", "status", "scope", "importance", "credibility", "session", "created_at"]
-    list_filter = ["experience_type", "status", "scope"]
-    list_select_related = ["organization", "session"]
+    list_display = [
+        "title", "experience_type", "signal", "credibility", "importance", "status", "short_quote", "session_link",
+        "created_at",
+    ]
+    list_filter = ["experience_type", SignalFilter, "status", "scope"]
+    list_select_related = ["session"]
     search_fields = ["title", "content"]
     date_hierarchy = "created_at"
+    show_full_result_count = False
     readonly_fields = [
-        "organization", "scope", "end_user", "session", "created_by", "experience_type", "title", "content",
-        "importance", "credibility", "evidence", "action_signature", "source_message_ids", "created_at",
+        "title", "experience_type", "signal", "credibility", "importance", "content", "evidence_quote",
+        "session_link", "evidence_turns", "caused_versions", "organization", "scope", "end_user", "created_by",
+        "action_signature", "evidence", "created_at",
     ]
-    fields = [*readonly_fields, "status"]
+    fields = [*readonly_fields[:5], "status", *readonly_fields[5:]]
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("embedding", "search_vector")
 
     def has_add_permission(self, request):
         return False
+
+    @admin.display(description="signal", ordering="evidence__signal_type")
+    def signal(self, experience):
+        return experience.evidence.get("signal_type", "") if isinstance(experience.evidence, dict) else ""
+
+    @admin.display(description="evidence")
+    def short_quote(self, experience):
+        quote = experience.evidence.get("quote", "") if isinstance(experience.evidence, dict) else ""
+        return quote if len(quote) <= 80 else quote[:79] + "…"
+
+    @admin.display(description="evidence quote")
+    def evidence_quote(self, experience):
+        return experience.evidence.get("quote", "") if isinstance(experience.evidence, dict) else ""
+
+    @admin.display(description="session")
+    def session_link(self, experience):
+        if experience.session_id is None:
+            return "— (pruned)"
+        url = reverse("admin:conversations_session_transcript", args=[experience.session_id])
+        return format_html('<a href="{}">{}</a>', url, experience.session.session_id)
+
+    @admin.display(description="evidence turns")
+    def evidence_turns(self, experience):
+        evidence = experience_evidence(experience)
+        if not evidence.turns:
+            return "—"
+        return format_html_join(", ", '<a href="{}">turn {}</a>', ((url, seq) for seq, url in evidence.turns))
+
+    @admin.display(description="caused skill versions")
+    def caused_versions(self, experience):
+        versions = experience.skill_versions.select_related("skill").order_by("skill__name", "version")
+        if not versions:
+            return "—"
+        return format_html_join(
+            ", ", '<a href="{}#v{}">{} v{}</a>',
+            (
+                (reverse("admin:skills_skill_versions", args=[v.skill_id]), v.version, v.skill.name, v.version)
+                for v in versions
+            ),
+        )
