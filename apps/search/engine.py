@@ -4,16 +4,19 @@ Every query is built here from a SearchSource, so organisation and read scopes a
 inside the SQL of every method and type alike; there is no other path.
 """
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass
 
+from django.core.cache import cache
 from django.db import connection
 
 from apps.providers.embeddings import embed_texts
 from apps.search.registry import METHODS, SOURCES, SearchSource
 
 RRF_K = 60
+CORPUS_STATS_SECONDS = 300
 # Fusion weights: the keyword ranking (BM25 with neighbouring-turn context) is the stronger
 # signal on conversational memory. Measured on LOCOMO (bench/locomo.py, all-MiniLM-L6-v2),
 # hybrid recall@10 is 0.664 at 1:1, 0.703 at 2:1 and 0.727 at 3:1.
@@ -89,22 +92,39 @@ def _or_query_sql() -> str:
     return "(SELECT replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery AS q)"
 
 
-def _bm25_sql(source: SearchSource, where: str, where_params: list, query: str, limit: int) -> tuple[str, list]:
+def _corpus_stats(source: SearchSource, where: str, where_params: list) -> tuple[float, float]:
+    """Number of documents and average document length of the corpus the caller can see.
+
+    Scanning every visible document costs more than the rest of a query on a large scope, and
+    the figures move slowly, so they are cached for CORPUS_STATS_SECONDS per filter set.
+    """
+    table, vector = _table(source), source.search_vector_column
+    key = "search:corpus:" + hashlib.sha256(f"{table}|{where}|{where_params!r}".encode()).hexdigest()
+    stats = cache.get(key)
+    if stats is None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT count(*), coalesce(avg(length(t.{vector})), 1) FROM {table} t WHERE {where}", where_params
+            )
+            count, average = cursor.fetchone()
+        stats = (float(count), max(float(average), 1.0))
+        cache.set(key, stats, CORPUS_STATS_SECONDS)
+    return stats
+
+
+def _bm25_sql(source: SearchSource, where: str, where_params: list, query: str, limit: int, stats) -> tuple[str, list]:
     """Okapi BM25 computed in SQL from the stored tsvectors of the filtered corpus.
 
     Term frequency counts each lexeme's positions, weighted by their label (A or unlabelled:
-    the item itself; B, C: context such as neighbouring turns); document frequency and the average
-    document length from the rows that pass the same filters, so the statistics are those
-    of the corpus the caller can see.
+    the item itself; B, C: context such as neighbouring turns); document frequency comes from
+    the matching rows that pass the same filters, and the corpus size and average length from
+    `_corpus_stats`, so the statistics are those of the corpus the caller can see.
     """
     table, vector = _table(source), source.search_vector_column
+    documents, average_length = stats
     sql = f"""
         WITH query AS {_or_query_sql()},
         terms AS (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme),
-        corpus AS (
-            SELECT count(*)::float AS n, greatest(avg(length(t.{vector})), 1)::float AS avgdl
-            FROM {table} t WHERE {where}
-        ),
         matches AS (
             SELECT t.id, t.{vector} AS doc FROM {table} t, query
             WHERE {where} AND t.{vector} @@ query.q
@@ -119,25 +139,42 @@ def _bm25_sql(source: SearchSource, where: str, where_params: list, query: str, 
         ),
         df AS (SELECT lexeme, count(*)::float AS df FROM postings GROUP BY lexeme)
         SELECT p.id, sum(
-            ln(1 + (corpus.n - df.df + 0.5) / (df.df + 0.5))
-            * p.tf * {BM25_K1 + 1} / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * p.dl / corpus.avgdl))
+            ln(1 + (greatest(%s::float, df.df) - df.df + 0.5) / (df.df + 0.5))
+            * p.tf * {BM25_K1 + 1} / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * p.dl / %s::float))
         ) AS score
-        FROM postings p JOIN df USING (lexeme), corpus
+        FROM postings p JOIN df USING (lexeme)
         GROUP BY p.id ORDER BY score DESC, p.id LIMIT %s
     """
-    return sql, [query, query, *where_params, *where_params, limit]
+    return sql, [query, query, *where_params, documents, average_length, limit]
 
 
-def _embedding_sql(source: SearchSource, where: str, where_params: list, vector: str, limit: int) -> tuple[str, list]:
+def _embedding_sql(
+    source: SearchSource, where: str, where_params: list, vector: str, limit: int, exact: bool
+) -> tuple[str, list]:
+    """Nearest neighbours by cosine distance.
+
+    Across a scope the HNSW index answers (with pgvector's iterative scans, so filters still
+    leave `limit` rows). Within one user's items the candidate set is small and the
+    (organisation, scope, user) index finds it, so the distances are computed exactly: `+ 0`
+    keeps the planner off the approximate index, whose recall suffers most when a filter
+    keeps a tiny share of the graph.
+    """
     table, column = _table(source), source.embedding_column
+    order = f"(t.{column} <=> %s::vector) + 0" if exact else f"t.{column} <=> %s::vector"
     sql = f"""
         SELECT id, score FROM (
             SELECT t.id, 1 - (t.{column} <=> %s::vector) AS score FROM {table} t
             WHERE {where} AND t.{column} IS NOT NULL
-            ORDER BY t.{column} <=> %s::vector LIMIT %s
+            ORDER BY {order} LIMIT %s
         ) ranked ORDER BY score DESC
     """
     return sql, [vector, *where_params, vector, limit]
+
+
+def _exact(source: SearchSource, filters: dict) -> bool:
+    """One user's (or one session's) own items: few enough to rank exactly."""
+    per_user = filters.get("user_id") is not None and source.user_column and not source.null_user_is_shared
+    return bool(per_user or (filters.get("session_id") and source.session_column))
 
 
 def _fuzzy_sql(source: SearchSource, where: str, where_params: list, query: str, limit: int) -> tuple[str, list]:
@@ -158,11 +195,11 @@ def _recent_sql(source: SearchSource, where: str, where_params: list, limit: int
     return sql, [*where_params, limit]
 
 
-def _hybrid_sql(source, where, where_params, query, vector, limit) -> tuple[str, list]:
+def _hybrid_sql(source, where, where_params, query, vector, limit, stats, exact) -> tuple[str, list]:
     """Reciprocal-rank fusion of the keyword and embedding candidates, in one round trip."""
     candidates = max(limit * 3, 50)
-    keyword_sql, keyword_params = _bm25_sql(source, where, where_params, query, candidates)
-    embedding_sql, embedding_params = _embedding_sql(source, where, where_params, vector, candidates)
+    keyword_sql, keyword_params = _bm25_sql(source, where, where_params, query, candidates, stats)
+    embedding_sql, embedding_params = _embedding_sql(source, where, where_params, vector, candidates, exact)
     sql = f"""
         WITH keyword AS ({keyword_sql}), semantic AS ({embedding_sql}),
         ranked AS (
@@ -192,13 +229,17 @@ def search_source(source: SearchSource, *, client, query: str, method: str, limi
     if not query:
         sql, params = _recent_sql(source, where, where_params, limit)
     elif method == "bm25":
-        sql, params = _bm25_sql(source, where, where_params, query, limit)
+        stats = _corpus_stats(source, where, where_params)
+        sql, params = _bm25_sql(source, where, where_params, query, limit, stats)
     elif method == "fuzzy":
         sql, params = _fuzzy_sql(source, where, where_params, query, limit)
     elif method == "embedding":
-        sql, params = _embedding_sql(source, where, where_params, _vector_literal(query), limit)
+        sql, params = _embedding_sql(source, where, where_params, _vector_literal(query), limit, _exact(source, filters))
     else:
-        sql, params = _hybrid_sql(source, where, where_params, query, _vector_literal(query), limit)
+        stats = _corpus_stats(source, where, where_params)
+        sql, params = _hybrid_sql(
+            source, where, where_params, query, _vector_literal(query), limit, stats, _exact(source, filters)
+        )
 
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

@@ -109,6 +109,14 @@ STORAGES = {
 # Serve admin assets straight from the installed apps, so no collectstatic step is needed locally.
 WHITENOISE_USE_FINDERS = True
 
+# Per-process cache: only derived numbers (search corpus statistics), never memory content.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "OPTIONS": {"MAX_ENTRIES": 10000},
+    }
+}
+
 # Bodies above this are refused with 413 before any parsing (a JSON error under /api/).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=5 * 1024 * 1024)
 
