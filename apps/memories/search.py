@@ -1,6 +1,7 @@
 """The memory types the search engine serves from this app: `episodic` and `semantic`."""
 
 from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.memories.services.memories import EPISODIC, SEMANTIC, embedding_text, memory_snapshot
 from apps.search.registry import SearchSource, register_source
 
 
@@ -42,6 +43,7 @@ EPISODIC_SOURCE = SearchSource(
     fuzzy_expression="t.summary",
     extra_where="t.deleted_at IS NULL",
     select_related=("end_user",),
+    embedding_text=lambda memory: embedding_text(EPISODIC, memory_snapshot(memory)),
 )
 
 SEMANTIC_SOURCE = SearchSource(
@@ -55,6 +57,7 @@ SEMANTIC_SOURCE = SearchSource(
     fuzzy_expression="(t.name || ' ' || t.summary)",
     extra_where="t.deleted_at IS NULL",
     select_related=("end_user",),
+    embedding_text=lambda memory: embedding_text(SEMANTIC, memory_snapshot(memory)),
 )
 
 

@@ -32,6 +32,8 @@ class SearchSource:
     extra_where: str = ""
     # Select_related paths for loading the result rows.
     select_related: tuple[str, ...] = field(default_factory=tuple)
+    # The text an item's vector encodes (used by the `reembed` command when the model changes).
+    embedding_text: Callable | None = None
 
 
 SOURCES: dict[str, SearchSource] = {}
