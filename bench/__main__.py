@@ -34,6 +34,12 @@ def _locomo():
     locomo.run(str(locomo.LOCOMO_FILE), output=str(RESULTS_DIR / "locomo.json"))
 
 
+def _admin():
+    from bench import admin
+
+    admin.run(RESULTS_DIR)
+
+
 def _erasure():
     from bench import erasure
 
@@ -46,7 +52,7 @@ def _scale():
     scale.run(RESULTS_DIR)
 
 
-BENCHMARKS = {"ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure, "scale": _scale}
+BENCHMARKS = {"ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure, "admin": _admin, "scale": _scale}
 
 
 def main(argv: list[str]) -> int:

@@ -6,13 +6,12 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ORDER_VAR, ChangeList
 from django.core.exceptions import PermissionDenied
-from django.db.models import Case, IntegerField, Value, When
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from apps.core.admin import OrganizationScopedAdmin
+from apps.core.admin import OrganizationScopedAdmin, ScopeFilter
 from apps.core.errors import ConflictError
 from apps.skills.history import experience_evidence, skill_history
 from apps.skills.models import SignalType, Skill, SkillExperience, SkillVersion
@@ -99,7 +98,7 @@ class SkillAdmin(OrganizationScopedAdmin):
         "name", "status", "entry_type", "scope", "version", "retrieval_count", "last_retrieved_at", "updated_at",
         "versions_link",
     ]
-    list_filter = ["status", "entry_type", "scope"]
+    list_filter = ["status", "entry_type", ScopeFilter]
     list_select_related = ["organization", "end_user"]
     search_fields = ["name", "description", "instructions"]
     list_per_page = 50
@@ -128,10 +127,9 @@ class SkillAdmin(OrganizationScopedAdmin):
 
     def get_ordering(self, request):
         if _is_review_queue(request):
-            pending_first = Case(
-                When(status=Skill.Status.PENDING_REVIEW, then=Value(0)), default=Value(1), output_field=IntegerField()
-            )
-            return [pending_first.asc(), "-updated_at"]
+            # Status descending puts pending_review first (then archived, then active), newest
+            # first within each, and an index serves it: a page never sorts every skill.
+            return ["-status", "-updated_at"]
         return super().get_ordering(request)
 
     def get_urls(self):
@@ -246,7 +244,7 @@ class SkillExperienceAdmin(OrganizationScopedAdmin):
         "title", "experience_type", "signal", "credibility", "importance", "status", "short_quote", "session_link",
         "created_at",
     ]
-    list_filter = ["experience_type", SignalFilter, "status", "scope"]
+    list_filter = ["experience_type", SignalFilter, "status", ScopeFilter]
     list_select_related = ["session"]
     search_fields = ["title", "content"]
     date_hierarchy = "created_at"

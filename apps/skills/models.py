@@ -152,6 +152,11 @@ class Skill(BaseModel):
         ]
         indexes = [
             models.Index(fields=["organization", "scope", "status"], name="skill_scope_status_idx"),
+            # The admin changelist's order (scope, name) within an organisation: a page is read
+            # from the index instead of sorting every skill.
+            models.Index(fields=["organization", "scope", "name"], name="skill_admin_order_idx"),
+            # The review queue's order (status descending: pending_review first, then newest).
+            models.Index(fields=["organization", "status", "updated_at"], name="skill_review_order_idx"),
             GinIndex(fields=["search_vector"], name="skill_search_vector_idx"),
             GinIndex(fields=["name"], name="skill_name_trgm_idx", opclasses=["gin_trgm_ops"]),
             GinIndex(fields=["description"], name="skill_description_trgm_idx", opclasses=["gin_trgm_ops"]),
