@@ -112,6 +112,11 @@ def _corpus_stats(source: SearchSource, where: str, where_params: list) -> tuple
     return stats
 
 
+def _stats(source: SearchSource, where: str, where_params: list, filters: dict):
+    """None (count inline) for one user's or session's items; cached figures for a whole scope."""
+    return None if _exact(source, filters) else _corpus_stats(source, where, where_params)
+
+
 def _bm25_sql(source: SearchSource, where: str, where_params: list, query: str, limit: int, stats) -> tuple[str, list]:
     """Okapi BM25 computed in SQL from the stored tsvectors of the filtered corpus.
 
@@ -121,10 +126,16 @@ def _bm25_sql(source: SearchSource, where: str, where_params: list, query: str, 
     `_corpus_stats`, so the statistics are those of the corpus the caller can see.
     """
     table, vector = _table(source), source.search_vector_column
-    documents, average_length = stats
+    if stats is None:
+        # A small corpus (one user's items): counted in the same statement, from the same pages.
+        corpus_sql = f"SELECT count(*)::float AS n, greatest(avg(length(t.{vector})), 1)::float AS avgdl FROM {table} t WHERE {where}"
+        corpus_params = list(where_params)
+    else:
+        corpus_sql, corpus_params = "SELECT %s::float AS n, %s::float AS avgdl", list(stats)
     sql = f"""
         WITH query AS {_or_query_sql()},
         terms AS (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme),
+        corpus AS ({corpus_sql}),
         matches AS (
             SELECT t.id, t.{vector} AS doc FROM {table} t, query
             WHERE {where} AND t.{vector} @@ query.q
@@ -139,13 +150,13 @@ def _bm25_sql(source: SearchSource, where: str, where_params: list, query: str, 
         ),
         df AS (SELECT lexeme, count(*)::float AS df FROM postings GROUP BY lexeme)
         SELECT p.id, sum(
-            ln(1 + (greatest(%s::float, df.df) - df.df + 0.5) / (df.df + 0.5))
-            * p.tf * {BM25_K1 + 1} / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * p.dl / %s::float))
+            ln(1 + (greatest(corpus.n, df.df) - df.df + 0.5) / (df.df + 0.5))
+            * p.tf * {BM25_K1 + 1} / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * p.dl / corpus.avgdl))
         ) AS score
-        FROM postings p JOIN df USING (lexeme)
+        FROM postings p JOIN df USING (lexeme), corpus
         GROUP BY p.id ORDER BY score DESC, p.id LIMIT %s
     """
-    return sql, [query, query, *where_params, documents, average_length, limit]
+    return sql, [query, query, *corpus_params, *where_params, limit]
 
 
 def _embedding_sql(
@@ -229,16 +240,15 @@ def search_source(source: SearchSource, *, client, query: str, method: str, limi
     if not query:
         sql, params = _recent_sql(source, where, where_params, limit)
     elif method == "bm25":
-        stats = _corpus_stats(source, where, where_params)
-        sql, params = _bm25_sql(source, where, where_params, query, limit, stats)
+        sql, params = _bm25_sql(source, where, where_params, query, limit, _stats(source, where, where_params, filters))
     elif method == "fuzzy":
         sql, params = _fuzzy_sql(source, where, where_params, query, limit)
     elif method == "embedding":
         sql, params = _embedding_sql(source, where, where_params, _vector_literal(query), limit, _exact(source, filters))
     else:
-        stats = _corpus_stats(source, where, where_params)
         sql, params = _hybrid_sql(
-            source, where, where_params, query, _vector_literal(query), limit, stats, _exact(source, filters)
+            source, where, where_params, query, _vector_literal(query), limit,
+            _stats(source, where, where_params, filters), _exact(source, filters),
         )
 
     with connection.cursor() as cursor:
