@@ -160,7 +160,7 @@ def _bm25_sql(source: SearchSource, where: str, where_params: list, query: str, 
 
 
 def _embedding_sql(
-    source: SearchSource, where: str, where_params: list, vector: str, limit: int, exact: bool
+    source: SearchSource, where: str, where_params: list, vector: str, limit: int, exact: bool, overfetch: bool = True
 ) -> tuple[str, list]:
     """Nearest neighbours by cosine distance.
 
@@ -172,14 +172,17 @@ def _embedding_sql(
     """
     table, column = _table(source), source.embedding_column
     order = f"(t.{column} <=> %s::vector) + 0" if exact else f"t.{column} <=> %s::vector"
+    # The approximate scan over-fetches and the exact distances re-rank: with relaxed ordering
+    # the first rows a filtered HNSW scan finds are not always the nearest.
     sql = f"""
         SELECT id, score FROM (
             SELECT t.id, 1 - (t.{column} <=> %s::vector) AS score FROM {table} t
             WHERE {where} AND t.{column} IS NOT NULL
             ORDER BY {order} LIMIT %s
-        ) ranked ORDER BY score DESC
+        ) ranked ORDER BY score DESC, id LIMIT %s
     """
-    return sql, [vector, *where_params, vector, limit]
+    fetched = max(limit * 3, 50) if overfetch and not exact else limit
+    return sql, [vector, *where_params, vector, fetched, limit]
 
 
 def _exact(source: SearchSource, filters: dict) -> bool:
@@ -210,7 +213,10 @@ def _hybrid_sql(source, where, where_params, query, vector, limit, stats, exact)
     """Reciprocal-rank fusion of the keyword and embedding candidates, in one round trip."""
     candidates = max(limit * 3, 50)
     keyword_sql, keyword_params = _bm25_sql(source, where, where_params, query, candidates, stats)
-    embedding_sql, embedding_params = _embedding_sql(source, where, where_params, vector, candidates, exact)
+    # The candidates are already an over-fetch of `limit`.
+    embedding_sql, embedding_params = _embedding_sql(
+        source, where, where_params, vector, candidates, exact, overfetch=False
+    )
     sql = f"""
         WITH keyword AS ({keyword_sql}), semantic AS ({embedding_sql}),
         ranked AS (
