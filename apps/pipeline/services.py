@@ -4,6 +4,7 @@ import logging
 import os
 import random
 import socket
+import time
 import threading
 import traceback
 from datetime import timedelta
@@ -113,22 +114,55 @@ def task_claim(*, task_id, worker: str) -> MemoryTask | None:
     return claimed[0] if claimed else None
 
 
-class _Heartbeat(threading.Thread):
-    """Refreshes heartbeat_at while a handler runs, so stale-claim recovery leaves it alone."""
+class _Heartbeats:
+    """One daemon thread per process refreshes heartbeat_at of the tasks running in it, so
+    stale-claim recovery leaves them alone; a task costs a set insertion, not a thread."""
 
-    def __init__(self, task: MemoryTask):
-        super().__init__(daemon=True, name=f"heartbeat-{task.id}")
-        self.task = task
-        self.stopped = threading.Event()
+    def __init__(self):
+        self.running: set = set()
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.pid: int | None = None
+        self.wake = threading.Event()
 
-    def run(self):
-        try:
-            while not self.stopped.wait(settings.TASK_HEARTBEAT_SECONDS):
-                MemoryTask.objects.filter(pk=self.task.pk, status=MemoryTask.Status.RUNNING).update(
+    def add(self, task_id) -> None:
+        with self.lock:
+            self.running.add(task_id)
+            self.wake.set()  # the interval may have changed since the thread went to sleep
+            # A forked worker does not inherit its parent's thread: start one per process.
+            if self.thread is None or not self.thread.is_alive() or self.pid != os.getpid():
+                self.pid = os.getpid()
+                self.thread = threading.Thread(target=self._beat, daemon=True, name="task-heartbeats")
+                self.thread.start()
+
+    def remove(self, task_id) -> None:
+        with self.lock:
+            self.running.discard(task_id)
+
+    def _beat(self) -> None:
+        last = time.monotonic()
+        while True:
+            self.wake.wait(settings.TASK_HEARTBEAT_SECONDS)
+            self.wake.clear()
+            if time.monotonic() - last < settings.TASK_HEARTBEAT_SECONDS:
+                continue
+            last = time.monotonic()
+            with self.lock:
+                task_ids = list(self.running)
+            if not task_ids:
+                continue
+            try:
+                MemoryTask.objects.filter(pk__in=task_ids, status=MemoryTask.Status.RUNNING).update(
                     heartbeat_at=timezone.now()
                 )
-        finally:
-            connection.close()
+            except Exception:  # a lost connection must not end the heartbeats; the next beat retries
+                logger.exception("could not refresh task heartbeats")
+            finally:
+                # One short connection per beat: an idle one would outlive its database (tests).
+                connection.close()
+
+
+_heartbeats = _Heartbeats()
 
 
 def _finish(task: MemoryTask, **fields) -> bool:
@@ -147,12 +181,11 @@ def task_execute(*, task_id, worker: str) -> str:
     task = task_claim(task_id=task_id, worker=worker)
     if task is None:
         return "not-claimed"
-    heartbeat = _Heartbeat(task)
-    heartbeat.start()
+    _heartbeats.add(task.pk)
     try:
         result = handler_for(task.task_type)(task)
     except Exception as exc:
-        heartbeat.stopped.set()
+        _heartbeats.remove(task.pk)
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"[:ERROR_MAX_CHARS]
         now = timezone.now()
         if task.attempts >= task.max_attempts:
@@ -165,7 +198,7 @@ def task_execute(*, task_id, worker: str) -> str:
         logger.warning("task %s (%s) failed attempt %s: %s", task.id, task.task_type, task.attempts, exc)
         return "failed"
     finally:
-        heartbeat.stopped.set()
+        _heartbeats.remove(task.pk)
     _finish(task, status=MemoryTask.Status.SUCCEEDED, result=result, error="", finished_at=timezone.now())
     return "succeeded"
 

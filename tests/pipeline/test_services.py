@@ -3,6 +3,7 @@ idempotency keys, claims, retries and dead letters, recovery, re-publishing, pru
 the task endpoint and the admin."""
 
 import threading
+import time
 import uuid
 from datetime import timedelta
 
@@ -550,3 +551,26 @@ def test_admin_mark_dead_buries_a_queued_task(admin_client, organization):
     assert queued.finished_at is not None
     assert queued.error.startswith("Marked dead by admin")
     assert task_claim(task_id=queued.pk, worker="host:1") is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_handler_keeps_its_heartbeat_fresh(settings, organization):
+    from apps.pipeline.registry import HANDLERS
+
+    settings.TASK_HEARTBEAT_SECONDS = 0.2
+    seen = []
+
+    def slow(task):
+        started = MemoryTask.objects.get(pk=task.pk).heartbeat_at
+        time.sleep(1.0)
+        seen.append((started, MemoryTask.objects.get(pk=task.pk).heartbeat_at))
+        return {}
+
+    HANDLERS["test_slow_heartbeat"] = slow
+    try:
+        task = enqueue("test_slow_heartbeat", {}, organization=organization)
+        assert task_execute(task_id=task.pk, worker="test") == "succeeded"
+    finally:
+        HANDLERS.pop("test_slow_heartbeat", None)
+    ((before, after),) = seen
+    assert after > before  # refreshed while the handler ran
