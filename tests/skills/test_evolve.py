@@ -232,3 +232,30 @@ def test_garbage_from_the_llm_evolver_changes_nothing(client_a, fake_openai):
     assert result["problems"] and result["consumed"] == result["superseded"] == 0
     experience.refresh_from_db()
     assert experience.status == "pending" and Skill.objects.count() == 0 and SkillVersion.objects.count() == 0
+
+
+def test_lessons_with_another_signature_but_the_same_title_join_one_workflow(client_a, rules):
+    organization = client_a.organization
+    first = ExperienceFactory(
+        organization=organization, title="Change the flight of an existing reservation",
+        content="Request: move my flight to Friday\nSteps:\n1. get_user_details(user_id)\n2. update_reservation_flights(...)",
+        action_signature=["get_user_details", "update_reservation_flights"],
+    )
+    second = ExperienceFactory(
+        organization=organization, title="Change the flight of an existing reservation",
+        content="Request: I want a later flight\nSteps:\n1. get_reservation_details(id)\n2. update_reservation_flights(...)",
+        action_signature=["get_reservation_details", "update_reservation_flights"],
+    )
+    other = ExperienceFactory(
+        organization=organization, title="Cancel a reservation and refund it",
+        content="Request: cancel my trip\nSteps:\n1. cancel_reservation(id)",
+        action_signature=["cancel_reservation"],
+    )
+    _evolve_until_done(organization)
+    workflows = {skill.name: skill for skill in Skill.objects.filter(organization=organization, entry_type="workflow")}
+    assert len(workflows) == 2
+    joined = next(skill for skill in workflows.values() if "update_reservation_flights" in skill.action_signature)
+    assert joined.triggers == ["move my flight to Friday", "I want a later flight"]
+    lineage = SkillExperience.objects.filter(skill_versions__skill=joined).distinct()
+    assert set(lineage) == {first, second}
+    assert other not in lineage

@@ -17,9 +17,10 @@ from django.db import transaction
 from django.db.models import F
 
 from apps.pipeline.locks import advisory_lock
+from apps.providers.embeddings import embed_texts
 from apps.providers.llm import LLMOutputError, chat_json, llm_enabled
 from apps.skills.models import ExperienceType, Skill, SkillExperience, SkillVersion
-from apps.skills.services.rule_distiller import workflow_request, workflow_steps
+from apps.skills.services.rule_distiller import workflow_request, workflow_steps, workflow_title
 from apps.skills.services.skills import evolved_status, skill_archive, skill_create, skill_slug, skill_update
 
 logger = logging.getLogger(__name__)
@@ -99,6 +100,31 @@ def _caveat_line(experience: SkillExperience) -> str:
     return f"- {text[:400]}"
 
 
+class _TitleGroups:
+    """Workflow groups by the embedding of their titles, for lessons whose exact action
+    signature matches nothing (the same procedure reached with a different tool sequence)."""
+
+    def __init__(self, *, workflows: list[Skill], experiences: list[SkillExperience]):
+        titles = [workflow_title(skill.action_signature) for skill in workflows]
+        titles += [experience.title for experience in experiences]
+        vectors = embed_texts(titles) if titles else []
+        self.vectors = {experience.pk: vector for experience, vector in zip(experiences, vectors[len(workflows):])}
+        self.groups = [(vector, str(skill.pk), skill) for skill, vector in zip(workflows, vectors)]
+
+    def add(self, experience: SkillExperience, *, key: str, skill: Skill | None) -> None:
+        if all(group_key != key for _, group_key, _ in self.groups):
+            self.groups.append((self.vectors[experience.pk], key, skill))
+
+    def match(self, experience: SkillExperience, *, default: tuple) -> tuple:
+        vector = self.vectors[experience.pk]
+        best, best_similarity = default, settings.EVOLUTION_TITLE_SIMILARITY
+        for group_vector, key, skill in self.groups:
+            similarity = sum(a * b for a, b in zip(vector, group_vector))
+            if similarity >= best_similarity:
+                best, best_similarity = (key, skill), similarity
+        return best
+
+
 def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], budget: int) -> tuple[dict, set]:
     """Drafts keyed by skill (id or new name) and the ids of experiences that added nothing."""
     live = list(
@@ -115,12 +141,19 @@ def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], bud
         return drafts[key]
 
     workflows = {tuple(skill.action_signature): skill for skill in live if skill.entry_type == Skill.EntryType.WORKFLOW}
-    for experience in pending:
-        if experience.experience_type != ExperienceType.WORTH_LEARNING or not experience.action_signature:
-            continue
+    learning = [
+        experience for experience in pending
+        if experience.experience_type == ExperienceType.WORTH_LEARNING and experience.action_signature
+    ]
+    similar = _TitleGroups(workflows=list(workflows.values()), experiences=learning)
+    for experience in learning:
         signature = tuple(experience.action_signature)
         skill = workflows.get(signature)
         key = str(skill.pk) if skill else "new:" + "/".join(signature)
+        if skill is None and key not in drafts:
+            # No workflow with this exact signature: join one whose title says the same thing.
+            key, skill = similar.match(experience, default=(key, None))
+        similar.add(experience, key=key, skill=skill)
         fields = None if skill else _workflow_fields(
             list(signature), workflow_steps(experience.content), workflow_request(experience.content)
         )

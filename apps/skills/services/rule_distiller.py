@@ -165,7 +165,7 @@ def _workflow_lesson(messages, calls: list[ToolCall]) -> Lesson | None:
     content = f"Request: {_short(request, 500) or '(none)'}\nSteps:\n" + "\n".join(steps)
     return Lesson(
         experience_type=ExperienceType.WORTH_LEARNING,
-        title=_short("Workflow: " + " → ".join(signature), TITLE_MAX_LENGTH),
+        title=_short(workflow_title(signature), TITLE_MAX_LENGTH),
         content=content,
         importance=0.6,
         # Inferred from the session's outcome, not from a quote: low credibility by the rule.
@@ -190,6 +190,10 @@ def rule_lessons(*, session, messages) -> list[Lesson]:
 def workflow_steps(content: str) -> list[str]:
     """The numbered steps of a workflow lesson's content."""
     return [line.strip() for line in content.splitlines() if re.match(r"^\s*\d+\. ", line)]
+
+
+def workflow_title(signature) -> str:
+    return "Workflow: " + " → ".join(signature)
 
 
 def workflow_request(content: str) -> str:
