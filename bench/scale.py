@@ -249,7 +249,12 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
         api_search, sql_search, api_retrieve, sql_retrieve = [], [], [], []
         for warm in pairs[:10]:  # warm the caches and connections
             http.post("/api/v1/memory/search", json={"user_id": warm[1], "query": warm[0], "search_method": "hybrid", "memory_types": ["message"], "limit": 10}, headers={"Authorization": f"Api-Key {reader_key}"})
-        for query, owner in pairs:
+        # The API and the direct SQL each get their own users and queries, alternately, so
+        # neither finds pages the other just read.
+        sql_rng = np.random.default_rng(13)
+        sql_queries = [" ".join(rng_words) for rng_words in sql_rng.choice(words[:2000], size=(len(pairs), 3))]
+        sql_owners = [f"user-{2 * n}" for n in sql_rng.integers(0, users // 2, size=len(pairs))]
+        for (query, owner), sql_query, sql_owner in zip(pairs, sql_queries, sql_owners):
             started = time.perf_counter()
             response = http.post(
                 "/api/v1/memory/search",
@@ -258,12 +263,12 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
             )
             api_search.append((time.perf_counter() - started) * 1000)
             assert response.status_code == 200, response.text
-            sql_search.append(direct(SOURCES["message"], query, {"user_id": owner}, 10, reader))
+            sql_search.append(direct(SOURCES["message"], sql_query, {"user_id": sql_owner}, 10, reader))
             started = time.perf_counter()
             response = http.post("/api/v1/skills/retrieve", json={"task": query, "k": 5}, headers={"Authorization": f"Api-Key {reader_key}"})
             api_retrieve.append((time.perf_counter() - started) * 1000)
             assert response.status_code == 200, response.text
-            sql_retrieve.append(direct(SOURCES["procedural"], query, {}, 5, reader))
+            sql_retrieve.append(direct(SOURCES["procedural"], sql_query, {}, 5, reader))
         figures = {
             "search_api_ms": _percentiles(api_search),
             "search_sql_ms": _percentiles(sql_search),
