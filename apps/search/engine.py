@@ -17,6 +17,7 @@ from apps.search.registry import METHODS, SOURCES, SearchSource
 
 RRF_K = 60
 CORPUS_STATS_SECONDS = 300
+EXACT_MAX_ROWS = 20000
 # Fusion weights: the keyword ranking (BM25 with neighbouring-turn context) is the stronger
 # signal on conversational memory. Measured on LOCOMO (bench/locomo.py, all-MiniLM-L6-v2),
 # hybrid recall@10 is 0.664 at 1:1, 0.703 at 2:1 and 0.727 at 3:1.
@@ -112,9 +113,18 @@ def _corpus_stats(source: SearchSource, where: str, where_params: list) -> tuple
     return stats
 
 
-def _stats(source: SearchSource, where: str, where_params: list, filters: dict):
-    """None (count inline) for one user's or session's items; cached figures for a whole scope."""
-    return None if _exact(source, filters) else _corpus_stats(source, where, where_params)
+def _plan(source: SearchSource, where: str, where_params: list, filters: dict) -> tuple[bool, tuple | None]:
+    """(rank embeddings exactly?, corpus statistics or None to count them inline).
+
+    One user's or session's items are few: exact ranking, statistics counted inline. A scope
+    uses the cached statistics, and stays exact while it holds at most EXACT_MAX_ROWS items:
+    a small tenant in a large shared HNSW graph is a tiny share of it, and a filtered
+    approximate scan can miss its rows altogether.
+    """
+    if _exact(source, filters):
+        return True, None
+    stats = _corpus_stats(source, where, where_params)
+    return stats[0] <= EXACT_MAX_ROWS, stats
 
 
 def _bm25_sql(source: SearchSource, where: str, where_params: list, query: str, limit: int, stats) -> tuple[str, list]:
@@ -245,17 +255,16 @@ def search_source(source: SearchSource, *, client, query: str, method: str, limi
     query = (query or "").strip()
     if not query:
         sql, params = _recent_sql(source, where, where_params, limit)
-    elif method == "bm25":
-        sql, params = _bm25_sql(source, where, where_params, query, limit, _stats(source, where, where_params, filters))
     elif method == "fuzzy":
         sql, params = _fuzzy_sql(source, where, where_params, query, limit)
-    elif method == "embedding":
-        sql, params = _embedding_sql(source, where, where_params, _vector_literal(query), limit, _exact(source, filters))
     else:
-        sql, params = _hybrid_sql(
-            source, where, where_params, query, _vector_literal(query), limit,
-            _stats(source, where, where_params, filters), _exact(source, filters),
-        )
+        exact, stats = _plan(source, where, where_params, filters)
+        if method == "bm25":
+            sql, params = _bm25_sql(source, where, where_params, query, limit, stats)
+        elif method == "embedding":
+            sql, params = _embedding_sql(source, where, where_params, _vector_literal(query), limit, exact)
+        else:
+            sql, params = _hybrid_sql(source, where, where_params, query, _vector_literal(query), limit, stats, exact)
 
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
