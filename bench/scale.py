@@ -231,9 +231,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
 
     def direct(source, query, filters, limit, client):
         """The engine's own SQL, executed with plain psycopg (no Django, no HTTP)."""
-        where, params = engine._filters_sql(source, client=client, filters=filters)
-        exact, stats = engine._plan(source, where, params, filters)  # as in the API path
-        sql, sql_params = engine._hybrid_sql(source, where, params, query, engine._vector_literal(query), limit, stats, exact)
+        sql, sql_params = engine.search_sql(source, client=client, query=query, method="hybrid", limit=limit, filters=filters)
         started = time.perf_counter()
         with raw.cursor() as cursor:
             cursor.execute(sql, sql_params)

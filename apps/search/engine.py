@@ -9,6 +9,7 @@ import json
 import math
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 
@@ -17,7 +18,6 @@ from apps.search.registry import METHODS, SOURCES, SearchSource
 
 RRF_K = 60
 CORPUS_STATS_SECONDS = 300
-EXACT_MAX_ROWS = 20000
 # Fusion weights: the keyword ranking (BM25 with neighbouring-turn context) is the stronger
 # signal on conversational memory. Measured on LOCOMO (bench/locomo.py, all-MiniLM-L6-v2),
 # hybrid recall@10 is 0.664 at 1:1, 0.703 at 2:1 and 0.727 at 3:1.
@@ -93,63 +93,89 @@ def _or_query_sql() -> str:
     return "(SELECT replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery AS q)"
 
 
-def _corpus_stats(source: SearchSource, where: str, where_params: list) -> tuple[float, float]:
-    """Number of documents and average document length of the corpus the caller can see.
+def _cached(kind: str, source: SearchSource, where: str, where_params: list, compute):
+    """A figure about the visible corpus, kept for CORPUS_STATS_SECONDS per filter set: such figures
+    move slowly, and counting them on every query would cost more than the query."""
+    key = f"search:{kind}:" + hashlib.sha256(f"{_table(source)}|{where}|{where_params!r}".encode()).hexdigest()
+    value = cache.get(key)
+    if value is None:
+        value = compute()
+        cache.set(key, value, CORPUS_STATS_SECONDS)
+    return value
 
-    Scanning every visible document costs more than the rest of a query on a large scope, and
-    the figures move slowly, so they are cached for CORPUS_STATS_SECONDS per filter set.
+
+def _scans(source: SearchSource, where: str, where_params: list) -> bool:
+    """Whether the caller sees few enough items (SEARCH_SCAN_MAX_ROWS) to read them all once.
+
+    One user's items are a few hundred or thousand rows: reading them through the
+    (organisation, scope, user) index and scoring them exactly costs far less than walking the
+    GIN posting lists and the HNSW graph of the whole table, so the latency follows the size of
+    what the caller sees, not the size of the table. Exact ranking also keeps a small tenant
+    from losing its rows in a large shared HNSW graph, where a filtered approximate scan can
+    miss them altogether.
     """
-    table, vector = _table(source), source.search_vector_column
-    key = "search:corpus:" + hashlib.sha256(f"{table}|{where}|{where_params!r}".encode()).hexdigest()
-    stats = cache.get(key)
-    if stats is None:
+    cap = settings.SEARCH_SCAN_MAX_ROWS
+
+    def count():
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {_table(source)} t WHERE {where} LIMIT %s) visible", [*where_params, cap + 1])
+            return cursor.fetchone()[0]
+
+    return _cached(f"rows:{cap}", source, where, where_params, count) <= cap
+
+
+def _corpus_stats(source: SearchSource, where: str, where_params: list) -> tuple[float, float]:
+    """Number of documents and average document length of a large visible corpus (cached)."""
+    vector = source.search_vector_column
+
+    def compute():
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT count(*), coalesce(avg(length(t.{vector})), 1) FROM {table} t WHERE {where}", where_params
+                f"SELECT count(*), coalesce(avg(length(t.{vector})), 1) FROM {_table(source)} t WHERE {where}", where_params
             )
             count, average = cursor.fetchone()
-        stats = (float(count), max(float(average), 1.0))
-        cache.set(key, stats, CORPUS_STATS_SECONDS)
-    return stats
+        return float(count), max(float(average), 1.0)
+
+    return _cached("corpus", source, where, where_params, compute)
 
 
-def _plan(source: SearchSource, where: str, where_params: list, filters: dict) -> tuple[bool, tuple | None]:
-    """(rank embeddings exactly?, corpus statistics or None to count them inline).
-
-    One user's or session's items are few: exact ranking, statistics counted inline. A scope
-    uses the cached statistics, and stays exact while it holds at most EXACT_MAX_ROWS items:
-    a small tenant in a large shared HNSW graph is a tiny share of it, and a filtered
-    approximate scan can miss its rows altogether.
-    """
-    if _exact(source, filters):
-        return True, None
-    stats = _corpus_stats(source, where, where_params)
-    return stats[0] <= EXACT_MAX_ROWS, stats
+def _visible_cte(source: SearchSource, where: str, where_params: list, vector: str | None) -> tuple[str, list]:
+    """`visible(id, doc, distance)`: every item the caller sees, read once for both rankings."""
+    distance = f"t.{source.embedding_column} <=> %s::vector" if vector else "NULL::float8"
+    sql = (
+        f"visible AS MATERIALIZED (SELECT t.id, t.{source.search_vector_column} AS doc, {distance} AS distance"
+        f" FROM {_table(source)} t WHERE {where})"
+    )
+    return sql, ([vector] if vector else []) + list(where_params)
 
 
-def _bm25_sql(source: SearchSource, where: str, where_params: list, query: str, limit: int, stats) -> tuple[str, list]:
-    """Okapi BM25 computed in SQL from the stored tsvectors of the filtered corpus.
+def _keyword_ctes(source: SearchSource, where: str, where_params: list, query: str, limit: int, stats) -> tuple[str, list]:
+    """CTEs ending in `keyword(id, score)`: Okapi BM25 computed in SQL from the stored tsvectors.
 
     Term frequency counts each lexeme's positions, weighted by their label (A or unlabelled:
     the item itself; B, C: context such as neighbouring turns); document frequency comes from
-    the matching rows that pass the same filters, and the corpus size and average length from
-    `_corpus_stats`, so the statistics are those of the corpus the caller can see.
+    the matching items that pass the same filters. With `stats` None the corpus is the
+    `visible` CTE, counted in the same statement; otherwise the GIN index finds the matches
+    and `stats` (`_corpus_stats`) gives the corpus size and average length. Either way the
+    statistics are those of the corpus the caller can see.
     """
-    table, vector = _table(source), source.search_vector_column
     if stats is None:
-        # A small corpus (one user's items): counted in the same statement, from the same pages.
-        corpus_sql = f"SELECT count(*)::float AS n, greatest(avg(length(t.{vector})), 1)::float AS avgdl FROM {table} t WHERE {where}"
-        corpus_params = list(where_params)
+        corpus_sql, corpus_params = (
+            "SELECT count(*)::float AS n, greatest(avg(length(doc)), 1)::float AS avgdl FROM visible", []
+        )
+        matches_sql, matches_params = "SELECT v.id, v.doc FROM visible v, query WHERE v.doc @@ query.q", []
     else:
+        vector = source.search_vector_column
         corpus_sql, corpus_params = "SELECT %s::float AS n, %s::float AS avgdl", list(stats)
+        matches_sql = (
+            f"SELECT t.id, t.{vector} AS doc FROM {_table(source)} t, query WHERE {where} AND t.{vector} @@ query.q"
+        )
+        matches_params = list(where_params)
     sql = f"""
-        WITH query AS {_or_query_sql()},
+        query AS {_or_query_sql()},
         terms AS (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme),
         corpus AS ({corpus_sql}),
-        matches AS (
-            SELECT t.id, t.{vector} AS doc FROM {table} t, query
-            WHERE {where} AND t.{vector} @@ query.q
-        ),
+        matches AS ({matches_sql}),
         postings AS (
             SELECT m.id, u.lexeme,
                    coalesce((SELECT sum(CASE w WHEN 'B' THEN {WEIGHT_B} WHEN 'C' THEN {WEIGHT_C} ELSE 1.0 END)
@@ -158,47 +184,85 @@ def _bm25_sql(source: SearchSource, where: str, where_params: list, query: str, 
             FROM matches m, unnest(m.doc) u
             WHERE u.lexeme IN (SELECT lexeme FROM terms)
         ),
-        df AS (SELECT lexeme, count(*)::float AS df FROM postings GROUP BY lexeme)
-        SELECT p.id, sum(
-            ln(1 + (greatest(corpus.n, df.df) - df.df + 0.5) / (df.df + 0.5))
-            * p.tf * {BM25_K1 + 1} / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * p.dl / corpus.avgdl))
-        ) AS score
-        FROM postings p JOIN df USING (lexeme), corpus
-        GROUP BY p.id ORDER BY score DESC, p.id LIMIT %s
+        df AS (SELECT lexeme, count(*)::float AS df FROM postings GROUP BY lexeme),
+        keyword AS (
+            SELECT p.id, sum(
+                ln(1 + (greatest(corpus.n, df.df) - df.df + 0.5) / (df.df + 0.5))
+                * p.tf * {BM25_K1 + 1} / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * p.dl / corpus.avgdl))
+            ) AS score
+            FROM postings p JOIN df USING (lexeme), corpus
+            GROUP BY p.id ORDER BY score DESC, p.id LIMIT %s
+        )
     """
-    return sql, [query, query, *corpus_params, *where_params, limit]
+    return sql, [query, query, *corpus_params, *matches_params, limit]
 
 
-def _embedding_sql(
-    source: SearchSource, where: str, where_params: list, vector: str, limit: int, exact: bool, overfetch: bool = True
-) -> tuple[str, list]:
-    """Nearest neighbours by cosine distance.
+def _bm25_sql(source, where, where_params, query, limit, scan: bool) -> tuple[str, list]:
+    ctes, params = [], []
+    if scan:
+        visible_sql, visible_params = _visible_cte(source, where, where_params, None)
+        ctes.append(visible_sql)
+        params += visible_params
+    keyword_sql, keyword_params = _keyword_ctes(
+        source, where, where_params, query, limit, None if scan else _corpus_stats(source, where, where_params)
+    )
+    ctes.append(keyword_sql)
+    params += keyword_params
+    return f"WITH {', '.join(ctes)} SELECT id, score FROM keyword ORDER BY score DESC, id", params
 
-    Across a scope the HNSW index answers (with pgvector's iterative scans, so filters still
-    leave `limit` rows). Within one user's items the candidate set is small and the
-    (organisation, scope, user) index finds it, so the distances are computed exactly: `+ 0`
-    keeps the planner off the approximate index, whose recall suffers most when a filter
-    keeps a tiny share of the graph.
+
+def _nearest_sql(source: SearchSource, where: str, where_params: list, vector: str, limit: int, scan: bool) -> tuple[str, list]:
+    """`SELECT id, score` of the nearest items by cosine distance.
+
+    A scan computes every visible distance (`+ 0` keeps the planner off the approximate index).
+    Otherwise the HNSW index answers, with pgvector's iterative scans so filters still leave
+    `limit` rows.
     """
     table, column = _table(source), source.embedding_column
-    order = f"(t.{column} <=> %s::vector) + 0" if exact else f"t.{column} <=> %s::vector"
-    # The approximate scan over-fetches and the exact distances re-rank: with relaxed ordering
-    # the first rows a filtered HNSW scan finds are not always the nearest.
+    order = f"(t.{column} <=> %s::vector) + 0" if scan else f"t.{column} <=> %s::vector"
     sql = f"""
-        SELECT id, score FROM (
-            SELECT t.id, 1 - (t.{column} <=> %s::vector) AS score FROM {table} t
-            WHERE {where} AND t.{column} IS NOT NULL
-            ORDER BY {order} LIMIT %s
-        ) ranked ORDER BY score DESC, id LIMIT %s
+        SELECT t.id, 1 - (t.{column} <=> %s::vector) AS score FROM {table} t
+        WHERE {where} AND t.{column} IS NOT NULL ORDER BY {order} LIMIT %s
     """
-    fetched = max(limit * 3, 50) if overfetch and not exact else limit
-    return sql, [vector, *where_params, vector, fetched, limit]
+    return sql, [vector, *where_params, vector, limit]
 
 
-def _exact(source: SearchSource, filters: dict) -> bool:
-    """One user's (or one session's) own items: few enough to rank exactly."""
-    per_user = filters.get("user_id") is not None and source.user_column and not source.null_user_is_shared
-    return bool(per_user or (filters.get("session_id") and source.session_column))
+def _embedding_sql(source, where, where_params, vector: str, limit: int, scan: bool) -> tuple[str, list]:
+    # An approximate scan over-fetches and the exact distances re-rank: with relaxed ordering
+    # the first rows a filtered HNSW scan finds are not always the nearest.
+    nearest_sql, params = _nearest_sql(source, where, where_params, vector, limit if scan else max(limit * 3, 50), scan)
+    return f"SELECT id, score FROM ({nearest_sql}) nearest ORDER BY score DESC, id LIMIT %s", [*params, limit]
+
+
+def _hybrid_sql(source, where, where_params, query, vector, limit, scan: bool) -> tuple[str, list]:
+    """Reciprocal-rank fusion of the keyword and embedding candidates, in one round trip."""
+    candidates = max(limit * 3, 50)
+    ctes, params = [], []
+    if scan:
+        visible_sql, visible_params = _visible_cte(source, where, where_params, vector)
+        keyword_sql, keyword_params = _keyword_ctes(source, where, where_params, query, candidates, None)
+        semantic_sql = "SELECT id, 1 - distance AS score FROM visible WHERE distance IS NOT NULL ORDER BY distance, id LIMIT %s"
+        ctes += [visible_sql, keyword_sql, f"semantic AS ({semantic_sql})"]
+        params += [*visible_params, *keyword_params, candidates]
+    else:
+        stats = _corpus_stats(source, where, where_params)
+        keyword_sql, keyword_params = _keyword_ctes(source, where, where_params, query, candidates, stats)
+        semantic_sql, semantic_params = _nearest_sql(source, where, where_params, vector, candidates, scan=False)
+        ctes += [keyword_sql, f"semantic AS ({semantic_sql})"]
+        params += [*keyword_params, *semantic_params]
+    sql = f"""
+        WITH {", ".join(ctes)},
+        ranked AS (
+            SELECT id, {RRF_KEYWORD_WEIGHT} AS weight, row_number() OVER (ORDER BY score DESC, id) AS rank
+            FROM keyword
+            UNION ALL
+            SELECT id, {RRF_SEMANTIC_WEIGHT} AS weight, row_number() OVER (ORDER BY score DESC, id) AS rank
+            FROM semantic
+        )
+        SELECT id, sum(weight / ({RRF_K} + rank)) AS score FROM ranked
+        GROUP BY id ORDER BY score DESC, id LIMIT %s
+    """
+    return sql, [*params, limit]
 
 
 def _fuzzy_sql(source: SearchSource, where: str, where_params: list, query: str, limit: int) -> tuple[str, list]:
@@ -219,53 +283,32 @@ def _recent_sql(source: SearchSource, where: str, where_params: list, limit: int
     return sql, [*where_params, limit]
 
 
-def _hybrid_sql(source, where, where_params, query, vector, limit, stats, exact) -> tuple[str, list]:
-    """Reciprocal-rank fusion of the keyword and embedding candidates, in one round trip."""
-    candidates = max(limit * 3, 50)
-    keyword_sql, keyword_params = _bm25_sql(source, where, where_params, query, candidates, stats)
-    # The candidates are already an over-fetch of `limit`.
-    embedding_sql, embedding_params = _embedding_sql(
-        source, where, where_params, vector, candidates, exact, overfetch=False
-    )
-    sql = f"""
-        WITH keyword AS ({keyword_sql}), semantic AS ({embedding_sql}),
-        ranked AS (
-            SELECT id, {RRF_KEYWORD_WEIGHT} AS weight, row_number() OVER (ORDER BY score DESC, id) AS rank
-            FROM keyword
-            UNION ALL
-            SELECT id, {RRF_SEMANTIC_WEIGHT} AS weight, row_number() OVER (ORDER BY score DESC, id) AS rank
-            FROM semantic
-        )
-        SELECT id, sum(weight / ({RRF_K} + rank)) AS score FROM ranked
-        GROUP BY id ORDER BY score DESC, id LIMIT %s
-    """
-    return sql, [*keyword_params, *embedding_params, limit]
-
-
 def _vector_literal(query: str) -> str:
     (vector,) = embed_texts([query])
     return "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
 
 
-def search_source(source: SearchSource, *, client, query: str, method: str, limit: int, filters: dict) -> list:
-    """Returns [(instance, score)] of one memory type, best first, within the client's tenant and scopes."""
+def search_sql(source: SearchSource, *, client, query: str, method: str, limit: int, filters: dict) -> tuple[str, list]:
+    """The one statement answering a search of one memory type: it returns (id, score) rows, best first."""
     if method not in METHODS:
         raise ValueError(f"Unknown search method {method!r}")
     where, where_params = _filters_sql(source, client=client, filters=filters)
     query = (query or "").strip()
     if not query:
-        sql, params = _recent_sql(source, where, where_params, limit)
-    elif method == "fuzzy":
-        sql, params = _fuzzy_sql(source, where, where_params, query, limit)
-    else:
-        exact, stats = _plan(source, where, where_params, filters)
-        if method == "bm25":
-            sql, params = _bm25_sql(source, where, where_params, query, limit, stats)
-        elif method == "embedding":
-            sql, params = _embedding_sql(source, where, where_params, _vector_literal(query), limit, exact)
-        else:
-            sql, params = _hybrid_sql(source, where, where_params, query, _vector_literal(query), limit, stats, exact)
+        return _recent_sql(source, where, where_params, limit)
+    if method == "fuzzy":
+        return _fuzzy_sql(source, where, where_params, query, limit)
+    scan = _scans(source, where, where_params)
+    if method == "bm25":
+        return _bm25_sql(source, where, where_params, query, limit, scan)
+    if method == "embedding":
+        return _embedding_sql(source, where, where_params, _vector_literal(query), limit, scan)
+    return _hybrid_sql(source, where, where_params, query, _vector_literal(query), limit, scan)
 
+
+def search_source(source: SearchSource, *, client, query: str, method: str, limit: int, filters: dict) -> list:
+    """Returns [(instance, score)] of one memory type, best first, within the client's tenant and scopes."""
+    sql, params = search_sql(source, client=client, query=query, method=method, limit=limit, filters=filters)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()

@@ -211,6 +211,10 @@ SESSION_IDLE_SECONDS = env.int("SESSION_IDLE_SECONDS", default=1800)
 EXTRACTION_DEBOUNCE_SECONDS = env.float("EXTRACTION_DEBOUNCE_SECONDS", default=5.0)
 IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)
 
+# Search (apps.search): a caller who sees at most this many items of a type (one user's turns,
+# a small scope) has them read once and ranked exactly; beyond it the GIN and HNSW indexes answer.
+SEARCH_SCAN_MAX_ROWS = env.int("SEARCH_SCAN_MAX_ROWS", default=20000)
+
 # Memories (apps.memories): episodic and semantic extraction from conversation sessions.
 EXTRACTION_MAX_TURNS = env.int("EXTRACTION_MAX_TURNS", default=40)  # turns per LLM call
 EXTRACTION_CANDIDATES_PER_TURN = env.int("EXTRACTION_CANDIDATES_PER_TURN", default=3)

@@ -4,6 +4,7 @@ import pytest
 from django.utils import timezone
 
 from apps.search.engine import search
+from tests.search.conftest import PLANS
 from tests.search.makers import make_message
 
 pytestmark = pytest.mark.django_db
@@ -14,6 +15,12 @@ TEXTS = [
     "The restaurant booking is for Friday at eight",
     "We talked about the retriever again and Max's vet visit",
 ]
+
+
+@pytest.fixture(autouse=True, params=PLANS)
+def plan(request, use_plan):
+    """Every test runs on both plans."""
+    use_plan(request.param)
 
 
 @pytest.fixture
@@ -70,3 +77,12 @@ def test_empty_query_returns_most_recent_first(client_a, corpus):
 
 def test_an_unknown_user_finds_nothing(client_a, corpus):
     assert search(client=client_a, query="retriever", memory_types=None, method="hybrid", limit=5, filters={"user_id": "nobody"}) == []
+
+
+def test_both_plans_give_the_same_bm25_scores(client_a, corpus, settings):
+    query = {"client": client_a, "query": "Max retriever vet Lisbon", "memory_types": ["message"], "method": "bm25", "limit": 5}
+    settings.SEARCH_SCAN_MAX_ROWS = 20000
+    scanned = [(hit.instance.pk, round(hit.score, 9)) for hit in search(filters={"user_id": "alice"}, **query)]
+    settings.SEARCH_SCAN_MAX_ROWS = 0
+    indexed = [(hit.instance.pk, round(hit.score, 9)) for hit in search(filters={"user_id": "alice"}, **query)]
+    assert len(scanned) == 3 and scanned == indexed

@@ -5,6 +5,7 @@ import pytest
 from apps.search.engine import search
 from apps.search.registry import METHODS, SOURCES
 from tests.factories import ClientFactory
+from tests.search.conftest import PLANS
 from tests.search.makers import MAKERS
 
 pytestmark = pytest.mark.django_db
@@ -18,7 +19,9 @@ def test_every_registered_memory_type_has_a_maker():
 
 @pytest.mark.parametrize("memory_type", sorted(SOURCES))
 @pytest.mark.parametrize("method", METHODS)
-def test_scope_matrix(memory_type, method, client_a, foreign_client, add_messages):
+@pytest.mark.parametrize("plan", PLANS)
+def test_scope_matrix(memory_type, method, plan, use_plan, client_a, foreign_client, add_messages):
+    use_plan(plan)
     organization = client_a.organization
     readable_writer = ClientFactory(organization=organization, write_scope="team")
     hidden_writer = ClientFactory(organization=organization, write_scope="secret")
