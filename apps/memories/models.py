@@ -123,8 +123,7 @@ class SemanticMemory(Memory):
         indexes = [
             models.Index(fields=["organization", "scope", "end_user", "name"], name="semantic_user_name_idx"),
             GinIndex(fields=["search_vector"], name="semantic_search_vector_idx"),
-            GinIndex(fields=["summary"], opclasses=["gin_trgm_ops"], name="semantic_summary_trgm_idx"),
-            GinIndex(fields=["name"], opclasses=["gin_trgm_ops"], name="semantic_name_trgm_idx"),
+            # The fuzzy method's trigram index is on its expression (apps/memories/search.py): see migrations.
             HnswIndex(
                 name="semantic_embedding_hnsw_idx", fields=["embedding"], m=16, ef_construction=64,
                 opclasses=["vector_cosine_ops"],

@@ -80,7 +80,7 @@ class SkillExperience(BaseModel):
         indexes = [
             models.Index(fields=["organization", "scope", "status", "-created_at"], name="skill_exp_scope_status_idx"),
             GinIndex(fields=["search_vector"], name="skill_exp_search_vector_idx"),
-            GinIndex(fields=["title"], name="skill_exp_title_trgm_idx", opclasses=["gin_trgm_ops"]),
+            # The fuzzy method's trigram index is on its expression (apps/skills/search.py): see migrations.
             HnswIndex(
                 name="skill_exp_embedding_hnsw_idx",
                 fields=["embedding"],
@@ -158,8 +158,7 @@ class Skill(BaseModel):
             # The review queue's order (status descending: pending_review first, then newest).
             models.Index(fields=["organization", "status", "updated_at"], name="skill_review_order_idx"),
             GinIndex(fields=["search_vector"], name="skill_search_vector_idx"),
-            GinIndex(fields=["name"], name="skill_name_trgm_idx", opclasses=["gin_trgm_ops"]),
-            GinIndex(fields=["description"], name="skill_description_trgm_idx", opclasses=["gin_trgm_ops"]),
+            # The fuzzy method's trigram index is on its expression (apps/skills/search.py): see migrations.
             HnswIndex(
                 name="skill_embedding_hnsw_idx",
                 fields=["embedding"],
