@@ -130,6 +130,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
     import numpy as np
     import psycopg
     from django.core.management import call_command
+    from psycopg.types.json import Jsonb
     from django.db import connection as django_connection
 
     from apps.conversations.models import Session
@@ -202,7 +203,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
                 next_seq[owner] += 1
                 session = sessions[owner]
                 yield (uuid.uuid4(), now, now, organization.pk, session.end_user_id, session.scope, session.pk,
-                       next_seq[owner], "user", "", text, "", "{}", False,
+                       next_seq[owner], "user", "", text, "", Jsonb({}), False,
                        base_time + timedelta(minutes=next_seq[owner]), client_a.pk, vector, "hash-384", "")
 
     def skill_rows(count):
@@ -211,7 +212,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
         for n, (text, vector) in enumerate(zip(texts, vectors)):
             name_words = text.split()[:3]
             yield (uuid.uuid4(), now, now, organization.pk, "scope-a" if n % 2 == 0 else "scope-b",
-                   f"{'-'.join(name_words)}-{n}", " ".join(text.split()[:12]), text, json.dumps(name_words), "[]",
+                   f"{'-'.join(name_words)}-{n}", " ".join(text.split()[:12]), text, Jsonb(name_words), Jsonb([]),
                    "workflow", "active", 1, [], 0, vector, "hash-384")
 
     port = free_port()

@@ -4,6 +4,7 @@ Every query is built here from a SearchSource, so organisation and read scopes a
 inside the SQL of every method and type alike; there is no other path.
 """
 
+import functools
 import hashlib
 import json
 import math
@@ -93,10 +94,14 @@ def _or_query_sql() -> str:
     return "(SELECT replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery AS q)"
 
 
+def _cache_key(kind: str, source: SearchSource, where: str, where_params: list) -> str:
+    return f"search:{kind}:" + hashlib.sha256(f"{_table(source)}|{where}|{where_params!r}".encode()).hexdigest()
+
+
 def _cached(kind: str, source: SearchSource, where: str, where_params: list, compute):
     """A figure about the visible corpus, kept for CORPUS_STATS_SECONDS per filter set: such figures
     move slowly, and counting them on every query would cost more than the query."""
-    key = f"search:{kind}:" + hashlib.sha256(f"{_table(source)}|{where}|{where_params!r}".encode()).hexdigest()
+    key = _cache_key(kind, source, where, where_params)
     value = cache.get(key)
     if value is None:
         value = compute()
@@ -104,7 +109,13 @@ def _cached(kind: str, source: SearchSource, where: str, where_params: list, com
     return value
 
 
-def _scans(source: SearchSource, where: str, where_params: list) -> bool:
+def _owned(source: SearchSource, filters: dict) -> bool:
+    """One user's (or one session's) own items."""
+    per_user = filters.get("user_id") is not None and source.user_column and not source.null_user_is_shared
+    return bool(per_user or (filters.get("session_id") and source.session_column))
+
+
+def _scans(source: SearchSource, where: str, where_params: list, owned: bool) -> bool:
     """Whether the caller sees few enough items (SEARCH_SCAN_MAX_ROWS) to read them all once.
 
     One user's items are a few hundred or thousand rows: reading them through the
@@ -113,8 +124,14 @@ def _scans(source: SearchSource, where: str, where_params: list) -> bool:
     what the caller sees, not the size of the table. Exact ranking also keeps a small tenant
     from losing its rows in a large shared HNSW graph, where a filtered approximate scan can
     miss them altogether.
+
+    Owned items are scanned without counting them first: the scan reports how many it read
+    (`visible_rows`), and `search_source` remembers an owner with more than the limit, whose
+    next searches use the indexes. A scope is counted (up to the limit) and the count cached.
     """
     cap = settings.SEARCH_SCAN_MAX_ROWS
+    if owned:
+        return not cache.get(_cache_key(f"large:{cap}", source, where, where_params))
 
     def count():
         with connection.cursor() as cursor:
@@ -208,7 +225,8 @@ def _bm25_sql(source, where, where_params, query, limit, scan: bool) -> tuple[st
     )
     ctes.append(keyword_sql)
     params += keyword_params
-    return f"WITH {', '.join(ctes)} SELECT id, score FROM keyword ORDER BY score DESC, id", params
+    visible_rows = "(SELECT count(*) FROM visible)" if scan else "NULL::bigint"
+    return f"WITH {', '.join(ctes)} SELECT id, score, {visible_rows} AS visible_rows FROM keyword ORDER BY score DESC, id", params
 
 
 def _nearest_sql(source: SearchSource, where: str, where_params: list, vector: str, limit: int, scan: bool) -> tuple[str, list]:
@@ -220,8 +238,10 @@ def _nearest_sql(source: SearchSource, where: str, where_params: list, vector: s
     """
     table, column = _table(source), source.embedding_column
     order = f"(t.{column} <=> %s::vector) + 0" if scan else f"t.{column} <=> %s::vector"
+    # A scan also counts what it read (the window runs before the LIMIT).
+    visible_rows = "count(*) OVER ()" if scan else "NULL::bigint"
     sql = f"""
-        SELECT t.id, 1 - (t.{column} <=> %s::vector) AS score FROM {table} t
+        SELECT t.id, 1 - (t.{column} <=> %s::vector) AS score, {visible_rows} AS visible_rows FROM {table} t
         WHERE {where} AND t.{column} IS NOT NULL ORDER BY {order} LIMIT %s
     """
     return sql, [vector, *where_params, vector, limit]
@@ -231,7 +251,7 @@ def _embedding_sql(source, where, where_params, vector: str, limit: int, scan: b
     # An approximate scan over-fetches and the exact distances re-rank: with relaxed ordering
     # the first rows a filtered HNSW scan finds are not always the nearest.
     nearest_sql, params = _nearest_sql(source, where, where_params, vector, limit if scan else max(limit * 3, 50), scan)
-    return f"SELECT id, score FROM ({nearest_sql}) nearest ORDER BY score DESC, id LIMIT %s", [*params, limit]
+    return f"SELECT id, score, visible_rows FROM ({nearest_sql}) nearest ORDER BY score DESC, id LIMIT %s", [*params, limit]
 
 
 def _hybrid_sql(source, where, where_params, query, vector, limit, scan: bool) -> tuple[str, list]:
@@ -259,8 +279,8 @@ def _hybrid_sql(source, where, where_params, query, vector, limit, scan: bool) -
             SELECT id, {RRF_SEMANTIC_WEIGHT} AS weight, row_number() OVER (ORDER BY score DESC, id) AS rank
             FROM semantic
         )
-        SELECT id, sum(weight / ({RRF_K} + rank)) AS score FROM ranked
-        GROUP BY id ORDER BY score DESC, id LIMIT %s
+        SELECT id, sum(weight / ({RRF_K} + rank)) AS score, {"(SELECT count(*) FROM visible)" if scan else "NULL::bigint"} AS visible_rows
+        FROM ranked GROUP BY id ORDER BY score DESC, id LIMIT %s
     """
     return sql, [*params, limit]
 
@@ -268,7 +288,7 @@ def _hybrid_sql(source, where, where_params, query, vector, limit, scan: bool) -
 def _fuzzy_sql(source: SearchSource, where: str, where_params: list, query: str, limit: int) -> tuple[str, list]:
     table, expression = _table(source), source.fuzzy_expression
     sql = f"""
-        SELECT t.id, word_similarity(%s, {expression}) AS score FROM {table} t
+        SELECT t.id, word_similarity(%s, {expression}) AS score, NULL::bigint AS visible_rows FROM {table} t
         WHERE {where} AND %s <%% {expression}
         ORDER BY score DESC, t.id LIMIT %s
     """
@@ -277,7 +297,7 @@ def _fuzzy_sql(source: SearchSource, where: str, where_params: list, query: str,
 
 def _recent_sql(source: SearchSource, where: str, where_params: list, limit: int) -> tuple[str, list]:
     sql = f"""
-        SELECT t.id, 0.0 AS score FROM {_table(source)} t WHERE {where}
+        SELECT t.id, 0.0 AS score, NULL::bigint AS visible_rows FROM {_table(source)} t WHERE {where}
         ORDER BY t.{source.time_column} DESC, t.id LIMIT %s
     """
     return sql, [*where_params, limit]
@@ -288,8 +308,8 @@ def _vector_literal(query: str) -> str:
     return "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
 
 
-def search_sql(source: SearchSource, *, client, query: str, method: str, limit: int, filters: dict) -> tuple[str, list]:
-    """The one statement answering a search of one memory type: it returns (id, score) rows, best first."""
+def _ranking_sql(source: SearchSource, *, client, query: str, method: str, limit: int, filters: dict) -> tuple[str, list]:
+    """`SELECT id, score` of the best items of one memory type, within the client's tenant and scopes."""
     if method not in METHODS:
         raise ValueError(f"Unknown search method {method!r}")
     where, where_params = _filters_sql(source, client=client, filters=filters)
@@ -298,12 +318,68 @@ def search_sql(source: SearchSource, *, client, query: str, method: str, limit: 
         return _recent_sql(source, where, where_params, limit)
     if method == "fuzzy":
         return _fuzzy_sql(source, where, where_params, query, limit)
-    scan = _scans(source, where, where_params)
+    scan = _scans(source, where, where_params, _owned(source, filters))
     if method == "bm25":
         return _bm25_sql(source, where, where_params, query, limit, scan)
     if method == "embedding":
         return _embedding_sql(source, where, where_params, _vector_literal(query), limit, scan)
     return _hybrid_sql(source, where, where_params, query, _vector_literal(query), limit, scan)
+
+
+@functools.cache
+def _row_layout(source: SearchSource) -> tuple[list[str], str, list[tuple]]:
+    """The columns a result row carries: the item's own (but its vector and tsvector, which no
+    result shows and which cost more to parse than the search) and those of its select_related
+    objects, as (select list, joins, [(relation name or None, model, fields)])."""
+    skipped = {source.embedding_column, source.search_vector_column}
+    groups = [(None, source.model, "t", [f for f in source.model._meta.concrete_fields if f.column not in skipped])]
+    joins = []
+    for number, name in enumerate(source.select_related):
+        field = source.model._meta.get_field(name)
+        related, alias = field.related_model, f"r{number}"
+        joins.append(f"LEFT JOIN {related._meta.db_table} {alias} ON {alias}.{related._meta.pk.column} = t.{field.column}")
+        groups.append((name, related, alias, list(related._meta.concrete_fields)))
+    columns = [f"{alias}.{field.column}" for _, _, alias, fields in groups for field in fields]
+    return columns, " ".join(joins), [(name, model, fields) for name, model, _, fields in groups]
+
+
+def search_sql(source: SearchSource, *, client, query: str, method: str, limit: int, filters: dict) -> tuple[str, list]:
+    """The one statement answering a search of one memory type: the ranking, and the result rows
+    read in the same round trip. Rows: score, the number of items a scan read (or NULL), then the
+    columns of `_row_layout`, best first."""
+    ranking_sql, params = _ranking_sql(source, client=client, query=query, method=method, limit=limit, filters=filters)
+    columns, joins, _ = _row_layout(source)
+    sql = f"""
+        WITH hits AS ({ranking_sql})
+        SELECT hits.score, hits.visible_rows, {", ".join(columns)} FROM hits JOIN {_table(source)} t ON t.id = hits.id {joins}
+        ORDER BY hits.score DESC, t.{source.time_column} DESC, t.id
+    """
+    return sql, params
+
+
+def _instances(source: SearchSource, rows) -> list[tuple]:
+    """Model instances from `search_sql` rows, with their select_related objects attached."""
+    _, _, groups = _row_layout(source)
+    layout = [(name, model, [f.attname for f in fields], [f.get_db_converters(connection) for f in fields]) for name, model, fields in groups]
+    results = []
+    for score, _visible_rows, *values in rows:
+        if not math.isfinite(score):
+            continue
+        instance, position = None, 0
+        for name, model, attnames, converters in layout:
+            chunk = []
+            for value, field_converters in zip(values[position : position + len(attnames)], converters):
+                for convert in field_converters:
+                    value = convert(value, None, connection)
+                chunk.append(value)
+            position += len(attnames)
+            loaded = model.from_db(connection.alias, attnames, chunk)
+            if name is None:
+                instance = loaded
+            elif loaded.pk is not None:
+                setattr(instance, name, loaded)
+        results.append((instance, float(score)))
+    return results
 
 
 def search_source(source: SearchSource, *, client, query: str, method: str, limit: int, filters: dict) -> list:
@@ -312,15 +388,12 @@ def search_source(source: SearchSource, *, client, query: str, method: str, limi
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    if not rows:
-        return []
-    # Vectors and tsvectors are not part of any result; parsing them would cost more than the search.
-    instances = (
-        source.model.objects.select_related(*source.select_related)
-        .defer(source.embedding_column, source.search_vector_column)
-        .in_bulk([row[0] for row in rows])
-    )
-    return [(instances[row_id], float(score)) for row_id, score in rows if row_id in instances and math.isfinite(score)]
+    cap = settings.SEARCH_SCAN_MAX_ROWS
+    if rows and rows[0][1] is not None and rows[0][1] > cap:
+        # An owner with more items than a scan should read: their next searches use the indexes.
+        where, where_params = _filters_sql(source, client=client, filters=filters)
+        cache.set(_cache_key(f"large:{cap}", source, where, where_params), True, CORPUS_STATS_SECONDS)
+    return _instances(source, rows)
 
 
 def search(*, client, query: str, memory_types: list[str] | None, method: str | None, limit: int, filters: dict) -> list[Hit]:

@@ -1,6 +1,8 @@
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.search.engine import search
@@ -86,3 +88,19 @@ def test_both_plans_give_the_same_bm25_scores(client_a, corpus, settings):
     settings.SEARCH_SCAN_MAX_ROWS = 0
     indexed = [(hit.instance.pk, round(hit.score, 9)) for hit in search(filters={"user_id": "alice"}, **query)]
     assert len(scanned) == 3 and scanned == indexed
+
+
+def test_an_owner_with_many_items_is_scanned_once_then_searched_through_the_indexes(client_a, corpus, settings):
+    settings.SEARCH_SCAN_MAX_ROWS = 3  # alice has four turns
+    # BM25: the GIN index is exact, so both plans must agree (this test does not vacuum the HNSW graph).
+    query = {"client": client_a, "query": "retriever", "memory_types": ["message"], "method": "bm25", "limit": 5, "filters": {"user_id": "alice"}}
+    with CaptureQueriesContext(connection) as first:
+        first_hits = search(**query)
+    with CaptureQueriesContext(connection) as second:
+        second_hits = search(**query)
+    def scanned(captured):
+        return any("visible AS MATERIALIZED" in query["sql"] for query in captured.captured_queries)
+
+    assert scanned(first) and not scanned(second)
+    assert len(first_hits) == 2
+    assert [(hit.instance.pk, round(hit.score, 9)) for hit in first_hits] == [(hit.instance.pk, round(hit.score, 9)) for hit in second_hits]

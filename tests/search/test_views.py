@@ -8,12 +8,17 @@ pytestmark = pytest.mark.django_db
 
 
 def test_post_and_get_search_return_results_with_fields(api, client_a, add_messages):
-    make_message(client_a, "alice", "My sister lives in Lisbon", add_messages)
-    body = api.post("/api/v1/memory/search", {"user_id": "alice", "query": "sister Lisbon", "memory_types": ["message"]}, format="json").json()
+    add_messages(client_a, user_id="alice", session_id="trip", messages=[
+        {"role": "user", "content": "My sister lives in Lisbon", "metadata": {"dia_id": "D1:3", "tags": ["family"]}},
+    ])
+    body = api.post("/api/v1/memory/search", {"user_id": "alice", "query": "sister Lisbon", "memory_types": ["message"], "search_method": "bm25"}, format="json").json()
     assert body["count"] == 1
     result = body["results"][0]
     assert result["memory_type"] == "message" and result["content"] == "My sister lives in Lisbon"
-    assert {"id", "score", "metadata", "session_id", "occurred_at", "user_id"} <= set(result)
+    # The item's own fields, its JSON decoded, and those of its session and user.
+    assert result["metadata"] == {"dia_id": "D1:3", "tags": ["family"]}
+    assert result["session_id"] == "trip" and result["session_tag"] == "conversation" and result["user_id"] == "alice"
+    assert {"id", "score", "occurred_at", "role", "seq"} <= set(result) and result["score"] > 0
     got = api.get("/api/v1/memory/search?user_id=alice&query=sister&memory_types=message&search_method=bm25").json()
     assert got["results"][0]["id"] == result["id"]
 
