@@ -19,6 +19,8 @@ from apps.search.registry import METHODS, SOURCES, SearchSource
 
 RRF_K = 60
 CORPUS_STATS_SECONDS = 300
+# A query term in more than this share of a large corpus is not used to find keyword matches.
+COMMON_TERM_SHARE = 0.5
 # Fusion weights: the keyword ranking (BM25 with neighbouring-turn context) is the stronger
 # signal on conversational memory. Measured on LOCOMO (bench/locomo.py, all-MiniLM-L6-v2),
 # hybrid recall@10 is 0.664 at 1:1, 0.703 at 2:1 and 0.727 at 3:1.
@@ -89,11 +91,6 @@ def _table(source: SearchSource) -> str:
     return source.model._meta.db_table
 
 
-def _or_query_sql() -> str:
-    """Any query term may match (questions rarely contain every word of the answer)."""
-    return "(SELECT replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery AS q)"
-
-
 def _cache_key(kind: str, source: SearchSource, where: str, where_params: list) -> str:
     return f"search:{kind}:" + hashlib.sha256(f"{_table(source)}|{where}|{where_params!r}".encode()).hexdigest()
 
@@ -156,6 +153,27 @@ def _corpus_stats(source: SearchSource, where: str, where_params: list) -> tuple
     return _cached("corpus", source, where, where_params, compute)
 
 
+def _common_lexemes(source: SearchSource) -> list[str]:
+    """Lexemes in more than COMMON_TERM_SHARE of the table's items, from the planner's statistics
+    (ANALYZE samples each tsvector column's most common elements)."""
+    table, column = _table(source), source.search_vector_column
+
+    def compute():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
+                " WHERE schemaname = current_schema() AND tablename = %s AND attname = %s",
+                [table, column],
+            )
+            row = cursor.fetchone()
+        if row is None or row[0] is None:
+            return []
+        elements, frequencies = row
+        return sorted(element for element, share in zip(elements, frequencies) if share > COMMON_TERM_SHARE)
+
+    return _cached("common", source, "", [], compute)
+
+
 def _visible_cte(source: SearchSource, where: str, where_params: list, vector: str | None) -> tuple[str, list]:
     """`visible(id, doc, distance)`: every item the caller sees, read once for both rankings."""
     distance = f"t.{source.embedding_column} <=> %s::vector" if vector else "NULL::float8"
@@ -176,6 +194,7 @@ def _keyword_ctes(source: SearchSource, where: str, where_params: list, query: s
     and `stats` (`_corpus_stats`) gives the corpus size and average length. Either way the
     statistics are those of the corpus the caller can see.
     """
+    common: list[str] = []
     if stats is None:
         corpus_sql, corpus_params = (
             "SELECT count(*)::float AS n, greatest(avg(length(doc)), 1)::float AS avgdl FROM visible", []
@@ -183,14 +202,23 @@ def _keyword_ctes(source: SearchSource, where: str, where_params: list, query: s
         matches_sql, matches_params = "SELECT v.id, v.doc FROM visible v, query WHERE v.doc @@ query.q", []
     else:
         vector = source.search_vector_column
+        # Through the GIN index, a term found in most items would make every one of them a
+        # match to score, for almost nothing: its IDF is below ln 2. Such terms are left out
+        # while the query has another one.
+        common = _common_lexemes(source)
         corpus_sql, corpus_params = "SELECT %s::float AS n, %s::float AS avgdl", list(stats)
         matches_sql = (
             f"SELECT t.id, t.{vector} AS doc FROM {_table(source)} t, query WHERE {where} AND t.{vector} @@ query.q"
         )
         matches_params = list(where_params)
     sql = f"""
-        query AS {_or_query_sql()},
-        terms AS (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme),
+        query_terms AS (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme),
+        terms AS (
+            SELECT lexeme FROM query_terms
+            WHERE lexeme <> ALL(%s::text[]) OR NOT EXISTS (SELECT 1 FROM query_terms WHERE lexeme <> ALL(%s::text[]))
+        ),
+        -- Any term may match (questions rarely contain every word of the answer).
+        query AS (SELECT coalesce(string_agg(quote_literal(lexeme), ' | '), '')::tsquery AS q FROM terms),
         corpus AS ({corpus_sql}),
         matches AS ({matches_sql}),
         postings AS (
@@ -211,7 +239,7 @@ def _keyword_ctes(source: SearchSource, where: str, where_params: list, query: s
             GROUP BY p.id ORDER BY score DESC, p.id LIMIT %s
         )
     """
-    return sql, [query, query, *corpus_params, *matches_params, limit]
+    return sql, [query, common, common, *corpus_params, *matches_params, limit]
 
 
 def _bm25_sql(source, where, where_params, query, limit, scan: bool) -> tuple[str, list]:

@@ -1,6 +1,7 @@
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -104,3 +105,23 @@ def test_an_owner_with_many_items_is_scanned_once_then_searched_through_the_inde
     assert scanned(first) and not scanned(second)
     assert len(first_hits) == 2
     assert [(hit.instance.pk, round(hit.score, 9)) for hit in first_hits] == [(hit.instance.pk, round(hit.score, 9)) for hit in second_hits]
+
+
+@pytest.fixture
+def fresh_cache():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def test_through_the_indexes_a_term_in_most_items_does_not_make_every_item_a_match(client_a, add_messages, settings, fresh_cache):
+    for n in range(8):
+        make_message(client_a, "carol", f"weekly standup notes number {n}", add_messages)
+    rare = make_message(client_a, "carol", "standup moved because of the zebra parade", add_messages)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE conversations_message")  # the planner's statistics name the common lexemes
+    settings.SEARCH_SCAN_MAX_ROWS = 0
+    query = {"client": client_a, "memory_types": ["message"], "method": "bm25", "limit": 20, "filters": {}}
+    assert [hit.instance.pk for hit in search(query="standup zebra", **query)] == [rare.pk]
+    # A query made only of common terms still finds them all.
+    assert len(search(query="standup", **query)) == 9
