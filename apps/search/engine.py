@@ -217,8 +217,15 @@ def _keyword_ctes(source: SearchSource, where: str, where_params: list, query: s
             SELECT lexeme FROM query_terms
             WHERE lexeme <> ALL(%s::text[]) OR NOT EXISTS (SELECT 1 FROM query_terms WHERE lexeme <> ALL(%s::text[]))
         ),
-        -- Any term may match (questions rarely contain every word of the answer).
-        query AS (SELECT coalesce(string_agg(quote_literal(lexeme), ' | '), '')::tsquery AS q FROM terms),
+        -- Any term may match (questions rarely contain every word of the answer). Each lexeme
+        -- is quoted for the tsquery parser, its backslashes (chr 92) and quotes (chr 39) doubled.
+        query AS (
+            SELECT coalesce(string_agg(
+                chr(39) || replace(replace(lexeme, chr(92), repeat(chr(92), 2)), chr(39), repeat(chr(39), 2)) || chr(39),
+                ' | '
+            ), '')::tsquery AS q
+            FROM terms
+        ),
         corpus AS ({corpus_sql}),
         matches AS ({matches_sql}),
         postings AS (
@@ -258,7 +265,7 @@ def _bm25_sql(source, where, where_params, query, limit, scan: bool) -> tuple[st
 
 
 def _nearest_sql(source: SearchSource, where: str, where_params: list, vector: str, limit: int, scan: bool) -> tuple[str, list]:
-    """`SELECT id, score` of the nearest items by cosine distance.
+    """`SELECT id, score, visible_rows` of the nearest items by cosine distance.
 
     A scan computes every visible distance (`+ 0` keeps the planner off the approximate index).
     Otherwise the HNSW index answers, with pgvector's iterative scans so filters still leave

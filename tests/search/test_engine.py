@@ -125,3 +125,13 @@ def test_through_the_indexes_a_term_in_most_items_does_not_make_every_item_a_mat
     assert [hit.instance.pk for hit in search(query="standup zebra", **query)] == [rare.pk]
     # A query made only of common terms still finds them all.
     assert len(search(query="standup", **query)) == 9
+
+
+def test_odd_characters_in_a_query_are_searched_not_parsed(client_a, add_messages):
+    text = "the path is C:\\temp\\notes and O'Brien's email is ob@example.com"
+    stored = make_message(client_a, "dora", text, add_messages)
+    for query in ("C:\\temp\\notes", "O'Brien's", "ob@example.com", "a & b | !c", "'", "\\"):
+        hits = search(client=client_a, query=query, memory_types=["message"], method="bm25", limit=5, filters={"user_id": "dora"})
+        assert [hit.instance.pk for hit in hits] in ([stored.pk], []), query
+    hits = search(client=client_a, query="O'Brien's C:\\temp", memory_types=["message"], method="hybrid", limit=5, filters={"user_id": "dora"})
+    assert hits[0].instance.pk == stored.pk
