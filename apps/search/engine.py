@@ -116,7 +116,7 @@ def _scans(source: SearchSource, where: str, where_params: list, owned: bool) ->
     """Whether the caller sees few enough items (SEARCH_SCAN_MAX_ROWS) to read them all once.
 
     One user's items are a few hundred or thousand rows: reading them through the
-    (organisation, scope, user) index and scoring them exactly costs far less than walking the
+    owner's index and scoring them exactly costs far less than walking the
     GIN posting lists and the HNSW graph of the whole table, so the latency follows the size of
     what the caller sees, not the size of the table. Exact ranking also keeps a small tenant
     from losing its rows in a large shared HNSW graph, where a filtered approximate scan can
