@@ -1,5 +1,6 @@
 """The admin home page's counts of what needs a person: skills by status, pending experiences,
-task sessions awaiting distillation and failed tasks, each with a link to the filtered list."""
+task sessions awaiting distillation and failed tasks, each with a link to the filtered list;
+and whether beat and the workers are alive."""
 
 from dataclasses import dataclass
 from urllib.parse import urlencode
@@ -9,13 +10,14 @@ from django.urls import reverse
 
 from apps.conversations.models import Session, SessionTag
 from apps.pipeline.models import MemoryTask
+from apps.pipeline.selectors import machinery_status
 from apps.skills.models import Skill, SkillExperience
 
 
 @dataclass
 class Tile:
     label: str
-    count: int
+    count: int | str  # a number, or a short text such as an age
     url: str
     attention: bool = False
 
@@ -71,4 +73,24 @@ def dashboard_tiles(*, user, organization) -> list[tuple[str, list[Tile]]]:
                  attention=by_status.get(status, 0) > 0)
             for status, label in ((MemoryTask.Status.FAILED, "Failed, retrying"), (MemoryTask.Status.DEAD, "Dead"))
         ]))
+    if user.has_perm("pipeline.view_memorytask"):
+        groups.append(("Machinery", _machinery_tiles()))
     return groups
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "never"
+    return f"{seconds:.0f} s ago" if seconds < 120 else f"{seconds / 60:.0f} min ago"
+
+
+def _machinery_tiles() -> list[Tile]:
+    """Platform-wide, not per organisation: beat and workers serve every tenant."""
+    status = machinery_status()
+    beat, worker = status["beat"], status["worker"]
+    return [
+        Tile("Beat: last tick", _age(beat["age_seconds"]), reverse("admin:django_celery_beat_periodictask_changelist"),
+             attention=beat["status"] != "ok"),
+        Tile(f"Workers alive: {worker['alive']}, last heartbeat", _age(worker["age_seconds"]),
+             reverse("admin:pipeline_processheartbeat_changelist"), attention=worker["status"] != "ok"),
+    ]

@@ -1,6 +1,8 @@
-"""The beat schedules of every app, upserted by name into django-celery-beat."""
+"""The beat schedules of every app, upserted by name into django-celery-beat after every
+`migrate` (so a deploy that only migrates has them) and by `setup_schedules`."""
 
-from django.db import transaction
+from django.apps import apps as global_apps
+from django.db import DEFAULT_DB_ALIAS, transaction
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 # name -> (celery task name, every N seconds). Apps add their periodic jobs here.
@@ -11,11 +13,23 @@ def register_schedule(*, name: str, task: str, every_seconds: int) -> None:
     SCHEDULES[name] = (task, every_seconds)
 
 
-@transaction.atomic
-def schedules_upsert() -> list[str]:
+def schedules_upsert(*, using: str = DEFAULT_DB_ALIAS) -> list[str]:
     """Creates missing schedules; an existing one keeps the interval an operator set in the admin."""
-    for name, (task, every_seconds) in SCHEDULES.items():
-        interval, _ = IntervalSchedule.objects.get_or_create(every=every_seconds, period=IntervalSchedule.SECONDS)
-        PeriodicTask.objects.get_or_create(name=name, defaults={"task": task, "interval": interval})
-        PeriodicTask.objects.filter(name=name).exclude(task=task).update(task=task)
+    with transaction.atomic(using=using):
+        for name, (task, every_seconds) in SCHEDULES.items():
+            interval, _ = IntervalSchedule.objects.using(using).get_or_create(
+                every=every_seconds, period=IntervalSchedule.SECONDS
+            )
+            PeriodicTask.objects.using(using).get_or_create(name=name, defaults={"task": task, "interval": interval})
+            PeriodicTask.objects.using(using).filter(name=name).exclude(task=task).update(task=task)
     return sorted(SCHEDULES)
+
+
+def schedules_after_migrate(*, using: str, apps=global_apps, **kwargs) -> None:
+    """post_migrate receiver (after `migrate`, and after `flush` without `apps`): upserts the
+    schedules once django-celery-beat's tables exist."""
+    try:
+        apps.get_model("django_celery_beat", "PeriodicTask")
+    except LookupError:  # a partial migrate that has not reached django-celery-beat yet
+        return
+    schedules_upsert(using=using)

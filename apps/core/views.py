@@ -5,6 +5,8 @@ from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 
+from apps.pipeline.selectors import machinery_status
+
 
 def healthz(request):
     return JsonResponse({"status": "ok"})
@@ -26,6 +28,9 @@ def _redis_check() -> str:
 
 
 def readyz(request):
+    """Ready when the database and the broker answer. Beat and workers are reported beside the
+    checks (age of their last heartbeat) without deciding readiness: a web server can serve while
+    a worker restarts, but an operator must see a deploy that has no beat or no worker."""
     checks = {}
     for name, check in (("database", _database_check), ("redis", _redis_check)):
         try:
@@ -37,4 +42,6 @@ def readyz(request):
     body = {"status": "ready" if ready else "unavailable", "checks": checks}
     if failed:
         body["failed"] = failed
+    if checks["database"] == "ok":
+        body["machinery"] = machinery_status()
     return JsonResponse(body, status=200 if ready else 503)

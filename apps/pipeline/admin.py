@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 
 from apps.core.admin import OrganizationScopedAdmin
-from apps.pipeline.models import MemoryTask
+from apps.pipeline.models import MemoryTask, ProcessHeartbeat
 from apps.pipeline.services import task_mark_dead, task_retry_now
 
 
@@ -45,3 +45,18 @@ class MemoryTaskAdmin(OrganizationScopedAdmin):
         for task in queryset:
             task_mark_dead(task=task, reason=f"Marked dead by {request.user}.")
         self.message_user(request, f"Marked {queryset.count()} task(s) dead.")
+
+
+@admin.register(ProcessHeartbeat)
+class ProcessHeartbeatAdmin(admin.ModelAdmin):
+    """Beat and worker processes by their last sign of life (platform-wide, no tenant data)."""
+
+    list_display = ["kind", "hostname", "pid", "started_at", "seen_at"]
+    list_filter = ["kind"]
+    ordering = ["kind", "-seen_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

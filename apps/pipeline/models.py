@@ -59,3 +59,28 @@ class MemoryTask(BaseModel):
 
     def __str__(self):
         return f"{self.task_type} {self.id} ({self.status})"
+
+
+class ProcessHeartbeat(models.Model):
+    """The last sign of life of a beat or worker process, written by the process itself, so an
+    operator can see that the machinery runs without asking the broker."""
+
+    class Kind(models.TextChoices):
+        BEAT = "beat", "Beat"
+        WORKER = "worker", "Worker"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    hostname = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "hostname"], name="process_heartbeat_kind_hostname_unique"),
+            models.CheckConstraint(condition=Q(kind__in=["beat", "worker"]), name="process_heartbeat_kind_valid"),
+        ]
+        indexes = [models.Index(fields=["kind", "-seen_at"], name="process_heartbeat_newest_idx")]
+
+    def __str__(self):
+        return f"{self.kind} {self.hostname}"

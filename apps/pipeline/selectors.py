@@ -1,6 +1,39 @@
-from apps.pipeline.models import MemoryTask
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Count, Max, Q
+from django.utils import timezone
+
+from apps.pipeline.models import MemoryTask, ProcessHeartbeat
 
 
 def task_list(*, client):
     """Tasks of the caller's organisation (tasks carry ids, never memory text)."""
     return MemoryTask.objects.filter(organization_id=client.organization_id)
+
+
+def machinery_status() -> dict:
+    """How long ago beat ticked and a worker reported, each `ok`, `stale` (silent longer than
+    PROCESS_STALE_AFTER_SECONDS) or `never`, with the number of processes currently alive."""
+    now = timezone.now()
+    fresh_after = now - timedelta(seconds=settings.PROCESS_STALE_AFTER_SECONDS)
+    rows = {
+        row["kind"]: row
+        for row in ProcessHeartbeat.objects.values("kind").annotate(
+            newest=Max("seen_at"), alive=Count("pk", filter=Q(seen_at__gte=fresh_after))
+        ).order_by()
+    }
+    status = {}
+    for kind in ProcessHeartbeat.Kind.values:
+        row = rows.get(kind)
+        if row is None:
+            status[kind] = {"status": "never", "last_seen_at": None, "age_seconds": None, "alive": 0}
+            continue
+        age = max(0.0, (now - row["newest"]).total_seconds())
+        status[kind] = {
+            "status": "ok" if row["alive"] else "stale",
+            "last_seen_at": row["newest"].isoformat(),
+            "age_seconds": round(age, 1),
+            "alive": row["alive"],
+        }
+    return status

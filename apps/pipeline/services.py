@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from apps.pipeline.models import MemoryTask
+from apps.pipeline.models import MemoryTask, ProcessHeartbeat
 from apps.pipeline.registry import handler_for
 
 logger = logging.getLogger(__name__)
@@ -249,11 +249,13 @@ def recover_stale_tasks() -> dict:
 
 
 def prune_finished_tasks() -> int:
-    """Deletes succeeded and cancelled rows after TASK_RETENTION_DAYS; dead rows stay for operators."""
+    """Deletes succeeded and cancelled rows after TASK_RETENTION_DAYS; dead rows stay for operators.
+    Heartbeats of processes silent that long (retired workers) go with them."""
     cutoff = timezone.now() - timedelta(days=settings.TASK_RETENTION_DAYS)
     deleted, _ = MemoryTask.objects.filter(
         status__in=[MemoryTask.Status.SUCCEEDED, MemoryTask.Status.CANCELLED], finished_at__lt=cutoff
     ).delete()
+    ProcessHeartbeat.objects.filter(seen_at__lt=cutoff).delete()
     return deleted
 
 
@@ -297,3 +299,33 @@ def tasks_cancel(*, queryset) -> int:
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
+
+
+def heartbeat_record(*, kind: str, hostname: str, started_at) -> None:
+    """Upserts the heartbeat of this process (one row per kind and host name) in one statement."""
+    now = timezone.now()
+    ProcessHeartbeat.objects.bulk_create(
+        [ProcessHeartbeat(kind=kind, hostname=hostname, pid=os.getpid(), started_at=started_at, seen_at=now)],
+        update_conflicts=True,
+        unique_fields=["kind", "hostname"],
+        update_fields=["pid", "started_at", "seen_at"],
+    )
+
+
+def worker_heartbeats_start(*, hostname: str) -> threading.Thread:
+    """Records a worker's heartbeat every TASK_HEARTBEAT_SECONDS from a daemon thread of its main
+    process, whatever its pool is doing; a database outage is logged and retried, never fatal."""
+    started_at = timezone.now()
+
+    def beat():
+        while True:
+            try:
+                heartbeat_record(kind=ProcessHeartbeat.Kind.WORKER, hostname=hostname, started_at=started_at)
+            except Exception as exc:
+                logger.warning("could not record the worker heartbeat: %s", type(exc).__name__)
+                connection.close()
+            time.sleep(settings.TASK_HEARTBEAT_SECONDS)
+
+    thread = threading.Thread(target=beat, daemon=True, name="worker-heartbeat")
+    thread.start()
+    return thread

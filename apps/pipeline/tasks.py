@@ -1,6 +1,7 @@
 """Celery entry points of the pipeline: thin wrappers that take ids and call services."""
 
 from celery import shared_task
+from celery.signals import worker_ready
 from django.db import close_old_connections
 
 from apps.pipeline import services
@@ -28,3 +29,8 @@ def recover_stale_tasks() -> dict:
 @shared_task(name="pipeline.prune_finished_tasks")
 def prune_finished_tasks() -> int:
     return services.prune_finished_tasks()
+
+
+@worker_ready.connect
+def start_worker_heartbeats(sender, **kwargs):
+    services.worker_heartbeats_start(hostname=sender.hostname)

@@ -166,7 +166,7 @@ CELERY_TIMEZONE = TIME_ZONE
 # A publish while Redis is down fails fast; the task row is the outbox and beat re-publishes it.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BEAT_SCHEDULER = "apps.pipeline.beat:HeartbeatScheduler"
 
 # Durable task pipeline (apps.pipeline).
 TASK_MAX_ATTEMPTS = env.int("TASK_MAX_ATTEMPTS", default=5)
@@ -176,6 +176,8 @@ TASK_HEARTBEAT_SECONDS = env.float("TASK_HEARTBEAT_SECONDS", default=10.0)
 TASK_STALE_AFTER_SECONDS = env.float("TASK_STALE_AFTER_SECONDS", default=60.0)
 TASK_REPUBLISH_AFTER_SECONDS = env.float("TASK_REPUBLISH_AFTER_SECONDS", default=15.0)
 TASK_RETENTION_DAYS = env.int("TASK_RETENTION_DAYS", default=7)
+# A beat or worker silent this long is shown as stale in /readyz and on the admin dashboard.
+PROCESS_STALE_AFTER_SECONDS = env.float("PROCESS_STALE_AFTER_SECONDS", default=60.0)
 
 # Models. Without an API key everything runs offline: rule-based learning, hashed embeddings.
 OPENAI_API_KEY = env("OPENAI_API_KEY", default="")

@@ -1,9 +1,13 @@
 """apps/core/dashboard.py and the admin index: what needs a person, counted per organisation."""
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
-from apps.pipeline.models import MemoryTask
+from apps.pipeline.models import MemoryTask, ProcessHeartbeat
+from apps.pipeline.services import heartbeat_record
 from apps.skills.services.review import skill_approve
 from tests.admin.makers import TASK_MESSAGES, pending_skill
 from tests.skills.factories import ExperienceFactory, task_session
@@ -34,7 +38,7 @@ def scene(organization, client_a, client_b):
 
 
 def test_the_index_counts_the_staff_organisations_backlog_with_links(curator_client, scene, django_assert_max_num_queries):
-    with django_assert_max_num_queries(11):
+    with django_assert_max_num_queries(12):  # one of them reads the beat and worker heartbeats
         response = curator_client.get("/admin/")
     counts = tiles(response)
     assert counts[("Skills", "Pending review")] == (3, "/admin/skills/skill/review/")
@@ -65,3 +69,20 @@ def test_staff_without_an_organisation_see_no_dashboard(client, scene):
     client.force_login(user)
     response = client.get("/admin/")
     assert response.status_code == 200 and response.context["groups"] == []
+
+
+def test_the_index_warns_when_beat_or_the_workers_are_silent(admin_client, settings):
+    settings.PROCESS_STALE_AFTER_SECONDS = 60
+    counts = tiles(admin_client.get("/admin/"))
+    assert counts[("Machinery", "Beat: last tick")] == ("never", "/admin/django_celery_beat/periodictask/")
+    page = admin_client.get("/admin/").content.decode()
+    assert 'class="tile attention" href="/admin/django_celery_beat/periodictask/"' in page
+
+    heartbeat_record(kind="beat", hostname="beat-host", started_at=timezone.now())
+    heartbeat_record(kind="worker", hostname="celery@a", started_at=timezone.now())
+    ProcessHeartbeat.objects.filter(kind="worker").update(seen_at=timezone.now() - timedelta(minutes=3))
+    groups = dict(admin_client.get("/admin/").context["groups"])
+    beat, worker = groups["Machinery"]
+    assert not beat.attention and beat.count.endswith("s ago")
+    assert worker.attention and worker.count == "3 min ago" and worker.label.startswith("Workers alive: 0")
+    assert admin_client.get(worker.url).status_code == 200

@@ -1,19 +1,17 @@
 import json
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from apps.conversations.models import Message, Session
+from tests.fixtures import tau_trajectories
 
 pytestmark = pytest.mark.django_db
 
-TAU_FILE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "tau-airline-dev.json"
-
 
 def test_import_sessions_ingests_tau_trajectories_as_sealed_task_sessions(client_a, tmp_path):
-    trajectories = json.loads(TAU_FILE.read_text())[:3]
+    trajectories = tau_trajectories()[:3]
     path = tmp_path / "tau.json"
     path.write_text(json.dumps(trajectories))
     out = StringIO()

@@ -1,5 +1,4 @@
 import json
-from pathlib import Path
 
 import pytest
 from django.test import override_settings
@@ -8,10 +7,9 @@ from apps.conversations.models import IngestRequest, Message, Session
 from apps.pipeline.models import MemoryTask
 from tests.conftest import api_for
 from tests.factories import ClientFactory
+from tests.fixtures import tau_trajectories
 
 pytestmark = pytest.mark.django_db
-
-TAU_FILE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "tau-airline-dev.json"
 
 
 def add(api, **body):
@@ -42,7 +40,7 @@ def test_add_stores_turns_and_enqueues_embedding_after_commit(api, django_captur
 
 
 def test_a_real_trajectory_round_trips_through_the_transcript(api):
-    trajectory = json.loads(TAU_FILE.read_text())[0]["traj"]
+    trajectory = tau_trajectories()[0]["traj"]
     response = add(api, session_id="tau-0", session_tag="task", messages=trajectory, outcome="failure")
     assert response.status_code == 202, response.content
     transcript = api.get("/api/v1/sessions/tau-0/?user_id=user-1&limit=1000").json()

@@ -169,7 +169,8 @@ def database_url(settings_dict: dict) -> str:
 
 
 class CeleryWorker:
-    """`celery -A memory_platform worker` in its own session, on a given broker and database."""
+    """`celery -A memory_platform worker` in its own session, on a given broker and database;
+    with `beat=True` it also runs beat (`-B`) on the database's schedules, as a small deploy does."""
 
     def __init__(
         self,
@@ -180,6 +181,7 @@ class CeleryWorker:
         include: str | None = None,
         pool: str = "solo",
         env: dict | None = None,
+        beat: bool = False,
     ):
         self.log_path = log_path
         self.command = [
@@ -190,6 +192,8 @@ class CeleryWorker:
         ]
         if include:
             self.command.append(f"--include={include}")
+        if beat:
+            self.command.append("--beat")
         self.env = dict(os.environ)
         self.env.update(
             DJANGO_SETTINGS_MODULE="memory_platform.settings",

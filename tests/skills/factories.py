@@ -1,9 +1,5 @@
 """Factories and fixtures' helpers for skill memory tests."""
 
-import json
-from functools import lru_cache
-from pathlib import Path
-
 import factory
 from django.utils import timezone
 
@@ -13,12 +9,6 @@ from apps.conversations.turns import normalise_messages
 from apps.skills.models import Skill, SkillExperience
 from tests.factories import ClientFactory, EndUserFactory, OrganizationFactory
 
-TAU_PATH = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "tau-airline-dev.json"
-
-
-@lru_cache(maxsize=1)
-def tau_trajectories() -> list[dict]:
-    return json.loads(TAU_PATH.read_text())
 
 
 def task_session(client, *, messages, session_id="task-1", user_id="user-1", outcome="success", seal=True) -> Session:

@@ -5,7 +5,8 @@ from django.core.management import CommandError, call_command
 
 from apps.conversations.models import Session
 from apps.skills.models import Skill, SkillExperience
-from tests.skills.factories import tau_session, tau_trajectories
+from tests.fixtures import tau_trajectories
+from tests.skills.factories import tau_session
 
 pytestmark = pytest.mark.django_db
 

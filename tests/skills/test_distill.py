@@ -12,7 +12,8 @@ from apps.pipeline.services import task_execute
 from apps.providers.models import LLMUsage
 from apps.skills.models import SkillExperience
 from apps.skills.services.distill import distill_lock_key
-from tests.skills.factories import task_session, tau_session, tau_trajectories
+from tests.fixtures import tau_trajectories
+from tests.skills.factories import task_session, tau_session
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,8 @@ from apps.pipeline.services import task_execute
 from apps.skills.models import Skill, SkillExperience, SkillVersion
 from apps.skills.services.distill import session_distill
 from apps.skills.services.evolve import edit_budget, skills_evolve
-from tests.skills.factories import ExperienceFactory, SkillFactory, tau_session, tau_trajectories
+from tests.fixtures import tau_trajectories
+from tests.skills.factories import ExperienceFactory, SkillFactory, tau_session
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,8 @@ import pytest
 
 from apps.conversations.selectors import session_messages
 from apps.skills.services.rule_distiller import is_error, rule_lessons, tool_calls
-from tests.skills.factories import tau_session, tau_trajectories
+from tests.fixtures import tau_trajectories
+from tests.skills.factories import tau_session
 
 pytestmark = pytest.mark.django_db
 

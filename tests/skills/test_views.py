@@ -10,7 +10,8 @@ from apps.skills.models import Skill, SkillExperience
 from apps.skills.services.evolve import skills_evolve
 from tests.conftest import api_for
 from tests.factories import ClientFactory, EndUserFactory
-from tests.skills.factories import ExperienceFactory, SkillFactory, task_session, tau_session, tau_trajectories
+from tests.fixtures import tau_trajectories
+from tests.skills.factories import ExperienceFactory, SkillFactory, task_session, tau_session
 
 pytestmark = pytest.mark.django_db
 
