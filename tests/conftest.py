@@ -1,7 +1,39 @@
+from pathlib import Path
+
 import pytest
+from django.db import connections
+from playwright.sync_api import sync_playwright
 from rest_framework.test import APIClient
 
 from tests.factories import ClientFactory, OrganizationFactory
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run",
+]
+
+
+@pytest.fixture
+def chromium(monkeypatch):
+    """Debian's Chromium driven by Playwright (which never downloads a browser of its own)."""
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing. The browser tests drive Debian's Chromium, never a downloaded build: "
+            "install it with `sudo apt-get install chromium` (`make test` does this when run as root)."
+        )
+    # Playwright's sync API keeps an event loop registered on this thread while it runs; Django's
+    # async-safety check would then refuse the test's own (synchronous) ORM calls.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+        # Django keeps connections in context variables, and Playwright runs this code with its own
+        # context: the connection the test used is invisible to pytest-django's teardown, and
+        # would keep the test database from being dropped.
+        connections.close_all()
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@ from rest_framework import serializers
 
 from apps.conversations.models import SESSION_ID_PATTERN, Session, SessionTag
 from apps.core.api import InputSerializer
+from apps.core.pagination import PageQuerySerializer
 
 
 class MemoryAddInputSerializer(InputSerializer):
@@ -38,14 +39,12 @@ class MemoryAddOutputSerializer(serializers.Serializer):
     task_ids = serializers.ListField(child=serializers.UUIDField())
 
 
-class SessionListFilterSerializer(InputSerializer):
+class SessionListFilterSerializer(PageQuerySerializer):
     user_id = serializers.CharField(required=False)
     session_tag = serializers.ChoiceField(choices=SessionTag.choices, required=False)
     status = serializers.ChoiceField(choices=Session.Status.choices, required=False)
     start = serializers.DateTimeField(required=False)
     end = serializers.DateTimeField(required=False)
-    limit = serializers.IntegerField(required=False)
-    offset = serializers.IntegerField(required=False)
 
 
 class OwnerQuerySerializer(InputSerializer):

@@ -1,6 +1,60 @@
+"""Pagination of every list endpoint: `limit`/`offset`, with DRF's page-number spellings
+(`page_size`, `page` counted from 1) accepted as aliases, so either convention works."""
+
+from rest_framework import serializers
 from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.utils.urls import remove_query_param
+
+from apps.core.api import InputSerializer
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+MAX_OFFSET = 2**31 - 1
+
+
+class PageQuerySerializer(InputSerializer):
+    """The paging part of a list endpoint's query; list filters inherit it."""
+
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT,
+                                     help_text=f"Items per page (default {DEFAULT_LIMIT}).")
+    offset = serializers.IntegerField(required=False, min_value=0, max_value=MAX_OFFSET)
+    page_size = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT,
+                                         help_text="Alias of `limit`.")
+    page = serializers.IntegerField(required=False, min_value=1, max_value=MAX_OFFSET,
+                                    help_text="Page number from 1: `offset` = (page - 1) × limit.")
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if "page_size" in attrs and "limit" in attrs and attrs["page_size"] != attrs["limit"]:
+            raise serializers.ValidationError({"page_size": ["Give `limit` or `page_size`, not two different values."]})
+        if "page" in attrs and "offset" in attrs:
+            raise serializers.ValidationError({"page": ["Give `offset` or `page`, not both."]})
+        return attrs
 
 
 class Pagination(LimitOffsetPagination):
-    default_limit = 50
-    max_limit = 500
+    default_limit = DEFAULT_LIMIT
+    max_limit = MAX_LIMIT
+
+    def get_limit(self, request):
+        if "limit" not in request.query_params and "page_size" in request.query_params:
+            return min(int(request.query_params["page_size"]), self.max_limit)
+        return super().get_limit(request)
+
+    def get_offset(self, request):
+        if "page" in request.query_params:
+            return (int(request.query_params["page"]) - 1) * self.get_limit(request)
+        return super().get_offset(request)
+
+    def _canonical(self, url):
+        """Links carry `limit` and `offset` only, whichever spelling the request used."""
+        for alias in ("page", "page_size"):
+            if url is not None:
+                url = remove_query_param(url, alias)
+        return url
+
+    def get_next_link(self):
+        return self._canonical(super().get_next_link())
+
+    def get_previous_link(self):
+        return self._canonical(super().get_previous_link())

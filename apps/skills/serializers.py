@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
 from apps.core.api import InputSerializer
+from apps.core.pagination import PageQuerySerializer
 from apps.skills.models import ExperienceType, Skill, SkillExperience
 from apps.tenancy.models import SCOPE_PATTERN
 
@@ -31,14 +32,12 @@ class SkillRetrieveOutputSerializer(serializers.Serializer):
     skills = RetrievedSkillSerializer(many=True)
 
 
-class SkillListFilterSerializer(InputSerializer):
+class SkillListFilterSerializer(PageQuerySerializer):
     status = serializers.ChoiceField(choices=Skill.Status.choices, required=False)
     entry_type = serializers.ChoiceField(choices=Skill.EntryType.choices, required=False)
     scope = serializers.RegexField(SCOPE_PATTERN, required=False)
     user_id = serializers.CharField(max_length=255, required=False)
     q = serializers.CharField(max_length=500, required=False)
-    limit = serializers.IntegerField(required=False, min_value=1)
-    offset = serializers.IntegerField(required=False, min_value=0)
 
 
 class SkillOutputSerializer(serializers.Serializer):
@@ -77,15 +76,13 @@ class SkillDetailOutputSerializer(SkillOutputSerializer):
     versions = SkillVersionOutputSerializer(many=True)
 
 
-class ExperienceListFilterSerializer(InputSerializer):
+class ExperienceListFilterSerializer(PageQuerySerializer):
     status = serializers.ChoiceField(choices=SkillExperience.Status.choices, required=False)
     experience_type = serializers.ChoiceField(choices=ExperienceType.choices, required=False)
     scope = serializers.RegexField(SCOPE_PATTERN, required=False)
     user_id = serializers.CharField(max_length=255, required=False)
     session_id = serializers.CharField(max_length=64, required=False)
     q = serializers.CharField(max_length=500, required=False)
-    limit = serializers.IntegerField(required=False, min_value=1)
-    offset = serializers.IntegerField(required=False, min_value=0)
 
 
 class ExperienceOutputSerializer(serializers.Serializer):
