@@ -30,8 +30,9 @@ def _skills():
 
 def _locomo():
     from bench import locomo
+    from bench.data import data_file
 
-    locomo.run(str(locomo.LOCOMO_FILE), output=str(RESULTS_DIR / "locomo.json"))
+    locomo.run(str(data_file("locomo-dev.json")), output=str(RESULTS_DIR / "locomo.json"))
 
 
 def _admin():

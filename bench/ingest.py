@@ -18,7 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
-TAU_FILE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tau-airline-dev.json"
+from bench.data import data_file
+
 CONCURRENCY = 4
 
 
@@ -81,7 +82,7 @@ def run(output_dir: Path) -> dict:
     from apps.tenancy.services import client_create, organization_create
     from tests.pipeline.processes import RedisServer, free_port, wait_for
 
-    trajectories = json.loads(TAU_FILE.read_text())
+    trajectories = json.loads(data_file("tau-airline-dev.json").read_text())
     organization = organization_create(name=f"bench-ingest-{uuid.uuid4().hex[:8]}")
     client, api_key = client_create(organization=organization, name="bench", write_scope="bench")
     redis_server = RedisServer().start()

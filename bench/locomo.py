@@ -18,7 +18,6 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-LOCOMO_FILE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo-dev.json"
 KS = (1, 5, 10, 25)
 CATEGORIES = (1, 2, 3, 4)
 DIA_ID = re.compile(r"D(\d+):(\d+)")

@@ -14,7 +14,8 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-DATA_PATH = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tau-airline-dev.json"
+from bench.data import data_file
+
 SCOPE = "bench-airline"
 TOP_K = 5
 
@@ -58,7 +59,7 @@ def run(output_dir) -> dict:
     from apps.skills.services.retrieve import skills_retrieve
     from apps.tenancy.services import client_create, organization_create
 
-    trajectories = json.loads(DATA_PATH.read_text())
+    trajectories = json.loads(data_file("tau-airline-dev.json").read_text())
     organization = organization_create(name=f"bench-skills-{uuid.uuid4().hex[:8]}")
     try:
         with override_settings(LLM_PROVIDER="rules", SKILL_REVIEW_MODE="auto"):
@@ -104,7 +105,7 @@ def run(output_dir) -> dict:
         skill_types = Counter(skill.entry_type for skill in skills.values())
         learn_seconds = distill_seconds + evolve_seconds
         results = {
-            "dataset": DATA_PATH.name,
+            "dataset": "tau-airline-dev.json",
             "llm_provider": "rules",
             "embedding_provider": settings.EMBEDDING_PROVIDER,
             "sessions": len(sessions),

@@ -35,8 +35,7 @@ class Command(BaseCommand):
         parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes.")
 
     def handle(self, *args, bind, web_workers, concurrency, **options):
-        call_command("migrate", interactive=False, verbosity=0)
-        call_command("setup_schedules", verbosity=0)
+        call_command("migrate", interactive=False, verbosity=0)  # also upserts the beat schedules
         demo = demo_setup(data_dir=settings.DATA_DIR)
         self.stdout.write(self.style.SUCCESS("Memory platform is starting."))
         self.stdout.write(f"  API:      http://{bind}/api/v1/   (docs: http://{bind}/api/docs/)")
