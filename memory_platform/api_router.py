@@ -12,6 +12,7 @@ from apps.conversations.views import (
 from apps.memories.views import EpisodicMemoryDeleteView, SemanticMemoryDeleteView
 from apps.pipeline.views import TaskDetailView
 from apps.privacy.views import ClientErasureView, ErasureDetailView, UserErasureView
+from apps.profiles.views import EntityListView, ProfileDetailView, ProfileListView
 from apps.search.views import MemorySearchView, SearchAllUsersView
 from apps.skills.views import (
     ExperienceListView,
@@ -44,4 +45,7 @@ urlpatterns = [
     path("users/<path:user_id>/memories", UserErasureView.as_view(), name="user-erasure"),
     path("clients/<str:client_id>/memories", ClientErasureView.as_view(), name="client-erasure"),
     path("erasures/<str:erasure_id>/", ErasureDetailView.as_view(), name="erasure-detail"),
+    path("profiles/", ProfileListView.as_view(), name="profile-list"),
+    path("profiles/<str:profile_id>/", ProfileDetailView.as_view(), name="profile-detail"),
+    path("entities/", EntityListView.as_view(), name="entity-list"),
 ]

@@ -23,6 +23,7 @@ logger = logging.getLogger(__name__)
 
 EMBED_MESSAGES = "embed_messages"
 EXTRACT_MEMORIES = "extract_memories"
+PROJECT_ENTITIES = "project_entities"
 DISTILL_SESSION = "distill_session"
 
 
@@ -38,20 +39,33 @@ def _enqueue_if_handled(task_type: str, payload: dict, *, organization, **option
     return enqueue(task_type, payload, organization=organization, **options)
 
 
-def _enqueue_extraction(session: Session) -> MemoryTask | None:
-    """One pending extraction per session (debounced); while one runs, at most one follow-up waits."""
-    run_after = timezone.now() + timedelta(seconds=settings.EXTRACTION_DEBOUNCE_SECONDS)
-    key = f"extract:{session.pk}"
+def _enqueue_debounced(task_type: str, session: Session, *, key: str, delay: float) -> MemoryTask | None:
+    """One pending task of this type per session, `delay` seconds out; while one runs, at most one
+    follow-up waits."""
+    run_after = timezone.now() + timedelta(seconds=delay)
     task = _enqueue_if_handled(
-        EXTRACT_MEMORIES, {"session": str(session.pk)}, organization=session.organization, idempotency_key=key,
+        task_type, {"session": str(session.pk)}, organization=session.organization, idempotency_key=key,
         run_after=run_after,
     )
     if task is not None and task.status == MemoryTask.Status.RUNNING:
         task = enqueue(
-            EXTRACT_MEMORIES, {"session": str(session.pk)}, organization=session.organization,
+            task_type, {"session": str(session.pk)}, organization=session.organization,
             idempotency_key=f"{key}:after:{task.pk}", run_after=run_after,
         )
     return task
+
+
+def _enqueue_extraction(session: Session) -> MemoryTask | None:
+    return _enqueue_debounced(
+        EXTRACT_MEMORIES, session, key=f"extract:{session.pk}", delay=settings.EXTRACTION_DEBOUNCE_SECONDS
+    )
+
+
+def _enqueue_projection(session: Session) -> MemoryTask | None:
+    """Entity projection reads the memories extraction learns, so it waits for extraction's debounce first."""
+    return _enqueue_debounced(
+        PROJECT_ENTITIES, session, key=f"project:{session.pk}", delay=2 * settings.EXTRACTION_DEBOUNCE_SECONDS
+    )
 
 
 def session_seal(*, session: Session) -> list[MemoryTask]:
@@ -187,6 +201,7 @@ def messages_add(
         )
         if session.session_tag == SessionTag.CONVERSATION:
             tasks.append(_enqueue_extraction(session))
+            tasks.append(_enqueue_projection(session))
     if seal:
         tasks.extend(session_seal(session=session))
 

@@ -67,8 +67,9 @@ def parse_json_object(text: str | None) -> dict:
     return value
 
 
-def chat_json(*, messages: list[dict], organization=None, task=None, purpose: str = "") -> dict:
-    """Sends a chat completion that must answer with a JSON object and returns that object.
+def chat_json(*, messages: list[dict], organization=None, task=None, purpose: str = "", usage: dict | None = None) -> dict:
+    """Sends a chat completion that must answer with a JSON object and returns that object
+    (and, into `usage` when given, its prompt and completion token counts).
 
     Raises LLMError when the endpoint fails after the SDK's retries, LLMOutputError when the
     answer is not a JSON object; usage is recorded whenever the endpoint answered.
@@ -85,6 +86,9 @@ def chat_json(*, messages: list[dict], organization=None, task=None, purpose: st
     except openai.OpenAIError as exc:
         raise LLMError(f"{type(exc).__name__}: {exc}") from exc
     _record_usage(response=response, organization=organization, task=task, purpose=purpose)
+    if usage is not None and getattr(response, "usage", None) is not None:
+        usage["prompt_tokens"] = response.usage.prompt_tokens or 0
+        usage["completion_tokens"] = response.usage.completion_tokens or 0
     if not response.choices:
         raise LLMOutputError("The model returned no choices.")
     return parse_json_object(response.choices[0].message.content)

@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "apps.skills",
     "apps.memories",
     "apps.privacy",
+    "apps.profiles",
 ]
 
 MIDDLEWARE = [
@@ -180,6 +181,10 @@ TASK_HEARTBEAT_SECONDS = env.float("TASK_HEARTBEAT_SECONDS", default=10.0)
 TASK_STALE_AFTER_SECONDS = env.float("TASK_STALE_AFTER_SECONDS", default=60.0)
 TASK_REPUBLISH_AFTER_SECONDS = env.float("TASK_REPUBLISH_AFTER_SECONDS", default=15.0)
 TASK_RETENTION_DAYS = env.int("TASK_RETENTION_DAYS", default=7)
+# Compiled memory (apps.profiles).
+PROFILE_COMPILE_DEBOUNCE_SECONDS = env.float("PROFILE_COMPILE_DEBOUNCE_SECONDS", default=30.0)
+PROFILE_MAX_EVIDENCE = env.int("PROFILE_MAX_EVIDENCE", default=40)
+PROFILE_LINT_CONTRADICTIONS = env.bool("PROFILE_LINT_CONTRADICTIONS", default=False)
 # A beat or worker silent this long is shown as stale in /readyz and on the admin dashboard.
 PROCESS_STALE_AFTER_SECONDS = env.float("PROCESS_STALE_AFTER_SECONDS", default=60.0)
 

@@ -27,11 +27,11 @@ def test_add_stores_turns_and_enqueues_embedding_after_commit(api, django_captur
     assert body["messages_stored"] == 2 and body["messages_truncated"] == 0
     assert body["session_tag"] == "conversation" and body["status"] == "open"
     tasks = {task.task_type: task for task in MemoryTask.objects.filter(pk__in=body["task_ids"])}
-    assert set(tasks) == {"embed_messages", "extract_memories"}  # a conversation session is extracted
+    assert set(tasks) == {"embed_messages", "extract_memories", "project_entities"}  # extracted and projected
     session = Session.objects.get()
     assert tasks["embed_messages"].payload == {"session": str(session.pk), "from_seq": 1, "to_seq": 2}
     assert tasks["extract_memories"].payload == {"session": str(session.pk)}
-    assert len(callbacks) == 2  # the publishes happen on commit, not before
+    assert len(callbacks) == 3  # the publishes happen on commit, not before
     assert list(Message.objects.order_by("seq").values_list("seq", "role", "content")) == [
         (1, "user", "hi"),
         (2, "assistant", "hello!"),
@@ -70,7 +70,7 @@ def test_idempotency_key_replays_and_conflicts(api):
     replay = api.post("/api/v1/memory/add", {"user_id": "u", "session_id": "s", "messages": [{"role": "user", "content": "a"}]}, format="json", HTTP_IDEMPOTENCY_KEY="k1")
     assert first.status_code == replay.status_code == 202
     assert first.json() == replay.json()
-    assert Message.objects.count() == 1 and MemoryTask.objects.count() == len(first.json()["task_ids"]) == 2
+    assert Message.objects.count() == 1 and MemoryTask.objects.count() == len(first.json()["task_ids"]) == 3
     other = api.post("/api/v1/memory/add", {"user_id": "u", "session_id": "s", "messages": [{"role": "user", "content": "b"}]}, format="json", HTTP_IDEMPOTENCY_KEY="k1")
     assert other.status_code == 409
     assert "Idempotency-Key" in other.json()["error"]["message"]

@@ -10,6 +10,7 @@ from apps.privacy.models import ErasureRequest
 from apps.privacy.services.purge import subject_purge
 from apps.privacy.services.subjects import Subject, subject_resolve
 from apps.privacy.services.verify import subject_verify
+from apps.profiles.services.entities import LINT_PROFILES
 
 logger = logging.getLogger(__name__)
 
@@ -76,5 +77,10 @@ def erasure_run(*, erasure: ErasureRequest) -> dict:
         _save(erasure, status=ErasureRequest.Status.FAILED, residual=residual, error=ErasureIncomplete.__name__)
         raise ErasureIncomplete(f"erasure {erasure.pk}: {residual['total']} residual item(s) after the purge")
     _save(erasure, status=ErasureRequest.Status.SUCCEEDED, residual=residual, finished_at=timezone.now())
+    # Compiled pages of other people may have cited what is gone: lint them now, not at the next beat.
+    enqueue(
+        LINT_PROFILES, {"organization": str(erasure.organization_id)}, organization=erasure.organization,
+        idempotency_key=f"{LINT_PROFILES}:{erasure.organization_id}",
+    )
     logger.info("erasure %s succeeded: %s", erasure.pk, {table: n for table, n in erasure.counts.items() if n})
     return {"erasure": str(erasure.pk), "removed": sum(run_counts.values())}

@@ -19,6 +19,7 @@ from apps.pipeline.locks import advisory_lock
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import tasks_cancel
 from apps.privacy.services.skills import skills_release_subject
+from apps.profiles.services.compile import profiles_clear_for_recompile
 from apps.privacy.services.subjects import Subject
 from apps.providers.models import LLMUsage
 from apps.skills.services.distill import distill_lock_key
@@ -54,6 +55,19 @@ def purge_skills(subject: Subject, erasure_id) -> dict:
     """Skills before experiences: what happens to a skill depends on who its sources were."""
     counts = skills_release_subject(subject=subject, actor=f"privacy:erasure:{erasure_id}")
     counts["skills.SkillExperience"] = delete_in_batches(subject.experiences())
+    return counts
+
+
+def purge_profiles(subject: Subject, erasure_id) -> dict:
+    """Compiled memory, before the items it cites are gone: a user's entities and pages go with
+    them; other pages lose every revision and source that quotes the subject, their text is
+    cleared and they are recompiled from what remains (apps.profiles)."""
+    counts = {"profiles.Entity": delete_in_batches(subject.entities())}
+    counts["profiles.Mention"] = delete_in_batches(subject.mentions())
+    counts["profiles.ProfileRevision"] = delete_in_batches(subject.quoting_revisions())
+    affected = list(subject.profile_sources().values_list("profile_id", flat=True).distinct())
+    counts["profiles.ProfileSource"] = delete_in_batches(subject.profile_sources())
+    counts["profiles.Profile (cleared, recompiling)"] = profiles_clear_for_recompile(profile_ids=affected)
     return counts
 
 
@@ -104,7 +118,7 @@ def purge_access(subject: Subject, erasure_id) -> dict:
     return counts
 
 
-STEPS = [stop_tasks, purge_skills, purge_memories, purge_conversations, purge_tasks, purge_access]
+STEPS = [stop_tasks, purge_skills, purge_profiles, purge_memories, purge_conversations, purge_tasks, purge_access]
 
 
 def _cancel_and_scrub(queryset, erasure_id) -> int:

@@ -14,6 +14,7 @@ from django.db.models.expressions import RawSQL
 from apps.conversations.models import IngestRequest, Message, Session
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
 from apps.pipeline.models import MemoryTask
+from apps.profiles.models import Entity, Mention, Profile, ProfileRevision, ProfileSource
 from apps.skills.models import Skill, SkillExperience, SkillVersion
 from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization
 
@@ -108,6 +109,52 @@ class Subject:
             result.append((change_model._meta.label, change_model.objects.filter(memory__in=memories.values("pk"))))
             result.append((memory_model._meta.label, memories))
         return result
+
+    # Compiled memory -----------------------------------------------------------------------------
+
+    def entities(self) -> QuerySet:
+        """A user's entities, with their mentions, edges, profiles, revisions and findings (cascade)."""
+        if self.end_user is not None:
+            return Entity.objects.filter(end_user=self.end_user)
+        return Entity.objects.none()
+
+    def profiles(self) -> QuerySet:
+        if self.end_user is not None:
+            return Profile.objects.filter(end_user=self.end_user)
+        return Profile.objects.none()
+
+    def item_ids_sql(self) -> tuple[str, list]:
+        """SQL selecting the ids of the subject's turns and memories, which compiled memory cites."""
+        parts, params = [], []
+        for queryset in (self.messages(), *(self.memories(model) for model, _ in MEMORY_MODELS)):
+            sql, query_params = queryset.values("pk").query.sql_with_params()
+            parts.append(sql)
+            params += query_params
+        return " UNION ALL ".join(f"({part})" for part in parts), params
+
+    def _citing(self, model, column: str = "item_id") -> QuerySet:
+        if self.end_user is None and self.client is None:
+            return model.objects.none()
+        sql, params = self.item_ids_sql()
+        return model.objects.filter(**{f"{column}__in": RawSQL(sql, params)})
+
+    def mentions(self) -> QuerySet:
+        """Mentions of the subject's items (a user's own entities go with them in any case)."""
+        return self._citing(Mention)
+
+    def profile_sources(self) -> QuerySet:
+        return self._citing(ProfileSource)
+
+    def quoting_revisions(self) -> QuerySet:
+        """Profile revisions that quote one of the subject's items."""
+        if self.end_user is None and self.client is None:
+            return ProfileRevision.objects.none()
+        sql, params = self.item_ids_sql()
+        return ProfileRevision.objects.filter(pk__in=RawSQL(
+            f"SELECT r.id FROM {ProfileRevision._meta.db_table} r, jsonb_array_elements(r.sources) AS source "
+            f"WHERE (source->>'item_id')::uuid IN ({sql})",
+            params,
+        ))
 
     # Pipeline and access ------------------------------------------------------------------------
 

@@ -1,0 +1,112 @@
+"""Curation of compiled memory: profiles with their revisions as diffs and their sources linked to
+the transcript turns, entities, and lint findings as a review queue. Staff see their organisation only."""
+
+from django.contrib import admin, messages
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from apps.conversations.models import Message
+from apps.core.admin import OrganizationScopedAdmin, ScopeFilter
+from apps.profiles.models import Entity, ItemType, LintFinding, Profile
+from apps.profiles.services.lint import finding_resolve
+from apps.skills.history import side_by_side
+
+ROW_STYLE = {"replace": "background:#fff5b1", "delete": "background:#ffdce0", "insert": "background:#dcffe4"}
+
+
+class ReadOnlyAdmin(OrganizationScopedAdmin):
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Profile)
+class ProfileAdmin(ReadOnlyAdmin):
+    list_display = ["name", "end_user", "scope", "status", "revision", "compiled_at"]
+    list_filter = ["status", ScopeFilter]
+    list_select_related = ["end_user"]
+    search_fields = ["name", "end_user__user_id"]
+    fields = ["name", "end_user", "scope", "status", "revision", "compiled_at", "page", "source_links", "history"]
+    readonly_fields = fields
+
+    @admin.display(description="current page")
+    def page(self, profile):
+        return format_html("<pre style='white-space:pre-wrap'>{}</pre>", profile.markdown or "(empty)")
+
+    @admin.display(description="sources")
+    def source_links(self, profile):
+        sources = list(profile.sources.all())
+        turns = {
+            message.pk: message
+            for message in Message.objects.filter(
+                pk__in=[source.item_id for source in sources if source.item_type == ItemType.MESSAGE]
+            ).only("pk", "seq", "session_id")
+        }
+
+        def link(source):
+            message = turns.get(source.item_id)
+            if message is None:
+                return format_html("{} {}: “{}”", source.item_type, source.item_id, source.quote)
+            url = reverse("admin:conversations_session_transcript", args=[message.session_id]) + f"#turn-{message.seq}"
+            return format_html('<a href="{}">turn {}</a>: “{}”', url, message.seq, source.quote)
+
+        return format_html_join("", "<div>{}</div>", ((link(source),) for source in sources)) or "—"
+
+    @admin.display(description="revisions (each against the one before)")
+    def history(self, profile):
+        revisions = list(profile.revisions.order_by("number"))
+        blocks, previous = [], ""
+        for revision in revisions:
+            rows = format_html_join(
+                "", "<tr style='{}'><td>{}</td><td>{}</td></tr>",
+                ((ROW_STYLE.get(row.kind, ""), row.left, row.right) for row in side_by_side(previous, revision.markdown)),
+            )
+            blocks.append(format_html(
+                "<h4>Revision {} · {} · {} + {} tokens · {}</h4><table class='revision-diff'>{}</table>",
+                revision.number, revision.model, revision.prompt_tokens, revision.completion_tokens,
+                revision.reason or "—", rows,
+            ))
+            previous = revision.markdown
+        return format_html_join("", "{}", ((block,) for block in reversed(blocks))) or "—"
+
+
+@admin.register(Entity)
+class EntityAdmin(ReadOnlyAdmin):
+    list_display = ["name", "kind", "end_user", "scope", "mention_count", "is_user"]
+    list_filter = ["kind", ScopeFilter]
+    list_select_related = ["end_user"]
+    search_fields = ["name", "end_user__user_id"]
+    readonly_fields = ["name", "kind", "aliases", "end_user", "scope", "mention_count", "is_user"]
+    fields = readonly_fields
+
+
+@admin.register(LintFinding)
+class LintFindingAdmin(ReadOnlyAdmin):
+    """The review queue: open findings first; resolving one records who did it and when."""
+
+    organization_path = "profile__organization"
+    list_display = ["kind", "severity", "profile", "peer", "status", "short_detail", "created_at", "resolved_by"]
+    list_filter = ["status", "kind", "severity"]
+    list_select_related = ["profile", "peer"]
+    ordering = ["status", "-created_at"]
+    actions = ["resolve"]
+    readonly_fields = ["profile", "peer", "kind", "severity", "detail", "status", "resolved_by", "resolved_at", "created_at"]
+    fields = readonly_fields
+
+    def has_change_permission(self, request, obj=None):
+        # The resolve action needs the change permission; the form itself stays read-only.
+        return request.user.has_perm("profiles.change_lintfinding")
+
+    @admin.display(description="detail")
+    def short_detail(self, finding):
+        return finding.detail[:120]
+
+    @admin.action(description="Resolve the selected findings")
+    def resolve(self, request, queryset):
+        resolved = 0
+        for finding in queryset.filter(status=LintFinding.Status.OPEN):
+            finding_resolve(finding=finding, actor=f"admin:{request.user.get_username()}")
+            resolved += 1
+        self.message_user(request, f"Resolved {resolved} finding(s).", messages.SUCCESS)

@@ -1,0 +1,15 @@
+from django.apps import AppConfig
+
+
+class ProfilesConfig(AppConfig):
+    name = "apps.profiles"
+    label = "profiles"
+    verbose_name = "Compiled memory: entities and profiles"
+
+    def ready(self):
+        from apps.core.schedules import register_schedule
+        from apps.profiles import handlers  # noqa: F401  (registers pipeline handlers)
+        from apps.profiles.search import register_sources
+
+        register_sources()
+        register_schedule(name="profiles: lint compiled pages", task="profiles.enqueue_lint", every_seconds=3600)

@@ -1,0 +1,37 @@
+"""Pipeline handlers of compiled memory: thin, they load by id and call a service. Projection and
+compilation of one user's memory hold the same per-user lock, so they never interleave."""
+
+from apps.conversations.models import Session
+from apps.pipeline.locks import advisory_lock
+from apps.pipeline.registry import register_handler
+from apps.profiles.models import Entity
+from apps.profiles.services.compile import profile_compile
+from apps.profiles.services.entities import COMPILE_PROFILE, LINT_PROFILES, PROJECT_ENTITIES, session_project
+from apps.profiles.services.lint import profiles_lint
+
+
+def owner_lock_key(*, organization_id, end_user_id) -> str:
+    return f"profiles:{organization_id}:{end_user_id}"
+
+
+@register_handler(PROJECT_ENTITIES)
+def project_entities(task) -> dict:
+    session = Session.objects.select_related("organization", "end_user").filter(pk=task.payload["session"]).first()
+    if session is None:
+        return {"skipped": "session no longer exists"}
+    with advisory_lock(owner_lock_key(organization_id=session.organization_id, end_user_id=session.end_user_id), wait=False):
+        return session_project(session=session)
+
+
+@register_handler(COMPILE_PROFILE)
+def compile_profile(task) -> dict:
+    entity = Entity.objects.select_related("organization").filter(pk=task.payload["entity"]).first()
+    if entity is None:
+        return {"skipped": "entity no longer exists"}
+    with advisory_lock(owner_lock_key(organization_id=entity.organization_id, end_user_id=entity.end_user_id), wait=False):
+        return profile_compile(entity=entity, task=task)
+
+
+@register_handler(LINT_PROFILES)
+def lint_profiles(task) -> dict:
+    return profiles_lint(organization_id=task.payload.get("organization"), task=task)

@@ -1,0 +1,39 @@
+"""Profiles as a memory type of the one search engine (`memory_types: ["profile"]`)."""
+
+from apps.profiles.models import Profile
+from apps.search.registry import SearchSource, register_source
+
+
+def profile_item(profile: Profile) -> dict:
+    return {
+        "name": profile.name,
+        "markdown": profile.markdown,
+        "revision": profile.revision,
+        "entity_id": str(profile.entity_id),
+        # What the page quotes, so a caller can cite the turns and memories behind a hit.
+        "sources": profile.source_refs,
+        "user_id": profile.end_user.user_id,
+        "scope": profile.scope,
+        "compiled_at": profile.compiled_at,
+        "created_at": profile.created_at,
+        "updated_at": profile.updated_at,
+    }
+
+
+PROFILE_SOURCE = SearchSource(
+    memory_type="profile",
+    model=Profile,
+    to_item=profile_item,
+    default_method="hybrid",
+    time_column="compiled_at",
+    user_column="end_user_id",
+    null_user_is_shared=False,
+    fuzzy_expression="(t.name || ' ' || t.markdown)",
+    extra_where="t.status = 'active'",
+    select_related=("end_user",),
+    embedding_text=lambda profile: f"{profile.name}\n{profile.markdown}",
+)
+
+
+def register_sources() -> None:
+    register_source(PROFILE_SOURCE)

@@ -1,0 +1,44 @@
+"""Reads of compiled memory, always within the caller's organisation and read scopes."""
+
+from django.db.models import Prefetch
+
+from apps.profiles.models import Edge, Entity, Profile, ProfileRevision
+
+
+def profile_list(*, client, filters: dict | None = None):
+    filters = filters or {}
+    queryset = (
+        Profile.objects.filter(organization_id=client.organization_id, scope__in=client.read_scopes)
+        .select_related("end_user")
+        .defer("embedding", "search_vector")
+    )
+    if filters.get("user_id"):
+        queryset = queryset.filter(end_user__user_id=filters["user_id"])
+    queryset = queryset.filter(status=filters.get("status") or Profile.Status.ACTIVE)
+    return queryset.order_by("name", "id")
+
+
+def profile_detail_queryset(*, client):
+    """Any status: an archived page is still readable by id, with its history."""
+    return (
+        Profile.objects.filter(organization_id=client.organization_id, scope__in=client.read_scopes)
+        .select_related("end_user")
+        .defer("embedding", "search_vector")
+        .prefetch_related("sources", Prefetch("revisions", queryset=ProfileRevision.objects.order_by("-number")))
+    )
+
+
+def entity_list(*, client, filters: dict | None = None):
+    """One user's entities, most mentioned first, each with its edges in both directions."""
+    edges = Edge.objects.select_related("source", "target").order_by("-weight", "id")
+    filters = filters or {}
+    queryset = Entity.objects.filter(
+        organization_id=client.organization_id, scope__in=client.read_scopes
+    ).select_related("end_user").prefetch_related(
+        Prefetch("edges_out", queryset=edges), Prefetch("edges_in", queryset=edges)
+    )
+    if filters.get("user_id"):
+        queryset = queryset.filter(end_user__user_id=filters["user_id"])
+    if filters.get("kind"):
+        queryset = queryset.filter(kind=filters["kind"])
+    return queryset.order_by("-mention_count", "name", "id")

@@ -1,0 +1,85 @@
+from rest_framework import serializers
+
+from apps.core.pagination import PageQuerySerializer
+from apps.profiles.models import Entity, Profile
+
+
+class ProfileListFilterSerializer(PageQuerySerializer):
+    user_id = serializers.CharField(max_length=255, required=False)
+    status = serializers.ChoiceField(choices=Profile.Status.choices, required=False)
+
+
+class EntityListFilterSerializer(PageQuerySerializer):
+    user_id = serializers.CharField(max_length=255)
+    kind = serializers.ChoiceField(choices=Entity.Kind.choices, required=False)
+
+
+class SourceRefSerializer(serializers.Serializer):
+    item_type = serializers.CharField()
+    item_id = serializers.UUIDField()
+
+
+class ProfileOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    entity_id = serializers.UUIDField()
+    name = serializers.CharField()
+    user_id = serializers.CharField(source="end_user.user_id")
+    scope = serializers.CharField()
+    status = serializers.CharField()
+    markdown = serializers.CharField()
+    revision = serializers.IntegerField()
+    sources = SourceRefSerializer(source="source_refs", many=True)
+    compiled_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class QuotedSourceSerializer(SourceRefSerializer):
+    quote = serializers.CharField()
+
+
+class RevisionSerializer(serializers.Serializer):
+    number = serializers.IntegerField()
+    markdown = serializers.CharField()
+    model = serializers.CharField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    reason = serializers.CharField()
+    sources = QuotedSourceSerializer(many=True)
+    created_at = serializers.DateTimeField()
+
+
+class ProfileDetailOutputSerializer(ProfileOutputSerializer):
+    sources = QuotedSourceSerializer(many=True, source="sources.all")
+    revisions = RevisionSerializer(many=True, source="revisions.all")
+
+
+class EdgeSerializer(serializers.Serializer):
+    entity_id = serializers.UUIDField()
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    weight = serializers.IntegerField()
+    evidence = serializers.ListField(child=serializers.DictField())
+
+
+class EntityOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    kind = serializers.CharField()
+    name = serializers.CharField()
+    aliases = serializers.ListField(child=serializers.CharField())
+    is_user = serializers.BooleanField()
+    mention_count = serializers.IntegerField()
+    user_id = serializers.CharField(source="end_user.user_id")
+    scope = serializers.CharField()
+    edges = serializers.SerializerMethodField()
+
+    def get_edges(self, entity) -> list[dict]:
+        edges = [(edge, edge.target) for edge in entity.edges_out.all()] + [(edge, edge.source) for edge in entity.edges_in.all()]
+        edges.sort(key=lambda pair: (-pair[0].weight, pair[1].name))
+        return EdgeSerializer(
+            [
+                {"entity_id": other.pk, "name": other.name, "kind": other.kind, "weight": edge.weight, "evidence": edge.evidence}
+                for edge, other in edges
+            ],
+            many=True,
+        ).data

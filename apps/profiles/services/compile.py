@@ -1,0 +1,218 @@
+"""Profile compilation: one page per person of a user's memory, every line traceable to an item.
+
+Offline (`LLM_PROVIDER=rules`) the page is deterministic: what the person said about themself,
+grouped by kind (preferences, relationships, plans, activities, constraints, facts), what the
+memories say about them and what others said of them, newest first, each line quoting its
+source sentence. With an LLM the page is written from at most PROFILE_MAX_EVIDENCE numbered
+items, and only the items it says it used are kept as sources. Every compile that changes the
+page is a new revision; an unchanged page is left alone.
+"""
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.conversations.models import Message
+from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.profiles.models import QUOTE_MAX_CHARS, Entity, ItemType, LintFinding, Profile, ProfileRevision, ProfileSource
+from apps.profiles.services.entities import profile_compile_enqueue
+from apps.providers.embeddings import embed_texts, embedding_model_name
+from apps.providers.llm import LLMOutputError, chat_json, llm_enabled
+
+RULES_MODEL = "rules"
+# First-person statements and the kind of fact they state, checked in this order.
+KINDS = (
+    ("Preferences", re.compile(r"\b(?:i|we)\s+(?:really\s+|also\s+|just\s+)?(?:love|like|enjoy|prefer|adore|hate|dislike|can't stand)\b|\bmy favou?rite\b|\bi'm (?:a (?:big )?fan|into|passionate)\b", re.I)),
+    ("Relationships", re.compile(r"\bmy (?:wife|husband|partner|boyfriend|girlfriend|kids?|children|son|daughter|mom|mum|mother|dad|father|parents?|sister|brother|siblings?|family|friends?|grand\w+|aunt|uncle|cousin|colleague|boss|dog|cat|pets?)\b", re.I)),
+    ("Plans", re.compile(r"\b(?:i|we)(?:'m| am| are|'re)? (?:going to|gonna|planning|plan|hoping|hope|want|will|'ll)\b|\bi'll\b|\bnext (?:week|month|year)\b", re.I)),
+    ("Activities", re.compile(r"\b(?:i|we)(?:'ve| have)? (?:been|started|joined|go|went|do|did|took|take|play|played|run|ran|paint|painted|volunteer\w*|attend\w*|work(?:ed)? on)\b", re.I)),
+    ("Constraints", re.compile(r"\b(?:i|we) (?:can't|cannot|don't|do not|never|am allergic|'m allergic)\b|\ballergic\b", re.I)),
+    ("Facts", re.compile(r"\b(?:i|we)(?:'m| am|'ve| have| had| was| work| live| lived| grew up)\b|\bmy\b", re.I)),
+)
+SECTION_ORDER = [kind for kind, _ in KINDS] + ["From memories", "What others said"]
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass
+class Evidence:
+    item_type: str
+    item_id: str
+    section: str
+    quote: str
+    at: datetime
+    where: str  # "conv-26-s1 #3", or the memory type
+    seq: int = 0  # turn and sentence order break ties between items of the same time
+    position: int = 0
+
+    def line(self) -> str:
+        return f'- "{self.quote}" ({self.at:%Y-%m-%d}, {self.where})'
+
+    def source(self) -> dict:
+        return {"item_type": self.item_type, "item_id": self.item_id, "quote": self.quote}
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= QUOTE_MAX_CHARS else text[: QUOTE_MAX_CHARS - 1] + "…"
+
+
+def _kind(sentence: str) -> str | None:
+    return next((kind for kind, pattern in KINDS if pattern.search(sentence)), None)
+
+
+def profile_evidence(*, entity: Entity) -> list[Evidence]:
+    """Every quotable line about the person, newest first (turns by sequence within a session)."""
+    mentions = list(entity.mentions.order_by("-occurred_at", "-seq"))
+    by_type: dict[str, dict] = {t: {} for t in ItemType.values}
+    for mention in mentions:
+        by_type[mention.item_type][mention.item_id] = mention
+    messages = Message.objects.filter(pk__in=list(by_type[ItemType.MESSAGE])).select_related("session")
+    evidence = []
+    for message in messages:
+        mention = by_type[ItemType.MESSAGE][message.pk]
+        where = f"{message.session.session_id} #{message.seq}"
+        for position, sentence in enumerate(_SENTENCES.split(message.content)):
+            sentence = sentence.strip()
+            if len(sentence) < 8:
+                continue
+            if mention.spoken:
+                section = _kind(sentence)
+            elif any(re.search(rf"\b{re.escape(alias)}\b", sentence.lower()) for alias in entity.aliases):
+                section = "What others said"
+            else:
+                section = None
+            if section:
+                evidence.append(Evidence(
+                    ItemType.MESSAGE, str(message.pk), section, _quote(sentence), message.occurred_at, where,
+                    seq=message.seq, position=-position,
+                ))
+    for item_type, model in ((ItemType.EPISODIC, EpisodicMemory), (ItemType.SEMANTIC, SemanticMemory)):
+        for memory in model.objects.filter(pk__in=list(by_type[item_type]), deleted_at__isnull=True):
+            at = getattr(memory, "occurred_at", None) or memory.updated_at
+            evidence.append(Evidence(item_type, str(memory.pk), "From memories", _quote(memory.summary), at, f"{item_type} memory"))
+    evidence.sort(key=lambda item: (item.at, item.seq, item.position, item.item_id), reverse=True)
+    return evidence
+
+
+def _rules_page(entity: Entity, evidence: list[Evidence]) -> str:
+    lines = [f"# {entity.name}", ""]
+    for section in SECTION_ORDER:
+        items = [item for item in evidence if item.section == section]
+        if items:
+            lines += [f"## {section}", *(item.line() for item in items), ""]
+    return "\n".join(lines).strip() + "\n"
+
+
+def _llm_page(entity: Entity, evidence: list[Evidence], task) -> tuple[str, list[Evidence], dict]:
+    numbered = "\n".join(f"[{number}] ({item.at:%Y-%m-%d}) {item.quote}" for number, item in enumerate(evidence, 1))
+    usage: dict = {}
+    answer = chat_json(
+        messages=[
+            {"role": "system", "content": (
+                "You write a concise profile page of one person from numbered evidence. Use only the evidence; "
+                "never add anything it does not say. Group stable facts, preferences, relationships, plans, "
+                "recurring activities and constraints under Markdown headings, and end each line with the "
+                'numbers it rests on, like [3]. Answer with JSON: {"markdown": "...", "used": [numbers]}.'
+            )},
+            {"role": "user", "content": f"Person: {entity.name}\nEvidence:\n{numbered}"},
+        ],
+        organization=entity.organization, task=task, purpose="compile_profile", usage=usage,
+    )
+    markdown, used = answer.get("markdown"), answer.get("used")
+    if not isinstance(markdown, str) or not markdown.strip() or not isinstance(used, list):
+        raise LLMOutputError("The profile answer lacks a markdown text or its list of used evidence.")
+    kept = [evidence[number - 1] for number in dict.fromkeys(used) if isinstance(number, int) and 0 < number <= len(evidence)]
+    return markdown.strip() + "\n", kept, usage
+
+
+def _embed(profile: Profile) -> None:
+    (profile.embedding,) = embed_texts([f"{profile.name}\n{profile.markdown}"])
+    profile.embedding_model = embedding_model_name()
+
+
+def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") -> dict:
+    """Compiles the page of one entity. The LLM and the embedding run before the transaction
+    that stores the result, so no row is locked across a network call."""
+    evidence = profile_evidence(entity=entity)
+    if not evidence:
+        return _archive(entity=entity)
+    evidence = evidence[: settings.PROFILE_MAX_EVIDENCE]
+    model, usage, used = RULES_MODEL, {}, evidence
+    if llm_enabled():
+        try:
+            markdown, used, usage = _llm_page(entity, evidence, task)
+            model = settings.LLM_MODEL
+        except LLMOutputError:
+            markdown, reason = _rules_page(entity, evidence), f"{reason}; the model's answer was unusable, rules page"
+    else:
+        markdown = _rules_page(entity, evidence)
+    sources = {(item.item_type, item.item_id): item.source() for item in used}
+    candidate = Profile(name=entity.name, markdown=markdown)
+    _embed(candidate)
+    with transaction.atomic():
+        entity = Entity.objects.select_for_update().get(pk=entity.pk)
+        profile = Profile.objects.filter(entity=entity).first()
+        current = {} if profile is None else {(s.item_type, str(s.item_id)): s.quote for s in profile.sources.all()}
+        if profile is not None and profile.markdown == markdown and current == {k: v["quote"] for k, v in sources.items()}:
+            if profile.status != Profile.Status.ACTIVE:
+                profile.status = Profile.Status.ACTIVE
+                profile.save(update_fields=["status", "updated_at"])
+            _resolve(profile, kinds=[LintFinding.Kind.STALE, LintFinding.Kind.ORPHAN])
+            return {"profile": str(profile.pk), "revision": profile.revision, "changed": False}
+        if profile is None:
+            profile = Profile(
+                entity=entity, organization_id=entity.organization_id, scope=entity.scope, end_user_id=entity.end_user_id,
+            )
+        profile.name, profile.markdown, profile.status = entity.name, markdown, Profile.Status.ACTIVE
+        profile.embedding, profile.embedding_model = candidate.embedding, candidate.embedding_model
+        profile.source_refs = [{"item_type": key[0], "item_id": key[1]} for key in sources]
+        profile.revision += 1
+        profile.compiled_at = timezone.now()
+        profile.save()
+        profile.sources.all().delete()
+        ProfileSource.objects.bulk_create(
+            ProfileSource(profile=profile, item_type=key[0], item_id=key[1], quote=value["quote"]) for key, value in sources.items()
+        )
+        ProfileRevision.objects.create(
+            profile=profile, number=profile.revision, markdown=markdown, model=model,
+            prompt_tokens=usage.get("prompt_tokens", 0), completion_tokens=usage.get("completion_tokens", 0),
+            sources=list(sources.values()), reason=reason[:255],
+        )
+        _resolve(profile, kinds=[LintFinding.Kind.STALE, LintFinding.Kind.ORPHAN])
+    return {"profile": str(profile.pk), "revision": profile.revision, "changed": True, "sources": len(sources)}
+
+
+def _archive(*, entity: Entity) -> dict:
+    """Nothing left to quote: the page is archived (and hidden from search), its text cleared."""
+    with transaction.atomic():
+        profile = Profile.objects.select_for_update().filter(entity=entity).first()
+        if profile is None:
+            return {"profile": None, "changed": False}
+        if profile.status != Profile.Status.ARCHIVED or profile.markdown:
+            profile.status, profile.markdown, profile.source_refs = Profile.Status.ARCHIVED, "", []
+            profile.save(update_fields=["status", "markdown", "source_refs", "updated_at"])
+            profile.sources.all().delete()
+        return {"profile": str(profile.pk), "changed": True, "archived": True}
+
+
+def _resolve(profile: Profile, *, kinds: list[str], by: str = "recompile") -> None:
+    profile.findings.filter(status=LintFinding.Status.OPEN, kind__in=kinds).update(
+        status=LintFinding.Status.RESOLVED, resolved_by=by, resolved_at=timezone.now(), updated_at=timezone.now()
+    )
+
+
+def profiles_clear_for_recompile(*, profile_ids: list) -> int:
+    """Erasure took some of these pages' sources: their text (which may quote them) is cleared at
+    once and each is recompiled from what remains."""
+    profiles = list(Profile.objects.filter(pk__in=profile_ids).select_related("organization"))
+    for profile in profiles:
+        with transaction.atomic():
+            Profile.objects.filter(pk=profile.pk).update(
+                markdown="", source_refs=[], embedding=None, embedding_model="", updated_at=timezone.now()
+            )
+            profile_compile_enqueue(entity_id=profile.entity_id, organization=profile.organization)
+    return len(profiles)

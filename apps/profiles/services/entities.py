@@ -1,0 +1,243 @@
+"""Entity projection: the people, places and organisations one user's memory names, the items
+that mention them, and who is seen with whom.
+
+Offline the names come from speakers (a turn's `name`; an unnamed `user` turn is the end user
+themself) and a conservative proper-noun rule; with an LLM, the extracted memories' subjects
+(`name` of a semantic memory, `actor` of an episodic one) add theirs. Projection of a session
+replaces that session's mentions, so running it again changes nothing.
+"""
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from apps.conversations.models import Message, Session
+from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.pipeline.models import MemoryTask
+from apps.pipeline.services import enqueue
+from apps.profiles.models import Edge, Entity, ItemType, Mention, NAME_MAX_LENGTH
+
+PROJECT_ENTITIES = "project_entities"
+COMPILE_PROFILE = "compile_profile"
+LINT_PROFILES = "lint_profiles"
+
+SPOKEN_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
+# A subject a memory names: one or two capitalised words (a first name, or a first and a last name).
+_PROPER_NOUN = re.compile(r"[A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})?")
+_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|[\n\"“(]\s*)$")
+_PLACE_CUE = re.compile(r"\b(?:in|to|from|at|near|visit|visited|visiting)\s+$", re.IGNORECASE)
+# Capitalised words that are not names, even mid-sentence.
+NOT_NAMES = frozenset(
+    """monday tuesday wednesday thursday friday saturday sunday january february march april may june july
+    august september october november december christmas easter thanksgiving halloween i i'm i've i'll i'd
+    the this that these those there then thanks thank hey hello wow yes yeah okay god mom dad mum mother
+    father grandma grandpa english spanish french german lgbtq lgbt covid internet instagram facebook
+    youtube google tiktok netflix spotify amazon iphone android mr mrs ms dr sir madam""".split()
+)
+
+
+@dataclass
+class Found:
+    name: str
+    kind: str = Entity.Kind.PERSON
+    spoken: bool = False
+
+
+def _speaker(message: Message, user_id: str) -> str | None:
+    if message.name:
+        return message.name.strip()[:NAME_MAX_LENGTH] or None
+    if message.role == Message.Role.USER:
+        return user_id[:NAME_MAX_LENGTH]
+    return None
+
+
+def _candidates(text: str) -> list[tuple[str, bool]]:
+    """(name, follows a place preposition) for each capitalised word not opening a sentence; two
+    such words in a row are one name (a first and a last name)."""
+    found: list[tuple[str, bool]] = []
+    previous_end = None
+    for match in _CAPITALISED.finditer(text):
+        word, before = match.group(), text[: match.start()]
+        if _SENTENCE_START.search(before) or word.lower() in NOT_NAMES:
+            previous_end = None
+            continue
+        if previous_end is not None and text[previous_end : match.start()] == " " and " " not in found[-1][0]:
+            found[-1] = (f"{found[-1][0]} {word}", found[-1][1])
+        else:
+            found.append((word, bool(_PLACE_CUE.search(before[-12:]))))
+        previous_end = match.end()
+    return found
+
+
+def _named_in(text: str, aliases: dict[str, Entity]) -> set[Entity]:
+    lowered = text.lower()
+    return {entity for alias, entity in aliases.items() if re.search(rf"\b{re.escape(alias)}\b", lowered)}
+
+
+def _entity(owner: dict, aliases: dict[str, Entity], name: str, kind: str, *, is_user: bool = False) -> Entity:
+    alias = name.lower()
+    if alias in aliases:
+        return aliases[alias]
+    entity, _ = Entity.objects.get_or_create(
+        **owner, kind=kind, name=name, defaults={"aliases": [alias], "is_user": is_user}
+    )
+    aliases[alias] = entity
+    return entity
+
+
+def _known_aliases(owner: dict) -> dict[str, Entity]:
+    aliases = {}
+    for entity in Entity.objects.filter(**owner):
+        for alias in entity.aliases or [entity.name.lower()]:
+            aliases.setdefault(alias, entity)
+    return aliases
+
+
+def _session_items(session: Session) -> tuple[list[Message], list]:
+    messages = list(
+        Message.objects.filter(session=session, role__in=SPOKEN_ROLES)
+        .only("id", "seq", "role", "name", "content", "occurred_at", "session_id")
+        .order_by("seq")
+    )
+    ids = [message.pk for message in messages]
+    memories = []
+    for model in (EpisodicMemory, SemanticMemory):
+        memories += list(
+            model.objects.filter(
+                organization_id=session.organization_id, end_user_id=session.end_user_id, scope=session.scope,
+                deleted_at__isnull=True, source_message_ids__overlap=ids,
+            )
+        )
+    return messages, memories
+
+
+@transaction.atomic
+def session_project(*, session: Session) -> dict:
+    """Replaces the mentions of one session's turns and of the memories learned from them, then
+    recomputes the owner's edges and mention counts; returns the entities whose mentions changed."""
+    owner = {"organization_id": session.organization_id, "scope": session.scope, "end_user_id": session.end_user_id}
+    user_id = session.end_user.user_id
+    messages, memories = _session_items(session)
+    aliases = _known_aliases(owner)
+
+    # Names: speakers always; other capitalised names when they are known already or recur.
+    for message in messages:
+        speaker = _speaker(message, user_id)
+        if speaker:
+            _entity(owner, aliases, speaker, Entity.Kind.PERSON, is_user=not message.name)
+    recurring: dict[str, list[bool]] = {}
+    for message in messages:
+        for name, place_cue in _candidates(message.content):
+            recurring.setdefault(name, []).append(place_cue)
+    for name, cues in recurring.items():
+        if name.lower() in aliases or len(cues) >= 2:
+            kind = Entity.Kind.PLACE if sum(cues) * 2 > len(cues) else Entity.Kind.PERSON
+            _entity(owner, aliases, name, kind)
+    for memory in memories:
+        subject = getattr(memory, "actor", "") or getattr(memory, "name", "")
+        if subject and _PROPER_NOUN.fullmatch(subject.strip()):
+            _entity(owner, aliases, subject.strip(), Entity.Kind.PERSON)
+
+    # Mentions of this session's items, replaced wholesale.
+    item_ids = [message.pk for message in messages] + [memory.pk for memory in memories]
+    before = dict(
+        Mention.objects.filter(item_id__in=item_ids, entity__end_user_id=session.end_user_id)
+        .values_list("entity_id").annotate(n=Count("pk")).order_by()
+    )
+    Mention.objects.filter(item_id__in=item_ids, entity__end_user_id=session.end_user_id).delete()
+    mentions = []
+    seq_of = {message.pk: message.seq for message in messages}
+    for message in messages:
+        speaker = _speaker(message, user_id)
+        named = _named_in(message.content, aliases)
+        speaker_entity = aliases.get(speaker.lower()) if speaker else None
+        for entity in named | ({speaker_entity} if speaker_entity else set()):
+            mentions.append(Mention(
+                entity=entity, item_type=ItemType.MESSAGE, item_id=message.pk, session_id=session.pk,
+                seq=message.seq, occurred_at=message.occurred_at, spoken=entity == speaker_entity,
+            ))
+    for memory in memories:
+        text = " ".join(filter(None, [getattr(memory, "actor", ""), getattr(memory, "name", ""), memory.summary, memory.details]))
+        first_turn = min((seq_of[i] for i in memory.source_message_ids if i in seq_of), default=None)
+        item_type = ItemType.EPISODIC if isinstance(memory, EpisodicMemory) else ItemType.SEMANTIC
+        occurred_at = getattr(memory, "occurred_at", None) or memory.updated_at
+        for entity in _named_in(text, aliases):
+            mentions.append(Mention(
+                entity=entity, item_type=item_type, item_id=memory.pk, session_id=session.pk, seq=first_turn,
+                occurred_at=occurred_at,
+            ))
+    Mention.objects.bulk_create(mentions)
+    owner_edges_recompute(end_user_id=session.end_user_id, organization_id=session.organization_id, scope=session.scope)
+
+    after: dict = {}
+    for mention in mentions:
+        after[mention.entity_id] = after.get(mention.entity_id, 0) + 1
+    changed = sorted(str(entity_id) for entity_id in set(before) | set(after) if before.get(entity_id) != after.get(entity_id))
+    for entity_id in changed:
+        profile_compile_enqueue(entity_id=entity_id, organization=session.organization)
+    return {"mentions": len(mentions), "entities": len(set(after)), "changed_entities": len(changed)}
+
+
+def owner_edges_recompute(*, organization_id, scope: str, end_user_id) -> None:
+    """Rebuilds one owner's co-occurrence edges and mention counts from the mentions, in SQL."""
+    entities = Entity.objects.filter(organization_id=organization_id, scope=scope, end_user_id=end_user_id)
+    Edge.objects.filter(Q(source__in=entities) | Q(target__in=entities)).delete()
+    entity_ids = list(entities.values_list("pk", flat=True))
+    if not entity_ids:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {Edge._meta.db_table} (source_id, target_id, weight, evidence)
+            SELECT a.entity_id, b.entity_id, count(*), '[]'::jsonb
+            FROM {Mention._meta.db_table} a
+            JOIN {Mention._meta.db_table} b ON b.item_id = a.item_id AND b.item_type = a.item_type AND b.entity_id > a.entity_id
+            WHERE a.entity_id = ANY(%s) AND b.entity_id = ANY(%s)
+            GROUP BY a.entity_id, b.entity_id
+            """,
+            [entity_ids, entity_ids],
+        )
+        cursor.execute(
+            f"""
+            UPDATE {Edge._meta.db_table} e SET evidence = (
+                SELECT coalesce(jsonb_agg(x.item ORDER BY x.at DESC), '[]'::jsonb) FROM (
+                    SELECT jsonb_build_object('item_type', a.item_type, 'item_id', a.item_id,
+                                              'session_id', a.session_id, 'seq', a.seq) AS item, a.occurred_at AS at
+                    FROM {Mention._meta.db_table} a JOIN {Mention._meta.db_table} b
+                      ON b.item_id = a.item_id AND b.item_type = a.item_type
+                    WHERE a.entity_id = e.source_id AND b.entity_id = e.target_id
+                    ORDER BY a.occurred_at DESC, a.item_id LIMIT %s
+                ) x
+            )
+            WHERE e.source_id = ANY(%s)
+            """,
+            [Edge.EVIDENCE_KEPT, entity_ids],
+        )
+        cursor.execute(
+            f"""
+            UPDATE {Entity._meta.db_table} en SET mention_count =
+                (SELECT count(*) FROM {Mention._meta.db_table} m WHERE m.entity_id = en.id)
+            WHERE en.id = ANY(%s)
+            """,
+            [entity_ids],
+        )
+
+
+def profile_compile_enqueue(*, entity_id, organization) -> MemoryTask:
+    """Debounced: the first new mention schedules a compile PROFILE_COMPILE_DEBOUNCE_SECONDS later,
+    and every mention arriving meanwhile joins it (the idempotency key is taken while it waits)."""
+    run_after = timezone.now() + timedelta(seconds=settings.PROFILE_COMPILE_DEBOUNCE_SECONDS)
+    key = f"compile_profile:{entity_id}"
+    task = enqueue(COMPILE_PROFILE, {"entity": str(entity_id)}, organization=organization, idempotency_key=key, run_after=run_after)
+    if task.status == MemoryTask.Status.RUNNING:  # it may have read the mentions already: one follow-up waits
+        task = enqueue(
+            COMPILE_PROFILE, {"entity": str(entity_id)}, organization=organization,
+            idempotency_key=f"{key}:after:{task.pk}", run_after=run_after,
+        )
+    return task

@@ -1,0 +1,148 @@
+"""Lint of compiled pages, computed with SQL joins over their provenance.
+
+- `stale`: some items a page quotes are gone (erased, pruned, deleted) → a finding, and a recompile;
+- `orphan`: every item it quotes is gone → a finding, and the page is archived;
+- `contradiction`: only with an LLM and PROFILE_LINT_CONTRADICTIONS on: two pages of the same
+  user that the model says contradict each other → a finding for review. Never offline.
+Mentions of items that are gone are deleted and their owners' edges rebuilt.
+"""
+
+import logging
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from apps.conversations.models import Message
+from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.profiles.models import Entity, LintFinding, Mention, Profile, ProfileSource
+from apps.profiles.services.compile import _archive
+from apps.profiles.services.entities import owner_edges_recompute, profile_compile_enqueue
+from apps.providers.llm import LLMError, chat_json, llm_enabled
+
+logger = logging.getLogger(__name__)
+
+
+def _missing_sql(alias: str) -> str:
+    """SQL true when the row of `alias` (profile sources or mentions) points to an item that is gone."""
+    return f"""NOT CASE {alias}.item_type
+        WHEN 'message' THEN EXISTS (SELECT 1 FROM {Message._meta.db_table} i WHERE i.id = {alias}.item_id)
+        WHEN 'episodic' THEN EXISTS (SELECT 1 FROM {EpisodicMemory._meta.db_table} i WHERE i.id = {alias}.item_id AND i.deleted_at IS NULL)
+        WHEN 'semantic' THEN EXISTS (SELECT 1 FROM {SemanticMemory._meta.db_table} i WHERE i.id = {alias}.item_id AND i.deleted_at IS NULL)
+        ELSE FALSE END"""
+
+
+def _pages_with_missing_sources(organization_id=None) -> list[tuple]:
+    """(profile id, sources, missing) of every active page that quotes an item that is gone."""
+    where = "AND p.organization_id = %s" if organization_id else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT p.id, count(*), count(*) FILTER (WHERE {_missing_sql("s")})
+            FROM {Profile._meta.db_table} p JOIN {ProfileSource._meta.db_table} s ON s.profile_id = p.id
+            WHERE p.status = 'active' {where}
+            GROUP BY p.id
+            HAVING count(*) FILTER (WHERE {_missing_sql("s")}) > 0
+            """,
+            [organization_id] if organization_id else [],
+        )
+        return cursor.fetchall()
+
+
+def _finding(profile: Profile, kind: str, *, severity: str, detail: str, peer=None) -> bool:
+    """Opens a finding unless one of the same kind (and peer) is open already."""
+    if profile.findings.filter(status=LintFinding.Status.OPEN, kind=kind, peer=peer).exists():
+        return False
+    LintFinding.objects.create(profile=profile, kind=kind, severity=severity, detail=detail, peer=peer)
+    return True
+
+
+def _prune_dangling_mentions(organization_id=None) -> int:
+    mentions = Mention._meta.db_table
+    where = "AND e.organization_id = %s" if organization_id else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            DELETE FROM {mentions} m USING {Entity._meta.db_table} e
+            WHERE e.id = m.entity_id {where} AND {_missing_sql("m")}
+            RETURNING e.organization_id, e.scope, e.end_user_id
+            """,
+            [organization_id] if organization_id else [],
+        )
+        owners = set(cursor.fetchall())
+    for organization, scope, end_user in owners:
+        owner_edges_recompute(organization_id=organization, scope=scope, end_user_id=end_user)
+    return len(owners)
+
+
+def profiles_lint(*, organization_id=None, task=None) -> dict:
+    """One lint pass (of one organisation, or of all)."""
+    counts = {"stale": 0, "orphan": 0, "contradiction": 0, "recompiles": 0}
+    with transaction.atomic():
+        _prune_dangling_mentions(organization_id)
+    for profile_id, total, missing in _pages_with_missing_sources(organization_id):
+        profile = Profile.objects.select_related("entity", "organization").get(pk=profile_id)
+        if missing == total:
+            counts["orphan"] += _finding(
+                profile, LintFinding.Kind.ORPHAN, severity=LintFinding.Severity.WARNING,
+                detail=f"All {total} items this page quoted are gone; the page was archived.",
+            )
+            _archive(entity=profile.entity)
+        else:
+            counts["stale"] += _finding(
+                profile, LintFinding.Kind.STALE, severity=LintFinding.Severity.INFO,
+                detail=f"{missing} of the {total} items this page quoted are gone; it is being recompiled.",
+            )
+            profile_compile_enqueue(entity_id=profile.entity_id, organization=profile.organization)
+            counts["recompiles"] += 1
+    if settings.PROFILE_LINT_CONTRADICTIONS and llm_enabled():
+        counts["contradiction"] = _contradictions(organization_id, task=task)
+    return counts
+
+
+def _contradictions(organization_id, *, task) -> int:
+    """Asks the model, per user, whether any two of their active pages contradict each other."""
+    found = 0
+    pages = Profile.objects.filter(status=Profile.Status.ACTIVE).select_related("organization")
+    if organization_id:
+        pages = pages.filter(organization_id=organization_id)
+    by_owner: dict = {}
+    for page in pages.order_by("name"):
+        by_owner.setdefault((page.organization_id, page.scope, page.end_user_id), []).append(page)
+    for owned in by_owner.values():
+        if len(owned) < 2:
+            continue
+        numbered = "\n\n".join(f"[{number}] {page.markdown}" for number, page in enumerate(owned, 1))
+        try:
+            answer = chat_json(
+                messages=[
+                    {"role": "system", "content": (
+                        "You check numbered profile pages of people in one user's memory for statements that "
+                        "contradict each other. Report only clear contradictions stated in the pages. Answer with "
+                        'JSON: {"contradictions": [{"page": n, "peer": m, "detail": "..."}]}, an empty list if none.'
+                    )},
+                    {"role": "user", "content": numbered},
+                ],
+                organization=owned[0].organization, task=task, purpose="lint_profiles",
+            )
+        except LLMError as exc:
+            logger.warning("contradiction check failed: %s", type(exc).__name__)
+            continue
+        for item in answer.get("contradictions") or []:
+            if not isinstance(item, dict):
+                continue
+            page, peer = item.get("page"), item.get("peer")
+            if not all(isinstance(n, int) and 0 < n <= len(owned) for n in (page, peer)) or page == peer:
+                continue
+            found += _finding(
+                owned[page - 1], LintFinding.Kind.CONTRADICTION, severity=LintFinding.Severity.WARNING,
+                detail=str(item.get("detail") or "")[:2000], peer=owned[peer - 1],
+            )
+    return found
+
+
+def finding_resolve(*, finding: LintFinding, actor: str) -> LintFinding:
+    if finding.status == LintFinding.Status.OPEN:
+        finding.status, finding.resolved_by, finding.resolved_at = LintFinding.Status.RESOLVED, actor[:255], timezone.now()
+        finding.save(update_fields=["status", "resolved_by", "resolved_at", "updated_at"])
+    return finding
