@@ -73,6 +73,13 @@ def _erasure_url(client, add_messages):
     return f"/api/v1/erasures/{erasure.pk}/", f"/api/v1/erasures/{uuid.uuid4()}/"
 
 
+def _profile_url(client, add_messages):
+    from tests.profiles.makers import make_profile
+
+    profile = make_profile(client, "owner", f"profile of {client.name}")
+    return f"/api/v1/profiles/{profile.pk}/", f"/api/v1/profiles/{uuid.uuid4()}/"
+
+
 ENDPOINTS = [
     ("get", lambda client, add: _session_url(client, add)),
     ("patch", lambda client, add: _session_url(client, add)),
@@ -88,6 +95,7 @@ ENDPOINTS = [
     ("delete", _user_erasure_url),
     ("delete", _client_erasure_url),
     ("get", _erasure_url),
+    ("get", _profile_url),
 ]
 
 

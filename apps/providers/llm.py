@@ -89,6 +89,7 @@ def chat_json(*, messages: list[dict], organization=None, task=None, purpose: st
     if usage is not None and getattr(response, "usage", None) is not None:
         usage["prompt_tokens"] = response.usage.prompt_tokens or 0
         usage["completion_tokens"] = response.usage.completion_tokens or 0
+        usage["model"] = getattr(response, "model", None) or settings.LLM_MODEL
     if not response.choices:
         raise LLMOutputError("The model returned no choices.")
     return parse_json_object(response.choices[0].message.content)

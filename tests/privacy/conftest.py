@@ -11,6 +11,9 @@ from apps.conversations.models import Message, Session
 from apps.memories.services.memories import memory_create, memory_update
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
+from apps.profiles.models import Entity
+from apps.profiles.services.compile import profile_compile
+from apps.profiles.services.entities import session_project
 from apps.providers.embeddings import embed_texts
 from apps.providers.models import LLMUsage
 from apps.skills.models import Skill
@@ -136,6 +139,12 @@ def world(client_a, foreign_client, add_messages, settings) -> World:
     for user_id, word, client in ((ALICE, ALICE_WORD, client_a), (BOB, BOB_WORD, client_a), (BOB, "aisle", client_c)):
         session = Session.objects.get(organization=organization, end_user__user_id=user_id, client=client, session_tag="conversation")
         remember(session, f"{user_id} talked about {word}")
+
+    # Compiled memory: entities and profile pages of every conversation, quoting the turns and memories.
+    for session in Session.objects.filter(organization=organization, session_tag="conversation"):
+        session_project(session=session)
+    for entity in Entity.objects.filter(organization=organization):
+        profile_compile(entity=entity)
 
     # Something still waiting for a worker, and an LLM usage row of a finished task of Alice's.
     add_messages(client_a, ALICE, "chat-2", [{"role": "user", "content": f"More about {ALICE_WORD} tomorrow"}])

@@ -63,6 +63,7 @@ def test_a_user_erasure_leaves_nothing_of_the_user_in_any_table(world):
         "skills.SkillExperience", "skills.Skill", "skills.SkillVersion", "skills.SkillVersion.experiences",
         "memories.EpisodicMemory", "memories.EpisodicMemoryChange", "memories.SemanticMemory",
         "memories.SemanticMemoryChange", "pipeline.MemoryTask", "providers.LLMUsage",
+        "profiles.Entity", "profiles.Profile", "profiles.Mention", "profiles.ProfileSource", "profiles.ProfileRevision",
     )), before
 
     erasure = erase_user(world)
@@ -135,7 +136,7 @@ def test_skills_only_the_user_taught_and_their_personal_skills_are_deleted(world
 
 @pytest.mark.parametrize("method", METHODS)
 def test_search_finds_nothing_of_the_user_afterwards(world, method):
-    assert set(SOURCES) >= {"message", "procedural", "experience", "episodic", "semantic"}
+    assert set(SOURCES) >= {"message", "procedural", "experience", "episodic", "semantic", "profile"}
     readers = [world.client_a, world.reader]
 
     def alice_hits():

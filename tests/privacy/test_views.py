@@ -6,14 +6,19 @@ import pytest
 
 from apps.conversations.models import IngestRequest, Message, Session
 from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
 from apps.privacy.models import ErasureRequest
 from apps.privacy.services.subjects import subject_resolve
 from apps.privacy.services.verify import subject_verify
+from apps.profiles.models import Profile
+from apps.profiles.services.compile import profile_compile
 from apps.skills.models import SkillExperience
 from apps.tenancy.models import Client, EndUser
 from tests.conftest import api_for
-from tests.privacy.conftest import ALICE, BOB
+from tests.privacy.conftest import ALICE, BOB, BOB_WORD
+
+BOB_WORD_TITLE = BOB_WORD.title()
 
 pytestmark = pytest.mark.django_db
 
@@ -99,7 +104,10 @@ def test_a_client_erasure_removes_what_it_created_and_revokes_its_keys(world):
     subject = subject_resolve(organization=world.organization, kind="client", subject_id=str(client_c.pk))
     before = subject_verify(subject=subject, include_redis=False)["tables"]
     assert before["conversations.Message"] and before["memories.SemanticMemory"] and before["tenancy.ClientAPIKey (not revoked)"]
+    assert before["profiles.ProfileSource"] and before["profiles.ProfileRevision"] and before["profiles.Mention"]
     bob_by_a = set(Message.objects.filter(end_user__user_id=BOB, created_by=world.client_a).values_list("pk", "content"))
+    bob_page = Profile.objects.get(organization=world.organization, end_user__user_id=BOB, name=BOB)
+    assert "aisle" in bob_page.markdown  # client C's turn is quoted on Bob's page
 
     body = api_for(world.client_a).delete(f"/api/v1/clients/{client_c.pk}/memories").json()
     assert task_execute(task_id=body["task_id"], worker="test") == "succeeded"
@@ -114,3 +122,11 @@ def test_a_client_erasure_removes_what_it_created_and_revokes_its_keys(world):
     assert not IngestRequest.objects.filter(client=client_c).exists()
     assert set(Message.objects.filter(end_user__user_id=BOB, created_by=world.client_a).values_list("pk", "content")) == bob_by_a
     assert SemanticMemory.objects.filter(end_user__user_id=BOB, organization=world.organization).count() == 1
+    # Bob's page lost every revision and line quoting client C, and is queued to be compiled again.
+    bob_page.refresh_from_db()
+    assert "aisle" not in bob_page.markdown
+    assert not any("aisle" in revision.markdown for revision in bob_page.revisions.all())
+    assert MemoryTask.objects.filter(task_type="compile_profile", payload__entity=str(bob_page.entity_id), status="queued").exists()
+    profile_compile(entity=bob_page.entity)  # what that task does once due
+    bob_page.refresh_from_db()
+    assert bob_page.markdown and "aisle" not in bob_page.markdown and BOB_WORD_TITLE in bob_page.markdown

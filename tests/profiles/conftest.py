@@ -35,7 +35,7 @@ def run_tasks():
 
 
 @pytest.fixture
-def conversation(client_a, add_messages, rules):
+def conversation(client_a, add_messages):
     """Caroline's conversation with Melanie, as one session of user `caroline`."""
     add_messages(client_a, user_id="caroline", session_id="chat-1", messages=conversation_messages())
     from apps.conversations.models import Session

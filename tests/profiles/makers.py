@@ -29,7 +29,7 @@ CONVERSATION = [
     ("Caroline", "I'm planning to adopt a child next year. My friend Jon helped me with the forms."),
     ("Melanie", "Jon is so kind. We are going camping in Yosemite next month."),
     ("Caroline", "I really enjoy hiking too. Jon said he would come to Yosemite with us!"),
-    ("Melanie", "I can't eat gluten, so I will bring my own snacks. Did Jon ever finish his painting?"),
+    ("Melanie", "I can't eat gluten, so I'll bring my own snacks. I love trail mix. Did Jon ever finish his painting?"),
 ]
 
 

@@ -15,7 +15,7 @@ def names(**filters) -> dict[str, str]:
     return dict(Entity.objects.filter(**filters).values_list("name", "kind"))
 
 
-def test_speakers_recurring_names_and_places_become_entities_with_mentions(conversation):
+def test_speakers_recurring_names_and_places_become_entities_with_mentions(conversation, rules):
     result = session_project(session=conversation)
 
     assert names() == {"Caroline": "person", "Melanie": "person", "Jon": "person", "Yosemite": "place"}

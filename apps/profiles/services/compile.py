@@ -28,9 +28,9 @@ RULES_MODEL = "rules"
 KINDS = (
     ("Preferences", re.compile(r"\b(?:i|we)\s+(?:really\s+|also\s+|just\s+)?(?:love|like|enjoy|prefer|adore|hate|dislike|can't stand)\b|\bmy favou?rite\b|\bi'm (?:a (?:big )?fan|into|passionate)\b", re.I)),
     ("Relationships", re.compile(r"\bmy (?:wife|husband|partner|boyfriend|girlfriend|kids?|children|son|daughter|mom|mum|mother|dad|father|parents?|sister|brother|siblings?|family|friends?|grand\w+|aunt|uncle|cousin|colleague|boss|dog|cat|pets?)\b", re.I)),
+    ("Constraints", re.compile(r"\b(?:i|we) (?:can't|cannot|don't|do not|never|am allergic|'m allergic)\b|\ballergic\b", re.I)),
     ("Plans", re.compile(r"\b(?:i|we)(?:'m| am| are|'re)? (?:going to|gonna|planning|plan|hoping|hope|want|will|'ll)\b|\bi'll\b|\bnext (?:week|month|year)\b", re.I)),
     ("Activities", re.compile(r"\b(?:i|we)(?:'ve| have)? (?:been|started|joined|go|went|do|did|took|take|play|played|run|ran|paint|painted|volunteer\w*|attend\w*|work(?:ed)? on)\b", re.I)),
-    ("Constraints", re.compile(r"\b(?:i|we) (?:can't|cannot|don't|do not|never|am allergic|'m allergic)\b|\ballergic\b", re.I)),
     ("Facts", re.compile(r"\b(?:i|we)(?:'m| am|'ve| have| had| was| work| live| lived| grew up)\b|\bmy\b", re.I)),
 )
 SECTION_ORDER = [kind for kind, _ in KINDS] + ["From memories", "What others said"]
@@ -145,12 +145,15 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
     if llm_enabled():
         try:
             markdown, used, usage = _llm_page(entity, evidence, task)
-            model = settings.LLM_MODEL
+            model = usage.get("model") or settings.LLM_MODEL
         except LLMOutputError:
             markdown, reason = _rules_page(entity, evidence), f"{reason}; the model's answer was unusable, rules page"
     else:
         markdown = _rules_page(entity, evidence)
-    sources = {(item.item_type, item.item_id): item.source() for item in used}
+    sources: dict[tuple, dict] = {}
+    for item in used:  # one source per item; several sentences of one turn are quoted together
+        source = sources.setdefault((item.item_type, item.item_id), {**item.source(), "quote": ""})
+        source["quote"] = _quote(" … ".join(filter(None, [source["quote"], item.quote])))
     candidate = Profile(name=entity.name, markdown=markdown)
     _embed(candidate)
     with transaction.atomic():

@@ -1,0 +1,109 @@
+"""apps/profiles/services/lint.py: stale pages are recompiled, orphans archived, contradictions only with an LLM."""
+
+import pytest
+
+from apps.pipeline.models import MemoryTask
+from apps.profiles.models import Edge, Entity, LintFinding, Mention, Profile, ProfileSource
+from apps.profiles.services.compile import profile_compile
+from apps.profiles.services.entities import session_project
+from apps.profiles.services.lint import finding_resolve, profiles_lint
+from apps.search.engine import search
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def pages(conversation, rules):
+    session_project(session=conversation)
+    for entity in Entity.objects.all():
+        profile_compile(entity=entity)
+    MemoryTask.objects.filter(task_type="compile_profile").delete()
+    return {profile.name: profile for profile in Profile.objects.all()}
+
+
+def test_a_page_that_lost_some_sources_is_stale_and_queued_for_recompile(pages, run_tasks):
+    melanie = pages["Melanie"]
+    cited = sorted(melanie.sources.all(), key=lambda source: source.quote)
+    from apps.conversations.models import Message
+
+    citing = set(ProfileSource.objects.filter(item_id=cited[0].item_id).values_list("profile_id", flat=True))
+    Message.objects.filter(pk=cited[0].item_id).delete()
+
+    counts = profiles_lint()
+
+    # Every page that quoted the turn (and still has other sources) is stale, and only those.
+    assert counts["stale"] == counts["recompiles"] == len(citing) >= 1 and counts["orphan"] == 0
+    assert set(LintFinding.objects.values_list("profile_id", flat=True)) == citing
+    finding = LintFinding.objects.get(profile=melanie)
+    assert (finding.kind, finding.status) == ("stale", "open")
+    assert f"1 of the {len(cited)} items" in finding.detail
+    assert profiles_lint()["stale"] == 0  # one open finding per page and kind
+
+    run_tasks("compile_profile")
+
+    melanie.refresh_from_db()
+    assert melanie.revision == 2 and cited[0].quote.split(" … ")[0] not in melanie.markdown
+    finding.refresh_from_db()
+    assert (finding.status, finding.resolved_by) == ("resolved", "recompile") and finding.resolved_at
+    assert profiles_lint()["stale"] == 0
+
+
+def test_a_page_whose_sources_are_all_gone_is_an_archived_orphan_and_leaves_search(pages, client_a):
+    jon = pages["Jon"]
+    hits = search(client=client_a, query="Jon", memory_types=["profile"], method="bm25", limit=5, filters={"user_id": "caroline"})
+    assert jon.pk in {hit.instance.pk for hit in hits}
+    from apps.conversations.models import Message
+
+    gone = {source.item_id for source in jon.sources.all()}
+    orphans = {
+        profile.pk for profile in Profile.objects.all() if {source.item_id for source in profile.sources.all()} <= gone
+    }
+    Message.objects.filter(pk__in=gone).delete()
+
+    assert profiles_lint()["orphan"] == len(orphans) and jon.pk in orphans
+
+    jon.refresh_from_db()
+    assert jon.status == "archived" and jon.markdown == ""
+    assert LintFinding.objects.get(profile=jon).kind == "orphan"
+    hits = search(client=client_a, query="Jon", memory_types=["profile"], method="bm25", limit=5, filters={"user_id": "caroline"})
+    assert jon.pk not in {hit.instance.pk for hit in hits}
+
+
+def test_mentions_of_deleted_items_are_pruned_and_edges_rebuilt(pages, conversation):
+    turn = conversation.messages.get(seq=3)  # Caroline names Jon
+    assert Mention.objects.filter(item_id=turn.pk).exists()
+    turn.delete()
+
+    profiles_lint()
+
+    assert not Mention.objects.filter(item_id=turn.pk).exists()
+    caroline_jon = Edge.objects.get(source__name__in=["Caroline", "Jon"], target__name__in=["Caroline", "Jon"])
+    assert caroline_jon.weight == 1 and [item["seq"] for item in caroline_jon.evidence] == [5]
+
+
+def test_contradictions_are_checked_only_with_an_llm_and_when_enabled(pages, fake_openai, settings):
+    settings.PROFILE_LINT_CONTRADICTIONS = False
+    profiles_lint()
+    assert fake_openai.chat_requests() == []
+
+    settings.PROFILE_LINT_CONTRADICTIONS = True
+    names = [profile.name for profile in Profile.objects.filter(status="active").order_by("name")]
+    first, second = names.index("Caroline") + 1, names.index("Melanie") + 1
+    fake_openai.add_json({"contradictions": [
+        {"page": first, "peer": second, "detail": "Caroline says she hikes; Melanie says Caroline never does."},
+        {"page": first, "peer": first, "detail": "a page against itself is ignored"},
+        {"page": 99, "peer": 1, "detail": "a page it was not shown is ignored"},
+    ]})
+
+    assert profiles_lint()["contradiction"] == 1
+
+    (finding,) = LintFinding.objects.filter(kind="contradiction")
+    assert (finding.profile.name, finding.peer.name, finding.status) == ("Caroline", "Melanie", "open")
+    finding_resolve(finding=finding, actor="admin:ann")
+    assert (finding.status, finding.resolved_by) == ("resolved", "admin:ann")
+
+
+def test_offline_no_contradiction_is_ever_invented(pages, settings):
+    settings.PROFILE_LINT_CONTRADICTIONS = True
+    assert profiles_lint()["contradiction"] == 0
+    assert not LintFinding.objects.exists()
