@@ -21,7 +21,7 @@ from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization
 USER = "user"
 CLIENT = "client"
 # Payload keys of pipeline tasks that hold the id of a row of these models.
-TASK_REFERENCES = {"session": Session}
+TASK_REFERENCES = {"session": Session, "entity": Entity}
 MEMORY_MODELS = ((EpisodicMemory, EpisodicMemoryChange), (SemanticMemory, SemanticMemoryChange))
 
 
@@ -161,7 +161,11 @@ class Subject:
     def referenced_ids_sql(self) -> tuple[str, list]:
         """SQL selecting, as text, the ids of the subject's rows that task payloads may name."""
         sql, params = self.sessions().values("pk").query.sql_with_params()
-        return f"SELECT s.id::text FROM ({sql}) AS s(id)", list(params)
+        sql, params = f"SELECT s.id::text FROM ({sql}) AS s(id)", list(params)
+        if self.end_user is not None:  # a client's own rows hold no entities (an empty queryset has no SQL)
+            entities, entity_params = self.entities().values("pk").query.sql_with_params()
+            sql, params = f"{sql} UNION ALL SELECT e.id::text FROM ({entities}) AS e(id)", [*params, *entity_params]
+        return sql, params
 
     def tasks(self) -> QuerySet:
         """Tasks whose payload names one of the subject's rows (e.g. their sessions)."""

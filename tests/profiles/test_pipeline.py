@@ -1,0 +1,57 @@
+"""End to end through the pipeline: an add queues projection, projection queues compiles, and the
+page is searchable; the lint beat job and erasure queue lint as their own task type."""
+
+import pytest
+from django.core.management import call_command
+from django_celery_beat.models import PeriodicTask
+
+from apps.pipeline.models import MemoryTask
+from apps.privacy.services.erasure import erasure_request
+from apps.privacy.services.subjects import subject_resolve
+from apps.profiles.models import Entity, Profile
+from apps.profiles.services.entities import profile_compile_enqueue
+from apps.profiles.tasks import enqueue_lint
+from tests.profiles.makers import conversation_messages
+
+pytestmark = pytest.mark.django_db
+
+
+def test_an_add_ends_in_searchable_profiles(api, run_tasks, rules):
+    response = api.post(
+        "/api/v1/memory/add", {"user_id": "caroline", "session_id": "chat-1", "messages": conversation_messages()}, format="json",
+    )
+    assert response.status_code == 202, response.content
+
+    done = run_tasks()
+
+    assert {task.task_type for task in done} >= {"embed_messages", "extract_memories", "project_entities", "compile_profile"}
+    assert all(task.status == "succeeded" for task in done), [(task.task_type, task.error) for task in done]
+    assert set(Profile.objects.values_list("name", flat=True)) == {"Caroline", "Melanie", "Jon", "Yosemite"}
+    hits = api.get("/api/v1/memory/search", {"user_id": "caroline", "query": "gluten", "memory_types": "profile"}).json()["results"]
+    assert [hit["name"] for hit in hits][:1] == ["Melanie"]
+
+    # Compiling again without new evidence changes nothing: no new revision.
+    for entity in Entity.objects.select_related("organization"):
+        profile_compile_enqueue(entity_id=entity.pk, organization=entity.organization)
+    run_tasks()
+    assert set(Profile.objects.values_list("revision", flat=True)) == {1}
+
+
+def test_beat_and_erasure_queue_lint_through_the_pipeline(client_a, add_messages, run_tasks, rules):
+    first = MemoryTask.objects.get(pk=enqueue_lint())
+    assert MemoryTask.objects.get(pk=enqueue_lint()) == first  # one at a time
+    run_tasks("lint_profiles")
+    first.refresh_from_db()
+    assert first.status == "succeeded" and set(first.result) == {"stale", "orphan", "contradiction", "recompiles"}
+
+    add_messages(client_a, user_id="gone", session_id="s", messages=conversation_messages())
+    erasure_request(subject=subject_resolve(organization=client_a.organization, kind="user", subject_id="gone"))
+    run_tasks("erase_subject")
+    assert MemoryTask.objects.filter(
+        task_type="lint_profiles", payload={"organization": str(client_a.organization_id)}, status="queued"
+    ).exists()
+
+
+def test_lint_runs_on_a_beat_schedule():
+    call_command("setup_schedules", verbosity=0)
+    assert PeriodicTask.objects.filter(task="profiles.enqueue_lint", enabled=True).exists()
