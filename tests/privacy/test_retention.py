@@ -11,6 +11,9 @@ from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
 from apps.privacy.services.retention import retention_prune
 from apps.privacy.tasks import enqueue_retention
+from apps.profiles.models import Entity, Profile
+from apps.profiles.services.compile import profile_compile
+from apps.profiles.services.entities import session_project
 from apps.skills.models import Skill, SkillExperience
 from tests.privacy.conftest import run_tasks, tool_messages
 from tests.skills.factories import task_session
@@ -87,3 +90,19 @@ def test_evidence_quotes_are_cut_to_the_limit_and_the_skill_change_is_a_version(
 
 def test_retention_runs_daily_from_beat():
     assert SCHEDULES["privacy: prune transcripts past retention"] == ("privacy.enqueue_retention", 86400)
+
+
+def test_a_page_quoting_a_pruned_turn_gets_its_finding_in_the_same_run(sessions, settings):
+    settings.CONVERSATION_RETENTION_DAYS = 30
+    session_project(session=sessions["chat"])
+    (entity,) = Entity.objects.filter(is_user=True)
+    profile_compile(entity=entity)
+    page = Profile.objects.get(entity=entity)
+    assert "I moved to Lisbon" in page.markdown and "I adopted a cat" in page.markdown
+
+    result = retention_prune()
+
+    assert result["messages"] and result["profiles_lint"]["stale"] == 1
+    (finding,) = page.findings.all()
+    assert finding.kind == "stale" and finding.status == "open"
+    assert MemoryTask.objects.filter(task_type="compile_profile", payload={"entity": str(entity.pk)}, status="queued").exists()

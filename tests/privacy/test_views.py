@@ -127,6 +127,10 @@ def test_a_client_erasure_removes_what_it_created_and_revokes_its_keys(world):
     assert "aisle" not in bob_page.markdown
     assert not any("aisle" in revision.markdown for revision in bob_page.revisions.all())
     assert MemoryTask.objects.filter(task_type="compile_profile", payload__entity=str(bob_page.entity_id), status="queued").exists()
+    (finding,) = bob_page.findings.all()
+    assert (finding.kind, finding.status) == ("stale", "open") and str(erasure.pk) in finding.detail
     profile_compile(entity=bob_page.entity)  # what that task does once due
     bob_page.refresh_from_db()
     assert bob_page.markdown and "aisle" not in bob_page.markdown and BOB_WORD_TITLE in bob_page.markdown
+    finding.refresh_from_db()
+    assert finding.status == "resolved"

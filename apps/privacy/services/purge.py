@@ -67,7 +67,9 @@ def purge_profiles(subject: Subject, erasure_id) -> dict:
     counts["profiles.ProfileRevision"] = delete_in_batches(subject.quoting_revisions())
     affected = list(subject.profile_sources().values_list("profile_id", flat=True).distinct())
     counts["profiles.ProfileSource"] = delete_in_batches(subject.profile_sources())
-    counts["profiles.Profile (cleared, recompiling)"] = profiles_clear_for_recompile(profile_ids=affected)
+    counts["profiles.Profile (cleared, recompiling)"] = profiles_clear_for_recompile(
+        profile_ids=affected, reason=f"Sources erased by erasure {erasure_id}; the page is being recompiled."
+    )
     return counts
 
 

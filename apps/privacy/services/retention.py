@@ -17,6 +17,7 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from apps.conversations.models import Message, Session
+from apps.profiles.services.lint import profiles_lint
 from apps.skills.models import Skill, SkillExperience
 from apps.skills.services.skills import skill_update
 
@@ -107,4 +108,7 @@ def retention_prune(*, now=None, batch_size: int | None = None) -> dict:
         "experience_quotes_truncated": _truncate_experience_quotes(limit),
         "skills_examples_truncated": _truncate_skill_examples(limit),
     }
+    if result["messages"]:
+        # A page quoting a pruned turn gets its lint finding (and recompile) now, not at the next beat.
+        result["profiles_lint"] = profiles_lint()
     return result

@@ -31,7 +31,8 @@ KINDS = (
     ("Constraints", re.compile(r"\b(?:i|we) (?:can't|cannot|don't|do not|never|am allergic|'m allergic)\b|\ballergic\b", re.I)),
     ("Plans", re.compile(r"\b(?:i|we)(?:'m| am| are|'re)? (?:going to|gonna|planning|plan|hoping|hope|want|will|'ll)\b|\bi'll\b|\bnext (?:week|month|year)\b", re.I)),
     ("Activities", re.compile(r"\b(?:i|we)(?:'ve| have)? (?:been|started|joined|go|went|do|did|took|take|play|played|run|ran|paint|painted|volunteer\w*|attend\w*|work(?:ed)? on)\b", re.I)),
-    ("Facts", re.compile(r"\b(?:i|we)(?:'m| am|'ve| have| had| was| work| live| lived| grew up)\b|\bmy\b", re.I)),
+    # Any other first-person statement is a fact about the speaker.
+    ("Facts", re.compile(r"\b(?:i|i'm|i've|i'd|we|my|our)\b", re.I)),
 )
 SECTION_ORDER = [kind for kind, _ in KINDS] + ["From memories", "What others said"]
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
@@ -61,6 +62,8 @@ def _quote(text: str) -> str:
 
 
 def _kind(sentence: str) -> str | None:
+    if sentence.endswith("?"):  # a question states nothing about the speaker
+        return None
     return next((kind for kind, pattern in KINDS if pattern.search(sentence)), None)
 
 
@@ -208,14 +211,17 @@ def _resolve(profile: Profile, *, kinds: list[str], by: str = "recompile") -> No
     )
 
 
-def profiles_clear_for_recompile(*, profile_ids: list) -> int:
+def profiles_clear_for_recompile(*, profile_ids: list, reason: str) -> int:
     """Erasure took some of these pages' sources: their text (which may quote them) is cleared at
-    once and each is recompiled from what remains."""
+    once, a `stale` finding records why, and each is recompiled from what remains."""
     profiles = list(Profile.objects.filter(pk__in=profile_ids).select_related("organization"))
     for profile in profiles:
         with transaction.atomic():
             Profile.objects.filter(pk=profile.pk).update(
                 markdown="", source_refs=[], embedding=None, embedding_model="", updated_at=timezone.now()
+            )
+            LintFinding.objects.create(
+                profile=profile, kind=LintFinding.Kind.STALE, severity=LintFinding.Severity.INFO, detail=reason
             )
             profile_compile_enqueue(entity_id=profile.entity_id, organization=profile.organization)
     return len(profiles)
