@@ -47,13 +47,19 @@ def _erasure():
     erasure.run(RESULTS_DIR)
 
 
+def _profiles():
+    from bench import profiles
+
+    profiles.run(RESULTS_DIR)
+
+
 def _scale():
     from bench import scale
 
     scale.run(RESULTS_DIR)
 
 
-BENCHMARKS = {"ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure, "admin": _admin, "scale": _scale}
+BENCHMARKS = {"ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure, "admin": _admin, "profiles": _profiles, "scale": _scale}
 
 
 def main(argv: list[str]) -> int:
@@ -62,6 +68,10 @@ def main(argv: list[str]) -> int:
 
     django.setup()
     import logging
+
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)  # a fresh clone's database, or one behind the code
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
     names = argv or list(BENCHMARKS)

@@ -75,9 +75,17 @@ def _candidates(text: str) -> list[tuple[str, bool]]:
     return found
 
 
-def _named_in(text: str, aliases: dict[str, Entity]) -> set[Entity]:
-    lowered = text.lower()
-    return {entity for alias, entity in aliases.items() if re.search(rf"\b{re.escape(alias)}\b", lowered)}
+def _alias_pattern(aliases: dict[str, Entity]) -> re.Pattern | None:
+    """One alternation of every alias, longest first, so "Jon Smith" wins over "Jon"."""
+    if not aliases:
+        return None
+    return re.compile(r"\b(" + "|".join(re.escape(alias) for alias in sorted(aliases, key=len, reverse=True)) + r")\b")
+
+
+def _named_in(text: str, aliases: dict[str, Entity], pattern: re.Pattern | None) -> set[Entity]:
+    if pattern is None:
+        return set()
+    return {aliases[match] for match in pattern.findall(text.lower())}
 
 
 def _entity(owner: dict, aliases: dict[str, Entity], name: str, kind: str, *, is_user: bool = False) -> Entity:
@@ -145,6 +153,7 @@ def session_project(*, session: Session) -> dict:
             _entity(owner, aliases, subject.strip(), Entity.Kind.PERSON)
 
     # Mentions of this session's items, replaced wholesale.
+    pattern = _alias_pattern(aliases)
     item_ids = [message.pk for message in messages] + [memory.pk for memory in memories]
     before = dict(
         Mention.objects.filter(item_id__in=item_ids, entity__end_user_id=session.end_user_id)
@@ -155,7 +164,7 @@ def session_project(*, session: Session) -> dict:
     seq_of = {message.pk: message.seq for message in messages}
     for message in messages:
         speaker = _speaker(message, user_id)
-        named = _named_in(message.content, aliases)
+        named = _named_in(message.content, aliases, pattern)
         speaker_entity = aliases.get(speaker.lower()) if speaker else None
         for entity in named | ({speaker_entity} if speaker_entity else set()):
             mentions.append(Mention(
@@ -167,7 +176,7 @@ def session_project(*, session: Session) -> dict:
         first_turn = min((seq_of[i] for i in memory.source_message_ids if i in seq_of), default=None)
         item_type = ItemType.EPISODIC if isinstance(memory, EpisodicMemory) else ItemType.SEMANTIC
         occurred_at = getattr(memory, "occurred_at", None) or memory.updated_at
-        for entity in _named_in(text, aliases):
+        for entity in _named_in(text, aliases, pattern):
             mentions.append(Mention(
                 entity=entity, item_type=item_type, item_id=memory.pk, session_id=session.pk, seq=first_turn,
                 occurred_at=occurred_at,
