@@ -26,6 +26,8 @@ def enqueue(
     payload: dict,
     *,
     organization=None,
+    scope: str | None = None,
+    client=None,
     idempotency_key: str | None = None,
     run_after=None,
     max_attempts: int | None = None,
@@ -44,6 +46,8 @@ def enqueue(
             task = MemoryTask.objects.create(
                 task_type=task_type,
                 organization=organization,
+                scope=scope,
+                client=client,
                 payload=payload,
                 idempotency_key=idempotency_key,
                 run_after=run_after or timezone.now(),

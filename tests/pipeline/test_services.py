@@ -444,8 +444,8 @@ def test_advisory_lock_without_waiting_fails_fast_while_another_connection_holds
 
 @pytest.mark.django_db
 def test_task_endpoint_shows_the_callers_organisation_task(client_a, api):
-    task = due_task(client_a.organization, task_type="test_echo", status=MemoryTask.Status.FAILED, attempts=2,
-                    error="ValueError: boom\nTraceback (most recent call last): ...")
+    task = due_task(client_a.organization, scope=client_a.write_scope, task_type="test_echo", status=MemoryTask.Status.FAILED,
+                    attempts=2, error="ValueError: boom\nTraceback (most recent call last): ...")
 
     response = api.get(f"/api/v1/tasks/{task.pk}/")
 
@@ -458,7 +458,7 @@ def test_task_endpoint_shows_the_callers_organisation_task(client_a, api):
 
 @pytest.mark.django_db
 def test_task_endpoint_answers_a_foreign_task_exactly_like_a_missing_one(api, foreign_client):
-    foreign = due_task(foreign_client.organization)
+    foreign = due_task(foreign_client.organization, scope=foreign_client.write_scope)
 
     foreign_response = api.get(f"/api/v1/tasks/{foreign.pk}/")
     missing_response = api.get(f"/api/v1/tasks/{uuid.uuid4()}/")
