@@ -253,12 +253,14 @@ def task_execute(*, task_id, worker: str) -> str:
         now = timezone.now()
         if task.attempts >= task.max_attempts:
             _finish(task, status=MemoryTask.Status.DEAD, error=error, finished_at=now)
-            logger.error("task %s (%s) is dead after %s attempts: %s", task.id, task.task_type, task.attempts, exc)
+            logger.error(
+                "task %s (%s) is dead after %s attempts: %s", task.id, task.task_type, task.attempts, type(exc).__name__
+            )
             return "dead"
         run_after = now + timedelta(seconds=retry_delay(task.attempts))
         if _finish(task, status=MemoryTask.Status.FAILED, error=error, run_after=run_after):
             publish(task_id=task.id, run_after=run_after)
-        logger.warning("task %s (%s) failed attempt %s: %s", task.id, task.task_type, task.attempts, exc)
+        logger.warning("task %s (%s) failed attempt %s: %s", task.id, task.task_type, task.attempts, type(exc).__name__)
         return "failed"
     finally:
         _heartbeats.remove(task.pk)

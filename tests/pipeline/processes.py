@@ -272,13 +272,13 @@ class WebServer:
 
     def __init__(
         self, *, broker_url: str, settings_dict: dict, log_path: Path, workers: int = 2, threads: int = 4,
-        env: dict | None = None,
+        env: dict | None = None, extra_args: tuple = (),
     ):
         self.port = free_port()
         self.log_path = log_path
         self.command = [
             str(Path(sys.executable).with_name("gunicorn")), "memory_platform.wsgi", "--bind", f"127.0.0.1:{self.port}",
-            "--workers", str(workers), "--threads", str(threads), "--timeout", "120",
+            "--workers", str(workers), "--threads", str(threads), "--timeout", "120", *extra_args,
         ]
         self.env = dict(os.environ)
         self.env.update(

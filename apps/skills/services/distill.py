@@ -141,7 +141,8 @@ def session_distill(*, session: Session, task=None) -> dict:
         session.distilled_at = now
         evolve_task = evolve_enqueue(organization=session.organization, scope=session.scope) if experiences else None
     if problems:
-        logger.info("distillation of session %s: %s", session.pk, "; ".join(problems))
+        # Counted, not quoted: the problems cite the model's output (kept in the task's result).
+        logger.info("distillation of session %s: %s problem(s) with the distiller's answer", session.pk, len(problems))
     return {
         "distiller": distiller,
         "experiences": len(experiences),
