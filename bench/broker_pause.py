@@ -65,7 +65,7 @@ def run(output_dir: Path) -> dict:
     print(
         f"broker pause {summary['pause_seconds']} s: {summary['completed_during_pause']} requests completed during it "
         f"({summary['adds_completed_during_pause']} adds, {summary['searches_completed_during_pause']} searches; "
-        f"search p95 {summary['search_p95_ms_during_pause']} ms; slowest add started in it "
+        f"search p95 {summary['search_p95_ms_started_during_pause']} ms; slowest add started in it "
         f"{summary['add_max_ms_started_during_pause']} ms); {summary['tasks_succeeded']}/{summary['tasks']} tasks succeeded"
     )
     output_dir.mkdir(parents=True, exist_ok=True)

@@ -39,7 +39,8 @@ class PauseRun:
         return {task_id for call in self.calls for task_id in call.task_ids}
 
     def summary(self) -> dict:
-        searches = sorted(call.seconds for call in self.during_pause("search"))
+        # Latencies of the calls that started during the pause, including any that ended after it.
+        searches = sorted(call.seconds for call in self.started_during_pause("search"))
         adds = self.started_during_pause("add")
         before = sorted(call.seconds for call in self.calls if call.kind == "search" and call.ended < self.paused_at)
         return {
@@ -47,9 +48,9 @@ class PauseRun:
             "search_p95_ms_before_pause": round(percentile(before, 0.95) * 1000, 1) if before else None,
             "completed_during_pause": len(self.during_pause("add")) + len(self.during_pause("search")),
             "adds_completed_during_pause": len(self.during_pause("add")),
-            "searches_completed_during_pause": len(searches),
-            "search_p50_ms_during_pause": round(percentile(searches, 0.5) * 1000, 1) if searches else None,
-            "search_p95_ms_during_pause": round(percentile(searches, 0.95) * 1000, 1) if searches else None,
+            "searches_completed_during_pause": len(self.during_pause("search")),
+            "search_p50_ms_started_during_pause": round(percentile(searches, 0.5) * 1000, 1) if searches else None,
+            "search_p95_ms_started_during_pause": round(percentile(searches, 0.95) * 1000, 1) if searches else None,
             "adds_started_during_pause": len(adds),
             "add_max_ms_started_during_pause": round(max(call.seconds for call in adds) * 1000, 1) if adds else None,
             "add_statuses": sorted({call.status for call in self.calls if call.kind == "add"}),

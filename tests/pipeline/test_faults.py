@@ -186,7 +186,7 @@ def test_a_paused_broker_does_not_freeze_the_api_and_every_task_runs_once_it_is_
     assert summary["add_statuses"] == [202] and summary["search_statuses"] == [200]
     assert summary["adds_completed_during_pause"] >= 8, "adds keep being accepted while the broker hangs"
     assert summary["searches_completed_during_pause"] >= 8, "searches keep being answered"
-    assert summary["search_p95_ms_during_pause"] < 1000
+    assert summary["search_p95_ms_started_during_pause"] < 1000
     assert summary["add_max_ms_started_during_pause"] < 2000
 
     # Nothing is lost: beat re-publishes the rows whose publish gave up, and every task runs.
