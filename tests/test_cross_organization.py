@@ -20,6 +20,7 @@ from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
 from apps.privacy.models import ErasureRequest
+from apps.profiles.models import Entity, Profile
 from apps.skills.models import Skill, SkillExperience
 from apps.tenancy.models import Client, ClientAPIKey
 from tests.conftest import api_for
@@ -86,6 +87,13 @@ def _memory_url(memory_type):
     return make
 
 
+def _profile_url(client, add):
+    from tests.profiles.makers import make_profile
+
+    profile = make_profile(client, "owner", f"profile page of {client.name}")
+    return f"/api/v1/profiles/{profile.pk}/", f"/api/v1/profiles/{uuid.uuid4()}/"
+
+
 def _user_erasure_url(client, add):
     add(client, user_id="erase-me", session_id="sess-e")
     return "/api/v1/users/erase-me/memories", f"/api/v1/users/erase-{uuid.uuid4().hex[:8]}/memories"
@@ -139,6 +147,7 @@ ENDPOINTS = {
     "procedural-delete": ("delete", _skill_url("/api/v1/memory/procedural/{}"), DELETE),
     "episodic-delete": ("delete", _memory_url("episodic"), DELETE),
     "semantic-delete": ("delete", _memory_url("semantic"), DELETE),
+    "profile-get": ("get", _profile_url, READ),
     "user-erasure": ("delete", _user_erasure_url, ERASE),
     "client-erasure": ("delete", _client_erasure_url, ERASE),
     "erasure-get": ("get", _erasure_url, ERASURE_STATUS),
@@ -148,7 +157,7 @@ ENDPOINTS = {
 
 def alpha_rows(organization) -> dict:
     """Every row of scope alpha (and the alpha clients and keys), all columns: what "unchanged" compares."""
-    scoped = (Session, Message, MemoryTask, Skill, SkillExperience, EpisodicMemory, SemanticMemory)
+    scoped = (Session, Message, MemoryTask, Skill, SkillExperience, EpisodicMemory, SemanticMemory, Entity, Profile)
     rows = {
         model._meta.label: sorted(map(repr, model.objects.filter(scope="alpha").values()))
         for model in scoped

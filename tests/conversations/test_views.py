@@ -115,7 +115,7 @@ def test_routing_by_session_tag(api, handlers):
 
     conversation = add(api, session_id="conv").json()
     types = set(MemoryTask.objects.filter(pk__in=conversation["task_ids"]).values_list("task_type", flat=True))
-    assert types == {"embed_messages", "extract_memories"}
+    assert types == {"embed_messages", "extract_memories", "project_entities"}
     add(api, session_id="conv", messages=[{"role": "user", "content": "more"}])
     assert MemoryTask.objects.filter(task_type="extract_memories").count() == 1  # debounced per session
     api.post("/api/v1/sessions/conv/seal?user_id=user-1")
