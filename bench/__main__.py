@@ -59,7 +59,16 @@ def _scale():
     scale.run(RESULTS_DIR)
 
 
-BENCHMARKS = {"ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure, "admin": _admin, "profiles": _profiles, "scale": _scale}
+def _broker_pause():
+    from bench import broker_pause
+
+    broker_pause.run(RESULTS_DIR)
+
+
+BENCHMARKS = {
+    "ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure,
+    "admin": _admin, "profiles": _profiles, "scale": _scale, "broker_pause": _broker_pause,
+}
 
 
 def main(argv: list[str]) -> int:

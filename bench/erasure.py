@@ -168,7 +168,9 @@ def run(output_dir, *, messages: int = MESSAGES, memories: int = MEMORIES, log=p
     output_dir.mkdir(parents=True, exist_ok=True)
     call_command("migrate", interactive=False, verbosity=0)
     organization = organization_create(name=f"bench-erasure-{uuid.uuid4().hex[:12]}")
-    subject_client, _ = client_create(organization=organization, name="subject-agent", write_scope="default")
+    subject_client, _ = client_create(
+        organization=organization, name="subject-agent", write_scope="default", can_erase=True
+    )
     other_client, _ = client_create(organization=organization, name="other-agent", write_scope="default")
     end_user = end_user_get_or_create(organization=organization, user_id="bench-subject")
 

@@ -45,10 +45,12 @@ class Session(BaseModel):
     class Meta:
         ordering = ["-last_message_at"]
         constraints = [
+            # Unique per user *within a scope*: a writer of one scope can neither see nor collide
+            # with another scope's session ids (a collision would answer differently, an oracle).
             models.UniqueConstraint(
-                fields=["organization", "end_user", "session_id"],
-                name="session_id_unique_per_user",
-                violation_error_message="This user already has a session with this id.",
+                fields=["organization", "end_user", "scope", "session_id"],
+                name="session_id_unique_per_user_and_scope",
+                violation_error_message="This user already has a session with this id in this scope.",
             ),
             models.CheckConstraint(condition=Q(session_tag__in=["task", "conversation"]), name="session_tag_valid"),
             models.CheckConstraint(condition=Q(status__in=["open", "sealed"]), name="session_status_valid"),

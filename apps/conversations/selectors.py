@@ -21,6 +21,40 @@ def session_list(*, client, filters: dict | None = None):
     return queryset.order_by("-last_message_at", "-created_at")
 
 
+class AmbiguousSession(Exception):
+    """The client reads several scopes holding this user's session id and writes none of them."""
+
+    def __init__(self, session_id: str, scopes: list[str]):
+        self.scopes = scopes
+        super().__init__(
+            f"Session {session_id!r} exists in several scopes this client reads ({', '.join(scopes)}); "
+            "name one with ?scope=."
+        )
+
+
+def session_get(*, client, user_id: str, session_id: str, scope: str | None = None) -> Session:
+    """One user's session by its id, among the sessions the client reads.
+
+    Session ids are unique per user within a scope. Without `scope`, the session of the client's
+    own write scope wins, then the only readable one; raises Session.DoesNotExist when none is
+    readable and AmbiguousSession when several are (all of them readable, so naming them leaks nothing).
+    """
+    queryset = session_list(client=client).select_related("organization").filter(
+        end_user__user_id=user_id, session_id=session_id
+    )
+    if scope is not None:
+        queryset = queryset.filter(scope=scope)
+    sessions = list(queryset)
+    for session in sessions:
+        if session.scope == client.write_scope:
+            return session
+    if len(sessions) == 1:
+        return sessions[0]
+    if not sessions:
+        raise Session.DoesNotExist
+    raise AmbiguousSession(session_id, sorted(session.scope for session in sessions))
+
+
 def session_messages(*, session: Session):
     return Message.objects.filter(session=session).defer("embedding", "search_vector").order_by("seq")
 

@@ -3,6 +3,7 @@ from rest_framework import serializers
 from apps.conversations.models import SESSION_ID_PATTERN, Session, SessionTag
 from apps.core.api import InputSerializer
 from apps.core.pagination import PageQuerySerializer
+from apps.tenancy.models import SCOPE_PATTERN
 
 
 class MemoryAddInputSerializer(InputSerializer):
@@ -49,6 +50,7 @@ class SessionListFilterSerializer(PageQuerySerializer):
 
 class OwnerQuerySerializer(InputSerializer):
     user_id = serializers.CharField(max_length=255)
+    scope = serializers.RegexField(SCOPE_PATTERN, required=False)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=200)
     offset = serializers.IntegerField(required=False, min_value=0, default=0)
 

@@ -31,44 +31,52 @@ def request_fingerprint(body) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _enqueue_if_handled(task_type: str, payload: dict, *, organization, **options) -> MemoryTask | None:
-    """Routing points enqueue only work some app can do, so no row waits for a missing handler."""
+def _enqueue_if_handled(task_type: str, payload: dict, *, session: Session, client=None, **options) -> MemoryTask | None:
+    """Routing points enqueue only work some app can do, so no row waits for a missing handler.
+
+    The task carries the session's organisation and scope (who may see it) and the client whose
+    request caused it, if any.
+    """
     if task_type not in HANDLERS:
         logger.debug("no handler for %s yet; nothing enqueued", task_type)
         return None
-    return enqueue(task_type, payload, organization=organization, **options)
+    return enqueue(
+        task_type, payload, organization=session.organization, scope=session.scope, client=client, **options
+    )
 
 
-def _enqueue_debounced(task_type: str, session: Session, *, key: str, delay: float) -> MemoryTask | None:
+def _enqueue_debounced(task_type: str, session: Session, *, key: str, delay: float, client=None) -> MemoryTask | None:
     """One pending task of this type per session, `delay` seconds out; while one runs, at most one
     follow-up waits."""
     run_after = timezone.now() + timedelta(seconds=delay)
     task = _enqueue_if_handled(
-        task_type, {"session": str(session.pk)}, organization=session.organization, idempotency_key=key,
+        task_type, {"session": str(session.pk)}, session=session, client=client, idempotency_key=key,
         run_after=run_after,
     )
     if task is not None and task.status == MemoryTask.Status.RUNNING:
         task = enqueue(
-            task_type, {"session": str(session.pk)}, organization=session.organization,
-            idempotency_key=f"{key}:after:{task.pk}", run_after=run_after,
+            task_type, {"session": str(session.pk)}, organization=session.organization, scope=session.scope,
+            client=client, idempotency_key=f"{key}:after:{task.pk}", run_after=run_after,
         )
     return task
 
 
-def _enqueue_extraction(session: Session) -> MemoryTask | None:
+def _enqueue_extraction(session: Session, *, client=None) -> MemoryTask | None:
     return _enqueue_debounced(
-        EXTRACT_MEMORIES, session, key=f"extract:{session.pk}", delay=settings.EXTRACTION_DEBOUNCE_SECONDS
+        EXTRACT_MEMORIES, session, key=f"extract:{session.pk}", delay=settings.EXTRACTION_DEBOUNCE_SECONDS,
+        client=client,
     )
 
 
-def _enqueue_projection(session: Session) -> MemoryTask | None:
+def _enqueue_projection(session: Session, *, client=None) -> MemoryTask | None:
     """Entity projection reads the memories extraction learns, so it waits for extraction's debounce first."""
     return _enqueue_debounced(
-        PROJECT_ENTITIES, session, key=f"project:{session.pk}", delay=2 * settings.EXTRACTION_DEBOUNCE_SECONDS
+        PROJECT_ENTITIES, session, key=f"project:{session.pk}", delay=2 * settings.EXTRACTION_DEBOUNCE_SECONDS,
+        client=client,
     )
 
 
-def session_seal(*, session: Session) -> list[MemoryTask]:
+def session_seal(*, session: Session, client=None) -> list[MemoryTask]:
     """Seals a session; a sealed task session is queued for skill distillation."""
     if session.status == Session.Status.SEALED:
         return []
@@ -78,7 +86,7 @@ def session_seal(*, session: Session) -> list[MemoryTask]:
     tasks = []
     if session.session_tag == SessionTag.TASK:
         task = _enqueue_if_handled(
-            DISTILL_SESSION, {"session": str(session.pk)}, organization=session.organization,
+            DISTILL_SESSION, {"session": str(session.pk)}, session=session, client=client,
             idempotency_key=f"distill:{session.pk}",
         )
         tasks.append(task)
@@ -86,9 +94,14 @@ def session_seal(*, session: Session) -> list[MemoryTask]:
 
 
 def _session_for_add(*, client, end_user, session_id: str, session_tag: str | None, filter_tags: dict):
-    """Returns (session locked for update, created, tasks enqueued by sealing older sessions)."""
+    """Returns (session locked for update, created, tasks enqueued by sealing older sessions).
+
+    Everything here stays inside the client's write scope: session ids are unique per user and
+    scope, so another scope's session of the same id is neither found nor changed, and a newer
+    session seals only the older sessions of its own scope.
+    """
     organization = client.organization
-    lookup = {"organization": organization, "end_user": end_user, "session_id": session_id}
+    lookup = {"organization": organization, "end_user": end_user, "scope": client.write_scope, "session_id": session_id}
     session = Session.objects.select_for_update().filter(**lookup).first()
     if session is not None:
         if session.status == Session.Status.SEALED:
@@ -97,15 +110,12 @@ def _session_for_add(*, client, end_user, session_id: str, session_tag: str | No
             raise ConflictError(
                 f"Session {session_id!r} is a {session.session_tag} session; it cannot receive {session_tag} messages."
             )
-        if session.scope != client.write_scope:
-            raise ConflictError(f"Session {session_id!r} belongs to another scope than this client's write scope.")
         return session, False, []
     try:
         with transaction.atomic():
             session = Session.objects.create(
                 **lookup,
                 client=client,
-                scope=client.write_scope,
                 session_tag=session_tag or settings.DEFAULT_SESSION_TAG,
                 filter_tags=filter_tags,
             )
@@ -113,13 +123,14 @@ def _session_for_add(*, client, end_user, session_id: str, session_tag: str | No
         return _session_for_add(
             client=client, end_user=end_user, session_id=session_id, session_tag=session_tag, filter_tags=filter_tags
         )
-    # A newer session of the same user and tag closes the older open ones.
+    # A newer session of the same user and tag closes the older open ones of the same scope.
     tasks = []
     older = Session.objects.select_for_update().filter(
-        organization=organization, end_user=end_user, session_tag=session.session_tag, status=Session.Status.OPEN
+        organization=organization, end_user=end_user, scope=client.write_scope, session_tag=session.session_tag,
+        status=Session.Status.OPEN,
     ).exclude(pk=session.pk)
     for previous in older:
-        tasks.extend(session_seal(session=previous))
+        tasks.extend(session_seal(session=previous, client=client))
     return session, True, tasks
 
 
@@ -196,14 +207,15 @@ def messages_add(
             _enqueue_if_handled(
                 EMBED_MESSAGES,
                 {"session": str(session.pk), "from_seq": first_seq, "to_seq": session.last_seq},
-                organization=session.organization,
+                session=session,
+                client=client,
             )
         )
         if session.session_tag == SessionTag.CONVERSATION:
-            tasks.append(_enqueue_extraction(session))
-            tasks.append(_enqueue_projection(session))
+            tasks.append(_enqueue_extraction(session, client=client))
+            tasks.append(_enqueue_projection(session, client=client))
     if seal:
-        tasks.extend(session_seal(session=session))
+        tasks.extend(session_seal(session=session, client=client))
 
     body = {
         "session_id": session.session_id,
@@ -223,9 +235,9 @@ def messages_add(
 
 
 @transaction.atomic
-def session_seal_now(*, session: Session) -> list[MemoryTask]:
+def session_seal_now(*, session: Session, client=None) -> list[MemoryTask]:
     session = Session.objects.select_for_update().get(pk=session.pk)
-    return session_seal(session=session)
+    return session_seal(session=session, client=client)
 
 
 def session_set_outcome(*, session: Session, outcome: str) -> Session:

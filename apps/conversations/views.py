@@ -4,7 +4,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from apps.conversations.selectors import message_list, session_list, session_messages
+from apps.conversations.selectors import AmbiguousSession, message_list, session_get, session_list, session_messages
 from apps.conversations.serializers import (
     MemoryAddInputSerializer,
     MemoryAddOutputSerializer,
@@ -22,11 +22,18 @@ from apps.conversations.services import (
     session_seal_now,
     session_set_outcome,
 )
+from apps.conversations.models import Session
 from apps.conversations.turns import TurnError, normalise_messages
 from apps.core.api import ClientAPIView, require_write_access
+from apps.core.errors import NOT_FOUND_MESSAGE
 from apps.core.pagination import Pagination
 
 USER_ID_PARAMETER = OpenApiParameter("user_id", str, required=True, description="The session owner's user id.")
+SCOPE_PARAMETER = OpenApiParameter(
+    "scope", str, required=False,
+    description="The session's scope, needed only when the id exists in several scopes the client reads "
+    "(default: the client's write scope, else the only readable one).",
+)
 
 
 class MemoryAddView(ClientAPIView):
@@ -79,6 +86,8 @@ class SessionListView(ClientAPIView):
 
 
 class SessionObjectMixin:
+    """Session endpoints name a session by its id and owner (`?user_id=`), and `?scope=` if ambiguous."""
+
     def scoped_queryset(self, *, client):
         return session_list(client=client).select_related("organization")
 
@@ -88,7 +97,15 @@ class SessionObjectMixin:
         return query.validated_data
 
     def get_session(self, session_id):
-        return self.get_object(session_id=session_id, end_user__user_id=self.owner_query()["user_id"])
+        query = self.owner_query()
+        try:
+            return session_get(
+                client=self.client, user_id=query["user_id"], session_id=session_id, scope=query.get("scope")
+            )
+        except Session.DoesNotExist:
+            raise exceptions.NotFound(NOT_FOUND_MESSAGE) from None
+        except AmbiguousSession as exc:
+            raise exceptions.ValidationError({"scope": [str(exc)]}) from None
 
 
 class SessionDetailView(SessionObjectMixin, ClientAPIView):
@@ -104,7 +121,7 @@ class SessionDetailView(SessionObjectMixin, ClientAPIView):
         return Response(body)
 
     @extend_schema(
-        parameters=[OpenApiParameter("user_id", str, required=True)],
+        parameters=[USER_ID_PARAMETER, SCOPE_PARAMETER],
         request=SessionPatchInputSerializer,
         responses=SessionOutputSerializer,
     )
@@ -118,11 +135,11 @@ class SessionDetailView(SessionObjectMixin, ClientAPIView):
 
 
 class SessionSealView(SessionObjectMixin, ClientAPIView):
-    @extend_schema(parameters=[USER_ID_PARAMETER], request=None, responses=SessionSealOutputSerializer)
+    @extend_schema(parameters=[USER_ID_PARAMETER, SCOPE_PARAMETER], request=None, responses=SessionSealOutputSerializer)
     def post(self, request, session_id):
         session = self.get_session(session_id)
         require_write_access(self.client, session)
-        tasks = session_seal_now(session=session)
+        tasks = session_seal_now(session=session, client=self.client)
         session.refresh_from_db()
         return Response(SessionSealOutputSerializer({"session": session, "task_ids": [task.pk for task in tasks]}).data)
 

@@ -6,6 +6,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 
 from apps.core.errors import error_body, not_found_response
+from apps.core.logs import error_class, request_route
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,9 @@ class JSONErrorsForAPIMiddleware:
         if isinstance(exception, RequestDataTooBig):
             code, message = MESSAGES[413]
             return JsonResponse(error_body(status_code=413, code=code, message=message), status=413)
-        logger.exception("unhandled error on %s %s", request.method, request.path)
+        # The route, not the path: paths carry user and session ids. The traceback is redacted by the handlers.
+        logger.error(
+            "unhandled %s on %s %s", error_class(exception), request.method, request_route(request), exc_info=exception
+        )
         code, message = MESSAGES[500]
         return JsonResponse(error_body(status_code=500, code=code, message=message), status=500)

@@ -16,3 +16,14 @@ class WriteScopeForWrites(BasePermission):
 
     def has_permission(self, request, view):
         return request.method in SAFE_METHODS or bool(request.user.write_scope)
+
+
+class CanErase(BasePermission):
+    """Erasure reaches every scope of the organisation, so it is a permission of its own (the
+    client's `can_erase` flag), checked before the subject is looked up: refused callers learn
+    nothing about which subjects exist."""
+
+    message = "This client may not erase: erasure needs the client's can_erase permission."
+
+    def has_permission(self, request, view):
+        return bool(request.user.can_erase)

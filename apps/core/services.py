@@ -43,7 +43,9 @@ def demo_setup(*, data_dir: Path) -> Demo:
     client = Client.objects.filter(organization=organization, name=DEMO_CLIENT).first()
     api_key = saved.get("api_key")
     if client is None:
-        client, api_key = client_create(organization=organization, name=DEMO_CLIENT, write_scope=DEMO_SCOPE)
+        client, api_key = client_create(
+            organization=organization, name=DEMO_CLIENT, write_scope=DEMO_SCOPE, can_erase=True
+        )
     elif not api_key or not client.api_keys.filter(prefix=api_key.split("_")[1], revoked_at__isnull=True).exists():
         _, api_key = api_key_create(client=client)
 

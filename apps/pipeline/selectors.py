@@ -8,8 +8,13 @@ from apps.pipeline.models import MemoryTask, ProcessHeartbeat
 
 
 def task_list(*, client):
-    """Tasks of the caller's organisation (tasks carry ids, never memory text)."""
-    return MemoryTask.objects.filter(organization_id=client.organization_id)
+    """Tasks the client may see (tasks carry ids, never memory text): in its organisation, those
+    working in a scope it reads, those its own requests created, and, for a client allowed to
+    erase, the organisation-wide ones (erasures, which have no scope)."""
+    visible = Q(scope__in=client.read_scopes) | Q(client_id=client.pk)
+    if client.can_erase:
+        visible |= Q(scope__isnull=True)
+    return MemoryTask.objects.filter(visible, organization_id=client.organization_id)
 
 
 def machinery_status() -> dict:

@@ -26,6 +26,8 @@ def enqueue(
     payload: dict,
     *,
     organization=None,
+    scope: str | None = None,
+    client=None,
     idempotency_key: str | None = None,
     run_after=None,
     max_attempts: int | None = None,
@@ -44,6 +46,8 @@ def enqueue(
             task = MemoryTask.objects.create(
                 task_type=task_type,
                 organization=organization,
+                scope=scope,
+                client=client,
                 payload=payload,
                 idempotency_key=idempotency_key,
                 run_after=run_after or timezone.now(),
@@ -57,7 +61,7 @@ def enqueue(
         if existing is None:
             raise
         return existing
-    transaction.on_commit(lambda: publish(task_id=task.id, run_after=task.run_after))
+    publish_on_commit(task_id=task.id, run_after=task.run_after)
     return task
 
 
@@ -67,18 +71,77 @@ def _active_with_key(task_type: str, idempotency_key: str) -> MemoryTask | None:
     ).first()
 
 
+class _PublishBatch:
+    """The publishes registered by one transaction: once one gives up, the others leave their rows to beat."""
+
+    failed = False
+
+
+class _PublishAfterCommit:
+    """An on_commit callback publishing one task; the callbacks of one transaction share a batch, so a
+    request waits for a hung broker at most once however many tasks it enqueued."""
+
+    def __init__(self, task_id, run_after, batch: _PublishBatch):
+        self.task_id, self.run_after, self.batch = task_id, run_after, batch
+
+    def __call__(self) -> None:
+        if self.batch.failed:
+            logger.info("task %s not published (the broker just failed); it stays queued for re-publishing", self.task_id)
+            return
+        if not publish(task_id=self.task_id, run_after=self.run_after):
+            self.batch.failed = True
+
+
+def publish_on_commit(*, task_id, run_after=None) -> None:
+    """Publishes the task once the current transaction commits (at once outside one)."""
+    batch = next(
+        (callback.batch for _, callback, _ in connection.run_on_commit if isinstance(callback, _PublishAfterCommit)),
+        None,
+    ) if connection.in_atomic_block else None
+    transaction.on_commit(_PublishAfterCommit(task_id, run_after, batch or _PublishBatch()))
+
+
+_publish_connections: dict = {}
+_publish_connections_lock = threading.Lock()
+
+
+def _publish_connection(app):
+    """A broker connection for publishing only, whose every connect and every reply is bounded by
+    BROKER_PUBLISH_TIMEOUT_SECONDS and which never retries: a paused or half-open broker costs a
+    publish that bound, then the row waits for beat. One per broker URL and process (its producers
+    are pooled by kombu); workers consume on Celery's own connection with its longer timeouts."""
+    timeout = settings.BROKER_PUBLISH_TIMEOUT_SECONDS
+    key = (app.conf.broker_url, timeout, os.getpid())
+    with _publish_connections_lock:
+        if key not in _publish_connections:
+            _publish_connections[key] = app.connection_for_write(
+                connect_timeout=timeout,
+                transport_options={"socket_timeout": timeout, "socket_connect_timeout": timeout, "max_retries": 0},
+            )
+        return _publish_connections[key]
+
+
 def publish(*, task_id, run_after=None) -> bool:
-    """Sends the task id to Celery. A failure is logged, not raised: the row waits for beat."""
+    """Sends the task id to Celery, waiting for the broker at most about two BROKER_PUBLISH_TIMEOUT_SECONDS
+    (a connect and a reply). A failure is logged, not raised: the row is the outbox and waits for beat."""
+    from kombu import pools
+
     from apps.pipeline.tasks import run_memory_task
 
     countdown = None
     if run_after is not None:
         countdown = max(0.0, (run_after - timezone.now()).total_seconds()) or None
     try:
-        run_memory_task.apply_async(args=[str(task_id)], countdown=countdown)
+        app = run_memory_task.app
+        if app.conf.task_always_eager:
+            run_memory_task.apply_async(args=[str(task_id)], countdown=countdown)
+            return True
+        timeout = settings.BROKER_PUBLISH_TIMEOUT_SECONDS
+        with pools.producers[_publish_connection(app)].acquire(block=True, timeout=timeout) as producer:
+            run_memory_task.apply_async(args=[str(task_id)], countdown=countdown, producer=producer, retry=False)
         return True
-    except Exception as exc:  # broker down: the row is the outbox, republish_due_tasks will send it
-        logger.warning("could not publish task %s (%s); it stays queued for re-publishing", task_id, exc)
+    except Exception as exc:  # broker down or hung: republish_due_tasks will send it
+        logger.warning("could not publish task %s (%s); it stays queued for re-publishing", task_id, type(exc).__name__)
         return False
 
 
@@ -190,12 +253,14 @@ def task_execute(*, task_id, worker: str) -> str:
         now = timezone.now()
         if task.attempts >= task.max_attempts:
             _finish(task, status=MemoryTask.Status.DEAD, error=error, finished_at=now)
-            logger.error("task %s (%s) is dead after %s attempts: %s", task.id, task.task_type, task.attempts, exc)
+            logger.error(
+                "task %s (%s) is dead after %s attempts: %s", task.id, task.task_type, task.attempts, type(exc).__name__
+            )
             return "dead"
         run_after = now + timedelta(seconds=retry_delay(task.attempts))
         if _finish(task, status=MemoryTask.Status.FAILED, error=error, run_after=run_after):
             publish(task_id=task.id, run_after=run_after)
-        logger.warning("task %s (%s) failed attempt %s: %s", task.id, task.task_type, task.attempts, exc)
+        logger.warning("task %s (%s) failed attempt %s: %s", task.id, task.task_type, task.attempts, type(exc).__name__)
         return "failed"
     finally:
         _heartbeats.remove(task.pk)
@@ -215,7 +280,11 @@ def republish_due_tasks(*, limit: int = 1000) -> int:
         )
         # Pushing run_after to now means a row is re-sent at most once per grace period.
         MemoryTask.objects.filter(id__in=ids).update(run_after=timezone.now(), updated_at=timezone.now())
-    sent = sum(publish(task_id=task_id) for task_id in ids)
+    sent = 0
+    for task_id in ids:
+        if not publish(task_id=task_id):
+            break  # the broker is down or hung: the rest wait for the next round, not for the broker
+        sent += 1
     if ids:
         logger.info("re-published %s of %s due tasks", sent, len(ids))
     return sent
@@ -242,7 +311,7 @@ def recover_stale_tasks() -> dict:
             task.error = note
             task.save(update_fields=["status", "finished_at", "run_after", "error", "updated_at"])
     for task_id in requeued:
-        transaction.on_commit(lambda task_id=task_id: publish(task_id=task_id))
+        publish_on_commit(task_id=task_id)
     if stale:
         logger.warning("recovered %s stale tasks (%s requeued, %s dead)", len(stale), len(requeued), dead)
     return {"requeued": len(requeued), "dead": dead}
@@ -275,7 +344,7 @@ def task_retry_now(*, task: MemoryTask) -> MemoryTask:
         raise ValueError(
             f"An active {task.task_type} task already holds its idempotency key {task.idempotency_key!r}."
         ) from None
-    transaction.on_commit(lambda: publish(task_id=task.id))
+    publish_on_commit(task_id=task.id)
     return task
 
 

@@ -19,15 +19,16 @@ ERASE_PERMISSION = "privacy.add_erasurerequest"
 @admin.register(ErasureRequest)
 class ErasureRequestAdmin(OrganizationScopedAdmin):
     list_display = [
-        "created_at", "subject_kind", "subject_id", "status", "requested_by", "requested_by_staff", "removed",
-        "finished_at",
+        "created_at", "subject_kind", "subject_id", "status", "requested_by", "requested_by_staff", "authorized_by",
+        "removed", "finished_at",
     ]
-    list_filter = ["status", "subject_kind"]
+    list_filter = ["status", "subject_kind", "authorized_by"]
     list_select_related = ["organization", "requested_by"]
     search_fields = ["subject_id"]
     date_hierarchy = "created_at"
     readonly_fields = [
-        "organization", "subject_kind", "subject_id", "requested_by", "requested_by_staff", "status", "task_id",
+        "organization", "subject_kind", "subject_id", "requested_by", "requested_by_staff", "authorized_by", "status",
+        "task_id",
         "counts", "residual", "error", "created_at", "started_at", "finished_at",
     ]
     fields = readonly_fields

@@ -11,6 +11,10 @@ class ErasureRequest(BaseModel):
         USER = "user", "End user"
         CLIENT = "client", "Client"
 
+    class Authorization(models.TextChoices):
+        CLIENT_CAN_ERASE = "client_can_erase", "API client with can_erase"
+        STAFF = "staff", "Staff in the admin"
+
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
@@ -30,6 +34,10 @@ class ErasureRequest(BaseModel):
         help_text="The API client that asked; empty when a staff member asked in the admin.",
     )
     requested_by_staff = models.CharField(max_length=150, blank=True, default="")
+    authorized_by = models.CharField(
+        max_length=32, choices=Authorization.choices, default=Authorization.CLIENT_CAN_ERASE,
+        help_text="The permission the request was granted under, as it stood when it was made.",
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     # The MemoryTask id, not a foreign key: the audit record outlives pruned task rows.
     task_id = models.UUIDField(null=True, blank=True)

@@ -5,7 +5,13 @@ from apps.tenancy.models import Client, EndUser
 
 
 def erasure_list(*, client):
-    return ErasureRequest.objects.filter(organization_id=client.organization_id)
+    """Erasures the client may see: those it requested and, if it may erase itself, every erasure of
+    its organisation. An erasure spans every scope and names its subject (an end user or client of
+    any scope), so reading a scope is not enough to see one; staff see them all in the admin."""
+    queryset = ErasureRequest.objects.filter(organization_id=client.organization_id)
+    if client.can_erase:
+        return queryset
+    return queryset.filter(requested_by=client)
 
 
 def erasable_users(*, client):

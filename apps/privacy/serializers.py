@@ -15,6 +15,8 @@ class ErasureOutputSerializer(serializers.Serializer):
     counts = serializers.JSONField()
     residual = serializers.JSONField(allow_null=True)
     error = serializers.CharField()
+    requested_by = serializers.UUIDField(source="requested_by_id", allow_null=True)
+    authorized_by = serializers.CharField()
     task_id = serializers.UUIDField(allow_null=True)
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)

@@ -1,9 +1,8 @@
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from apps.conversations.selectors import session_list
-from apps.conversations.serializers import OwnerQuerySerializer
+from apps.conversations.views import SCOPE_PARAMETER, USER_ID_PARAMETER, SessionObjectMixin
 from apps.core.api import ClientAPIView, require_write_access
 from apps.core.pagination import Pagination
 from apps.core.permissions import IsActiveClient
@@ -93,20 +92,15 @@ class ExperienceListView(ClientAPIView):
         return paginator.get_paginated_response(ExperienceOutputSerializer(page, many=True).data)
 
 
-class SessionDistillView(ClientAPIView):
-    def scoped_queryset(self, *, client):
-        return session_list(client=client).select_related("organization")
-
+class SessionDistillView(SessionObjectMixin, ClientAPIView):
     @extend_schema(
-        parameters=[OpenApiParameter("user_id", str, required=True, description="The session owner's user id.")],
+        parameters=[USER_ID_PARAMETER, SCOPE_PARAMETER],
         request=None,
         responses={202: DistillOutputSerializer},
     )
     def post(self, request, session_id):
-        query = OwnerQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        session = self.get_object(session_id=session_id, end_user__user_id=query.validated_data["user_id"])
+        session = self.get_session(session_id)
         require_write_access(self.client, session)
-        task = distill_request(session=session)
+        task = distill_request(session=session, client=self.client)
         body = {"session_id": session.session_id, "task_id": task.pk, "task_status": task.status}
         return Response(DistillOutputSerializer(body).data, status=status.HTTP_202_ACCEPTED)

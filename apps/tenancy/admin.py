@@ -31,11 +31,11 @@ class ClientAPIKeyInline(admin.TabularInline):
 
 @admin.register(Client)
 class ClientAdmin(OrganizationScopedAdmin):
-    list_display = ["name", "organization", "status", "write_scope", "read_scopes", "created_at"]
-    list_filter = ["status"]
+    list_display = ["name", "organization", "status", "write_scope", "read_scopes", "can_erase", "created_at"]
+    list_filter = ["status", "can_erase"]
     list_select_related = ["organization"]
     search_fields = ["name", "write_scope"]
-    fields = ["organization", "name", "status", "write_scope", "read_scopes"]
+    fields = ["organization", "name", "status", "write_scope", "read_scopes", "can_erase"]
     inlines = [ClientAPIKeyInline]
     actions = ["revoke_keys", "issue_new_key"]
 
@@ -51,6 +51,7 @@ class ClientAdmin(OrganizationScopedAdmin):
             name=obj.name,
             write_scope=obj.write_scope,
             read_scopes=obj.read_scopes or None,
+            can_erase=obj.can_erase,
         )
         obj.pk = client.pk
         obj._state.adding = False

@@ -34,6 +34,11 @@ class Client(BaseModel):
     read_scopes = ArrayField(
         models.CharField(max_length=64), default=list, blank=True, help_text="Scopes this client may read."
     )
+    can_erase = models.BooleanField(
+        default=False,
+        help_text="May erase any end user or client of the organisation, in every scope (DELETE users/…/memories, "
+        "clients/…/memories) and see the organisation's erasures.",
+    )
 
     # DRF treats request.user as authenticated when this is true; the client is the API's principal.
     is_authenticated = True

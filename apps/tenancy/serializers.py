@@ -7,3 +7,4 @@ class CurrentClientOutputSerializer(serializers.Serializer):
     organization = serializers.CharField(source="organization.name")
     write_scope = serializers.CharField(allow_null=True)
     read_scopes = serializers.ListField(child=serializers.CharField())
+    can_erase = serializers.BooleanField()

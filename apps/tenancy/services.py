@@ -44,9 +44,15 @@ def api_key_create(*, client: Client) -> tuple[ClientAPIKey, str]:
 
 @transaction.atomic
 def client_create(
-    *, organization: Organization, name: str, write_scope: str | None = None, read_scopes: list[str] | None = None
+    *,
+    organization: Organization,
+    name: str,
+    write_scope: str | None = None,
+    read_scopes: list[str] | None = None,
+    can_erase: bool = False,
 ) -> tuple[Client, str]:
-    """Creates a client and its first API key. Without read_scopes it reads its own write scope."""
+    """Creates a client and its first API key. Without read_scopes it reads its own write scope;
+    it may erase only when can_erase is given."""
     name = name.strip()
     if not name:
         raise ValidationError("Client name must not be empty.")
@@ -58,7 +64,8 @@ def client_create(
     if Client.objects.filter(organization=organization, name=name).exists():
         raise ValidationError(f"Client {name!r} already exists in organisation {organization.name!r}.")
     client = Client.objects.create(
-        organization=organization, name=name, write_scope=write_scope or None, read_scopes=read_scopes
+        organization=organization, name=name, write_scope=write_scope or None, read_scopes=read_scopes,
+        can_erase=can_erase,
     )
     _, raw_key = api_key_create(client=client)
     return client, raw_key

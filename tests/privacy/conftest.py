@@ -103,6 +103,9 @@ def world(client_a, foreign_client, add_messages, settings) -> World:
     settings.SKILL_REVIEW_MODE = "auto"
     settings.EXTRACTION_DEBOUNCE_SECONDS = 3600  # extraction tasks stay queued: the erasure must cancel them
     organization = client_a.organization
+    for eraser in (client_a, foreign_client):  # erasure is a permission of its own
+        eraser.can_erase = True
+        eraser.save(update_fields=["can_erase"])
     client_c = ClientFactory(organization=organization, name="agent-c")
     reader = ClientFactory(organization=organization, name="reader", write_scope=None, read_scopes=["default"])
 

@@ -34,6 +34,7 @@ def test_the_user_action_leads_to_a_confirmation_with_counts_and_confirming_queu
     erasure = ErasureRequest.objects.get()
     assert confirmed.status_code == 302 and str(erasure.pk) in confirmed.url
     assert (erasure.subject_kind, erasure.subject_id, erasure.requested_by_staff, erasure.status) == ("user", ALICE, "dpo", "queued")
+    assert erasure.authorized_by == "staff"
 
 
 def test_the_client_action_leads_to_its_confirmation(staff, world):
@@ -63,3 +64,17 @@ def test_staff_without_the_erasure_permission_cannot_erase(client, world):
     client.force_login(user)
     assert client.post(f"/admin/privacy/erasurerequest/erase/user/{world.end_user(ALICE).pk}/").status_code == 403
     assert not ErasureRequest.objects.exists()
+
+
+def test_can_erase_is_editable_on_the_client_and_off_by_default(staff, world):
+    client_c = world.client_c
+    assert client_c.can_erase is False
+    page = staff.get(f"/admin/tenancy/client/{client_c.pk}/change/").content.decode()
+    assert 'name="can_erase"' in page
+    form = {"name": client_c.name, "status": "active", "write_scope": client_c.write_scope,
+            "read_scopes": ",".join(client_c.read_scopes), "can_erase": "on",
+            "api_keys-TOTAL_FORMS": "0", "api_keys-INITIAL_FORMS": "0"}
+    response = staff.post(f"/admin/tenancy/client/{client_c.pk}/change/", form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    client_c.refresh_from_db()
+    assert client_c.can_erase is True

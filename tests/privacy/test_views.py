@@ -64,6 +64,47 @@ def test_read_only_clients_may_not_erase(world):
     assert not ErasureRequest.objects.exists()
 
 
+def test_a_writer_without_can_erase_gets_the_platforms_403_and_nothing_is_erased(world):
+    before = counts(world.organization)
+    api = api_for(world.client_c)
+    responses = [
+        api.delete(f"/api/v1/users/{ALICE}/memories"),
+        api.delete(f"/api/v1/clients/{world.client_a.pk}/memories"),
+        api.delete(f"/api/v1/users/nobody-{uuid.uuid4().hex}/memories"),
+    ]
+    assert {response.status_code for response in responses} == {403}
+    assert len({response.content for response in responses}) == 1, "refused before the subject is looked up"
+    assert responses[0].json() == {"error": {
+        "status": 403, "code": "permission_denied",
+        "message": "This client may not erase: erasure needs the client's can_erase permission.",
+    }}
+    assert not ErasureRequest.objects.exists()
+    assert counts(world.organization) == before
+    assert api_for(world.client_c).get("/api/v1/me").json()["can_erase"] is False
+
+
+def test_can_erase_alone_is_enough_and_is_recorded_on_the_request(world):
+    from tests.factories import ClientFactory
+
+    privacy_officer = ClientFactory(organization=world.organization, write_scope=None, read_scopes=[], can_erase=True)
+    body = api_for(privacy_officer).delete(f"/api/v1/users/{BOB}/memories").json()
+    erasure = ErasureRequest.objects.get(pk=body["erasure_id"])
+    assert (erasure.requested_by, erasure.authorized_by) == (privacy_officer, "client_can_erase")
+    shown = api_for(privacy_officer).get(f"/api/v1/erasures/{erasure.pk}/").json()
+    assert (shown["requested_by"], shown["authorized_by"]) == (str(privacy_officer.pk), "client_can_erase")
+
+
+def test_the_erasure_service_refuses_a_client_without_can_erase(world):
+    from django.core.exceptions import PermissionDenied
+
+    from apps.privacy.services.erasure import erasure_request
+
+    subject = subject_resolve(organization=world.organization, kind="user", subject_id=ALICE)
+    with pytest.raises(PermissionDenied):
+        erasure_request(subject=subject, requested_by=world.client_c)
+    assert not ErasureRequest.objects.exists()
+
+
 def test_erasure_needs_an_api_key(world):
     from rest_framework.test import APIClient
 

@@ -32,7 +32,7 @@ def test_an_add_ends_in_searchable_profiles(api, run_tasks, rules):
 
     # Compiling again without new evidence changes nothing: no new revision.
     for entity in Entity.objects.select_related("organization"):
-        profile_compile_enqueue(entity_id=entity.pk, organization=entity.organization)
+        profile_compile_enqueue(entity_id=entity.pk, organization=entity.organization, scope=entity.scope)
     run_tasks()
     assert set(Profile.objects.values_list("revision", flat=True)) == {1}
 

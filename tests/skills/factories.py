@@ -19,7 +19,7 @@ def task_session(client, *, messages, session_id="task-1", user_id="user-1", out
         outcome=outcome,
     )
     return Session.objects.select_related("organization").get(
-        organization=client.organization, session_id=session_id, end_user__user_id=user_id
+        organization=client.organization, scope=client.write_scope, session_id=session_id, end_user__user_id=user_id
     )
 
 

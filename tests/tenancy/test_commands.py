@@ -23,7 +23,7 @@ def test_create_organization_client_and_revoke_with_json():
     created = json.loads(
         run("create_client", "--org", "Acme", "--name", "bot", "--write-scope", "team-a", "--read-scopes", "team-a,shared", "--json")
     )
-    assert created["read_scopes"] == ["team-a", "shared"]
+    assert created["read_scopes"] == ["team-a", "shared"] and created["can_erase"] is False
     client, _ = client_for_api_key(raw_key=created["api_key"])
     assert client.name == "bot" and client.write_scope == "team-a"
 
@@ -32,6 +32,14 @@ def test_create_organization_client_and_revoke_with_json():
     assert revoked["prefix"] == prefix
     assert ClientAPIKey.objects.get(prefix=prefix).revoked_at is not None
     assert client_for_api_key(raw_key=created["api_key"]) is None
+
+
+def test_can_erase_is_off_unless_asked_for():
+    run("create_organization", "Acme")
+    run("create_client", "--org", "Acme", "--name", "bot", "--write-scope", "team-a")
+    out = run("create_client", "--org", "Acme", "--name", "dpo", "--can-erase")
+    assert "can erase: yes" in out
+    assert {client.name: client.can_erase for client in Client.objects.all()} == {"bot": False, "dpo": True}
 
 
 def test_read_only_client_defaults_to_no_read_scopes_and_human_output():

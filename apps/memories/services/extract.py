@@ -199,9 +199,10 @@ def session_extract(*, session: Session, task=None) -> dict:
         result["rejected"].extend(plan.rejected)
         result["problems"].extend(plan.problems)
     if result["rejected"] or result["problems"]:
+        # Counted, not quoted: the problems cite the model's output (kept in the task's result).
         logger.info(
-            "extraction of session %s: %s rejected operation(s); %s",
-            session.pk, len(result["rejected"]), "; ".join(result["problems"])[:500],
+            "extraction of session %s: %s rejected operation(s), %s problem(s)",
+            session.pk, len(result["rejected"]), len(result["problems"]),
         )
     return result
 

@@ -2,6 +2,7 @@
 
 import logging
 
+from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -23,15 +24,26 @@ class ErasureIncomplete(Exception):
 
 def erasure_request(*, subject: Subject, requested_by=None, requested_by_staff: str = "") -> ErasureRequest:
     """Creates the request and enqueues its task in the same transaction. While an erasure of the
-    same subject is still in progress, that one is returned instead of a second."""
+    same subject is still in progress, that one is returned instead of a second.
+
+    An API client needs `can_erase` (PermissionDenied otherwise); a staff member's permission is
+    checked by the admin. The grant is recorded on the request as `authorized_by`.
+    """
+    if requested_by is not None and not requested_by.can_erase:
+        logger.warning("erasure refused: client %s lacks can_erase", requested_by.pk)
+        raise PermissionDenied("This client may not erase: erasure needs the client's can_erase permission.")
+    authorized_by = (
+        ErasureRequest.Authorization.STAFF if requested_by is None else ErasureRequest.Authorization.CLIENT_CAN_ERASE
+    )
     lookup = {"organization": subject.organization, "subject_kind": subject.kind, "subject_id": subject.subject_id}
     try:
         with transaction.atomic():
             erasure = ErasureRequest.objects.create(
-                **lookup, requested_by=requested_by, requested_by_staff=requested_by_staff
+                **lookup, requested_by=requested_by, requested_by_staff=requested_by_staff, authorized_by=authorized_by
             )
+            # Organisation-wide work: no scope; the requester and clients with can_erase see the task.
             task = enqueue(
-                ERASE_SUBJECT, {"erasure": str(erasure.pk)}, organization=subject.organization,
+                ERASE_SUBJECT, {"erasure": str(erasure.pk)}, organization=subject.organization, client=requested_by,
                 idempotency_key=f"erase:{erasure.pk}",
             )
             erasure.task_id = task.pk

@@ -223,5 +223,5 @@ def profiles_clear_for_recompile(*, profile_ids: list, reason: str) -> int:
             LintFinding.objects.create(
                 profile=profile, kind=LintFinding.Kind.STALE, severity=LintFinding.Severity.INFO, detail=reason
             )
-            profile_compile_enqueue(entity_id=profile.entity_id, organization=profile.organization)
+            profile_compile_enqueue(entity_id=profile.entity_id, organization=profile.organization, scope=profile.scope)
     return len(profiles)

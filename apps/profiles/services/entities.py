@@ -189,7 +189,7 @@ def session_project(*, session: Session) -> dict:
         after[mention.entity_id] = after.get(mention.entity_id, 0) + 1
     changed = sorted(str(entity_id) for entity_id in set(before) | set(after) if before.get(entity_id) != after.get(entity_id))
     for entity_id in changed:
-        profile_compile_enqueue(entity_id=entity_id, organization=session.organization)
+        profile_compile_enqueue(entity_id=entity_id, organization=session.organization, scope=session.scope)
     return {"mentions": len(mentions), "entities": len(set(after)), "changed_entities": len(changed)}
 
 
@@ -238,15 +238,18 @@ def owner_edges_recompute(*, organization_id, scope: str, end_user_id) -> None:
         )
 
 
-def profile_compile_enqueue(*, entity_id, organization) -> MemoryTask:
+def profile_compile_enqueue(*, entity_id, organization, scope: str) -> MemoryTask:
     """Debounced: the first new mention schedules a compile PROFILE_COMPILE_DEBOUNCE_SECONDS later,
     and every mention arriving meanwhile joins it (the idempotency key is taken while it waits)."""
     run_after = timezone.now() + timedelta(seconds=settings.PROFILE_COMPILE_DEBOUNCE_SECONDS)
     key = f"compile_profile:{entity_id}"
-    task = enqueue(COMPILE_PROFILE, {"entity": str(entity_id)}, organization=organization, idempotency_key=key, run_after=run_after)
+    task = enqueue(
+        COMPILE_PROFILE, {"entity": str(entity_id)}, organization=organization, scope=scope, idempotency_key=key,
+        run_after=run_after,
+    )
     if task.status == MemoryTask.Status.RUNNING:  # it may have read the mentions already: one follow-up waits
         task = enqueue(
-            COMPILE_PROFILE, {"entity": str(entity_id)}, organization=organization,
+            COMPILE_PROFILE, {"entity": str(entity_id)}, organization=organization, scope=scope,
             idempotency_key=f"{key}:after:{task.pk}", run_after=run_after,
         )
     return task

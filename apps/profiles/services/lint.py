@@ -93,7 +93,7 @@ def profiles_lint(*, organization_id=None, task=None) -> dict:
                 profile, LintFinding.Kind.STALE, severity=LintFinding.Severity.INFO,
                 detail=f"{missing} of the {total} items this page quoted are gone; it is being recompiled.",
             )
-            profile_compile_enqueue(entity_id=profile.entity_id, organization=profile.organization)
+            profile_compile_enqueue(entity_id=profile.entity_id, organization=profile.organization, scope=profile.scope)
             counts["recompiles"] += 1
     if settings.PROFILE_LINT_CONTRADICTIONS and llm_enabled():
         counts["contradiction"] = _contradictions(organization_id, task=task)

@@ -34,11 +34,13 @@ def evolve_enqueue(*, organization, scope: str) -> MemoryTask:
     """One waiting evolution per organisation and scope; while one runs, one follow-up waits."""
     key = f"evolve:{organization.pk}:{scope}"
     run_after = timezone.now() + timedelta(seconds=settings.EVOLUTION_DEBOUNCE_SECONDS)
-    task = enqueue(EVOLVE_SKILLS, {"scope": scope}, organization=organization, idempotency_key=key, run_after=run_after)
+    task = enqueue(
+        EVOLVE_SKILLS, {"scope": scope}, organization=organization, scope=scope, idempotency_key=key, run_after=run_after
+    )
     if task.status == MemoryTask.Status.RUNNING:
         task = enqueue(
-            EVOLVE_SKILLS, {"scope": scope}, organization=organization, idempotency_key=f"{key}:after:{task.pk}",
-            run_after=run_after,
+            EVOLVE_SKILLS, {"scope": scope}, organization=organization, scope=scope,
+            idempotency_key=f"{key}:after:{task.pk}", run_after=run_after,
         )
     return task
 
@@ -50,14 +52,14 @@ def check_distillable(session: Session) -> None:
         raise ConflictError(f"Session {session.session_id!r} is not sealed yet; seal it first.")
 
 
-def distill_request(*, session: Session) -> MemoryTask:
+def distill_request(*, session: Session, client=None) -> MemoryTask:
     """An on-demand distillation: queues the same idempotent task that sealing queues."""
     check_distillable(session)
     if session.distilled_at is not None:
         raise ConflictError(f"Session {session.session_id!r} was already distilled at {session.distilled_at.isoformat()}.")
     return enqueue(
-        DISTILL_SESSION, {"session": str(session.pk)}, organization=session.organization,
-        idempotency_key=f"distill:{session.pk}",
+        DISTILL_SESSION, {"session": str(session.pk)}, organization=session.organization, scope=session.scope,
+        client=client, idempotency_key=f"distill:{session.pk}",
     )
 
 
@@ -139,7 +141,8 @@ def session_distill(*, session: Session, task=None) -> dict:
         session.distilled_at = now
         evolve_task = evolve_enqueue(organization=session.organization, scope=session.scope) if experiences else None
     if problems:
-        logger.info("distillation of session %s: %s", session.pk, "; ".join(problems))
+        # Counted, not quoted: the problems cite the model's output (kept in the task's result).
+        logger.info("distillation of session %s: %s problem(s) with the distiller's answer", session.pk, len(problems))
     return {
         "distiller": distiller,
         "experiences": len(experiences),

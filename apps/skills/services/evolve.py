@@ -459,7 +459,7 @@ def skills_evolve(*, organization, scope: str, task=None) -> dict:
         organization=organization, scope=scope, status=SkillExperience.Status.PENDING
     ).count()
     if problems:
-        logger.info("evolution of %s/%s: %s", organization.pk, scope, "; ".join(problems))
+        logger.info("evolution of %s/%s: %s problem(s) with the evolver's answer", organization.pk, scope, len(problems))
     return {
         "experiences": len(pending),
         "budget": budget,

@@ -62,7 +62,7 @@ class Command(BaseCommand):
         commands.insert(
             0,
             ["gunicorn", "memory_platform.wsgi", "--bind", bind, "--workers", str(web_workers), "--threads", "4",
-             "--access-logfile", "-"],
+             "--access-logfile", "-", "--logger-class", "apps.core.access_log.AccessLogger"],
         )
         bin_dir = os.path.dirname(python)
         processes = [

@@ -21,6 +21,7 @@ class Command(BaseCommand):
         target.add_argument("--all-sealed", action="store_true", help="Every sealed task session not distilled yet.")
         parser.add_argument("--user", help="The owner's user_id when --session is a session_id.")
         parser.add_argument("--org", help="Organisation name, to disambiguate a session_id.")
+        parser.add_argument("--scope", help="Scope, to disambiguate a session_id (ids are unique per user and scope).")
         parser.add_argument("--evolve", action="store_true", help="Run evolution for the touched scopes afterwards.")
         parser.add_argument("--json", action="store_true")
 
@@ -36,9 +37,11 @@ class Command(BaseCommand):
             matches = queryset.filter(session_id=value, end_user__user_id=options["user"])
             if options["org"]:
                 matches = matches.filter(organization__name=options["org"])
+            if options["scope"]:
+                matches = matches.filter(scope=options["scope"])
             matches = list(matches[:2])
             if len(matches) > 1:
-                raise CommandError("That session_id and user exist in several organisations; add --org.")
+                raise CommandError("That session_id and user exist in several organisations or scopes; add --org or --scope.")
         else:
             try:
                 matches = list(queryset.filter(pk=value))

@@ -17,6 +17,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--read-scopes", default=None, help="Comma-separated scopes it may read (default: its write scope)."
         )
+        parser.add_argument(
+            "--can-erase",
+            action="store_true",
+            help="Allow it to erase any end user or client of the organisation (off by default).",
+        )
         parser.add_argument("--json", action="store_true", help="Print machine-readable JSON.")
 
     def handle(self, *args, **options):
@@ -32,6 +37,7 @@ class Command(BaseCommand):
                 name=options["name"],
                 write_scope=options["write_scope"],
                 read_scopes=read_scopes,
+                can_erase=options["can_erase"],
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
@@ -44,11 +50,15 @@ class Command(BaseCommand):
                         "name": client.name,
                         "write_scope": client.write_scope,
                         "read_scopes": client.read_scopes,
+                        "can_erase": client.can_erase,
                         "api_key": raw_key,
                     }
                 )
             )
             return
         self.stdout.write(self.style.SUCCESS(f"Created client {client.name} ({client.id}) in {organization.name}"))
-        self.stdout.write(f"write scope: {client.write_scope or '(read-only)'}; read scopes: {client.read_scopes}")
+        self.stdout.write(
+            f"write scope: {client.write_scope or '(read-only)'}; read scopes: {client.read_scopes}; "
+            f"can erase: {'yes' if client.can_erase else 'no'}"
+        )
         self.stdout.write(f"API key (shown once, store it now): {raw_key}")

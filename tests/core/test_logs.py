@@ -1,0 +1,89 @@
+"""A failing request's log lines name routes and error classes, never what the request carried."""
+
+import http.client
+import json
+import uuid
+
+import pytest
+from django.db import connection, transaction
+
+from tests.pipeline.processes import WebServer, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REFUSE_TURNS = """
+CREATE FUNCTION test_refuse_turn() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'turn refused: %', NEW.content; END $$;
+CREATE TRIGGER test_refuse_turn BEFORE INSERT ON conversations_message FOR EACH ROW EXECUTE FUNCTION test_refuse_turn();
+"""
+
+
+@pytest.fixture
+def refused_turns(transactional_db):
+    """Every stored turn fails with a database error that quotes the turn, as constraint errors quote rows."""
+    with connection.cursor() as cursor:
+        cursor.execute(REFUSE_TURNS)
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TRIGGER test_refuse_turn ON conversations_message; DROP FUNCTION test_refuse_turn()")
+
+
+def test_a_failing_requests_log_lines_do_not_contain_its_text(refused_turns, client_a, add_messages, tmp_path):
+    marker = uuid.uuid4().hex[:12]
+    user_id, session_id, content = f"user-{marker}", f"sess-{marker}", f"my secret is {marker}"
+    # The test can fail: the database error itself quotes the request's text.
+    with pytest.raises(Exception) as raised, transaction.atomic():
+        add_messages(client_a, user_id=user_id, session_id=session_id, messages=[{"role": "user", "content": content}])
+    assert marker in str(raised.value)
+
+    server = WebServer(
+        broker_url="redis://127.0.0.1:1/0", settings_dict=connection.settings_dict, log_path=tmp_path / "web.log",
+        workers=1, threads=1, env={"LOG_LEVEL": "INFO"},
+        extra_args=("--access-logfile", "-", "--logger-class", "apps.core.access_log.AccessLogger"),
+    ).start()
+    try:
+        api = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        headers = {"Authorization": f"Api-Key {client_a.raw_key}", "Content-Type": "application/json"}
+        body = {"user_id": user_id, "session_id": session_id, "messages": [{"role": "user", "content": content}]}
+        api.request("POST", "/api/v1/memory/add", body=json.dumps(body), headers=headers)
+        failed = api.getresponse()
+        assert failed.status == 500 and marker not in failed.read().decode()
+        api.request("GET", f"/api/v1/sessions/{session_id}/?user_id={user_id}", headers=headers)
+        missing = api.getresponse()
+        assert missing.status == 404
+        missing.read()
+        wait_for(lambda: "/api/v1/sessions/<str:session_id>/" in server.log(), timeout=10, message="the access log")
+    finally:
+        server.stop()
+
+    log = server.log()
+    assert "unhandled django.db.utils.ProgrammingError on POST /api/v1/memory/add" in log
+    assert "psycopg.errors.RaiseException: (message withheld" in log, "the traceback keeps its frames and classes"
+    assert "Not Found: /api/v1/sessions/<str:session_id>/" in log
+    assert '"POST /api/v1/memory/add HTTP/1.1" 500' in log and '"GET /api/v1/sessions/<str:session_id>/ HTTP/1.1" 404' in log
+    assert marker not in log
+
+
+def test_exceptions_passed_as_arguments_and_runserver_request_lines_are_redacted():
+    import io
+    import logging
+
+    from apps.core.logs import RedactUserContent
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactUserContent())
+    logger = logging.getLogger("tests.redaction")
+    logger.addHandler(handler)
+    try:
+        logger.warning("task failed: %s", ValueError("user said tango-7731"))
+        logging.getLogger("django.server").addHandler(handler)
+        logging.getLogger("django.server").info(
+            '"%s" %s %s', "GET /api/v1/sessions/tango-7731/?user_id=tango-7731 HTTP/1.1", "404", "66"
+        )
+    finally:
+        logger.removeHandler(handler)
+        logging.getLogger("django.server").removeHandler(handler)
+    output = stream.getvalue()
+    assert "task failed: ValueError" in output and "GET /api/v1/sessions/<str:session_id>/ 404" in output
+    assert "tango-7731" not in output
