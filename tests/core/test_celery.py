@@ -14,4 +14,4 @@ def test_ping_round_trip_through_a_real_worker():
     token = uuid.uuid4().hex
     with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
         result = ping.delay(token)
-        assert result.get(timeout=20) == f"pong:{token}"
+        assert result.get(timeout=60) == f"pong:{token}"  # generous: a loaded machine starts workers slowly
