@@ -6,10 +6,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install run test bench clean chromium
 
-$(STAMP): pyproject.toml
+# The SDK in clients/python is installed too: the platform's /mcp tools are defined there.
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e './clients/python[mcp]' -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)

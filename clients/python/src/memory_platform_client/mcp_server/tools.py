@@ -1,0 +1,314 @@
+"""The MCP tools, defined once for both transports: names, argument schemas, annotations and the
+text a model reads. Each tool makes one call on a backend: the platform's own services behind
+`/mcp`, or the REST API through `AsyncMemoryClient` behind the stdio server. Either backend
+returns the REST API's JSON and raises this package's `APIError`s, so both transports answer
+alike, errors included."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, Protocol
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory_platform_client.errors import APIConnectionError, APIError
+from memory_platform_client.messages import to_messages
+
+SERVER_NAME = "memory-platform"
+INSTRUCTIONS = (
+    "Long-term memory shared by this agent's sessions. Store conversation turns with add_memory "
+    "(same user_id and session_id for one conversation), look things up with search_memory before "
+    "answering from memory, and call retrieve_skills at the start of a task for learned procedures."
+)
+CLIP = 300
+TRANSCRIPT_CLIP = 2000
+
+MemoryType = Literal["message", "episodic", "semantic", "procedural", "experience"]
+DeletableMemoryType = Literal["message", "episodic", "semantic", "procedural"]
+SearchMethod = Literal["bm25", "embedding", "hybrid", "fuzzy"]
+SessionTag = Literal["conversation", "task"]
+
+UserId = Annotated[str, Field(description="Your application's id of the person (end user) the memory is about.")]
+SessionId = Annotated[str, Field(description="The conversation or task id: 1-64 letters, digits, '_' or '-'.")]
+
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+class ChatMessage(BaseModel):
+    """One turn in OpenAI chat format."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = Field(
+        default=None, description="The text, or OpenAI content parts; may be empty on a pure tool-call turn."
+    )
+    name: str | None = Field(default=None, description="The speaker's name, or the tool's name on a tool result.")
+    tool_calls: list[dict[str, Any]] | None = Field(
+        default=None, description='Assistant tool calls: [{"id", "type": "function", "function": {"name", "arguments"}}].'
+    )
+    tool_call_id: str | None = Field(default=None, description="On a tool result: the id of the call it answers.")
+    occurred_at: str | None = Field(default=None, description="When the turn happened (ISO 8601); default now.")
+
+
+class Backend(Protocol):
+    """One method per tool; each returns the REST API's JSON for the same operation."""
+
+    async def add(self, *, user_id: str, session_id: str, messages: list[dict], session_tag: str | None,
+                  seal: bool, outcome: str | None) -> dict: ...
+
+    async def search(self, *, user_id: str, query: str, memory_types: list[str] | None,
+                     search_method: str | None, limit: int, session_id: str | None) -> dict: ...
+
+    async def retrieve_skills(self, *, task: str, k: int, user_id: str | None) -> dict: ...
+
+    async def list_sessions(self, *, user_id: str | None, session_tag: str | None, status: str | None,
+                            limit: int, offset: int) -> dict: ...
+
+    async def get_session(self, *, session_id: str, user_id: str, limit: int, offset: int) -> dict: ...
+
+    async def delete_memory(self, *, memory_type: str, memory_id: str) -> None: ...
+
+    async def erase_user(self, *, user_id: str) -> dict: ...
+
+
+BackendFor = Callable[[Context], Backend]
+
+
+def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: str = "") -> MCPServer:
+    """An MCPServer with the seven tools; `backend_for(ctx)` gives the backend of one call (on
+    the platform it is the caller's, resolved from the request's API key)."""
+    server = MCPServer(name, instructions=INSTRUCTIONS, version=version)
+
+    async def call(ctx: Context, operation: str, **arguments) -> Any:
+        try:
+            return await getattr(backend_for(ctx), operation)(**arguments)
+        except APIError as exc:
+            raise ToolError(error_text(exc)) from exc
+        except APIConnectionError as exc:
+            raise ToolError(f"The memory platform could not be reached: {exc}") from exc
+
+    @server.tool(
+        name="add_memory",
+        title="Add to memory",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                                    open_world_hint=False),
+    )
+    async def add_memory(
+        user_id: UserId,
+        session_id: SessionId,
+        messages: Annotated[list[ChatMessage], Field(min_length=1, description="The turns to store, oldest first.")],
+        ctx: Context,
+        session_tag: Annotated[
+            SessionTag | None,
+            Field(description="'conversation' (with a person; default) or 'task' (tool work, distilled into skills)."),
+        ] = None,
+        seal: Annotated[bool, Field(description="Close the session after these turns.")] = False,
+        outcome: Annotated[
+            Literal["success", "failure", "unknown"] | None, Field(description="How a task session ended.")
+        ] = None,
+    ) -> CallToolResult:
+        """Store turns of a conversation or task session in long-term memory. Later turns of the same
+        session_id are appended; the platform extracts facts and events, or skills, in the background."""
+        body = await call(ctx, "add", user_id=user_id, session_id=session_id, messages=to_messages(messages),
+                          session_tag=session_tag, seal=seal, outcome=outcome)
+        return result(render_add(body), body)
+
+    @server.tool(name="search_memory", title="Search memory", annotations=READ)
+    async def search_memory(
+        user_id: UserId,
+        query: Annotated[str, Field(description="What to look for; empty lists the most recent items.")],
+        ctx: Context,
+        memory_types: Annotated[
+            list[MemoryType] | None,
+            Field(description="Default: every type. message = transcript turns, episodic = dated events, "
+                              "semantic = facts, procedural = skills, experience = distilled lessons."),
+        ] = None,
+        search_method: Annotated[SearchMethod | None, Field(description="Default: the best for each type.")] = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+        session_id: Annotated[str | None, Field(description="Only this session's items.")] = None,
+    ) -> CallToolResult:
+        """Search one user's memories (facts, events, transcript turns, skills, lessons) by meaning and keywords."""
+        body = await call(ctx, "search", user_id=user_id, query=query, memory_types=memory_types,
+                          search_method=search_method, limit=limit, session_id=session_id)
+        return result(render_search(body), body)
+
+    @server.tool(name="retrieve_skills", title="Retrieve skills", annotations=READ)
+    async def retrieve_skills(
+        task: Annotated[str, Field(description="The task at hand, in a sentence or two.")],
+        ctx: Context,
+        k: Annotated[int, Field(ge=1, le=50, description="How many skills.")] = 5,
+        user_id: Annotated[str | None, Field(description="Also consider this user's own skills.")] = None,
+    ) -> CallToolResult:
+        """The learned procedures (skills) most relevant to a task, with their instructions: call it before acting."""
+        body = await call(ctx, "retrieve_skills", task=task, k=k, user_id=user_id)
+        return result(render_skills(body), body)
+
+    @server.tool(name="list_sessions", title="List sessions", annotations=READ)
+    async def list_sessions(
+        ctx: Context,
+        user_id: Annotated[str | None, Field(description="Only this user's sessions.")] = None,
+        session_tag: SessionTag | None = None,
+        status: Literal["open", "sealed"] | None = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
+        offset: Annotated[int, Field(ge=0)] = 0,
+    ) -> CallToolResult:
+        """Stored sessions, most recent first, one page at a time."""
+        body = await call(ctx, "list_sessions", user_id=user_id, session_tag=session_tag, status=status,
+                          limit=limit, offset=offset)
+        return result(render_sessions(body, offset), body)
+
+    @server.tool(name="get_session", title="Read a session", annotations=READ)
+    async def get_session(
+        session_id: SessionId,
+        user_id: UserId,
+        ctx: Context,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Turns to return.")] = 100,
+        offset: Annotated[int, Field(ge=0, description="Turns to skip from the start.")] = 0,
+    ) -> CallToolResult:
+        """One session with its transcript (turns in order, with ids)."""
+        body = await call(ctx, "get_session", session_id=session_id, user_id=user_id, limit=limit, offset=offset)
+        return result(render_session(body, offset), body)
+
+    @server.tool(
+        name="delete_memory",
+        title="Delete a memory",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+                                    open_world_hint=False),
+    )
+    async def delete_memory(
+        memory_type: DeletableMemoryType,
+        memory_id: Annotated[str, Field(description="The item's id, as search_memory or get_session show it.")],
+        ctx: Context,
+    ) -> CallToolResult:
+        """Delete one stored item for good: a transcript turn, an episodic or semantic memory, or a skill."""
+        await call(ctx, "delete_memory", memory_type=memory_type, memory_id=memory_id)
+        body = {"deleted": True, "memory_type": memory_type, "id": memory_id}
+        return result(f"Deleted {memory_type} {memory_id}.", body)
+
+    @server.tool(
+        name="erase_user",
+        title="Erase a user",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+                                    open_world_hint=False),
+    )
+    async def erase_user(user_id: UserId, ctx: Context) -> CallToolResult:
+        """Erase everything stored about one person in the organisation (right to erasure). Irreversible;
+        it runs in the background."""
+        body = await call(ctx, "erase_user", user_id=user_id)
+        return result(
+            f"Erasure of user {user_id} accepted: erasure {body['erasure_id']}, status {body['status']}. "
+            "Everything stored about this user is being deleted.",
+            body,
+        )
+
+    return server
+
+
+def result(text: str, structured: dict) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+def error_text(exc: APIError) -> str:
+    lead = {401: "Not authenticated", 403: "Refused", 404: "Not found", 409: "Conflict"}.get(exc.status, "Failed")
+    message = exc.message if exc.message.endswith(".") else exc.message + "."
+    return f"{lead} ({exc.status} {exc.code}): {message}"
+
+
+def clip(text: Any, limit: int = CLIP) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def when(value: str | None) -> str:
+    """An ISO timestamp to the minute, in the platform's time zone (UTC)."""
+    return value[:16].replace("T", " ") if value else "-"
+
+
+def render_add(body: dict) -> str:
+    seqs = f", turns #{body['first_seq']}–#{body['last_seq']}" if body.get("first_seq") is not None else ""
+    text = (
+        f"Stored {body['messages_stored']} turn(s) in session {body['session_id']} of user {body['user_id']} "
+        f"({body['session_tag']}, {body['status']}){seqs}; {len(body.get('task_ids') or [])} background task(s) queued."
+    )
+    if body.get("messages_truncated"):
+        text += f" {body['messages_truncated']} turn(s) were cut to the size limit."
+    return text
+
+
+def _hit_text(hit: dict) -> str:
+    kind = hit["memory_type"]
+    if kind == "message":
+        speaker = hit["role"] + (f" {hit['name']}" if hit.get("name") else "")
+        return f"{when(hit.get('occurred_at'))} session {hit['session_id']} #{hit['seq']} {speaker}: {clip(hit['content'])}"
+    if kind == "episodic":
+        return f"{when(hit.get('occurred_at'))} {clip(hit['summary'])}"
+    if kind == "semantic":
+        return f"{hit['name']}: {clip(hit['summary'])} (updated {when(hit.get('updated_at'))})"
+    if kind == "procedural":
+        return f"skill {hit['name']} ({hit['entry_type']}, v{hit['version']}): {clip(hit['description'])}"
+    if kind == "experience":
+        return f"lesson {clip(hit['title'], 120)}: {clip(hit['content'])} ({when(hit.get('created_at'))})"
+    return clip(hit)
+
+
+def render_search(body: dict) -> str:
+    hits = body["results"]
+    if not hits:
+        return f"No results for {body['query']!r}."
+    lines = [f"{len(hits)} result(s) for {body['query']!r}:"]
+    for number, hit in enumerate(hits, 1):
+        lines.append(f"{number}. [{hit['memory_type']}] id={hit['id']} score={hit['score']:.4f} {_hit_text(hit)}")
+    return "\n".join(lines)
+
+
+def render_skills(body: dict) -> str:
+    skills = body["skills"]
+    if not skills:
+        return f"No skills match {body['task']!r}."
+    lines = [f"{len(skills)} skill(s) for {body['task']!r}:"]
+    for number, skill in enumerate(skills, 1):
+        lines.append(
+            f"{number}. {skill['name']} ({skill['entry_type']}, v{skill['version']}, score {skill['score']:.4f}) "
+            f"id={skill['id']}\n   {clip(skill['description'])}\n   Instructions: {clip(skill['instructions'], 1200)}"
+        )
+    return "\n".join(lines)
+
+
+def render_sessions(body: dict, offset: int) -> str:
+    sessions = body["results"]
+    if not sessions:
+        return f"No sessions ({body['count']} in all)."
+    lines = [f"{body['count']} session(s); showing {offset + 1}–{offset + len(sessions)}:"]
+    for session in sessions:
+        lines.append(
+            f"- {session['session_id']} · user {session['user_id']} · {session['session_tag']} · {session['status']}"
+            f" · outcome {session['outcome']} · {session['message_count']} turn(s) · last {when(session['last_message_at'])}"
+        )
+    if body.get("next"):
+        lines.append(f"More with offset={offset + len(sessions)}.")
+    return "\n".join(lines)
+
+
+def render_session(body: dict, offset: int) -> str:
+    messages = body["messages"]
+    lines = [
+        f"Session {body['session_id']} of user {body['user_id']} ({body['session_tag']}, {body['status']}, "
+        f"outcome {body['outcome']}), {body['message_count']} turn(s)"
+        + (f"; showing {offset + 1}–{offset + len(messages)}:" if messages else "; no turns in this range.")
+    ]
+    for message in messages:
+        speaker = message["role"] + (f" {message['name']}" if message.get("name") else "")
+        calls = message.get("tool_calls") or []
+        names = [str((call.get("function") or {}).get("name", "?")) for call in calls if isinstance(call, dict)]
+        called = f" [calls {', '.join(names)}]" if names else ""
+        lines.append(
+            f"#{message['seq']} {when(message['occurred_at'])} {speaker}{called}: "
+            f"{clip(message['content'], TRANSCRIPT_CLIP)} (id={message['id']})"
+        )
+    if body.get("messages_next_offset") is not None:
+        lines.append(f"More with offset={body['messages_next_offset']}.")
+    return "\n".join(lines)
