@@ -7,31 +7,38 @@ from rest_framework.authentication import BaseAuthentication
 from apps.tenancy.selectors import client_for_api_key
 
 
-def _raw_key(request) -> str | None:
-    header = request.META.get("HTTP_AUTHORIZATION", "")
-    if header:
-        scheme, _, value = header.partition(" ")
+def raw_key_from_headers(*, authorization: str, x_api_key: str) -> str | None:
+    """The key a request carries, or None; a malformed Authorization header is refused."""
+    if authorization:
+        scheme, _, value = authorization.partition(" ")
         if scheme.lower() == "api-key" and value.strip():
             return value.strip()
         raise exceptions.AuthenticationFailed("Authorization header must be 'Api-Key <key>'.")
-    value = request.META.get("HTTP_X_API_KEY", "").strip()
-    return value or None
+    return x_api_key.strip() or None
+
+
+def client_for_raw_key(raw_key: str):
+    """(client, api_key) for a valid key of an active client; otherwise AuthenticationFailed.
+    The REST API and the MCP endpoint both authenticate through here."""
+    found = client_for_api_key(raw_key=raw_key)
+    if found is None:
+        raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
+    client, api_key = found
+    if not client.is_active:
+        raise exceptions.AuthenticationFailed("This client is disabled.")
+    return client, api_key
 
 
 class APIKeyAuthentication(BaseAuthentication):
     """Resolves the calling client; request.user is the Client, request.auth its ClientAPIKey."""
 
     def authenticate(self, request):
-        raw_key = _raw_key(request)
+        raw_key = raw_key_from_headers(
+            authorization=request.META.get("HTTP_AUTHORIZATION", ""), x_api_key=request.META.get("HTTP_X_API_KEY", "")
+        )
         if raw_key is None:
             return None
-        found = client_for_api_key(raw_key=raw_key)
-        if found is None:
-            raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
-        client, api_key = found
-        if not client.is_active:
-            raise exceptions.AuthenticationFailed("This client is disabled.")
-        return client, api_key
+        return client_for_raw_key(raw_key)
 
     def authenticate_header(self, request):
         return "Api-Key"

@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "apps.memories",
     "apps.privacy",
     "apps.profiles",
+    "apps.mcp_server",
 ]
 
 MIDDLEWARE = [
@@ -263,3 +264,6 @@ LOGGING = {
 }
 
 API_KEY_LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+# MCP endpoint (`manage.py runmcp`): threads per process that run the tools' database work.
+MCP_THREADS = env.int("MCP_THREADS", default=8)

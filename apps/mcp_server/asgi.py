@@ -1,0 +1,12 @@
+"""`uvicorn apps.mcp_server.asgi:application`: the MCP endpoint, as `manage.py runmcp` serves it."""
+
+import os
+
+import django
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings")
+django.setup()
+
+from apps.mcp_server.app import build_application  # noqa: E402  (needs the apps loaded)
+
+application = build_application()

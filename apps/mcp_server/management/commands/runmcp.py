@@ -1,0 +1,46 @@
+"""Serve the MCP endpoint (streamable HTTP at /mcp) with uvicorn, beside the WSGI web server."""
+
+import os
+import signal
+import sys
+
+import uvicorn
+from django.core.management.base import BaseCommand, CommandError
+
+from memory_platform.embedded_db import ATTACH_ENV
+
+
+def _exit(signum, frame):
+    sys.exit(0)
+
+
+class Command(BaseCommand):
+    help = "Serve the MCP endpoint (streamable HTTP) at http://BIND/mcp, authenticated by API key."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--bind", default="127.0.0.1:8001", help="host:port (default 127.0.0.1:8001)")
+        parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+
+    def handle(self, *args, bind, workers, **options):
+        host, _, port = bind.rpartition(":")
+        if not host or not port.isdigit():
+            raise CommandError(f"--bind must be host:port, not {bind!r}")
+        if workers > 1:
+            # Worker processes attach to this process's embedded PostgreSQL (if any) instead of owning it.
+            os.environ.setdefault(ATTACH_ENV, "1")
+        # uvicorn stops gracefully on SIGTERM, then raises it again with the handler it found: let that
+        # be a normal exit, so atexit hooks run (they stop an embedded PostgreSQL this process started).
+        signal.signal(signal.SIGTERM, _exit)
+        self.stdout.write(f"MCP endpoint: http://{bind}/mcp", ending="\n")
+        self.stdout.flush()
+        uvicorn.run(
+            "apps.mcp_server.asgi:application",
+            host=host.strip("[]"),
+            port=int(port),
+            workers=workers,
+            lifespan="on",
+            log_level=os.environ.get("LOG_LEVEL", "info").lower(),
+            access_log=True,
+            # Behind a reverse proxy the client address comes from X-Forwarded-For, as gunicorn does.
+            proxy_headers=True,
+        )
