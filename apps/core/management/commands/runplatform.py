@@ -1,4 +1,4 @@
-"""`make run`: migrate, ensure the demo tenant, then serve web + worker + beat until Ctrl-C."""
+"""`make run`: migrate, ensure the demo tenant, then serve web + MCP + worker + beat until Ctrl-C."""
 
 import os
 import signal
@@ -27,19 +27,21 @@ def _redis_reachable(url: str) -> bool:
 
 
 class Command(BaseCommand):
-    help = "Run the whole platform in the foreground: API and admin, a Celery worker and beat."
+    help = "Run the whole platform in the foreground: API and admin, the MCP endpoint, a Celery worker and beat."
 
     def add_arguments(self, parser):
         parser.add_argument("--bind", default="127.0.0.1:8000")
+        parser.add_argument("--mcp-bind", default="127.0.0.1:8001", help="where `runmcp` serves /mcp")
         parser.add_argument("--web-workers", type=int, default=2)
         parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes.")
 
-    def handle(self, *args, bind, web_workers, concurrency, **options):
+    def handle(self, *args, bind, mcp_bind, web_workers, concurrency, **options):
         call_command("migrate", interactive=False, verbosity=0)  # also upserts the beat schedules
         demo = demo_setup(data_dir=settings.DATA_DIR)
         self.stdout.write(self.style.SUCCESS("Memory platform is starting."))
         self.stdout.write(f"  API:      http://{bind}/api/v1/   (docs: http://{bind}/api/docs/)")
         self.stdout.write(f"  Admin:    http://{bind}/admin/    user {demo.admin_username!r}, password {demo.admin_password!r}")
+        self.stdout.write(f"  MCP:      http://{mcp_bind}/mcp   (streamable HTTP, the same API key)")
         self.stdout.write(f"  API key:  {demo.api_key}   (organisation {demo.organization!r}, client {demo.client!r})")
         self.stdout.write(f"  curl -H 'Authorization: Api-Key {demo.api_key}' http://{bind}/api/v1/me")
 
@@ -64,6 +66,7 @@ class Command(BaseCommand):
             ["gunicorn", "memory_platform.wsgi", "--bind", bind, "--workers", str(web_workers), "--threads", "4",
              "--access-logfile", "-", "--logger-class", "apps.core.access_log.AccessLogger"],
         )
+        commands.insert(1, [python, str(settings.BASE_DIR / "manage.py"), "runmcp", "--bind", mcp_bind])
         bin_dir = os.path.dirname(python)
         processes = [
             # A session of their own: Ctrl-C reaches only this process, which stops them in order.

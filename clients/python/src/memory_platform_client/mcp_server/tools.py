@@ -6,6 +6,7 @@ alike, errors included."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Protocol
 
@@ -35,6 +36,8 @@ UserId = Annotated[str, Field(description="Your application's id of the person (
 SessionId = Annotated[str, Field(description="The conversation or task id: 1-64 letters, digits, '_' or '-'.")]
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
 
 class ChatMessage(BaseModel):
@@ -66,7 +69,8 @@ class Backend(Protocol):
     async def retrieve_skills(self, *, task: str, k: int, user_id: str | None) -> dict: ...
 
     async def list_sessions(self, *, user_id: str | None, session_tag: str | None, status: str | None,
-                            limit: int, offset: int) -> dict: ...
+                            limit: int, offset: int) -> dict:
+        """At least `count` (all matches) and `results` (this page)."""
 
     async def get_session(self, *, session_id: str, user_id: str, limit: int, offset: int) -> dict: ...
 
@@ -83,6 +87,15 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
     the platform it is the caller's, resolved from the request's API key)."""
     server = MCPServer(name, instructions=INSTRUCTIONS, version=version)
 
+    def tool(name: str, title: str, annotations: ToolAnnotations):
+        def register(function):
+            # The docstring is the description the model reads, without the source's indentation.
+            server.add_tool(function, name=name, title=title, description=inspect.cleandoc(function.__doc__),
+                            annotations=annotations)
+            return function
+
+        return register
+
     async def call(ctx: Context, operation: str, **arguments) -> Any:
         try:
             return await getattr(backend_for(ctx), operation)(**arguments)
@@ -91,12 +104,7 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         except APIConnectionError as exc:
             raise ToolError(f"The memory platform could not be reached: {exc}") from exc
 
-    @server.tool(
-        name="add_memory",
-        title="Add to memory",
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                                    open_world_hint=False),
-    )
+    @tool("add_memory", "Add to memory", WRITE)
     async def add_memory(
         user_id: UserId,
         session_id: SessionId,
@@ -117,7 +125,7 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
                           session_tag=session_tag, seal=seal, outcome=outcome)
         return result(render_add(body), body)
 
-    @server.tool(name="search_memory", title="Search memory", annotations=READ)
+    @tool("search_memory", "Search memory", READ)
     async def search_memory(
         user_id: UserId,
         query: Annotated[str, Field(description="What to look for; empty lists the most recent items.")],
@@ -136,7 +144,7 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
                           search_method=search_method, limit=limit, session_id=session_id)
         return result(render_search(body), body)
 
-    @server.tool(name="retrieve_skills", title="Retrieve skills", annotations=READ)
+    @tool("retrieve_skills", "Retrieve skills", READ)
     async def retrieve_skills(
         task: Annotated[str, Field(description="The task at hand, in a sentence or two.")],
         ctx: Context,
@@ -147,7 +155,7 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         body = await call(ctx, "retrieve_skills", task=task, k=k, user_id=user_id)
         return result(render_skills(body), body)
 
-    @server.tool(name="list_sessions", title="List sessions", annotations=READ)
+    @tool("list_sessions", "List sessions", READ)
     async def list_sessions(
         ctx: Context,
         user_id: Annotated[str | None, Field(description="Only this user's sessions.")] = None,
@@ -157,11 +165,13 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         offset: Annotated[int, Field(ge=0)] = 0,
     ) -> CallToolResult:
         """Stored sessions, most recent first, one page at a time."""
-        body = await call(ctx, "list_sessions", user_id=user_id, session_tag=session_tag, status=status,
+        page = await call(ctx, "list_sessions", user_id=user_id, session_tag=session_tag, status=status,
                           limit=limit, offset=offset)
+        end = offset + len(page["results"])
+        body = {"count": page["count"], "next_offset": end if end < page["count"] else None, "results": page["results"]}
         return result(render_sessions(body, offset), body)
 
-    @server.tool(name="get_session", title="Read a session", annotations=READ)
+    @tool("get_session", "Read a session", READ)
     async def get_session(
         session_id: SessionId,
         user_id: UserId,
@@ -173,12 +183,7 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         body = await call(ctx, "get_session", session_id=session_id, user_id=user_id, limit=limit, offset=offset)
         return result(render_session(body, offset), body)
 
-    @server.tool(
-        name="delete_memory",
-        title="Delete a memory",
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
-                                    open_world_hint=False),
-    )
+    @tool("delete_memory", "Delete a memory", DESTRUCTIVE)
     async def delete_memory(
         memory_type: DeletableMemoryType,
         memory_id: Annotated[str, Field(description="The item's id, as search_memory or get_session show it.")],
@@ -189,12 +194,7 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         body = {"deleted": True, "memory_type": memory_type, "id": memory_id}
         return result(f"Deleted {memory_type} {memory_id}.", body)
 
-    @server.tool(
-        name="erase_user",
-        title="Erase a user",
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
-                                    open_world_hint=False),
-    )
+    @tool("erase_user", "Erase a user", DESTRUCTIVE)
     async def erase_user(user_id: UserId, ctx: Context) -> CallToolResult:
         """Erase everything stored about one person in the organisation (right to erasure). Irreversible;
         it runs in the background."""
@@ -229,7 +229,8 @@ def when(value: str | None) -> str:
 
 
 def render_add(body: dict) -> str:
-    seqs = f", turns #{body['first_seq']}–#{body['last_seq']}" if body.get("first_seq") is not None else ""
+    first, last = body.get("first_seq"), body.get("last_seq")
+    seqs = "" if first is None else f", turn #{first}" if first == last else f", turns #{first}–#{last}"
     text = (
         f"Stored {body['messages_stored']} turn(s) in session {body['session_id']} of user {body['user_id']} "
         f"({body['session_tag']}, {body['status']}){seqs}; {len(body.get('task_ids') or [])} background task(s) queued."
@@ -288,8 +289,8 @@ def render_sessions(body: dict, offset: int) -> str:
             f"- {session['session_id']} · user {session['user_id']} · {session['session_tag']} · {session['status']}"
             f" · outcome {session['outcome']} · {session['message_count']} turn(s) · last {when(session['last_message_at'])}"
         )
-    if body.get("next"):
-        lines.append(f"More with offset={offset + len(sessions)}.")
+    if body["next_offset"] is not None:
+        lines.append(f"More with offset={body['next_offset']}.")
     return "\n".join(lines)
 
 
