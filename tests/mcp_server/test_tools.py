@@ -1,0 +1,201 @@
+"""Every MCP tool through both transports, with the official SDK's ClientSession: streamable HTTP
+against `manage.py runmcp`, and stdio against `memory-platform-mcp` talking to a live server."""
+
+import pytest
+
+from apps.conversations.models import Message
+from apps.memories.models import SemanticMemory
+from apps.privacy.models import ErasureRequest
+from apps.skills.models import Skill
+from tests.factories import ClientFactory
+from tests.mcp_server.mcp_client import call, http_transport, run, stdio_transport, text
+from tests.memories.makers import semantic
+from tests.skills.factories import SkillFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TOOLS = {"add_memory", "search_memory", "retrieve_skills", "list_sessions", "get_session", "delete_memory", "erase_user"}
+READ_TOOLS = {"search_memory", "retrieve_skills", "list_sessions", "get_session"}
+DESTRUCTIVE_TOOLS = {"delete_memory", "erase_user"}
+READ_ONLY = "Refused (403 permission_denied): This client is read-only (it has no write scope)."
+NOT_FOUND = "Not found (404 not_found): Not found."
+
+CONVERSATION = [
+    {"role": "user", "content": "What's the weather in Lisbon? My sister lives there."},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Lisbon"}'}},
+    ]},
+    {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "21°C and sunny"},
+]
+
+
+@pytest.fixture(params=["http", "stdio"])
+def connect_as(request):
+    """connect_as(client) opens an MCP session with the client's API key over one transport."""
+    if request.param == "http":
+        url = request.getfixturevalue("mcp_server").url
+        return lambda client: http_transport(url, {"Authorization": f"Api-Key {client.raw_key}"})
+    live_server = request.getfixturevalue("live_server")
+    return lambda client: stdio_transport(live_server.url, client.raw_key)
+
+
+def test_lists_the_seven_tools_with_their_annotations_and_schemas(connect_as, client_a):
+    async def scenario(session):
+        return (await session.list_tools()).tools
+
+    tools = {tool.name: tool for tool in run(connect_as(client_a), scenario)}
+
+    assert set(tools) == TOOLS
+    for name, tool in tools.items():
+        assert tool.annotations.read_only_hint is (name in READ_TOOLS), name
+        assert bool(tool.annotations.destructive_hint) is (name in DESTRUCTIVE_TOOLS), name
+        assert tool.description and tool.input_schema["type"] == "object"
+    add = tools["add_memory"].input_schema
+    assert add["required"] == ["user_id", "session_id", "messages"]
+    assert add["properties"]["session_tag"]["anyOf"][0]["enum"] == ["conversation", "task"]
+    assert tools["delete_memory"].input_schema["properties"]["memory_type"]["enum"] == [
+        "message", "episodic", "semantic", "procedural"
+    ]
+    assert tools["search_memory"].input_schema["required"] == ["user_id", "query"]
+
+
+def test_both_transports_publish_the_same_tools(mcp_server, live_server, client_a):
+    async def scenario(session):
+        return [tool.model_dump() for tool in (await session.list_tools()).tools]
+
+    over_http = run(http_transport(mcp_server.url, {"Authorization": f"Api-Key {client_a.raw_key}"}), scenario)
+    over_stdio = run(stdio_transport(live_server.url, client_a.raw_key), scenario)
+
+    assert over_http == over_stdio
+
+
+def test_every_tool(connect_as, client_a):
+    sister = semantic(client_a.organization, "default", "alice", "sister", "Alice's sister lives in Lisbon")
+    skill = SkillFactory(organization=client_a.organization, name="book-flight")
+
+    async def scenario(session):
+        results = {"add": await session.call_tool("add_memory", {
+            "user_id": "alice", "session_id": "chat-1", "messages": CONVERSATION,
+        })}
+        results["search"] = await session.call_tool("search_memory", {"user_id": "alice", "query": "Lisbon sister"})
+        results["skills"] = await session.call_tool("retrieve_skills", {"task": "book a flight for a customer", "k": 3})
+        results["sessions"] = await session.call_tool("list_sessions", {"user_id": "alice"})
+        results["session"] = await session.call_tool("get_session", {"user_id": "alice", "session_id": "chat-1"})
+        message_id = results["session"].structured_content["messages"][0]["id"]
+        results["delete_semantic"] = await session.call_tool(
+            "delete_memory", {"memory_type": "semantic", "memory_id": str(sister.pk)}
+        )
+        results["delete_message"] = await session.call_tool(
+            "delete_memory", {"memory_type": "message", "memory_id": message_id}
+        )
+        results["erase"] = await session.call_tool("erase_user", {"user_id": "alice"})
+        return results
+
+    results = run(connect_as(client_a), scenario)
+
+    assert not any(result.is_error for result in results.values()), {k: text(r) for k, r in results.items()}
+    add = results["add"]
+    assert add.structured_content["messages_stored"] == 3
+    assert text(add).startswith("Stored 3 turn(s) in session chat-1 of user alice (conversation, open), turns #1–#3")
+
+    hits = results["search"].structured_content["results"]
+    assert {hit["memory_type"] for hit in hits} >= {"semantic", "message"}
+    assert f"[semantic] id={sister.pk}" in text(results["search"])
+    assert "sister: Alice's sister lives in Lisbon" in text(results["search"])
+
+    skills = results["skills"].structured_content["skills"]
+    assert skills[0]["id"] == str(skill.pk)
+    assert f"book-flight (workflow, v1, score" in text(results["skills"])
+    assert "Instructions: Steps: 1. get_user_details(user_id)" in text(results["skills"])
+
+    assert results["sessions"].structured_content["count"] == 1
+    assert results["sessions"].structured_content["next_offset"] is None
+    assert "- chat-1 · user alice · conversation · open · outcome unknown · 3 turn(s)" in text(results["sessions"])
+
+    transcript = text(results["session"])
+    assert transcript.startswith("Session chat-1 of user alice (conversation, open, outcome unknown), 3 turn(s)")
+    assert "assistant [calls get_weather]" in transcript
+    assert "tool get_weather: [get_weather] 21°C and sunny" in transcript
+
+    assert text(results["delete_semantic"]) == f"Deleted semantic {sister.pk}."
+    assert not SemanticMemory.objects.filter(pk=sister.pk).exists()
+    assert Message.objects.filter(session__session_id="chat-1").count() == 2
+
+    erasure = ErasureRequest.objects.get(pk=results["erase"].structured_content["erasure_id"])
+    assert (erasure.subject_kind, erasure.subject_id, erasure.requested_by_id) == ("user", "alice", client_a.pk)
+    assert text(results["erase"]).startswith(f"Erasure of user alice accepted: erasure {erasure.pk}, status queued.")
+
+
+def test_invalid_arguments_get_the_rest_api_message(connect_as, client_a):
+    result = call(connect_as(client_a), "add_memory", {
+        "user_id": "alice", "session_id": "no spaces allowed", "messages": [{"role": "user", "content": "hi"}],
+    })
+
+    assert result.is_error
+    assert "Failed (400 invalid): Invalid input: session_id: Use 1-64 letters, digits, '_' or '-'." in text(result)
+
+
+def test_read_only_clients_see_the_write_tools_refused(connect_as, client_a):
+    reader = ClientFactory(organization=client_a.organization, write_scope=None, read_scopes=["default"])
+    sister = semantic(client_a.organization, "default", "alice", "sister", "Alice's sister lives in Lisbon")
+
+    async def scenario(session):
+        return {
+            "add": await session.call_tool("add_memory", {
+                "user_id": "alice", "session_id": "chat-1", "messages": [{"role": "user", "content": "hi"}],
+            }),
+            "delete": await session.call_tool("delete_memory", {"memory_type": "semantic", "memory_id": str(sister.pk)}),
+            "erase": await session.call_tool("erase_user", {"user_id": "alice"}),
+            "search": await session.call_tool("search_memory", {"user_id": "alice", "query": "sister"}),
+        }
+
+    results = run(connect_as(reader), scenario)
+
+    for name in ("add", "delete", "erase"):
+        assert results[name].is_error and READ_ONLY in text(results[name]), name
+    assert not results["search"].is_error
+    assert [hit["id"] for hit in results["search"].structured_content["results"]] == [str(sister.pk)]
+    assert SemanticMemory.objects.filter(pk=sister.pk).exists() and not ErasureRequest.objects.exists()
+
+
+def test_scopes_apply_as_in_the_rest_api(connect_as, client_a):
+    """Unreadable scopes are invisible (404); readable but not writable ones are refused (403)."""
+    sister = semantic(client_a.organization, "default", "alice", "sister", "Alice's sister lives in Lisbon")
+    elsewhere = ClientFactory(organization=client_a.organization, write_scope="other", read_scopes=["other"])
+    shared_reader = ClientFactory(organization=client_a.organization, write_scope="other", read_scopes=["other", "default"])
+    delete = {"memory_type": "semantic", "memory_id": str(sister.pk)}
+
+    unreadable = call(connect_as(elsewhere), "delete_memory", delete)
+    readable = call(connect_as(shared_reader), "delete_memory", delete)
+    search = call(connect_as(elsewhere), "search_memory", {"user_id": "alice", "query": "sister"})
+
+    assert unreadable.is_error and NOT_FOUND in text(unreadable)
+    assert readable.is_error and "Refused (403 permission_denied): This item belongs to scope 'default'" in text(readable)
+    assert search.structured_content["results"] == [] and text(search) == "No results for 'sister'."
+    assert SemanticMemory.objects.filter(pk=sister.pk).exists()
+
+
+def test_other_organisations_see_nothing(connect_as, client_a, foreign_client, add_messages):
+    sister = semantic(client_a.organization, "default", "alice", "sister", "Alice's sister lives in Lisbon")
+    SkillFactory(organization=client_a.organization, name="book-flight")
+    add_messages(client_a, user_id="alice", session_id="chat-1")
+
+    async def scenario(session):
+        return {
+            "search": await session.call_tool("search_memory", {"user_id": "alice", "query": "sister"}),
+            "skills": await session.call_tool("retrieve_skills", {"task": "book a flight for a customer"}),
+            "sessions": await session.call_tool("list_sessions", {}),
+            "session": await session.call_tool("get_session", {"user_id": "alice", "session_id": "chat-1"}),
+            "delete": await session.call_tool("delete_memory", {"memory_type": "semantic", "memory_id": str(sister.pk)}),
+            "erase": await session.call_tool("erase_user", {"user_id": "alice"}),
+        }
+
+    results = run(connect_as(foreign_client), scenario)
+
+    assert results["search"].structured_content["results"] == []
+    assert results["skills"].structured_content["skills"] == []
+    assert results["sessions"].structured_content["count"] == 0
+    for name in ("session", "delete", "erase"):
+        assert results[name].is_error and NOT_FOUND in text(results[name]), name
+    assert SemanticMemory.objects.filter(pk=sister.pk).exists() and Skill.objects.exists()
+    assert not ErasureRequest.objects.exists()
