@@ -1,0 +1,91 @@
+"""/mcp authenticates exactly as the REST API does, before the MCP transport sees a byte."""
+
+import httpx2 as httpx
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from apps.tenancy.services import api_key_revoke, client_set_status
+from tests.factories import ClientFactory
+from tests.mcp_server.mcp_client import call, http_transport, run, text
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def post(mcp_server, headers, url=None):
+    return httpx.post(url or mcp_server.url, json=INITIALIZE, headers={**ACCEPT, **headers}, timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("headers", "code", "message"),
+    [
+        ({}, "not_authenticated", "An API key is required: send 'Authorization: Api-Key <key>'."),
+        ({"Authorization": "Api-Key mp_abcdefgh_wrong"}, "authentication_failed", "Invalid or revoked API key."),
+        ({"X-API-Key": "not-a-key"}, "authentication_failed", "Invalid or revoked API key."),
+        ({"Authorization": "Bearer abc"}, "authentication_failed", "Authorization header must be 'Api-Key <key>'."),
+    ],
+)
+def test_no_key_or_a_bad_key_gets_401_with_the_platform_error(mcp_server, headers, code, message):
+    response = post(mcp_server, headers)
+
+    assert response.status_code == 401
+    assert response.headers["WWW-Authenticate"] == "Api-Key"
+    assert response.json() == {"error": {"status": 401, "code": code, "message": message}}
+
+
+def test_revoked_keys_and_disabled_clients_get_401(mcp_server, client_a):
+    revoked = ClientFactory(organization=client_a.organization)
+    api_key_revoke(prefix=revoked.raw_key.split("_")[1])
+    disabled = ClientFactory(organization=client_a.organization)
+    client_set_status(client=disabled, status="disabled")
+
+    assert post(mcp_server, {"Authorization": f"Api-Key {revoked.raw_key}"}).json()["error"]["message"] == (
+        "Invalid or revoked API key."
+    )
+    assert post(mcp_server, {"X-API-Key": disabled.raw_key}).json()["error"]["message"] == "This client is disabled."
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+def test_the_sdk_client_cannot_open_a_session_without_a_valid_key(mcp_server, client_a):
+    async def scenario(session):
+        return (await session.list_tools()).tools
+
+    with pytest.raises(BaseException) as raised:
+        run(http_transport(mcp_server.url, {"Authorization": "Api-Key mp_abcdefgh_wrong"}), scenario)
+    tools = run(http_transport(mcp_server.url, {"Authorization": f"Api-Key {client_a.raw_key}"}), scenario)
+
+    assert [type(leaf) for leaf in _leaves(raised.value)] == [MCPError]
+    assert len(tools) == 7
+
+
+def test_x_api_key_header_works_and_the_key_picks_the_tenant(mcp_server, client_a, add_messages):
+    add_messages(client_a, user_id="alice", session_id="chat-1")
+
+    result = call(http_transport(mcp_server.url, {"X-API-Key": client_a.raw_key}), "list_sessions")
+
+    assert not result.is_error
+    assert [session["session_id"] for session in result.structured_content["results"]] == ["chat-1"]
+    assert "1 session(s); showing 1–1:" in text(result)
+
+
+def test_the_host_header_is_checked_against_allowed_hosts(mcp_server, client_a):
+    response = post(mcp_server, {"Authorization": f"Api-Key {client_a.raw_key}", "Host": "attacker.example"})
+
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == "Invalid Host header."
+
+
+def test_healthz_answers_without_a_key(mcp_server):
+    response = httpx.get(mcp_server.url.removesuffix("/mcp") + "/healthz", timeout=10)
+
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
