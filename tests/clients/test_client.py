@@ -31,6 +31,7 @@ from apps.skills.models import Skill
 from tests.clients.proxy import FaultyProxy
 from tests.factories import ClientFactory
 from tests.memories.makers import episodic, semantic
+from tests.profiles.makers import make_profile
 from tests.skills.factories import ExperienceFactory, SkillFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -122,6 +123,15 @@ def test_skills_experiences_and_retrieval(sdk, client_a):
         sdk.skills.get(str(skills[0].pk))
 
 
+def test_profiles_and_entities(sdk, client_a):
+    profile = make_profile(client_a, "alice", "Alice paints and lives in Lisbon.")
+
+    assert [p["id"] for p in sdk.profiles.list(user_id="alice")] == [str(profile.pk)]
+    assert sdk.profiles.get(str(profile.pk))["name"] == profile.name
+    assert [e["name"] for e in sdk.entities.iter(user_id="alice")] == [profile.name]
+    assert sdk.profiles.list(user_id="bob") == []
+
+
 def test_delete_memory_of_every_type(sdk, client_a):
     sdk.add("alice", "chat-1", [{"role": "user", "content": "hello"}])
     message = Message.objects.get()
@@ -157,11 +167,12 @@ def test_erasure_tasks_and_waiting(sdk, client_a):
 
 
 def test_every_error_type_carries_the_platform_error(live_server, sdk, client_a):
-    with pytest.raises(AuthenticationError) as auth:
-        MemoryClient(live_server.url, "mp_abcdefgh_wrong").me()
     reader = ClientFactory(organization=client_a.organization, write_scope=None, read_scopes=["default"])
-    with pytest.raises(PermissionDeniedError) as denied:
-        MemoryClient(live_server.url, reader.raw_key).add("alice", "chat-1", [{"role": "user", "content": "hi"}])
+    # Closed at once: an open keep-alive connection would hold a live server thread and its database session.
+    with MemoryClient(live_server.url, "mp_abcdefgh_wrong") as stranger, pytest.raises(AuthenticationError) as auth:
+        stranger.me()
+    with MemoryClient(live_server.url, reader.raw_key) as read_only, pytest.raises(PermissionDeniedError) as denied:
+        read_only.add("alice", "chat-1", [{"role": "user", "content": "hi"}])
     with pytest.raises(NotFoundError) as missing:
         sdk.sessions.get("nope", "alice")
     sdk.add("alice", "chat-1", [{"role": "user", "content": "hi"}], seal=True)

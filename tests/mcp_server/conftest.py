@@ -62,3 +62,4 @@ def mcp_server(django_db_setup, tmp_path_factory):
     server = McpProcess(tmp_path_factory.mktemp("mcp") / "runmcp.log").start()
     yield server
     server.stop()
+

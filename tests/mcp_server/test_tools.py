@@ -10,6 +10,7 @@ from apps.skills.models import Skill
 from tests.factories import ClientFactory
 from tests.mcp_server.mcp_client import call, http_transport, run, stdio_transport, text
 from tests.memories.makers import semantic
+from tests.profiles.makers import make_profile
 from tests.skills.factories import SkillFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -72,6 +73,7 @@ def test_both_transports_publish_the_same_tools(mcp_server, live_server, client_
 def test_every_tool(connect_as, client_a):
     sister = semantic(client_a.organization, "default", "alice", "sister", "Alice's sister lives in Lisbon")
     skill = SkillFactory(organization=client_a.organization, name="book-flight")
+    profile = make_profile(client_a, "alice", "Alice's sister Ana lives in Lisbon and paints.")
 
     async def scenario(session):
         results = {"add": await session.call_tool("add_memory", {
@@ -102,6 +104,8 @@ def test_every_tool(connect_as, client_a):
     assert {hit["memory_type"] for hit in hits} >= {"semantic", "message"}
     assert f"[semantic] id={sister.pk}" in text(results["search"])
     assert "sister: Alice's sister lives in Lisbon" in text(results["search"])
+    assert f"[profile] id={profile.pk}" in text(results["search"])
+    assert f"profile of {profile.name} (revision 1): Alice's sister Ana lives in Lisbon and paints." in text(results["search"])
 
     skills = results["skills"].structured_content["skills"]
     assert skills[0]["id"] == str(skill.pk)

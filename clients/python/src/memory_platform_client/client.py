@@ -28,7 +28,6 @@ from memory_platform_client._http import (
 from memory_platform_client.errors import TaskTimeoutError
 from memory_platform_client.messages import to_json, to_messages
 
-MEMORY_TYPES = ("message", "episodic", "semantic", "procedural", "experience")
 DELETABLE_MEMORY_TYPES = ("message", "episodic", "semantic", "procedural")
 TERMINAL_TASK_STATUSES = frozenset({"succeeded", "dead", "cancelled"})
 PAGE_SIZE = 100
@@ -151,6 +150,22 @@ class Experiences(_Listing):
     path = "experiences/"
 
 
+class Profiles(_Listing):
+    """`GET profiles/` (compiled person pages) filters: user_id and the others the API documents."""
+
+    path = "profiles/"
+
+    def get(self, profile_id: str):
+        """The page with its revisions and sources."""
+        return self._client._driver.run(_one(Call("GET", f"profiles/{_segment(profile_id)}/")))
+
+
+class Entities(_Listing):
+    """`GET entities/` (people, places, things and their co-occurrence edges) filters: user_id, …"""
+
+    path = "entities/"
+
+
 class _Methods:
     """The API, written once; `_driver` makes each call blocking or awaitable."""
 
@@ -162,6 +177,8 @@ class _Methods:
         self.sessions = Sessions(self)
         self.skills = Skills(self)
         self.experiences = Experiences(self)
+        self.profiles = Profiles(self)
+        self.entities = Entities(self)
 
     def _run(self, call: Call):
         return self._driver.run(_one(call))

@@ -27,7 +27,7 @@ INSTRUCTIONS = (
 CLIP = 300
 TRANSCRIPT_CLIP = 2000
 
-MemoryType = Literal["message", "episodic", "semantic", "procedural", "experience"]
+MemoryType = Literal["message", "episodic", "semantic", "procedural", "experience", "profile"]
 DeletableMemoryType = Literal["message", "episodic", "semantic", "procedural"]
 SearchMethod = Literal["bm25", "embedding", "hybrid", "fuzzy"]
 SessionTag = Literal["conversation", "task"]
@@ -133,13 +133,15 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         memory_types: Annotated[
             list[MemoryType] | None,
             Field(description="Default: every type. message = transcript turns, episodic = dated events, "
-                              "semantic = facts, procedural = skills, experience = distilled lessons."),
+                              "semantic = facts, procedural = skills, experience = distilled lessons, "
+                              "profile = compiled pages about people."),
         ] = None,
         search_method: Annotated[SearchMethod | None, Field(description="Default: the best for each type.")] = None,
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
         session_id: Annotated[str | None, Field(description="Only this session's items.")] = None,
     ) -> CallToolResult:
-        """Search one user's memories (facts, events, transcript turns, skills, lessons) by meaning and keywords."""
+        """Search one user's memories (facts, events, transcript turns, skills, lessons, profiles) by meaning
+        and keywords."""
         body = await call(ctx, "search", user_id=user_id, query=query, memory_types=memory_types,
                           search_method=search_method, limit=limit, session_id=session_id)
         return result(render_search(body), body)
@@ -251,6 +253,8 @@ def _hit_text(hit: dict) -> str:
         return f"{hit['name']}: {clip(hit['summary'])} (updated {when(hit.get('updated_at'))})"
     if kind == "procedural":
         return f"skill {hit['name']} ({hit['entry_type']}, v{hit['version']}): {clip(hit['description'])}"
+    if kind == "profile":
+        return f"profile of {hit['name']} (revision {hit['revision']}): {clip(hit['markdown'])}"
     if kind == "experience":
         return f"lesson {clip(hit['title'], 120)}: {clip(hit['content'])} ({when(hit.get('created_at'))})"
     return clip(hit)
