@@ -1,5 +1,6 @@
 """Serve the MCP endpoint (streamable HTTP at /mcp) with uvicorn, beside the WSGI web server."""
 
+import importlib.util
 import os
 import signal
 import sys
@@ -22,6 +23,8 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
 
     def handle(self, *args, bind, workers, **options):
+        if importlib.util.find_spec("memory_platform_client") is None:
+            raise CommandError("The MCP tools come from the SDK: pip install ./clients/python (make install does).")
         host, _, port = bind.rpartition(":")
         if not host or not port.isdigit():
             raise CommandError(f"--bind must be host:port, not {bind!r}")
