@@ -21,7 +21,6 @@ from apps.conversations.serializers import (
     MemoryAddInputSerializer,
     MemoryAddOutputSerializer,
     MessageOutputSerializer,
-    OwnerQuerySerializer,
     SessionListFilterSerializer,
     SessionOutputSerializer,
 )
@@ -54,11 +53,13 @@ DELETIONS = {
 }
 
 
-def view_for(view_class, method: str, client):
-    """The REST view of the same operation, bound to the caller, after its permission checks
-    (read-only clients are refused writes here exactly as in the REST API)."""
+def view_for(view_class, method: str, client, query: dict | None = None):
+    """The REST view of the same operation, bound to the caller (and to the query string it would
+    have read), after its permission checks: read-only clients are refused writes, and clients
+    without can_erase erasure, exactly as in the REST API."""
     view = view_class()
-    view.request = SimpleNamespace(method=method, user=client)
+    query_params = {key: value for key, value in (query or {}).items() if value is not None}
+    view.request = SimpleNamespace(method=method, user=client, query_params=query_params)
     for permission in view.get_permissions():
         if not permission.has_permission(view.request, view):
             raise exceptions.PermissionDenied(getattr(permission, "message", None), code=getattr(permission, "code", None))
@@ -170,10 +171,11 @@ class PlatformBackend:
     async def get_session(self, **arguments) -> dict:
         return await self._run(self._get_session, **arguments)
 
-    def _get_session(self, *, session_id, user_id, limit, offset) -> dict:
-        view = view_for(SessionDetailView, "GET", self.client)
-        query = validated(OwnerQuerySerializer, {"user_id": user_id, "limit": limit, "offset": offset})
-        session = view.get_object(session_id=session_id, end_user__user_id=query["user_id"])
+    def _get_session(self, *, session_id, user_id, scope, limit, offset) -> dict:
+        view = view_for(SessionDetailView, "GET", self.client,
+                        {"user_id": user_id, "scope": scope, "limit": limit, "offset": offset})
+        session = view.get_session(session_id)
+        query = view.owner_query()
         messages = session_messages(session=session)[query["offset"] : query["offset"] + query["limit"]]
         body = SessionOutputSerializer(session).data
         body["messages"] = MessageOutputSerializer(messages, many=True).data

@@ -148,6 +148,8 @@ def test_delete_memory_of_every_type(sdk, client_a):
 
 
 def test_erasure_tasks_and_waiting(sdk, client_a):
+    client_a.can_erase = True
+    client_a.save(update_fields=["can_erase"])
     sdk.add("alice", "chat-1", [{"role": "user", "content": "hello"}])
     other = ClientFactory(organization=client_a.organization)
 
@@ -173,6 +175,8 @@ def test_every_error_type_carries_the_platform_error(live_server, sdk, client_a)
         stranger.me()
     with MemoryClient(live_server.url, reader.raw_key) as read_only, pytest.raises(PermissionDeniedError) as denied:
         read_only.add("alice", "chat-1", [{"role": "user", "content": "hi"}])
+    with pytest.raises(PermissionDeniedError) as no_erase:
+        sdk.erase_user("alice")
     with pytest.raises(NotFoundError) as missing:
         sdk.sessions.get("nope", "alice")
     sdk.add("alice", "chat-1", [{"role": "user", "content": "hi"}], seal=True)
@@ -185,6 +189,7 @@ def test_every_error_type_carries_the_platform_error(live_server, sdk, client_a)
         401, "authentication_failed", "Invalid or revoked API key."
     )
     assert (denied.value.status, denied.value.message) == (403, "This client is read-only (it has no write scope).")
+    assert no_erase.value.message == "This client may not erase: erasure needs the client's can_erase permission."
     assert missing.value.body == {"error": {"status": 404, "code": "not_found", "message": "Not found."}}
     assert (conflict.value.status, conflict.value.code) == (409, "conflict")
     assert invalid.value.status == 400 and invalid.value.code == "invalid"

@@ -19,6 +19,7 @@ TOOLS = {"add_memory", "search_memory", "retrieve_skills", "list_sessions", "get
 READ_TOOLS = {"search_memory", "retrieve_skills", "list_sessions", "get_session"}
 DESTRUCTIVE_TOOLS = {"delete_memory", "erase_user"}
 READ_ONLY = "Refused (403 permission_denied): This client is read-only (it has no write scope)."
+NO_ERASE = "Refused (403 permission_denied): This client may not erase: erasure needs the client's can_erase permission."
 NOT_FOUND = "Not found (404 not_found): Not found."
 
 CONVERSATION = [
@@ -71,6 +72,8 @@ def test_both_transports_publish_the_same_tools(mcp_server, live_server, client_
 
 
 def test_every_tool(connect_as, client_a):
+    client_a.can_erase = True
+    client_a.save(update_fields=["can_erase"])
     sister = semantic(client_a.organization, "default", "alice", "sister", "Alice's sister lives in Lisbon")
     skill = SkillFactory(organization=client_a.organization, name="book-flight")
     profile = make_profile(client_a, "alice", "Alice's sister Ana lives in Lisbon and paints.")
@@ -149,17 +152,28 @@ def test_read_only_clients_see_the_write_tools_refused(connect_as, client_a):
                 "user_id": "alice", "session_id": "chat-1", "messages": [{"role": "user", "content": "hi"}],
             }),
             "delete": await session.call_tool("delete_memory", {"memory_type": "semantic", "memory_id": str(sister.pk)}),
-            "erase": await session.call_tool("erase_user", {"user_id": "alice"}),
             "search": await session.call_tool("search_memory", {"user_id": "alice", "query": "sister"}),
         }
 
     results = run(connect_as(reader), scenario)
 
-    for name in ("add", "delete", "erase"):
+    for name in ("add", "delete"):
         assert results[name].is_error and READ_ONLY in text(results[name]), name
     assert not results["search"].is_error
     assert [hit["id"] for hit in results["search"].structured_content["results"]] == [str(sister.pk)]
-    assert SemanticMemory.objects.filter(pk=sister.pk).exists() and not ErasureRequest.objects.exists()
+    assert SemanticMemory.objects.filter(pk=sister.pk).exists()
+
+
+def test_erasure_needs_the_can_erase_permission(connect_as, client_a, add_messages):
+    """A writer without can_erase is refused before the subject is looked up, as in the REST API."""
+    add_messages(client_a, user_id="alice", session_id="chat-1")
+
+    refused = call(connect_as(client_a), "erase_user", {"user_id": "alice"})
+    unknown = call(connect_as(client_a), "erase_user", {"user_id": "nobody"})
+
+    assert refused.is_error and NO_ERASE in text(refused)
+    assert unknown.is_error and NO_ERASE in text(unknown)
+    assert not ErasureRequest.objects.exists()
 
 
 def test_scopes_apply_as_in_the_rest_api(connect_as, client_a):
@@ -180,6 +194,8 @@ def test_scopes_apply_as_in_the_rest_api(connect_as, client_a):
 
 
 def test_other_organisations_see_nothing(connect_as, client_a, foreign_client, add_messages):
+    foreign_client.can_erase = True
+    foreign_client.save(update_fields=["can_erase"])
     sister = semantic(client_a.organization, "default", "alice", "sister", "Alice's sister lives in Lisbon")
     SkillFactory(organization=client_a.organization, name="book-flight")
     add_messages(client_a, user_id="alice", session_id="chat-1")
@@ -203,3 +219,18 @@ def test_other_organisations_see_nothing(connect_as, client_a, foreign_client, a
         assert results[name].is_error and NOT_FOUND in text(results[name]), name
     assert SemanticMemory.objects.filter(pk=sister.pk).exists() and Skill.objects.exists()
     assert not ErasureRequest.objects.exists()
+
+
+def test_a_session_id_in_several_readable_scopes_is_named_by_scope(connect_as, client_a, add_messages):
+    other_writer = ClientFactory(organization=client_a.organization, write_scope="other", read_scopes=["other"])
+    add_messages(client_a, user_id="alice", session_id="chat-1")
+    add_messages(other_writer, user_id="alice", session_id="chat-1", messages=[{"role": "user", "content": "elsewhere"}])
+    auditor = ClientFactory(organization=client_a.organization, write_scope=None, read_scopes=["default", "other"])
+
+    ambiguous = call(connect_as(auditor), "get_session", {"user_id": "alice", "session_id": "chat-1"})
+    named = call(connect_as(auditor), "get_session", {"user_id": "alice", "session_id": "chat-1", "scope": "other"})
+
+    assert ambiguous.is_error
+    assert "Failed (400 invalid): Invalid input: scope: Session 'chat-1' exists in several scopes" in text(ambiguous)
+    assert named.structured_content["scope"] == "other"
+    assert [m["content"] for m in named.structured_content["messages"]] == ["elsewhere"]

@@ -61,14 +61,14 @@ def _pages(path: str, filters: dict, page_size: int) -> Op:
         offset += len(page["results"])
 
 
-def _session_with_transcript(path: str, user_id: str, limit: int | None, offset: int) -> Op:
+def _session_with_transcript(path: str, owner: dict, limit: int | None, offset: int) -> Op:
     if limit is not None:
-        return (yield Call("GET", path, params={"user_id": user_id, "limit": limit, "offset": offset}))
-    session = yield Call("GET", path, params={"user_id": user_id, "limit": TRANSCRIPT_PAGE_SIZE, "offset": offset})
+        return (yield Call("GET", path, params={**owner, "limit": limit, "offset": offset}))
+    session = yield Call("GET", path, params={**owner, "limit": TRANSCRIPT_PAGE_SIZE, "offset": offset})
     while session.get("messages_next_offset") is not None:
         page = yield Call(
             "GET", path,
-            params={"user_id": user_id, "limit": TRANSCRIPT_PAGE_SIZE, "offset": session["messages_next_offset"]},
+            params={**owner, "limit": TRANSCRIPT_PAGE_SIZE, "offset": session["messages_next_offset"]},
         )
         session["messages"].extend(page["messages"])
         session["messages_next_offset"] = page.get("messages_next_offset")
@@ -107,27 +107,33 @@ class _Listing:
 
 
 class Sessions(_Listing):
-    """`GET sessions/` filters: user_id, session_tag, status, start, end."""
+    """`GET sessions/` filters: user_id, session_tag, status, start, end.
+
+    A session is named by its id and owner; `scope` is needed only when the same id exists in
+    several scopes the key reads (by default the key's write scope wins)."""
 
     path = "sessions/"
 
     def _path(self, session_id: str, action: str = "") -> str:
         return f"sessions/{_segment(session_id)}/{action}"
 
-    def get(self, session_id: str, user_id: str, *, limit: int | None = None, offset: int = 0):
+    def get(self, session_id: str, user_id: str, *, scope: str | None = None, limit: int | None = None,
+            offset: int = 0):
         """The session with its transcript in `messages`: every turn, or `limit` turns from `offset`."""
-        return self._client._driver.run(_session_with_transcript(self._path(session_id), user_id, limit, offset))
+        owner = {"user_id": user_id, "scope": scope}
+        return self._client._driver.run(_session_with_transcript(self._path(session_id), owner, limit, offset))
 
-    def seal(self, session_id: str, user_id: str):
-        call = Call("POST", self._path(session_id, "seal"), params={"user_id": user_id})
+    def seal(self, session_id: str, user_id: str, *, scope: str | None = None):
+        call = Call("POST", self._path(session_id, "seal"), params={"user_id": user_id, "scope": scope})
         return self._client._driver.run(_one(call))
 
-    def set_outcome(self, session_id: str, user_id: str, outcome: str):
-        call = Call("PATCH", self._path(session_id), params={"user_id": user_id}, json={"outcome": outcome})
+    def set_outcome(self, session_id: str, user_id: str, outcome: str, *, scope: str | None = None):
+        call = Call("PATCH", self._path(session_id), params={"user_id": user_id, "scope": scope},
+                    json={"outcome": outcome})
         return self._client._driver.run(_one(call))
 
-    def distill(self, session_id: str, user_id: str):
-        call = Call("POST", self._path(session_id, "distill"), params={"user_id": user_id})
+    def distill(self, session_id: str, user_id: str, *, scope: str | None = None):
+        call = Call("POST", self._path(session_id, "distill"), params={"user_id": user_id, "scope": scope})
         return self._client._driver.run(_one(call))
 
 
@@ -265,11 +271,12 @@ class _Methods:
         return self._run(Call("DELETE", f"memory/{memory_type}/{_segment(memory_id)}"))
 
     def erase_user(self, user_id: str):
-        """Erases everything about one person in the organisation → `{erasure_id, status, task_id}`."""
+        """Erases everything about one person in the organisation → `{erasure_id, status, task_id}`.
+        Needs a key with the can_erase permission (otherwise `PermissionDeniedError`)."""
         return self._run(Call("DELETE", f"users/{_segment(user_id)}/memories"))
 
     def erase_client(self, client_id: str):
-        """Erases what one client of the organisation wrote, and revokes its keys."""
+        """Erases what one client of the organisation wrote, and revokes its keys (needs can_erase)."""
         return self._run(Call("DELETE", f"clients/{_segment(client_id)}/memories"))
 
     def erasure(self, erasure_id: str):

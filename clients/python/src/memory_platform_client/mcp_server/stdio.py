@@ -34,8 +34,8 @@ class HTTPBackend:
             limit=limit, offset=offset, user_id=user_id, session_tag=session_tag, status=status
         )
 
-    async def get_session(self, *, session_id, user_id, limit, offset):
-        return await self.client.sessions.get(session_id, user_id, limit=limit, offset=offset)
+    async def get_session(self, *, session_id, user_id, scope, limit, offset):
+        return await self.client.sessions.get(session_id, user_id, scope=scope, limit=limit, offset=offset)
 
     async def delete_memory(self, *, memory_type, memory_id):
         await self.client.delete_memory(memory_type, memory_id)

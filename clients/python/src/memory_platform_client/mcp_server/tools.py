@@ -72,7 +72,8 @@ class Backend(Protocol):
                             limit: int, offset: int) -> dict:
         """At least `count` (all matches) and `results` (this page)."""
 
-    async def get_session(self, *, session_id: str, user_id: str, limit: int, offset: int) -> dict: ...
+    async def get_session(self, *, session_id: str, user_id: str, scope: str | None, limit: int,
+                          offset: int) -> dict: ...
 
     async def delete_memory(self, *, memory_type: str, memory_id: str) -> None: ...
 
@@ -180,9 +181,13 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         ctx: Context,
         limit: Annotated[int, Field(ge=1, le=1000, description="Turns to return.")] = 100,
         offset: Annotated[int, Field(ge=0, description="Turns to skip from the start.")] = 0,
+        scope: Annotated[
+            str | None, Field(description="Only when the same session id exists in several scopes you read.")
+        ] = None,
     ) -> CallToolResult:
         """One session with its transcript (turns in order, with ids)."""
-        body = await call(ctx, "get_session", session_id=session_id, user_id=user_id, limit=limit, offset=offset)
+        body = await call(ctx, "get_session", session_id=session_id, user_id=user_id, scope=scope, limit=limit,
+                          offset=offset)
         return result(render_session(body, offset), body)
 
     @tool("delete_memory", "Delete a memory", DESTRUCTIVE)
@@ -199,7 +204,7 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
     @tool("erase_user", "Erase a user", DESTRUCTIVE)
     async def erase_user(user_id: UserId, ctx: Context) -> CallToolResult:
         """Erase everything stored about one person in the organisation (right to erasure). Irreversible;
-        it runs in the background."""
+        it runs in the background. Needs a key with the can_erase permission."""
         body = await call(ctx, "erase_user", user_id=user_id)
         return result(
             f"Erasure of user {user_id} accepted: erasure {body['erasure_id']}, status {body['status']}. "
