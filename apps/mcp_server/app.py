@@ -63,7 +63,8 @@ class APIKeyAuthMiddleware:
             try:
                 client = await loop.run_in_executor(self.executor, partial(in_request_cycle, _authenticate, headers))
             except APIError as exc:
-                response = _error(exc.status, exc.code, exc.message, headers={"WWW-Authenticate": "Api-Key"})
+                challenge = {"WWW-Authenticate": "Api-Key"} if exc.status == 401 else None
+                response = _error(exc.status, exc.code, exc.message, headers=challenge)
                 return await response(scope, receive, send)
             scope.setdefault("state", {})[CLIENT_STATE] = client
         return await self.app(scope, receive, send)

