@@ -2,6 +2,7 @@ from rest_framework import serializers
 
 from apps.conversations.models import SESSION_ID_PATTERN, Session, SessionTag
 from apps.core.api import InputSerializer
+from apps.core.fields import StrictBooleanField
 from apps.core.pagination import PageQuerySerializer
 from apps.tenancy.models import SCOPE_PATTERN
 
@@ -15,7 +16,7 @@ class MemoryAddInputSerializer(InputSerializer):
     messages = serializers.ListField(child=serializers.JSONField(), allow_empty=False)
     occurred_at = serializers.DateTimeField(required=False)
     filter_tags = serializers.DictField(required=False)
-    seal = serializers.BooleanField(default=False)
+    seal = StrictBooleanField(default=False)
     outcome = serializers.ChoiceField(choices=Session.Outcome.choices, required=False)
 
     def validate_messages(self, messages):
