@@ -328,6 +328,17 @@ def prune_finished_tasks() -> int:
     return deleted
 
 
+def task_run_sooner(*, task: MemoryTask, run_after) -> bool:
+    """Brings a queued task that waits (a debounce) forward to `run_after`; never delays one."""
+    moved = MemoryTask.objects.filter(pk=task.pk, status=MemoryTask.Status.QUEUED, run_after__gt=run_after).update(
+        run_after=run_after, updated_at=timezone.now()
+    )
+    if moved:
+        task.run_after = run_after
+        publish_on_commit(task_id=task.id, run_after=run_after)
+    return bool(moved)
+
+
 def task_retry_now(*, task: MemoryTask) -> MemoryTask:
     """An operator's retry: a failed or dead task runs again at once, with one more attempt allowed."""
     if task.status not in (MemoryTask.Status.FAILED, MemoryTask.Status.DEAD, MemoryTask.Status.QUEUED):

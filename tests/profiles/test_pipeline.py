@@ -55,3 +55,36 @@ def test_beat_and_erasure_queue_lint_through_the_pipeline(client_a, add_messages
 def test_lint_runs_on_a_beat_schedule():
     call_command("setup_schedules", verbosity=0)
     assert PeriodicTask.objects.filter(task="profiles.enqueue_lint", enabled=True).exists()
+
+
+def test_a_waiting_compile_runs_at_once_when_enough_new_mentions_have_gathered(client_a, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.tenancy.models import EndUser
+
+    settings.PROFILE_COMPILE_DEBOUNCE_SECONDS = 600
+    settings.PROFILE_COMPILE_AFTER_MENTIONS = 5
+    end_user = EndUser.objects.create(organization=client_a.organization, user_id="u")
+    entity = Entity.objects.create(
+        organization=client_a.organization, scope=client_a.write_scope, end_user=end_user, name="Melanie", aliases=["melanie"]
+    )
+
+    def enqueue(count):
+        return profile_compile_enqueue(
+            entity_id=entity.pk, organization=entity.organization, scope=entity.scope, new_mentions=count
+        )
+
+    first = enqueue(2)
+    assert first.run_after > timezone.now() + timedelta(seconds=500)  # waits for the debounce
+    second = enqueue(2)
+    assert second.pk == first.pk and second.payload["new_mentions"] == 4
+    assert MemoryTask.objects.get(pk=first.pk).run_after > timezone.now() + timedelta(seconds=500)
+
+    third = enqueue(1)  # the fifth new mention: no more waiting
+
+    stored = MemoryTask.objects.get(pk=first.pk)
+    assert third.pk == first.pk and stored.payload == {"entity": str(entity.pk), "new_mentions": 5}
+    assert stored.run_after <= timezone.now()
+    assert MemoryTask.objects.filter(task_type="compile_profile").count() == 1

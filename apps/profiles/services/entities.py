@@ -19,7 +19,7 @@ from django.utils import timezone
 from apps.conversations.models import Message, Session
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.services import enqueue
+from apps.pipeline.services import enqueue, task_run_sooner
 from apps.profiles.models import Edge, Entity, ItemType, Mention, NAME_MAX_LENGTH
 
 PROJECT_ENTITIES = "project_entities"
@@ -189,7 +189,10 @@ def session_project(*, session: Session) -> dict:
         after[mention.entity_id] = after.get(mention.entity_id, 0) + 1
     changed = sorted(str(entity_id) for entity_id in set(before) | set(after) if before.get(entity_id) != after.get(entity_id))
     for entity_id in changed:
-        profile_compile_enqueue(entity_id=entity_id, organization=session.organization, scope=session.scope)
+        profile_compile_enqueue(
+            entity_id=entity_id, organization=session.organization, scope=session.scope,
+            new_mentions=abs(after.get(entity_id, 0) - before.get(entity_id, 0)),
+        )
     return {"mentions": len(mentions), "entities": len(set(after)), "changed_entities": len(changed)}
 
 
@@ -238,18 +241,30 @@ def owner_edges_recompute(*, organization_id, scope: str, end_user_id) -> None:
         )
 
 
-def profile_compile_enqueue(*, entity_id, organization, scope: str) -> MemoryTask:
-    """Debounced: the first new mention schedules a compile PROFILE_COMPILE_DEBOUNCE_SECONDS later,
-    and every mention arriving meanwhile joins it (the idempotency key is taken while it waits)."""
-    run_after = timezone.now() + timedelta(seconds=settings.PROFILE_COMPILE_DEBOUNCE_SECONDS)
+def profile_compile_enqueue(*, entity_id, organization, scope: str, new_mentions: int = 0) -> MemoryTask:
+    """Debounced by age and by count: the first change schedules a compile
+    PROFILE_COMPILE_DEBOUNCE_SECONDS later and every change arriving meanwhile joins it (the
+    idempotency key is taken while it waits); once the waiting compile has gathered
+    PROFILE_COMPILE_AFTER_MENTIONS new mentions, it runs at once."""
+    now = timezone.now()
+    run_after = now + timedelta(seconds=settings.PROFILE_COMPILE_DEBOUNCE_SECONDS)
     key = f"compile_profile:{entity_id}"
-    task = enqueue(
-        COMPILE_PROFILE, {"entity": str(entity_id)}, organization=organization, scope=scope, idempotency_key=key,
-        run_after=run_after,
-    )
+    payload = {"entity": str(entity_id)}
+    task = enqueue(COMPILE_PROFILE, payload, organization=organization, scope=scope, idempotency_key=key, run_after=run_after)
     if task.status == MemoryTask.Status.RUNNING:  # it may have read the mentions already: one follow-up waits
         task = enqueue(
-            COMPILE_PROFILE, {"entity": str(entity_id)}, organization=organization, scope=scope,
+            COMPILE_PROFILE, payload, organization=organization, scope=scope,
             idempotency_key=f"{key}:after:{task.pk}", run_after=run_after,
         )
+    if new_mentions:
+        with transaction.atomic():
+            waiting = MemoryTask.objects.select_for_update().filter(pk=task.pk, status=MemoryTask.Status.QUEUED).first()
+            if waiting is None:
+                return task
+            gathered = waiting.payload.get("new_mentions", 0) + new_mentions
+            waiting.payload = {**waiting.payload, "new_mentions": gathered}
+            waiting.save(update_fields=["payload", "updated_at"])
+        if gathered >= settings.PROFILE_COMPILE_AFTER_MENTIONS:
+            task_run_sooner(task=waiting, run_after=now)
+        return waiting
     return task
