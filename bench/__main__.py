@@ -53,6 +53,12 @@ def _profiles():
     profiles.run(RESULTS_DIR)
 
 
+def _profiles_lint():
+    from bench import profiles
+
+    profiles.run_lint(RESULTS_DIR)
+
+
 def _scale():
     from bench import scale
 
@@ -67,7 +73,7 @@ def _broker_pause():
 
 BENCHMARKS = {
     "ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure,
-    "admin": _admin, "profiles": _profiles, "scale": _scale, "broker_pause": _broker_pause,
+    "admin": _admin, "profiles": _profiles, "profiles_lint": _profiles_lint, "scale": _scale, "broker_pause": _broker_pause,
 }
 
 

@@ -55,8 +55,9 @@ def conversation_sessions(conversation: dict) -> list[tuple[int, datetime, list[
     return sorted(sessions)
 
 
-def ingest(client, sample: dict) -> dict[str, str]:
-    """Ingests one conversation; returns {dia_id: text}."""
+def ingest(client, sample: dict, *, user_id: str | None = None, writers: tuple = ()) -> dict[str, str]:
+    """Ingests one conversation (as `user_id`, default its sample id; session n written by
+    writers[n % len(writers)] when given, else by `client`); returns {dia_id: text}."""
     from apps.conversations.services import messages_add
     from apps.conversations.turns import normalise_messages
 
@@ -76,8 +77,8 @@ def ingest(client, sample: dict) -> dict[str, str]:
                 }
             )
         messages_add(
-            client=client,
-            user_id=sample["sample_id"],
+            client=writers[number % len(writers)] if writers else client,
+            user_id=user_id or sample["sample_id"],
             session_id=f"{sample['sample_id']}-s{number}",
             turns=normalise_messages(messages, max_chars=32000, default_occurred_at=occurred_at),
             session_tag="conversation",

@@ -4,6 +4,8 @@ anything, shared skills are unlinked and back in review, and running it again ch
 import json
 
 import pytest
+import redis
+from django.conf import settings
 
 from apps.conversations.models import IngestRequest, Message, Session
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
@@ -66,7 +68,14 @@ def test_a_user_erasure_leaves_nothing_of_the_user_in_any_table(world):
         "profiles.Entity", "profiles.Profile", "profiles.Mention", "profiles.ProfileSource", "profiles.ProfileRevision",
     )), before
 
-    erasure = erase_user(world)
+    # The broker's database holds at least one entry to scan, whichever tests ran before this one.
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    broker.set("test-erasure-unrelated-key", "nothing of the subject")
+    try:
+        erasure = erase_user(world)
+    finally:
+        broker.delete("test-erasure-unrelated-key")
+        broker.close()
 
     assert erasure.status == "succeeded" and erasure.finished_at is not None
     assert erasure.residual["total"] == 0 and set(erasure.residual["tables"].values()) == {0}

@@ -107,3 +107,27 @@ def test_offline_no_contradiction_is_ever_invented(pages, settings):
     settings.PROFILE_LINT_CONTRADICTIONS = True
     assert profiles_lint()["contradiction"] == 0
     assert not LintFinding.objects.exists()
+
+
+def test_a_cleared_page_with_nothing_left_is_archived_as_an_orphan_and_its_stale_finding_resolved(pages, run_tasks):
+    """Erasure clears a page with a `stale` finding and recompiles it; when the recompile finds
+    nothing left to quote, the page is archived, recorded as an orphan, and the stale finding closed."""
+    from apps.conversations.models import Message
+    from apps.profiles.services.compile import profiles_clear_for_recompile
+
+    jon = pages["Jon"]
+    Mention.objects.filter(entity=jon.entity).delete()  # what the erasure's purge does first
+    Message.objects.filter(pk__in=[source.item_id for source in jon.sources.all()]).delete()
+    assert profiles_clear_for_recompile(profile_ids=[jon.pk], reason="erased") == 1
+    assert LintFinding.objects.get(profile=jon).kind == "stale"
+
+    run_tasks("compile_profile")
+
+    jon.refresh_from_db()
+    assert jon.status == "archived" and jon.markdown == ""
+    findings = {finding.kind: finding for finding in LintFinding.objects.filter(profile=jon)}
+    assert set(findings) == {"stale", "orphan"}
+    assert (findings["stale"].status, findings["stale"].resolved_by) == ("resolved", "archive")
+    assert findings["orphan"].status == "open"
+    profiles_lint()
+    assert LintFinding.objects.filter(profile=jon).count() == 2  # archived already: lint finds nothing more

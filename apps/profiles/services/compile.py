@@ -193,7 +193,9 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
 
 
 def _archive(*, entity: Entity) -> dict:
-    """Nothing left to quote: the page is archived (and hidden from search), its text cleared."""
+    """Nothing left to quote: the page is archived (and hidden from search), its text cleared. The
+    archive is the `orphan` finding's outcome, so it is recorded as one; a `stale` finding open on
+    the page (a recompile that found nothing left) is resolved by it."""
     with transaction.atomic():
         profile = Profile.objects.select_for_update().filter(entity=entity).first()
         if profile is None:
@@ -202,6 +204,12 @@ def _archive(*, entity: Entity) -> dict:
             profile.status, profile.markdown, profile.source_refs = Profile.Status.ARCHIVED, "", []
             profile.save(update_fields=["status", "markdown", "source_refs", "updated_at"])
             profile.sources.all().delete()
+            if not profile.findings.filter(kind=LintFinding.Kind.ORPHAN, status=LintFinding.Status.OPEN).exists():
+                LintFinding.objects.create(
+                    profile=profile, kind=LintFinding.Kind.ORPHAN, severity=LintFinding.Severity.WARNING,
+                    detail="Nothing this page could quote is left; the page was archived.",
+                )
+        _resolve(profile, kinds=[LintFinding.Kind.STALE], by="archive")
         return {"profile": str(profile.pk), "changed": True, "archived": True}
 
 
