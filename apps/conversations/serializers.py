@@ -1,23 +1,23 @@
 from rest_framework import serializers
 
 from apps.conversations.models import SESSION_ID_PATTERN, Session, SessionTag
+from apps.core import fields
 from apps.core.api import InputSerializer
-from apps.core.fields import StrictBooleanField
-from apps.core.pagination import PageQuerySerializer
+from apps.core.pagination import MAX_OFFSET, PageQuerySerializer
 from apps.tenancy.models import SCOPE_PATTERN
 
 
 class MemoryAddInputSerializer(InputSerializer):
-    user_id = serializers.CharField(max_length=255)
-    session_id = serializers.RegexField(
+    user_id = fields.CharField(max_length=255)
+    session_id = fields.RegexField(
         SESSION_ID_PATTERN, error_messages={"invalid": "Use 1-64 letters, digits, '_' or '-'."}
     )
-    session_tag = serializers.ChoiceField(choices=SessionTag.choices, required=False)
+    session_tag = fields.ChoiceField(choices=SessionTag.choices, required=False)
     messages = serializers.ListField(child=serializers.JSONField(), allow_empty=False)
-    occurred_at = serializers.DateTimeField(required=False)
-    filter_tags = serializers.DictField(required=False)
-    seal = StrictBooleanField(default=False)
-    outcome = serializers.ChoiceField(choices=Session.Outcome.choices, required=False)
+    occurred_at = fields.DateTimeField(required=False)
+    filter_tags = fields.JSONObjectField(required=False)
+    seal = fields.StrictBooleanField(default=False)
+    outcome = fields.ChoiceField(choices=Session.Outcome.choices, required=False)
 
     def validate_messages(self, messages):
         from django.conf import settings
@@ -42,22 +42,24 @@ class MemoryAddOutputSerializer(serializers.Serializer):
 
 
 class SessionListFilterSerializer(PageQuerySerializer):
-    user_id = serializers.CharField(required=False)
-    session_tag = serializers.ChoiceField(choices=SessionTag.choices, required=False)
-    status = serializers.ChoiceField(choices=Session.Status.choices, required=False)
-    start = serializers.DateTimeField(required=False)
-    end = serializers.DateTimeField(required=False)
+    user_id = fields.CharField(max_length=255, required=False)
+    session_tag = fields.ChoiceField(choices=SessionTag.choices, required=False)
+    status = fields.ChoiceField(choices=Session.Status.choices, required=False)
+    start = fields.DateTimeField(required=False)
+    end = fields.DateTimeField(required=False)
 
 
 class OwnerQuerySerializer(InputSerializer):
-    user_id = serializers.CharField(max_length=255)
-    scope = serializers.RegexField(SCOPE_PATTERN, required=False)
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=200)
-    offset = serializers.IntegerField(required=False, min_value=0, default=0)
+    from_query = True
+
+    user_id = fields.CharField(max_length=255)
+    scope = fields.RegexField(SCOPE_PATTERN, required=False)
+    limit = fields.IntegerField(required=False, min_value=1, max_value=1000, default=200)
+    offset = fields.IntegerField(required=False, min_value=0, max_value=MAX_OFFSET, default=0)
 
 
 class SessionPatchInputSerializer(InputSerializer):
-    outcome = serializers.ChoiceField(choices=Session.Outcome.choices)
+    outcome = fields.ChoiceField(choices=Session.Outcome.choices)
 
 
 class SessionOutputSerializer(serializers.Serializer):

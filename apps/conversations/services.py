@@ -4,6 +4,7 @@ background work by session_tag."""
 import hashlib
 import json
 import logging
+import re
 from datetime import timedelta
 
 from django.conf import settings
@@ -11,9 +12,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.conversations.models import IngestRequest, Message, Session, SessionTag
+from apps.conversations.models import SESSION_ID_PATTERN, IngestRequest, Message, Session, SessionTag
 from apps.conversations.turns import Turn
 from apps.core.errors import ConflictError
+from apps.core.validation import InputError, check_json, check_text
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import HANDLERS
 from apps.pipeline.services import enqueue
@@ -134,6 +136,28 @@ def _session_for_add(*, client, end_user, session_id: str, session_tag: str | No
     return session, True, tasks
 
 
+def _check_add_arguments(*, user_id, session_id, session_tag, outcome, filter_tags, idempotency_key) -> None:
+    """The API checked these at its edge; commands and tasks call this service directly."""
+    try:
+        if not isinstance(user_id, str) or not 1 <= len(user_id) <= 255:
+            raise InputError("user_id", "Use a string of 1 to 255 characters.")
+        check_text(user_id, field="user_id")
+        if not isinstance(session_id, str) or not re.fullmatch(SESSION_ID_PATTERN, session_id):
+            raise InputError("session_id", "Use 1-64 letters, digits, '_' or '-'.")
+        if session_tag is not None and session_tag not in SessionTag.values:
+            raise InputError("session_tag", f"Use one of {', '.join(SessionTag.values)}.")
+        if outcome is not None and outcome not in Session.Outcome.values:
+            raise InputError("outcome", f"Use one of {', '.join(Session.Outcome.values)}.")
+        if filter_tags is not None:
+            if not isinstance(filter_tags, dict):
+                raise InputError("filter_tags", "Must be a JSON object.")
+            check_json(filter_tags, field="filter_tags", depth=1)
+        if idempotency_key is not None:
+            check_text(idempotency_key, field="Idempotency-Key")
+    except InputError as exc:
+        raise exc.as_validation_error() from None
+
+
 @transaction.atomic
 def messages_add(
     *,
@@ -154,6 +178,10 @@ def messages_add(
     returns the first response and stores nothing; a different request under the same
     key raises ConflictError.
     """
+    _check_add_arguments(
+        user_id=user_id, session_id=session_id, session_tag=session_tag, outcome=outcome, filter_tags=filter_tags,
+        idempotency_key=idempotency_key,
+    )
     record = None
     if idempotency_key:
         try:

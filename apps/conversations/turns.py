@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.utils.dateparse import parse_datetime
+from apps.core.validation import InputError, check_json, parse_datetime_strict
 
 ROLES = {"system", "user", "assistant", "tool", "function", "developer"}
 ROLE_ALIASES = {"function": "tool", "developer": "system"}
@@ -93,12 +93,18 @@ def normalise_messages(raw_messages: list, *, max_chars: int, default_occurred_a
         if not isinstance(raw, dict):
             errors[index] = {"non_field_errors": ["Each message must be a JSON object."]}
             continue
+        try:  # the API's parser checked this already; commands and other callers come through here too
+            check_json(raw, depth=2)
+        except InputError as exc:
+            errors[index] = {exc.field or "non_field_errors": [exc.message]}
+            continue
         unknown = sorted(set(raw) - MESSAGE_FIELDS - IGNORED_FIELDS)
         for name in unknown:
             problems[name] = ["Unknown field."]
         role = raw.get("role")
-        if role not in ROLES:
-            problems["role"] = [f"Unknown role {role!r}; use system, user, assistant or tool."]
+        if not isinstance(role, str) or role not in ROLES:
+            shown = repr(role[:40]) if isinstance(role, str) else f"of type {type(role).__name__}"
+            problems["role"] = [f"Unknown role {shown}; use system, user, assistant or tool."]
         metadata = raw.get("metadata", {})
         if metadata is None:
             metadata = {}
@@ -106,11 +112,12 @@ def normalise_messages(raw_messages: list, *, max_chars: int, default_occurred_a
             problems["metadata"] = ["Must be a JSON object."]
         occurred_at = default_occurred_at
         if raw.get("occurred_at") is not None:
-            parsed = parse_datetime(str(raw["occurred_at"]))
-            if parsed is None:
-                problems["occurred_at"] = ["Not an ISO 8601 date-time."]
-            else:
-                occurred_at = parsed if parsed.tzinfo else parsed.replace(tzinfo=default_occurred_at.tzinfo)
+            try:
+                occurred_at = parse_datetime_strict(
+                    raw["occurred_at"], field="occurred_at", default_tz=default_occurred_at.tzinfo
+                )
+            except InputError as exc:
+                problems["occurred_at"] = [exc.message]
         for text_field in ("name", "tool_call_id"):
             if raw.get(text_field) is not None and not isinstance(raw[text_field], str):
                 problems[text_field] = ["Must be a string."]

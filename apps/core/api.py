@@ -6,6 +6,10 @@ from rest_framework.views import APIView
 
 from apps.core.errors import NOT_FOUND_MESSAGE
 from apps.core.permissions import IsActiveClient, WriteScopeForWrites
+from apps.core.validation import name_problem, text_problem
+
+# Request headers whose values are stored (the body, query and path are checked for every view).
+STORED_HEADERS = ("Idempotency-Key",)
 
 
 class ClientAPIView(APIView):
@@ -16,6 +20,10 @@ class ClientAPIView(APIView):
     """
 
     permission_classes = [IsActiveClient, WriteScopeForWrites]
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        check_request_text(request, path_parameters=kwargs)
 
     @property
     def client(self):
@@ -38,6 +46,25 @@ class ClientAPIView(APIView):
             raise exceptions.NotFound(NOT_FOUND_MESSAGE) from None
 
 
+def check_request_text(request, *, path_parameters: dict) -> None:
+    """Path parameters, query parameters and stored headers may not hold what PostgreSQL cannot
+    store (NUL) or UTF-8 cannot encode (lone surrogates): a 400 naming each one, before any query."""
+    errors = {}
+    candidates = [(name, [value]) for name, value in path_parameters.items()]
+    candidates += list(request.query_params.lists())
+    candidates += [(name, [request.headers[name]]) for name in STORED_HEADERS if name in request.headers]
+    for name, values in candidates:
+        if name_problem(name, kind="A parameter name"):
+            errors["query"] = [name_problem(name, kind="A parameter name")]
+            continue
+        for value in values:
+            problem = text_problem(str(value))
+            if problem:
+                errors[name] = [problem]
+    if errors:
+        raise exceptions.ValidationError(errors)
+
+
 def require_write_access(client, item) -> None:
     """Readable is not writable: a client changes only what lives in its own write scope."""
     if item.scope != client.write_scope:
@@ -45,7 +72,18 @@ def require_write_access(client, item) -> None:
 
 
 class InputSerializer(serializers.Serializer):
-    """Input serializers refuse fields they do not know, so a typo is an error, not a no-op."""
+    """Input serializers refuse fields they do not know, so a typo is an error, not a no-op.
+
+    `from_query` (a class attribute, or a keyword for serializers that read a body and a query
+    string alike) lets apps.core.fields take the text form of integers, booleans and objects.
+    """
+
+    from_query = False
+
+    def __init__(self, *args, from_query: bool | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if from_query is not None:
+            self.from_query = from_query
 
     def to_internal_value(self, data):
         unknown = sorted(set(data) - set(self.fields)) if hasattr(data, "keys") else []

@@ -5,6 +5,7 @@ from rest_framework import serializers
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.utils.urls import remove_query_param
 
+from apps.core import fields
 from apps.core.api import InputSerializer
 
 DEFAULT_LIMIT = 50
@@ -15,12 +16,14 @@ MAX_OFFSET = 2**31 - 1
 class PageQuerySerializer(InputSerializer):
     """The paging part of a list endpoint's query; list filters inherit it."""
 
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT,
+    from_query = True
+
+    limit = fields.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT,
                                      help_text=f"Items per page (default {DEFAULT_LIMIT}).")
-    offset = serializers.IntegerField(required=False, min_value=0, max_value=MAX_OFFSET)
-    page_size = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT,
+    offset = fields.IntegerField(required=False, min_value=0, max_value=MAX_OFFSET)
+    page_size = fields.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT,
                                          help_text="Alias of `limit`.")
-    page = serializers.IntegerField(required=False, min_value=1, max_value=MAX_OFFSET,
+    page = fields.IntegerField(required=False, min_value=1, max_value=MAX_OFFSET,
                                     help_text="Page number from 1: `offset` = (page - 1) × limit.")
 
     def validate(self, attrs):

@@ -1,17 +1,18 @@
 from rest_framework import serializers
 
+from apps.core import fields
 from apps.core.pagination import PageQuerySerializer
 from apps.profiles.models import Entity, Profile
 
 
 class ProfileListFilterSerializer(PageQuerySerializer):
-    user_id = serializers.CharField(max_length=255, required=False)
-    status = serializers.ChoiceField(choices=Profile.Status.choices, required=False)
+    user_id = fields.CharField(max_length=255, required=False)
+    status = fields.ChoiceField(choices=Profile.Status.choices, required=False)
 
 
 class EntityListFilterSerializer(PageQuerySerializer):
-    user_id = serializers.CharField(max_length=255)
-    kind = serializers.ChoiceField(choices=Entity.Kind.choices, required=False)
+    user_id = fields.CharField(max_length=255)
+    kind = fields.ChoiceField(choices=Entity.Kind.choices, required=False)
 
 
 class SourceRefSerializer(serializers.Serializer):

@@ -1,8 +1,7 @@
-import json
-
 from rest_framework import serializers
 
 from apps.conversations.models import SessionTag
+from apps.core import fields
 from apps.core.api import InputSerializer
 from apps.search.registry import METHODS, SOURCES
 
@@ -11,33 +10,21 @@ class CommaSeparatedListField(serializers.ListField):
     """A JSON list in a body, or `a,b` / repeated parameters in a query string."""
 
     def to_internal_value(self, data):
-        if isinstance(data, str):
+        if isinstance(data, str) and getattr(self.root, "from_query", False):
             data = [part.strip() for part in data.split(",") if part.strip()]
         return super().to_internal_value(data)
 
 
-class JSONObjectField(serializers.DictField):
-    """A JSON object in a body, or its JSON text in a query string."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, str):
-            try:
-                data = json.loads(data)
-            except json.JSONDecodeError:
-                raise serializers.ValidationError("Must be a JSON object.") from None
-        return super().to_internal_value(data)
-
-
 class SearchAllUsersInputSerializer(InputSerializer):
-    query = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
-    memory_types = CommaSeparatedListField(child=serializers.CharField(), required=False, allow_empty=False)
-    search_method = serializers.ChoiceField(choices=METHODS, required=False)
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=100, default=10)
-    session_id = serializers.CharField(required=False, max_length=64)
-    session_tag = serializers.ChoiceField(choices=SessionTag.choices, required=False)
-    start = serializers.DateTimeField(required=False)
-    end = serializers.DateTimeField(required=False)
-    filter_tags = JSONObjectField(required=False)
+    query = fields.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    memory_types = CommaSeparatedListField(child=fields.CharField(), required=False, allow_empty=False)
+    search_method = fields.ChoiceField(choices=METHODS, required=False)
+    limit = fields.IntegerField(required=False, min_value=1, max_value=100, default=10)
+    session_id = fields.CharField(required=False, max_length=64)
+    session_tag = fields.ChoiceField(choices=SessionTag.choices, required=False)
+    start = fields.DateTimeField(required=False)
+    end = fields.DateTimeField(required=False)
+    filter_tags = fields.JSONObjectField(required=False)
 
     def validate_memory_types(self, memory_types):
         unknown = sorted(set(memory_types) - set(SOURCES))
@@ -54,7 +41,7 @@ class SearchAllUsersInputSerializer(InputSerializer):
 
 
 class MemorySearchInputSerializer(SearchAllUsersInputSerializer):
-    user_id = serializers.CharField(max_length=255)
+    user_id = fields.CharField(max_length=255)
 
 
 class SearchResultSerializer(serializers.Serializer):

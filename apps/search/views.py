@@ -25,8 +25,8 @@ class SearchView(ClientAPIView):
     permission_classes = [IsActiveClient]
     input_serializer = MemorySearchInputSerializer
 
-    def run(self, data):
-        serializer = self.input_serializer(data=data)
+    def run(self, data, *, from_query: bool):
+        serializer = self.input_serializer(data=data, from_query=from_query)
         serializer.is_valid(raise_exception=True)
         params = dict(serializer.validated_data)
         hits = search(
@@ -46,11 +46,11 @@ class MemorySearchView(SearchView):
 
     @extend_schema(request=MemorySearchInputSerializer, responses=SearchOutputSerializer)
     def post(self, request):
-        return self.run(request.data)
+        return self.run(request.data, from_query=False)
 
     @extend_schema(parameters=[MemorySearchInputSerializer], responses=SearchOutputSerializer)
     def get(self, request):
-        return self.run(_query_params(request))
+        return self.run(_query_params(request), from_query=True)
 
 
 class SearchAllUsersView(SearchView):
@@ -60,4 +60,4 @@ class SearchAllUsersView(SearchView):
 
     @extend_schema(parameters=[SearchAllUsersInputSerializer], responses=SearchOutputSerializer)
     def get(self, request):
-        return self.run(_query_params(request))
+        return self.run(_query_params(request), from_query=True)

@@ -5,7 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ORDER_VAR, ChangeList
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -13,6 +13,7 @@ from django.utils.html import format_html, format_html_join
 
 from apps.core.admin import OrganizationScopedAdmin, ScopeFilter
 from apps.core.errors import ConflictError
+from apps.core.validation import JSONFormField, check_fields
 from apps.skills.history import experience_evidence, skill_history
 from apps.skills.models import SignalType, Skill, SkillExperience, SkillVersion
 from apps.skills.services.review import (
@@ -82,6 +83,16 @@ class SkillChangeForm(forms.ModelForm):
     class Meta:
         model = Skill
         fields = ["name", "entry_type", "description", "instructions", "triggers", "examples"]
+        field_classes = {"triggers": JSONFormField, "examples": JSONFormField}
+
+    def clean(self):
+        cleaned = super().clean()
+        try:
+            check_fields({name: cleaned[name] for name in self.Meta.fields if name in cleaned})
+        except ValidationError as exc:
+            for name, problems in exc.message_dict.items():
+                self.add_error(name, problems)
+        return cleaned
 
 
 class RejectForm(forms.Form):

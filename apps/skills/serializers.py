@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from apps.core import fields
 from apps.core.api import InputSerializer
 from apps.core.pagination import PageQuerySerializer
 from apps.skills.models import ExperienceType, Skill, SkillExperience
@@ -9,9 +10,9 @@ MAX_K = 50
 
 
 class SkillRetrieveInputSerializer(InputSerializer):
-    task = serializers.CharField(max_length=8000, trim_whitespace=True)
-    k = serializers.IntegerField(min_value=1, max_value=MAX_K, default=5)
-    user_id = serializers.CharField(max_length=255, required=False)
+    task = fields.CharField(max_length=8000, trim_whitespace=True)
+    k = fields.IntegerField(min_value=1, max_value=MAX_K, default=5)
+    user_id = fields.CharField(max_length=255, required=False)
 
 
 class RetrievedSkillSerializer(serializers.Serializer):
@@ -33,11 +34,11 @@ class SkillRetrieveOutputSerializer(serializers.Serializer):
 
 
 class SkillListFilterSerializer(PageQuerySerializer):
-    status = serializers.ChoiceField(choices=Skill.Status.choices, required=False)
-    entry_type = serializers.ChoiceField(choices=Skill.EntryType.choices, required=False)
-    scope = serializers.RegexField(SCOPE_PATTERN, required=False)
-    user_id = serializers.CharField(max_length=255, required=False)
-    q = serializers.CharField(max_length=500, required=False)
+    status = fields.ChoiceField(choices=Skill.Status.choices, required=False)
+    entry_type = fields.ChoiceField(choices=Skill.EntryType.choices, required=False)
+    scope = fields.RegexField(SCOPE_PATTERN, required=False)
+    user_id = fields.CharField(max_length=255, required=False)
+    q = fields.CharField(max_length=500, required=False)
 
 
 class SkillOutputSerializer(serializers.Serializer):
@@ -77,12 +78,12 @@ class SkillDetailOutputSerializer(SkillOutputSerializer):
 
 
 class ExperienceListFilterSerializer(PageQuerySerializer):
-    status = serializers.ChoiceField(choices=SkillExperience.Status.choices, required=False)
-    experience_type = serializers.ChoiceField(choices=ExperienceType.choices, required=False)
-    scope = serializers.RegexField(SCOPE_PATTERN, required=False)
-    user_id = serializers.CharField(max_length=255, required=False)
-    session_id = serializers.CharField(max_length=64, required=False)
-    q = serializers.CharField(max_length=500, required=False)
+    status = fields.ChoiceField(choices=SkillExperience.Status.choices, required=False)
+    experience_type = fields.ChoiceField(choices=ExperienceType.choices, required=False)
+    scope = fields.RegexField(SCOPE_PATTERN, required=False)
+    user_id = fields.CharField(max_length=255, required=False)
+    session_id = fields.CharField(max_length=64, required=False)
+    q = fields.CharField(max_length=500, required=False)
 
 
 class ExperienceOutputSerializer(serializers.Serializer):

@@ -123,10 +123,13 @@ CACHES = {
 # Bodies above this are refused with 413 before any parsing (a JSON error under /api/).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=5 * 1024 * 1024)
 
+# Request JSON (bodies, and JSON in query parameters) nested deeper than this is refused with a 400.
+JSON_MAX_DEPTH = env.int("JSON_MAX_DEPTH", default=32)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["apps.core.auth.APIKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["apps.core.permissions.IsActiveClient"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["apps.core.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "apps.core.errors.api_exception_handler",

@@ -9,6 +9,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
+from apps.core.validation import check_fields
 from apps.providers.embeddings import embed_texts, embedding_model_name
 from apps.skills.models import SKILL_NAME_MAX_LENGTH, Skill, SkillVersion
 
@@ -74,6 +75,7 @@ def skill_create(
     *, organization, scope: str, fields: dict, actor: str, reason: str, experiences=(), status: str | None = None,
     end_user=None,
 ) -> Skill:
+    check_fields({name: value for name, value in fields.items() if name in EDITABLE_FIELDS})
     skill = Skill(organization=organization, scope=scope, end_user=end_user, status=status or evolved_status(), version=1)
     for name in EDITABLE_FIELDS:
         if name in fields:
@@ -92,6 +94,7 @@ def skill_update(
 ) -> Skill:
     """Applies field changes as a new version; a change that changes nothing stores nothing."""
     changed = {name: value for name, value in changes.items() if name in EDITABLE_FIELDS and getattr(skill, name) != value}
+    check_fields(changed)
     if not changed and (status is None or status == skill.status):
         return skill
     for name, value in changed.items():

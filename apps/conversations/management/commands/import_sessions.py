@@ -4,12 +4,14 @@ import json
 import sys
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from apps.conversations.services import messages_add
 from apps.conversations.turns import TurnError, normalise_messages
 from apps.core.errors import ConflictError
+from apps.core.validation import InputError, loads
 from apps.tenancy.models import Client
 
 
@@ -18,7 +20,11 @@ def trajectory_sessions(data) -> list[dict]:
     if isinstance(data, dict):
         data = [data]
     sessions = []
+    if not isinstance(data, list):
+        raise CommandError("The file must hold a JSON list of sessions (or one session object).")
     for index, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise CommandError(f"Item {index} is not a JSON object.")
         messages = item.get("messages") or item.get("traj")
         if not isinstance(messages, list):
             raise CommandError(f"Item {index} has neither 'messages' nor 'traj'.")
@@ -26,7 +32,9 @@ def trajectory_sessions(data) -> list[dict]:
             session_id = f"tau-{item.get('task_id', index)}-{item.get('trial', 0)}"
             user_id = ((item.get("info") or {}).get("task") or {}).get("user_id") or "imported"
             reward = item.get("reward")
-            outcome = "unknown" if reward is None else ("success" if float(reward) >= 1.0 else "failure")
+            if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
+                raise CommandError(f"Item {index} has a reward that is not a number.")
+            outcome = "unknown" if reward is None else ("success" if reward >= 1.0 else "failure")
         else:
             session_id = item.get("session_id") or f"import-{index}"
             user_id = item.get("user_id") or "imported"
@@ -54,9 +62,9 @@ class Command(BaseCommand):
         if not client.write_scope:
             raise CommandError(f"Client {client.name!r} is read-only (no write scope).")
         try:
-            with open(file) as handle:
-                sessions = trajectory_sessions(json.load(handle))
-        except (OSError, json.JSONDecodeError) as exc:
+            with open(file, "rb") as handle:
+                sessions = trajectory_sessions(loads(handle.read(), check_values=False))
+        except (OSError, InputError) as exc:
             raise CommandError(f"Cannot read {file}: {exc}") from None
 
         stored = skipped = 0
@@ -66,7 +74,7 @@ class Command(BaseCommand):
                     item["messages"], max_chars=settings.MESSAGE_MAX_CHARS, default_occurred_at=timezone.now()
                 )
             except TurnError as exc:
-                self.stderr.write(f"skipped {item['session_id']}: {exc.errors}")
+                self.stderr.write(f"skipped {item['session_id']!r}: {exc.errors}")
                 skipped += 1
                 continue
             try:
@@ -82,7 +90,12 @@ class Command(BaseCommand):
                     )
                     stored += body["messages_stored"]
             except ConflictError as exc:
-                self.stderr.write(f"skipped {item['session_id']}: {exc}")
+                self.stderr.write(f"skipped {item['session_id']!r}: {exc}")
+                skipped += 1
+                continue
+            except ValidationError as exc:
+                problems = "; ".join(f"{name}: {' '.join(texts)}" for name, texts in exc.message_dict.items())
+                self.stderr.write(f"skipped {item['session_id']!r}: {problems}")
                 skipped += 1
                 continue
             if not options["json"]:

@@ -1,0 +1,25 @@
+"""The API's only request parser: JSON under the rules of apps.core.validation."""
+
+from rest_framework import exceptions
+from rest_framework.parsers import JSONParser, get_encoding
+
+from apps.core.validation import InputError, loads
+
+
+class StrictJSONParser(JSONParser):
+    """Refuses NaN, Infinity and numbers that overflow to it, NUL, lone surrogates and nesting deeper
+    than JSON_MAX_DEPTH, each with a 400 naming the field, instead of storing them or crashing."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        encoding = get_encoding(parser_context or {})
+        raw = stream.read()
+        try:
+            text = raw.decode(encoding)
+        except UnicodeDecodeError as exc:
+            raise exceptions.ParseError(f"The body is not valid {encoding} (byte {exc.start}).") from None
+        try:
+            return loads(text)
+        except InputError as exc:
+            if exc.field:
+                raise exceptions.ValidationError({exc.field: [exc.message]}) from None
+            raise exceptions.ParseError(f"JSON parse error: {exc.message}") from None
