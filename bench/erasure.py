@@ -60,7 +60,7 @@ def _seed(organization, client, end_user, *, messages: int, memories: int, exper
         cursor.execute(
             f"""INSERT INTO {Message._meta.db_table} (id, created_at, updated_at, organization_id, end_user_id, scope,
                 session_id, seq, role, name, content, tool_calls, tool_call_id, metadata, truncated, occurred_at, created_by_id,
-                context, embedding, embedding_model, distilled_at)
+                context, embedding, embedding_model, learned_at)
             SELECT gen_random_uuid(), now(), now(), %(org)s, %(user)s, 'default', s.id, k,
                 CASE WHEN k %% 2 = 1 THEN 'user' ELSE 'assistant' END, '',
                 'Turn ' || k || ' of ' || s.session_id || ': the subject talked about trip ' || (k * 7919 %% 1000) || ' and plan ' || md5(s.id::text || k),
@@ -116,22 +116,19 @@ class _Ingest(threading.Thread):
 
     def run(self):
         from django.db import connection
-        from django.utils import timezone
 
-        from apps.conversations.services import messages_add
-        from apps.conversations.turns import normalise_messages
+        from apps.conversations.services import messages_ingest
 
         index = 0
         try:
             while not self.stopped.is_set():
                 started = time.perf_counter()
                 phase = self.phase
-                turns = normalise_messages(
-                    [{"role": "user", "content": f"Ingest {index}: what is the weather in town {index % 97}?"},
-                     {"role": "assistant", "content": "Sunny with a light breeze."}],
-                    max_chars=32000, default_occurred_at=timezone.now(),
+                messages_ingest(
+                    client=self.client, user_id=f"other-{index % 20}", session_id=f"live-{index}",
+                    messages=[{"role": "user", "content": f"Ingest {index}: what is the weather in town {index % 97}?"},
+                              {"role": "assistant", "content": "Sunny with a light breeze."}],
                 )
-                messages_add(client=self.client, user_id=f"other-{index % 20}", session_id=f"live-{index}", turns=turns)
                 elapsed = time.perf_counter() - started
                 self.latencies[phase].append(elapsed * 1000)
                 index += 1

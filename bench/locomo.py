@@ -58,8 +58,7 @@ def conversation_sessions(conversation: dict) -> list[tuple[int, datetime, list[
 def ingest(client, sample: dict, *, user_id: str | None = None, writers: tuple = ()) -> dict[str, str]:
     """Ingests one conversation (as `user_id`, default its sample id; session n written by
     writers[n % len(writers)] when given, else by `client`); returns {dia_id: text}."""
-    from apps.conversations.services import messages_add
-    from apps.conversations.turns import normalise_messages
+    from apps.conversations.services import messages_ingest
 
     conversation = sample["conversation"]
     speaker_a = conversation["speaker_a"]
@@ -76,11 +75,12 @@ def ingest(client, sample: dict, *, user_id: str | None = None, writers: tuple =
                     "metadata": {"dia_id": turn["dia_id"]},
                 }
             )
-        messages_add(
+        messages_ingest(
             client=writers[number % len(writers)] if writers else client,
             user_id=user_id or sample["sample_id"],
             session_id=f"{sample['sample_id']}-s{number}",
-            turns=normalise_messages(messages, max_chars=32000, default_occurred_at=occurred_at),
+            messages=messages,
+            occurred_at=occurred_at,
             session_tag="conversation",
             seal=True,
         )

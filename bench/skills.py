@@ -26,19 +26,14 @@ def _first_user_turn(trajectory: dict) -> str:
 
 def _import(client, trajectories) -> tuple[list, int]:
     """Through the same ingest service as the API, sealed, as task sessions with outcome from reward."""
-    from django.conf import settings
-    from django.utils import timezone
-
     from apps.conversations.management.commands.import_sessions import trajectory_sessions
     from apps.conversations.models import Session
-    from apps.conversations.services import messages_add
-    from apps.conversations.turns import normalise_messages
+    from apps.conversations.services import messages_ingest
 
     messages = 0
     for item in trajectory_sessions(trajectories):
-        turns = normalise_messages(item["messages"], max_chars=settings.MESSAGE_MAX_CHARS, default_occurred_at=timezone.now())
-        body = messages_add(
-            client=client, user_id=item["user_id"], session_id=item["session_id"], turns=turns, session_tag="task",
+        body = messages_ingest(
+            client=client, user_id=item["user_id"], session_id=item["session_id"], messages=item["messages"], session_tag="task",
             seal=True, outcome=item["outcome"],
         )
         messages += body["messages_stored"]
@@ -55,7 +50,7 @@ def run(output_dir) -> dict:
     from apps.pipeline.services import tasks_cancel
     from apps.skills.models import Skill, SkillExperience
     from apps.skills.services.distill import distill_lock_key, session_distill
-    from apps.skills.services.evolve import evolve_lock_key, skills_evolve
+    from apps.skills.services.evolve import evolve_key, skills_evolve
     from apps.skills.services.retrieve import skills_retrieve
     from apps.tenancy.services import client_create, organization_create
 
@@ -78,7 +73,7 @@ def run(output_dir) -> dict:
             started = time.perf_counter()
             runs = 0
             while True:
-                with advisory_lock(evolve_lock_key(organization=organization, scope=SCOPE)):
+                with advisory_lock(evolve_key(organization=organization, scope=SCOPE)):
                     result = skills_evolve(organization=organization, scope=SCOPE)
                 runs += 1
                 if not result["remaining"] or not (result["consumed"] or result["superseded"]):

@@ -67,15 +67,11 @@ def api(client_a):
 @pytest.fixture
 def add_messages():
     """Ingest through the real service: add_messages(client, user_id, session_id, messages, **options)."""
-    from django.utils import timezone
-
-    from apps.conversations.services import messages_add
-    from apps.conversations.turns import normalise_messages
+    from apps.conversations.services import messages_ingest
 
     def add(client, user_id="user-1", session_id="s1", messages=None, **options):
         messages = messages or [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi there"}]
-        turns = normalise_messages(messages, max_chars=32000, default_occurred_at=timezone.now())
-        return messages_add(client=client, user_id=user_id, session_id=session_id, turns=turns, **options)
+        return messages_ingest(client=client, user_id=user_id, session_id=session_id, messages=messages, **options)
 
     return add
 

@@ -2,6 +2,8 @@
 
 
 from apps.conversations.models import Message
+from apps.conversations.routing import EMBED_MESSAGES
+from apps.conversations.services import context_with_dates
 from apps.pipeline.registry import register_handler
 from apps.providers.embeddings import embed_texts, embedding_model_name
 
@@ -9,33 +11,12 @@ EMBED_BATCH_SIZE = 64
 CONTEXT_MAX_CHARS = 2000
 
 
-def embedding_text(message: Message) -> str:
-    """What a turn's vector encodes: the speaker's name matters to questions about people."""
-    if message.name and message.role != Message.Role.TOOL:
-        return f"{message.name}: {message.content}"
-    return message.content
-
-
 def _context(previous: Message | None, following: Message | None) -> str:
-    parts = [embedding_text(neighbour)[:CONTEXT_MAX_CHARS] for neighbour in (previous, following) if neighbour]
+    parts = [neighbour.embedding_text()[:CONTEXT_MAX_CHARS] for neighbour in (previous, following) if neighbour]
     return "\n".join(parts)
 
 
-DATE_NOTE_MARK = "\u23f1"
-
-
-def context_with_dates(context: str, metadata: dict) -> str:
-    """The context plus one line naming the absolute dates the turn's relative ones refer to
-    (memory extraction stores them in `metadata["resolved_dates"]`), so keyword search finds a turn
-    that said "last month" when asked about "May 2023". Replaces an earlier such line."""
-    lines = [line for line in context.splitlines() if not line.startswith(DATE_NOTE_MARK)]
-    dates = [entry.get("text", "") for entry in (metadata or {}).get("resolved_dates") or [] if isinstance(entry, dict)]
-    if any(dates):
-        lines.append(f"{DATE_NOTE_MARK} " + "; ".join(text for text in dates if text))
-    return "\n".join(lines)
-
-
-@register_handler("embed_messages")
+@register_handler(EMBED_MESSAGES)
 def embed_messages(task) -> dict:
     """Indexes the turns of one add: the neighbouring-turn context for keyword search, and the
     embeddings. Idempotent: turns already embedded by the current model are not embedded again."""
@@ -63,7 +44,7 @@ def embed_messages(task) -> dict:
     pending = [message for message in window if first <= message.seq <= last and message.embedding_model != model]
     for start in range(0, len(pending), EMBED_BATCH_SIZE):
         batch = pending[start : start + EMBED_BATCH_SIZE]
-        for message, vector in zip(batch, embed_texts([embedding_text(message) for message in batch])):
+        for message, vector in zip(batch, embed_texts([message.embedding_text() for message in batch])):
             message.embedding = vector
             message.embedding_model = model
         Message.objects.bulk_update(batch, ["embedding", "embedding_model"])

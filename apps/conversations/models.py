@@ -1,5 +1,6 @@
 """Sessions and their messages: the transcripts everything else is learned from."""
 
+from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
@@ -102,9 +103,11 @@ class Message(BaseModel):
         output_field=SearchVectorField(),
         db_persist=True,
     )
-    embedding = VectorField(dimensions=384, null=True, blank=True)
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=128, blank=True, default="")
-    distilled_at = models.DateTimeField(null=True, blank=True, help_text="When this turn was learned from.")
+    learned_at = models.DateTimeField(
+        null=True, blank=True, help_text="When this turn was learned from (distilled or extracted)."
+    )
 
     class Meta:
         ordering = ["session", "seq"]
@@ -133,6 +136,12 @@ class Message(BaseModel):
 
     def __str__(self):
         return f"{self.session_id}#{self.seq} {self.role}"
+
+    def embedding_text(self) -> str:
+        """What the turn's vector encodes: the speaker's name matters to questions about people."""
+        if self.name and self.role != Message.Role.TOOL:
+            return f"{self.name}: {self.content}"
+        return self.content
 
 
 class IngestRequest(BaseModel):

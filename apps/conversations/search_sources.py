@@ -1,6 +1,5 @@
 """How the search engine sees messages."""
 
-from apps.conversations.handlers import embedding_text
 from apps.conversations.models import Message
 from apps.search.registry import SearchSource
 
@@ -30,5 +29,5 @@ MESSAGE_SOURCE = SearchSource(
     session_column="session_id",
     fuzzy_expression="t.content",
     select_related=("session", "end_user"),
-    embedding_text=embedding_text,
+    embedding_text=Message.embedding_text,
 )

@@ -59,5 +59,9 @@ def session_messages(*, session: Session):
     return Message.objects.filter(session=session).defer("embedding", "search_vector").order_by("seq")
 
 
+def messages_not_learned(*, session: Session):
+    return session_messages(session=session).filter(learned_at__isnull=True)
+
+
 def message_list(*, client):
     return Message.objects.filter(organization_id=client.organization_id, scope__in=client.read_scopes)

@@ -1,81 +1,29 @@
-"""Writes of sessions and messages: ingest, sealing, outcome, deletion, and the routing of
-background work by session_tag."""
+"""Writes of sessions and messages: ingest, sealing, outcome, deletion, the marks other apps leave
+on the turns they learned from, and retention's pruning. Other apps write these tables only here."""
 
 import hashlib
 import json
-import logging
 import re
-from datetime import timedelta
+from collections import Counter
+from datetime import datetime, timedelta
+from typing import Literal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Q, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from apps.conversations.models import SESSION_ID_PATTERN, IngestRequest, Message, Session, SessionTag
-from apps.conversations.turns import Turn
+from apps.conversations.routing import distillation_enqueue, embedding_enqueue, extraction_enqueue, projection_enqueue
+from apps.conversations.turns import normalise_messages
 from apps.core.errors import ConflictError
 from apps.core.validation import InputError, check_json, check_text
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.registry import HANDLERS
-from apps.pipeline.services import enqueue
 from apps.tenancy.services import end_user_get_or_create
-
-logger = logging.getLogger(__name__)
-
-EMBED_MESSAGES = "embed_messages"
-EXTRACT_MEMORIES = "extract_memories"
-PROJECT_ENTITIES = "project_entities"
-DISTILL_SESSION = "distill_session"
-
 
 def request_fingerprint(body) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _enqueue_if_handled(task_type: str, payload: dict, *, session: Session, client=None, **options) -> MemoryTask | None:
-    """Routing points enqueue only work some app can do, so no row waits for a missing handler.
-
-    The task carries the session's organisation and scope (who may see it) and the client whose
-    request caused it, if any.
-    """
-    if task_type not in HANDLERS:
-        logger.debug("no handler for %s yet; nothing enqueued", task_type)
-        return None
-    return enqueue(
-        task_type, payload, organization=session.organization, scope=session.scope, client=client, **options
-    )
-
-
-def _enqueue_debounced(task_type: str, session: Session, *, key: str, delay: float, client=None) -> MemoryTask | None:
-    """One pending task of this type per session, `delay` seconds out; while one runs, at most one
-    follow-up waits."""
-    run_after = timezone.now() + timedelta(seconds=delay)
-    task = _enqueue_if_handled(
-        task_type, {"session": str(session.pk)}, session=session, client=client, idempotency_key=key,
-        run_after=run_after,
-    )
-    if task is not None and task.status == MemoryTask.Status.RUNNING:
-        task = enqueue(
-            task_type, {"session": str(session.pk)}, organization=session.organization, scope=session.scope,
-            client=client, idempotency_key=f"{key}:after:{task.pk}", run_after=run_after,
-        )
-    return task
-
-
-def _enqueue_extraction(session: Session, *, client=None) -> MemoryTask | None:
-    return _enqueue_debounced(
-        EXTRACT_MEMORIES, session, key=f"extract:{session.pk}", delay=settings.EXTRACTION_DEBOUNCE_SECONDS,
-        client=client,
-    )
-
-
-def _enqueue_projection(session: Session, *, client=None) -> MemoryTask | None:
-    """Entity projection reads the memories extraction learns, so it waits for extraction's debounce first."""
-    return _enqueue_debounced(
-        PROJECT_ENTITIES, session, key=f"project:{session.pk}", delay=2 * settings.EXTRACTION_DEBOUNCE_SECONDS,
-        client=client,
-    )
 
 
 def session_seal(*, session: Session, client=None) -> list[MemoryTask]:
@@ -87,11 +35,7 @@ def session_seal(*, session: Session, client=None) -> list[MemoryTask]:
     session.save(update_fields=["status", "sealed_at", "updated_at"])
     tasks = []
     if session.session_tag == SessionTag.TASK:
-        task = _enqueue_if_handled(
-            DISTILL_SESSION, {"session": str(session.pk)}, session=session, client=client,
-            idempotency_key=f"distill:{session.pk}",
-        )
-        tasks.append(task)
+        tasks.append(distillation_enqueue(session, client=client))
     return [task for task in tasks if task is not None]
 
 
@@ -159,12 +103,13 @@ def _check_add_arguments(*, user_id, session_id, session_tag, outcome, filter_ta
 
 
 @transaction.atomic
-def messages_add(
+def messages_ingest(
     *,
     client,
     user_id: str,
     session_id: str,
-    turns: list[Turn],
+    messages: list,
+    occurred_at: datetime | None = None,
     session_tag: str | None = None,
     filter_tags: dict | None = None,
     seal: bool = False,
@@ -172,12 +117,17 @@ def messages_add(
     idempotency_key: str | None = None,
     request_hash: str | None = None,
 ) -> dict:
-    """Stores a batch of turns and enqueues the background work, all in one transaction.
+    """Stores OpenAI chat-format messages of one session as turns (see turns.py) and enqueues the
+    background work, all in one transaction; `occurred_at` dates the turns that carry no date.
 
-    Returns the response body. With an idempotency key, a replay of the same request
-    returns the first response and stores nothing; a different request under the same
-    key raises ConflictError.
+    Raises TurnError, naming every bad message, or a ValidationError naming a bad argument, before
+    anything is stored. Returns the response
+    body. With an idempotency key, a replay of the same request returns the first response and
+    stores nothing; a different request under the same key raises ConflictError.
     """
+    turns = normalise_messages(
+        messages, max_chars=settings.MESSAGE_MAX_CHARS, default_occurred_at=occurred_at or timezone.now()
+    )
     _check_add_arguments(
         user_id=user_id, session_id=session_id, session_tag=session_tag, outcome=outcome, filter_tags=filter_tags,
         idempotency_key=idempotency_key,
@@ -231,17 +181,10 @@ def messages_add(
     session.save(update_fields=["message_count", "last_seq", "last_message_at", "outcome", "updated_at"])
 
     if messages:
-        tasks.append(
-            _enqueue_if_handled(
-                EMBED_MESSAGES,
-                {"session": str(session.pk), "from_seq": first_seq, "to_seq": session.last_seq},
-                session=session,
-                client=client,
-            )
-        )
+        tasks.append(embedding_enqueue(session, from_seq=first_seq, to_seq=session.last_seq, client=client))
         if session.session_tag == SessionTag.CONVERSATION:
-            tasks.append(_enqueue_extraction(session, client=client))
-            tasks.append(_enqueue_projection(session, client=client))
+            tasks.append(extraction_enqueue(session, client=client))
+            tasks.append(projection_enqueue(session, client=client))
     if seal:
         tasks.extend(session_seal(session=session, client=client))
 
@@ -302,3 +245,84 @@ def idempotency_records_prune() -> int:
     cutoff = timezone.now() - timedelta(hours=settings.IDEMPOTENCY_KEY_TTL_HOURS)
     deleted, _ = IngestRequest.objects.filter(created_at__lt=cutoff).delete()
     return deleted
+
+
+# Learning marks ----------------------------------------------------------------------------------
+
+DATE_KEYS = ("resolved_date", "date_end", "date_granularity", "date_expression", "resolved_dates")
+DATE_NOTE_MARK = "\u23f1"
+LEARNED_BY = {"distillation": "distilled_at", "extraction": "extracted_at"}
+
+
+def context_with_dates(context: str, metadata: dict) -> str:
+    """The context plus one line naming the absolute dates the turn's relative ones refer to
+    (`metadata["resolved_dates"]`, see messages_set_dates), so keyword search finds a turn that
+    said "last month" when asked about "May 2023". Replaces an earlier such line."""
+    lines = [line for line in context.splitlines() if not line.startswith(DATE_NOTE_MARK)]
+    dates = [entry.get("text", "") for entry in (metadata or {}).get("resolved_dates") or [] if isinstance(entry, dict)]
+    if any(dates):
+        lines.append(f"{DATE_NOTE_MARK} " + "; ".join(text for text in dates if text))
+    return "\n".join(lines)
+
+
+def messages_lock_unlearned(*, message_ids: list) -> bool:
+    """Locks the turns for the caller's transaction; False when some run learned from one of them meanwhile."""
+    learned = Message.objects.select_for_update().filter(pk__in=message_ids).values_list("learned_at", flat=True)
+    return all(learned_at is None for learned_at in learned)
+
+
+def messages_set_dates(*, dates: dict) -> int:
+    """Stores the absolute dates of each turn's relative ones: `dates` maps a message id to its DATE_KEYS,
+    which replace the turn's earlier ones, and the turn's searchable context gets a line naming them.
+
+    The turns are re-read under lock, so what the embedding handler wrote meanwhile is kept.
+    """
+    messages = list(Message.objects.select_for_update().filter(pk__in=list(dates)).only("id", "metadata", "context"))
+    for message in messages:
+        kept = {key: value for key, value in (message.metadata or {}).items() if key not in DATE_KEYS}
+        message.metadata = {**kept, **{key: value for key, value in dates[message.pk].items() if key in DATE_KEYS}}
+        message.context = context_with_dates(message.context, message.metadata)
+    Message.objects.bulk_update(messages, ["metadata", "context"])
+    return len(messages)
+
+
+def messages_mark_learned(
+    *, session: Session, by: Literal["distillation", "extraction"], message_ids: list | None = None,
+    through_seq: int | None = None,
+) -> datetime:
+    """Marks the session distilled or extracted (`by`) and its turns not learned from yet as learned
+    from now (all of them, or those of `message_ids`, or up to `through_seq`). Retention prunes only
+    learned turns. Call it in the transaction that stores what was learned."""
+    field = LEARNED_BY[by]
+    now = timezone.now()
+    turns = Message.objects.filter(session=session, learned_at__isnull=True)
+    if message_ids is not None:
+        turns = turns.filter(pk__in=message_ids)
+    if through_seq is not None:
+        turns = turns.filter(seq__lte=through_seq)
+    turns.update(learned_at=now)
+    Session.objects.filter(pk=session.pk).update(**{field: now, "updated_at": now})
+    setattr(session, field, now)
+    return now
+
+
+def messages_prune_learned(*, cutoff: datetime, batch_size: int) -> Counter:
+    """Deletes the turns learned from before `cutoff` of sessions distilled or extracted before it,
+    batch by batch; a turn nothing learned from is never pruned. Returns the count per organisation id."""
+    learned = Session.objects.filter(Q(distilled_at__lt=cutoff) | Q(extracted_at__lt=cutoff))
+    prunable = Message.objects.filter(session__in=learned.values("pk"), learned_at__isnull=False, learned_at__lt=cutoff)
+    per_organization: Counter = Counter()
+    while True:
+        with transaction.atomic():
+            rows = list(prunable.values_list("pk", "session_id", "organization_id")[:batch_size])
+            Message.objects.filter(pk__in=[row[0] for row in rows]).delete()
+            by_count: dict[int, list] = {}
+            for session_id, count in Counter(row[1] for row in rows).items():
+                by_count.setdefault(count, []).append(session_id)
+            for count, session_ids in by_count.items():
+                Session.objects.filter(pk__in=session_ids).update(
+                    message_count=Greatest(F("message_count") - count, Value(0)), updated_at=timezone.now()
+                )
+        per_organization.update(str(row[2]) for row in rows)
+        if len(rows) < batch_size:
+            return per_organization

@@ -1,5 +1,3 @@
-from django.conf import settings
-from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -17,13 +15,13 @@ from apps.conversations.serializers import (
 )
 from apps.conversations.services import (
     message_delete,
-    messages_add,
+    messages_ingest,
     request_fingerprint,
     session_seal_now,
     session_set_outcome,
 )
 from apps.conversations.models import Session
-from apps.conversations.turns import TurnError, normalise_messages
+from apps.conversations.turns import TurnError
 from apps.core.api import ClientAPIView, require_write_access
 from apps.core.errors import NOT_FOUND_MESSAGE
 from apps.core.pagination import Pagination
@@ -46,29 +44,25 @@ class MemoryAddView(ClientAPIView):
         serializer = MemoryAddInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        try:
-            turns = normalise_messages(
-                data["messages"],
-                max_chars=settings.MESSAGE_MAX_CHARS,
-                default_occurred_at=data.get("occurred_at") or timezone.now(),
-            )
-        except TurnError as exc:
-            raise exceptions.ValidationError({"messages": exc.errors}) from None
         idempotency_key = request.headers.get("Idempotency-Key") or None
         if idempotency_key and len(idempotency_key) > 255:
             raise exceptions.ValidationError({"Idempotency-Key": ["At most 255 characters."]})
-        body = messages_add(
-            client=self.client,
-            user_id=data["user_id"],
-            session_id=data["session_id"],
-            turns=turns,
-            session_tag=data.get("session_tag"),
-            filter_tags=data.get("filter_tags"),
-            seal=data["seal"],
-            outcome=data.get("outcome"),
-            idempotency_key=idempotency_key,
-            request_hash=request_fingerprint(request.data) if idempotency_key else None,
-        )
+        try:
+            body = messages_ingest(
+                client=self.client,
+                user_id=data["user_id"],
+                session_id=data["session_id"],
+                messages=data["messages"],
+                occurred_at=data.get("occurred_at"),
+                session_tag=data.get("session_tag"),
+                filter_tags=data.get("filter_tags"),
+                seal=data["seal"],
+                outcome=data.get("outcome"),
+                idempotency_key=idempotency_key,
+                request_hash=request_fingerprint(request.data) if idempotency_key else None,
+            )
+        except TurnError as exc:
+            raise exceptions.ValidationError({"messages": exc.errors}) from None
         return Response(MemoryAddOutputSerializer(body).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -9,9 +9,7 @@ from concurrent.futures import Executor
 from functools import partial
 from types import SimpleNamespace
 
-from django.conf import settings
 from django.db import close_old_connections
-from django.utils import timezone
 from memory_platform_client.errors import error_from_body
 from rest_framework import exceptions
 from rest_framework.utils.encoders import JSONEncoder
@@ -24,8 +22,8 @@ from apps.conversations.serializers import (
     SessionListFilterSerializer,
     SessionOutputSerializer,
 )
-from apps.conversations.services import message_delete, messages_add
-from apps.conversations.turns import TurnError, normalise_messages
+from apps.conversations.services import message_delete, messages_ingest
+from apps.conversations.turns import TurnError
 from apps.conversations.views import MemoryAddView, MessageDeleteView, SessionDetailView, SessionListView
 from apps.core.api import require_write_access
 from apps.core.errors import api_exception_handler, error_body
@@ -119,15 +117,12 @@ class PlatformBackend:
             "seal": seal, "outcome": outcome,
         })
         try:
-            turns = normalise_messages(data["messages"], max_chars=settings.MESSAGE_MAX_CHARS,
-                                       default_occurred_at=timezone.now())
+            body = messages_ingest(
+                client=self.client, user_id=data["user_id"], session_id=data["session_id"], messages=data["messages"],
+                session_tag=data.get("session_tag"), seal=data["seal"], outcome=data.get("outcome"),
+            )
         except TurnError as exc:
             raise exceptions.ValidationError({"messages": exc.errors}) from None
-        body = messages_add(
-            client=self.client, user_id=data["user_id"], session_id=data["session_id"], turns=turns,
-            session_tag=data.get("session_tag"), filter_tags=None, seal=data["seal"], outcome=data.get("outcome"),
-            idempotency_key=None, request_hash=None,
-        )
         return MemoryAddOutputSerializer(body).data
 
     async def search(self, **arguments) -> dict:

@@ -1,7 +1,8 @@
 """Pipeline handlers of conversation memory: thin, they load by id and call a service."""
 
 from apps.conversations.models import Session
-from apps.memories.services.extract import EXTRACT_MEMORIES, session_extract_locked
+from apps.conversations.routing import EXTRACT_MEMORIES
+from apps.memories.services.extract import session_extract_locked
 from apps.pipeline.registry import register_handler
 
 

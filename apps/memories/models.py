@@ -1,6 +1,7 @@
 """Conversation memory: episodic memories (dated events) and semantic memories (facts about
 people, things, preferences) extracted from conversation sessions, each with its change history."""
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
@@ -39,7 +40,7 @@ class Memory(BaseModel):
     source_message_ids = ArrayField(models.UUIDField(), default=list, blank=True)
     summary = models.TextField()
     details = models.TextField(blank=True, default="")
-    embedding = VectorField(dimensions=384, null=True, blank=True)
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=128, blank=True, default="")
     deleted_at = models.DateTimeField(
         null=True, blank=True, help_text="Set when extraction deleted it: hidden from search, purged after retention."

@@ -2,11 +2,12 @@
 compilation of one user's memory hold the same per-user lock, so they never interleave."""
 
 from apps.conversations.models import Session
+from apps.conversations.routing import PROJECT_ENTITIES
 from apps.pipeline.locks import advisory_lock
 from apps.pipeline.registry import register_handler
 from apps.profiles.models import Entity
 from apps.profiles.services.compile import profile_compile
-from apps.profiles.services.entities import COMPILE_PROFILE, LINT_PROFILES, PROJECT_ENTITIES, session_project
+from apps.profiles.services.entities import COMPILE_PROFILE, LINT_PROFILES, session_project
 from apps.profiles.services.lint import profiles_lint
 
 

@@ -5,6 +5,7 @@ Everything belongs to one (organisation, scope, end user): a "Caroline" in two u
 may be two people, and erasing a user takes all of it with them.
 """
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
@@ -132,7 +133,7 @@ class Profile(Owned):
         output_field=SearchVectorField(),
         db_persist=True,
     )
-    embedding = VectorField(dimensions=384, null=True, blank=True)
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=128, blank=True, default="")
 
     class Meta:
@@ -151,6 +152,10 @@ class Profile(Owned):
 
     def __str__(self):
         return f"{self.name} ({self.end_user_id})"
+
+    def embedding_text(self) -> str:
+        """What the page's vector encodes, at compilation and at re-embedding alike."""
+        return f"{self.name}\n{self.markdown}"
 
 
 class ProfileSource(models.Model):

@@ -31,7 +31,7 @@ PROFILE_SOURCE = SearchSource(
     fuzzy_expression="(t.name || ' ' || t.markdown)",
     extra_where="t.status = 'active'",
     select_related=("end_user",),
-    embedding_text=lambda profile: f"{profile.name}\n{profile.markdown}",
+    embedding_text=Profile.embedding_text,
 )
 
 

@@ -2,10 +2,9 @@
 
 from celery import shared_task
 
-from apps.pipeline.services import enqueue
-from apps.profiles.services.entities import LINT_PROFILES
+from apps.profiles.services.entities import profiles_lint_enqueue
 
 
 @shared_task(name="profiles.enqueue_lint")
 def enqueue_lint() -> str:
-    return str(enqueue(LINT_PROFILES, {}, idempotency_key=LINT_PROFILES).pk)
+    return str(profiles_lint_enqueue().pk)

@@ -1,10 +1,11 @@
 """Pipeline handlers of skill memory: thin, they load by id and call a service."""
 
 from apps.conversations.models import Session
+from apps.conversations.routing import DISTILL_SESSION
 from apps.core.errors import ConflictError
 from apps.pipeline.registry import register_handler
-from apps.skills.services.distill import DISTILL_SESSION, EVOLVE_SKILLS, evolve_enqueue, session_distill_locked
-from apps.skills.services.evolve import skills_evolve_locked
+from apps.skills.services.distill import session_distill_locked
+from apps.skills.services.evolve import EVOLVE_SKILLS, evolve_enqueue, skills_evolve_locked
 
 
 @register_handler(DISTILL_SESSION)

@@ -1,6 +1,7 @@
 """Skill memory: experiences distilled from task sessions, the skills evolved from them, and
 every skill's version history with its lineage."""
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
@@ -58,7 +59,7 @@ class SkillExperience(BaseModel):
         output_field=SearchVectorField(),
         db_persist=True,
     )
-    embedding = VectorField(dimensions=384, null=True, blank=True)
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=128, blank=True, default="")
 
     class Meta:
@@ -92,6 +93,10 @@ class SkillExperience(BaseModel):
 
     def __str__(self):
         return self.title
+
+    def embedding_text(self) -> str:
+        """What the experience's vector encodes, at distillation and at re-embedding alike."""
+        return f"{self.title}\n{self.content}"
 
 
 class Skill(BaseModel):
@@ -130,7 +135,7 @@ class Skill(BaseModel):
         db_persist=True,
     )
     # One vector of description and instructions.
-    embedding = VectorField(dimensions=384, null=True, blank=True)
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=128, blank=True, default="")
 
     class Meta:
@@ -170,6 +175,10 @@ class Skill(BaseModel):
 
     def __str__(self):
         return f"{self.name} v{self.version}"
+
+    def embedding_text(self) -> str:
+        """What the skill's vector encodes, at every write and at re-embedding alike."""
+        return f"{self.description}\n{self.instructions}"
 
 
 class SkillVersion(BaseModel):

@@ -42,7 +42,7 @@ PROCEDURAL = SearchSource(
     null_user_is_shared=True,
     fuzzy_expression="(t.name || ' ' || t.description)",
     extra_where="t.status = 'active'",
-    embedding_text=lambda skill: f"{skill.description}\n{skill.instructions}",
+    embedding_text=Skill.embedding_text,
 )
 
 EXPERIENCE = SearchSource(
@@ -54,7 +54,7 @@ EXPERIENCE = SearchSource(
     user_column="end_user_id",
     session_column="session_id",
     fuzzy_expression="(t.title || ' ' || t.content)",
-    embedding_text=lambda experience: f"{experience.title}\n{experience.content}",
+    embedding_text=SkillExperience.embedding_text,
 )
 
 

@@ -90,7 +90,7 @@ def test_an_extraction_task_for_a_task_session_is_skipped_and_learns_nothing(cli
     session = Session.objects.get(session_id="t1")
     result = extract_memories(MemoryTask(payload={"session": str(session.pk)}, organization=client_a.organization))
     assert "task session is not extracted" in result["skipped"]
-    assert not Message.objects.filter(session=session, distilled_at__isnull=False).exists()
+    assert not Message.objects.filter(session=session, learned_at__isnull=False).exists()
     gone = extract_memories(MemoryTask(payload={"session": str(uuid.uuid4())}, organization=client_a.organization))
     assert gone["skipped"] == "session no longer exists"
 
@@ -114,7 +114,7 @@ def test_rules_mode_stores_resolved_dates_in_the_metadata_and_creates_no_memorie
     }
     assert (second.metadata["resolved_date"], second.metadata["date_granularity"]) == ("2022-01-01", "year")
     assert (third.metadata["resolved_date"], third.metadata["date_granularity"]) == ("2023-06-01", "month")
-    assert all(message.distilled_at is not None for message in (first, second, third))
+    assert all(message.learned_at is not None for message in (first, second, third))
     session.refresh_from_db()
     assert session.extracted_at is not None
     assert EpisodicMemory.objects.count() == SemanticMemory.objects.count() == 0
@@ -189,7 +189,7 @@ def test_the_llm_adds_episodic_and_semantic_memories_with_absolute_dates(client_
     assert (change.operation, change.previous_value, change.actor, change.task_id) == ("add", None, "extraction:llm:fake-model", task.pk)
     assert change.new_value["occurred_at"] == "2023-05-07T00:00:00+00:00"
     # The dates are resolved in the metadata as offline, and the turns are marked learned from.
-    assert first.metadata["resolved_date"] == "2023-05-07" and first.distilled_at is not None
+    assert first.metadata["resolved_date"] == "2023-05-07" and first.learned_at is not None
     usage = LLMUsage.objects.get()
     assert (usage.purpose, usage.task_id) == ("extract_memories", task.pk)
 
@@ -310,7 +310,7 @@ def test_an_unusable_answer_learns_nothing_is_logged_and_still_marks_the_turns(c
     assert task.status == "succeeded"
     assert task.result["problems"] and task.result["turns"] == 3
     assert EpisodicMemory.objects.count() == SemanticMemory.objects.count() == 0
-    assert all(message.distilled_at is not None for message in messages_of(session))
+    assert all(message.learned_at is not None for message in messages_of(session))
 
 
 def test_an_unreachable_llm_fails_the_task_for_a_retry_and_stores_nothing(client_a, add_messages, fake_openai, settings):
@@ -321,7 +321,7 @@ def test_an_unreachable_llm_fails_the_task_for_a_retry_and_stores_nothing(client
     assert task.status == "failed" and "LLMError" in task.error
     assert task.run_after > django_timezone.now()
     first = messages_of(session)[0]
-    assert first.distilled_at is None and "resolved_date" not in first.metadata
+    assert first.learned_at is None and "resolved_date" not in first.metadata
     assert EpisodicMemory.objects.count() == 0
     # The retry succeeds once the provider answers.
     fake_openai.add_json({"episodic": [{"operation": "add", "summary": "Caroline went to a support group.", "turns": [1]}]})
@@ -365,4 +365,4 @@ def test_extraction_of_a_user_fails_fast_while_another_worker_holds_the_lock(cli
     finally:
         release.set()
         holder.join()
-    assert not Message.objects.filter(session=session, distilled_at__isnull=False).exists()
+    assert not Message.objects.filter(session=session, learned_at__isnull=False).exists()

@@ -25,7 +25,7 @@ def _learned(session, *, days_ago, column="distilled_at"):
     """Marks a session and its turns as learned from `days_ago` days ago."""
     when = timezone.now() - timedelta(days=days_ago)
     Session.objects.filter(pk=session.pk).update(**{column: when})
-    Message.objects.filter(session=session).update(distilled_at=when)
+    Message.objects.filter(session=session).update(learned_at=when)
 
 
 @pytest.fixture

@@ -15,11 +15,13 @@ def make_profile(client, user_id, text, add_messages=None):
     }
     name = f"Person {abs(hash(text)) % 10**6}"
     entity = Entity.objects.create(**owner, name=name, aliases=[name.lower()])
-    (vector,) = embed_texts([f"{name}\n{text}"])
-    return Profile.objects.create(
+    profile = Profile(
         **owner, entity=entity, name=name, markdown=text, revision=1, compiled_at=timezone.now(),
-        embedding=vector, embedding_model=embedding_model_name(),
+        embedding_model=embedding_model_name(),
     )
+    (profile.embedding,) = embed_texts([profile.embedding_text()])
+    profile.save()
+    return profile
 
 
 # Two friends talking, after LOCOMO's shape: named speakers, a third person named twice, a place.

@@ -1,11 +1,9 @@
 """Factories and fixtures' helpers for skill memory tests."""
 
 import factory
-from django.utils import timezone
 
 from apps.conversations.models import Session
-from apps.conversations.services import messages_add
-from apps.conversations.turns import normalise_messages
+from apps.conversations.services import messages_ingest
 from apps.skills.models import Skill, SkillExperience
 from tests.factories import ClientFactory, EndUserFactory, OrganizationFactory
 
@@ -13,9 +11,8 @@ from tests.factories import ClientFactory, EndUserFactory, OrganizationFactory
 
 def task_session(client, *, messages, session_id="task-1", user_id="user-1", outcome="success", seal=True) -> Session:
     """A task session stored through the real ingest service."""
-    turns = normalise_messages(messages, max_chars=32000, default_occurred_at=timezone.now())
-    messages_add(
-        client=client, user_id=user_id, session_id=session_id, turns=turns, session_tag="task", seal=seal,
+    messages_ingest(
+        client=client, user_id=user_id, session_id=session_id, messages=messages, session_tag="task", seal=seal,
         outcome=outcome,
     )
     return Session.objects.select_related("organization").get(
@@ -54,7 +51,7 @@ class SkillFactory(factory.django.DjangoModelFactory):
     def embed(skill, create, extracted, **kwargs):
         from apps.providers.embeddings import embed_texts, embedding_model_name
 
-        (skill.embedding,) = embed_texts([f"{skill.description}\n{skill.instructions}"])
+        (skill.embedding,) = embed_texts([skill.embedding_text()])
         skill.embedding_model = embedding_model_name()
         if create:
             skill.save(update_fields=["embedding", "embedding_model"])

@@ -59,7 +59,7 @@ def test_the_handler_stores_experiences_marks_the_session_and_queues_evolution(c
     assert task.result["experiences"] == len(experiences) >= 1
     assert task.result["distiller"] == "rules"
     assert session.distilled_at is not None
-    assert not Message.objects.filter(session=session, distilled_at__isnull=True).exists()
+    assert not Message.objects.filter(session=session, learned_at__isnull=True).exists()
     for experience in experiences:
         assert (experience.organization, experience.scope, experience.session) == (client_a.organization, "default", session)
         assert experience.end_user == session.end_user and experience.created_by == client_a

@@ -5,10 +5,10 @@ import logging
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
-from apps.conversations.handlers import context_with_dates
 from apps.conversations.models import Message, Session, SessionTag
+from apps.conversations.selectors import messages_not_learned
+from apps.conversations.services import messages_lock_unlearned, messages_mark_learned, messages_set_dates
 from apps.memories.services.llm_extractor import ExtractionTurn, Operation, Plan, llm_plan
 from apps.memories.services.memories import (
     EPISODIC,
@@ -24,8 +24,6 @@ from apps.providers.llm import llm_enabled
 
 logger = logging.getLogger(__name__)
 
-EXTRACT_MEMORIES = "extract_memories"
-DATE_KEYS = ("resolved_date", "date_end", "date_granularity", "date_expression", "resolved_dates")
 SPOKEN_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
 
 
@@ -50,24 +48,6 @@ def _date_metadata(turn: ExtractionTurn) -> dict:
         **first.as_metadata(),
         "resolved_dates": [{**resolved.as_metadata(), "text": resolved.describe()} for resolved in turn.dates],
     }
-
-
-def _store_resolved_dates(turns: list[ExtractionTurn]) -> int:
-    """Writes the resolved dates into each turn's metadata and its searchable context."""
-    changed = []
-    for turn in turns:
-        if not turn.dates:
-            continue
-        message = turn.message
-        message.metadata = {
-            **{key: value for key, value in (message.metadata or {}).items() if key not in DATE_KEYS},
-            **_date_metadata(turn),
-        }
-        message.context = context_with_dates(message.context, message.metadata)
-        changed.append(message)
-    if changed:
-        Message.objects.bulk_update(changed, ["metadata", "context"])
-    return len(changed)
 
 
 def _actor() -> str:
@@ -149,17 +129,15 @@ def _batches(messages: list[Message], size: int):
 
 
 def session_extract(*, session: Session, task=None) -> dict:
-    """Learns from the session's turns not learned from yet (Message.distilled_at is null), batch by
-    batch; each batch is marked learned from in the transaction that stores what it gave.
+    """Learns from the session's turns not learned from yet, batch by batch; each batch is marked
+    learned from in the transaction that stores what it gave.
 
     Run it under extract_lock_key(session) (the handler does). An unreachable LLM raises (the task
     retries); the batches already stored stay stored.
     """
     if session.session_tag != SessionTag.CONVERSATION:
         return {"skipped": f"a {session.session_tag} session is not extracted", "turns": 0}
-    pending = list(
-        Message.objects.filter(session=session, distilled_at__isnull=True).defer("embedding", "search_vector").order_by("seq")
-    )
+    pending = list(messages_not_learned(session=session))
     use_llm = llm_enabled()
     result = {
         "extractor": f"llm:{settings.LLM_MODEL}" if use_llm else "rules",
@@ -174,24 +152,16 @@ def session_extract(*, session: Session, task=None) -> dict:
         turns = _turns(batch)
         plan = llm_plan(session=session, turns=turns, task=task) if use_llm and turns else Plan()
         vectors = _embed_changes(plan)
+        batch_ids = [message.pk for message in batch]
         with transaction.atomic():
-            # Re-read under lock what the embedding handler may have rewritten since the batch was loaded.
-            fresh = {
-                pk: (distilled_at, metadata, context)
-                for pk, distilled_at, metadata, context in Message.objects.select_for_update()
-                .filter(pk__in=[message.pk for message in batch])
-                .values_list("pk", "distilled_at", "metadata", "context")
-            }
-            if any(distilled_at is not None for distilled_at, _, _ in fresh.values()):
+            if not messages_lock_unlearned(message_ids=batch_ids):
                 result["problems"].append("some turns were learned from by another run meanwhile; batch skipped")
                 continue
-            for turn in turns:
-                _, turn.message.metadata, turn.message.context = fresh[turn.message.pk]
-            result["dates_resolved"] += _store_resolved_dates(turns)
+            result["dates_resolved"] += messages_set_dates(
+                dates={turn.message.pk: _date_metadata(turn) for turn in turns if turn.dates}
+            )
             counts = _apply(session=session, plan=plan, turns=turns, vectors=vectors, task=task)
-            now = timezone.now()
-            Message.objects.filter(pk__in=[message.pk for message in batch]).update(distilled_at=now)
-            Session.objects.filter(pk=session.pk).update(extracted_at=now, updated_at=now)
+            messages_mark_learned(session=session, by="extraction", message_ids=batch_ids)
         result["turns"] += len(batch)
         for memory_type in (EPISODIC, SEMANTIC):
             for name, value in counts[memory_type].items():

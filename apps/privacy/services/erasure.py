@@ -11,7 +11,7 @@ from apps.privacy.models import ErasureRequest
 from apps.privacy.services.purge import subject_purge
 from apps.privacy.services.subjects import Subject, subject_resolve
 from apps.privacy.services.verify import subject_verify
-from apps.profiles.services.entities import LINT_PROFILES
+from apps.profiles.services.entities import profiles_lint_enqueue
 
 logger = logging.getLogger(__name__)
 
@@ -90,9 +90,6 @@ def erasure_run(*, erasure: ErasureRequest) -> dict:
         raise ErasureIncomplete(f"erasure {erasure.pk}: {residual['total']} residual item(s) after the purge")
     _save(erasure, status=ErasureRequest.Status.SUCCEEDED, residual=residual, finished_at=timezone.now())
     # Compiled pages of other people may have cited what is gone: lint them now, not at the next beat.
-    enqueue(
-        LINT_PROFILES, {"organization": str(erasure.organization_id)}, organization=erasure.organization,
-        idempotency_key=f"{LINT_PROFILES}:{erasure.organization_id}",
-    )
+    profiles_lint_enqueue(organization=erasure.organization)
     logger.info("erasure %s succeeded: %s", erasure.pk, {table: n for table, n in erasure.counts.items() if n})
     return {"erasure": str(erasure.pk), "removed": sum(run_counts.values())}

@@ -23,7 +23,7 @@ from apps.profiles.services.compile import profiles_clear_for_recompile
 from apps.privacy.services.subjects import Subject
 from apps.providers.models import LLMUsage
 from apps.skills.services.distill import distill_lock_key
-from apps.skills.services.evolve import evolve_lock_key
+from apps.skills.services.evolve import evolve_key
 from apps.tenancy.models import Client
 from apps.tenancy.services import client_revoke_keys, client_set_status
 
@@ -148,7 +148,7 @@ def subject_locks(subject: Subject) -> list[str]:
         session = Session(organization_id=subject.organization.pk, end_user_id=subject.end_user.pk)
         keys += [distill_lock_key(session), extract_lock_key(session)]
     for scope in sorted(set(subject.experiences().values_list("scope", flat=True))):
-        keys.append(evolve_lock_key(organization=subject.organization, scope=scope))
+        keys.append(evolve_key(organization=subject.organization, scope=scope))
     return keys
 
 

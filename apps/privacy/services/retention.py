@@ -1,22 +1,19 @@
 """Retention: transcripts are kept only as long as they are needed to learn from.
 
 Turns of sessions that were distilled or extracted more than CONVERSATION_RETENTION_DAYS ago
-are deleted once they themselves were learned from (`distilled_at` set, also before the
+are deleted once they themselves were learned from (`learned_at` set, also before the
 cutoff); a turn nothing learned from yet is never pruned. Experiences and skills keep their
 evidence quotes, the learned product, cut to EVIDENCE_MAX_CHARS.
 """
 
 import logging
-from collections import Counter
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from apps.conversations.models import Message, Session
+from apps.conversations.services import messages_prune_learned
 from apps.profiles.services.lint import profiles_lint
 from apps.skills.models import Skill, SkillExperience
 from apps.skills.services.skills import skill_update
@@ -25,30 +22,6 @@ logger = logging.getLogger(__name__)
 
 PRUNE_RETENTION = "prune_retention"
 RETENTION_ACTOR = "retention"
-
-
-def prunable_messages(*, cutoff):
-    learned = Session.objects.filter(Q(distilled_at__lt=cutoff) | Q(extracted_at__lt=cutoff))
-    return Message.objects.filter(session__in=learned.values("pk"), distilled_at__isnull=False, distilled_at__lt=cutoff)
-
-
-def _prune_turns(*, cutoff, batch_size: int) -> Counter:
-    per_organization: Counter = Counter()
-    queryset = prunable_messages(cutoff=cutoff)
-    while True:
-        with transaction.atomic():
-            rows = list(queryset.values_list("pk", "session_id", "organization_id")[:batch_size])
-            Message.objects.filter(pk__in=[row[0] for row in rows]).delete()
-            by_count: dict[int, list] = {}
-            for session_id, count in Counter(row[1] for row in rows).items():
-                by_count.setdefault(count, []).append(session_id)
-            for count, session_ids in by_count.items():
-                Session.objects.filter(pk__in=session_ids).update(
-                    message_count=Greatest(F("message_count") - count, Value(0)), updated_at=timezone.now()
-                )
-        per_organization.update(str(row[2]) for row in rows)
-        if len(rows) < batch_size:
-            return per_organization
 
 
 def _truncate_experience_quotes(limit: int) -> int:
@@ -96,7 +69,7 @@ def retention_prune(*, now=None, batch_size: int | None = None) -> dict:
         logger.info("retention: CONVERSATION_RETENTION_DAYS is 0, transcripts are kept forever")
         return {"enabled": False}
     cutoff = (now or timezone.now()) - timedelta(days=days)
-    per_organization = _prune_turns(cutoff=cutoff, batch_size=batch_size or settings.ERASURE_BATCH_SIZE)
+    per_organization = messages_prune_learned(cutoff=cutoff, batch_size=batch_size or settings.ERASURE_BATCH_SIZE)
     for organization_id, count in sorted(per_organization.items()):
         logger.info("retention: organisation %s: %s learned turn(s) older than %s days pruned", organization_id, count, days)
     limit = settings.EVIDENCE_MAX_CHARS

@@ -5,7 +5,7 @@ back to a person (`pending_review`, reason "source erased") as a recorded versio
 from django.db import transaction
 
 from apps.skills.models import Skill, SkillExperience, SkillVersion
-from apps.skills.services.evolve import TRIGGER_MAX_CHARS
+from apps.skills.services.evolve import copied_texts
 from apps.skills.services.rule_distiller import workflow_request
 from apps.skills.services.skills import skill_delete, skill_return_to_review
 
@@ -17,11 +17,9 @@ SCRUBBED_FIELDS = ("description", "instructions", "triggers", "examples")
 
 
 def experience_texts(experiences) -> set[str]:
-    """Every text of an experience that evolution may have copied into a skill.
-
-    The rule evolver copies the workflow request into triggers, examples and the description
-    (cut at 200 and TRIGGER_MAX_CHARS) and a whitespace-folded content as a caveat line; titles
-    end up in version reasons; the evidence quote is the user's or the tool's own words.
+    """Every text of an experience that evolution may have copied into a skill: what the rule
+    evolver copies (evolve.copied_texts), and whole, for the LLM evolver, the content, its
+    whitespace-folded form, the request and the evidence quote (the user's or the tool's own words).
     """
     texts = set()
     for experience in experiences:
@@ -29,7 +27,7 @@ def experience_texts(experiences) -> set[str]:
         evidence = experience.evidence if isinstance(experience.evidence, dict) else {}
         quote = evidence.get("quote") if isinstance(evidence.get("quote"), str) else ""
         folded = " ".join(experience.content.split())
-        for text in (experience.title, experience.content, folded, folded[:400], quote, request, request[:200], request[:TRIGGER_MAX_CHARS]):
+        for text in (experience.content, folded, quote, request, *copied_texts(experience)):
             if text and text.strip():
                 texts.add(text.strip())
     return texts

@@ -133,7 +133,7 @@ def _llm_page(entity: Entity, evidence: list[Evidence], task) -> tuple[str, list
 
 
 def _embed(profile: Profile) -> None:
-    (profile.embedding,) = embed_texts([f"{profile.name}\n{profile.markdown}"])
+    (profile.embedding,) = embed_texts([profile.embedding_text()])
     profile.embedding_model = embedding_model_name()
 
 

@@ -22,7 +22,6 @@ from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import enqueue, task_run_sooner
 from apps.profiles.models import Edge, Entity, ItemType, Mention, NAME_MAX_LENGTH
 
-PROJECT_ENTITIES = "project_entities"
 COMPILE_PROFILE = "compile_profile"
 LINT_PROFILES = "lint_profiles"
 
@@ -268,3 +267,13 @@ def profile_compile_enqueue(*, entity_id, organization, scope: str, new_mentions
             task_run_sooner(task=waiting, run_after=now)
         return waiting
     return task
+
+
+def profiles_lint_enqueue(*, organization=None) -> MemoryTask:
+    """Lint of every organisation's pages (the beat) or of one (after an erasure): one waiting run each."""
+    if organization is None:
+        return enqueue(LINT_PROFILES, {}, idempotency_key=LINT_PROFILES)
+    return enqueue(
+        LINT_PROFILES, {"organization": str(organization.pk)}, organization=organization,
+        idempotency_key=f"{LINT_PROFILES}:{organization.pk}",
+    )

@@ -1,48 +1,31 @@
 """Distillation of sealed task sessions into SkillExperience rows, and the queueing of evolution."""
 
 import logging
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
-from apps.conversations.models import Message, Session, SessionTag
+from apps.conversations.models import Session, SessionTag
+from apps.conversations.routing import distillation_enqueue
 from apps.conversations.selectors import session_messages
+from apps.conversations.services import messages_mark_learned
 from apps.core.errors import ConflictError
 from apps.pipeline.locks import advisory_lock
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.services import enqueue
 from apps.providers.embeddings import embed_texts, embedding_model_name
 from apps.providers.llm import llm_enabled
 from apps.skills.models import ExperienceType, Skill, SkillExperience
+from apps.skills.services.evolve import evolve_enqueue
 from apps.skills.services.llm_distiller import llm_lessons
 from apps.skills.services.rule_distiller import rule_lessons
 
 logger = logging.getLogger(__name__)
 
-DISTILL_SESSION = "distill_session"
-EVOLVE_SKILLS = "evolve_skills"
 EXISTING_SKILLS_IN_PROMPT = 50
 
 
 def distill_lock_key(session: Session) -> str:
     return f"distill:{session.organization_id}:{session.end_user_id}"
-
-
-def evolve_enqueue(*, organization, scope: str) -> MemoryTask:
-    """One waiting evolution per organisation and scope; while one runs, one follow-up waits."""
-    key = f"evolve:{organization.pk}:{scope}"
-    run_after = timezone.now() + timedelta(seconds=settings.EVOLUTION_DEBOUNCE_SECONDS)
-    task = enqueue(
-        EVOLVE_SKILLS, {"scope": scope}, organization=organization, scope=scope, idempotency_key=key, run_after=run_after
-    )
-    if task.status == MemoryTask.Status.RUNNING:
-        task = enqueue(
-            EVOLVE_SKILLS, {"scope": scope}, organization=organization, scope=scope,
-            idempotency_key=f"{key}:after:{task.pk}", run_after=run_after,
-        )
-    return task
 
 
 def check_distillable(session: Session) -> None:
@@ -57,10 +40,7 @@ def distill_request(*, session: Session, client=None) -> MemoryTask:
     check_distillable(session)
     if session.distilled_at is not None:
         raise ConflictError(f"Session {session.session_id!r} was already distilled at {session.distilled_at.isoformat()}.")
-    return enqueue(
-        DISTILL_SESSION, {"session": str(session.pk)}, organization=session.organization, scope=session.scope,
-        client=client, idempotency_key=f"distill:{session.pk}",
-    )
+    return distillation_enqueue(session, client=client)
 
 
 def _existing_skills(session: Session) -> list[dict]:
@@ -108,37 +88,31 @@ def session_distill(*, session: Session, task=None) -> dict:
             duplicates += 1
         else:
             kept.append(lesson)
-    vectors = embed_texts([f"{lesson.title}\n{lesson.content}" for lesson in kept])
-    model = embedding_model_name()
+    experiences = [
+        SkillExperience(
+            organization_id=session.organization_id,
+            scope=session.scope,
+            end_user_id=session.end_user_id,
+            session=session,
+            source_message_ids=lesson.source_message_ids,
+            experience_type=lesson.experience_type,
+            title=lesson.title,
+            content=lesson.content,
+            importance=lesson.importance,
+            credibility=lesson.credibility,
+            evidence=lesson.evidence,
+            action_signature=lesson.action_signature,
+            created_by_id=session.client_id,
+            embedding_model=embedding_model_name(),
+        )
+        for lesson in kept
+    ]
+    for experience, vector in zip(experiences, embed_texts([experience.embedding_text() for experience in experiences])):
+        experience.embedding = vector
 
     with transaction.atomic():
-        experiences = SkillExperience.objects.bulk_create(
-            [
-                SkillExperience(
-                    organization_id=session.organization_id,
-                    scope=session.scope,
-                    end_user_id=session.end_user_id,
-                    session=session,
-                    source_message_ids=lesson.source_message_ids,
-                    experience_type=lesson.experience_type,
-                    title=lesson.title,
-                    content=lesson.content,
-                    importance=lesson.importance,
-                    credibility=lesson.credibility,
-                    evidence=lesson.evidence,
-                    action_signature=lesson.action_signature,
-                    created_by_id=session.client_id,
-                    embedding=vector,
-                    embedding_model=model,
-                )
-                for lesson, vector in zip(kept, vectors)
-            ]
-        )
-        now = timezone.now()
-        Session.objects.filter(pk=session.pk).update(distilled_at=now, updated_at=now)
-        last_seq = messages[-1].seq if messages else 0
-        Message.objects.filter(session=session, seq__lte=last_seq, distilled_at__isnull=True).update(distilled_at=now)
-        session.distilled_at = now
+        experiences = SkillExperience.objects.bulk_create(experiences)
+        messages_mark_learned(session=session, by="distillation", through_seq=messages[-1].seq if messages else 0)
         evolve_task = evolve_enqueue(organization=session.organization, scope=session.scope) if experiences else None
     if problems:
         # Counted, not quoted: the problems cite the model's output (kept in the task's result).

@@ -11,12 +11,16 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
+from django.utils import timezone
 
 from apps.pipeline.locks import advisory_lock
+from apps.pipeline.models import MemoryTask
+from apps.pipeline.services import enqueue
 from apps.providers.embeddings import embed_texts
 from apps.providers.llm import LLMOutputError, chat_json, llm_enabled
 from apps.skills.models import ExperienceType, Skill, SkillExperience, SkillVersion
@@ -32,6 +36,8 @@ MAX_CAVEAT_TARGETS = 3
 CAVEATS_HEADER = "Caveats:"
 TEXT_LIMITS = {"description": 1000, "instructions": 8000}
 TRIGGER_MAX_CHARS = 300
+DESCRIPTION_REQUEST_MAX_CHARS = 200
+CAVEAT_MAX_CHARS = 400
 SKILLS_IN_PROMPT = 30
 _DIGITS = re.compile(r"\d+")
 
@@ -73,7 +79,7 @@ def _humanise(tool: str) -> str:
 
 
 def _workflow_fields(signature: list[str], steps: list[str], request: str) -> dict:
-    example = f' Used for requests such as "{request[:200]}".' if request else ""
+    example = f' Used for requests such as "{request[:DESCRIPTION_REQUEST_MAX_CHARS]}".' if request else ""
     return {
         "name": skill_slug("-".join(signature)),
         "description": f"Workflow that solved a task by calling {', then '.join(_humanise(tool) for tool in signature)}.{example}",
@@ -95,9 +101,22 @@ def _add_caveat(instructions: str, line: str) -> str | None:
     return f"{body}\n\n{CAVEATS_HEADER}\n" + "\n".join([*existing, line])
 
 
+def _caveat_text(experience: SkillExperience) -> str:
+    return " ".join(experience.content.split())[:CAVEAT_MAX_CHARS]
+
+
 def _caveat_line(experience: SkillExperience) -> str:
-    text = " ".join(experience.content.split())
-    return f"- {text[:400]}"
+    return f"- {_caveat_text(experience)}"
+
+
+def copied_texts(experience: SkillExperience) -> list[str]:
+    """The texts of an experience the rule evolver copies into a skill, cut as it cuts them: the
+    request (into the description, the triggers and the examples), the caveat line and the title
+    (into the version's reason). Erasure scrubs them."""
+    request = workflow_request(experience.content)
+    return [
+        experience.title, request[:DESCRIPTION_REQUEST_MAX_CHARS], request[:TRIGGER_MAX_CHARS], _caveat_text(experience),
+    ]
 
 
 class _TitleGroups:
@@ -430,7 +449,7 @@ def _apply_operations(*, organization, scope: str, operations: list, actor: str)
 
 
 def skills_evolve(*, organization, scope: str, task=None) -> dict:
-    """One evolution run for an organisation and scope. Run it under evolve_lock_key (the handler does)."""
+    """One evolution run for an organisation and scope. Run it under evolve_key (the handler does)."""
     pending = pending_experiences(organization=organization, scope=scope)
     if not pending:
         return {"experiences": 0, "consumed": 0, "superseded": 0, "remaining": 0}
@@ -471,10 +490,29 @@ def skills_evolve(*, organization, scope: str, task=None) -> dict:
     }
 
 
-def evolve_lock_key(*, organization, scope: str) -> str:
+EVOLVE_SKILLS = "evolve_skills"
+
+
+def evolve_key(*, organization, scope: str) -> str:
+    """Names one organisation and scope's evolution: the idempotency key of its waiting task and its lock."""
     return f"evolve:{organization.pk}:{scope}"
 
 
+def evolve_enqueue(*, organization, scope: str) -> MemoryTask:
+    """One waiting evolution per organisation and scope; while one runs, one follow-up waits."""
+    key = evolve_key(organization=organization, scope=scope)
+    run_after = timezone.now() + timedelta(seconds=settings.EVOLUTION_DEBOUNCE_SECONDS)
+    task = enqueue(
+        EVOLVE_SKILLS, {"scope": scope}, organization=organization, scope=scope, idempotency_key=key, run_after=run_after
+    )
+    if task.status == MemoryTask.Status.RUNNING:
+        task = enqueue(
+            EVOLVE_SKILLS, {"scope": scope}, organization=organization, scope=scope,
+            idempotency_key=f"{key}:after:{task.pk}", run_after=run_after,
+        )
+    return task
+
+
 def skills_evolve_locked(*, organization, scope: str, task=None) -> dict:
-    with advisory_lock(evolve_lock_key(organization=organization, scope=scope), wait=False):
+    with advisory_lock(evolve_key(organization=organization, scope=scope), wait=False):
         return skills_evolve(organization=organization, scope=scope, task=task)

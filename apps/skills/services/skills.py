@@ -56,7 +56,7 @@ def _unique_name(*, organization, scope: str, name: str, exclude_pk=None) -> str
 
 
 def _embed(skill: Skill) -> None:
-    (skill.embedding,) = embed_texts([f"{skill.description}\n{skill.instructions}"])
+    (skill.embedding,) = embed_texts([skill.embedding_text()])
     skill.embedding_model = embedding_model_name()
 
 

@@ -1,15 +1,14 @@
-"""Import an OpenAI-format trajectory file through the same ingest service as the API."""
+"""Import an OpenAI-format trajectory file through the same ingest service as the API: each session
+is stored whole, in one transaction, and sealed."""
 
 import json
 import sys
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 
-from apps.conversations.services import messages_add
-from apps.conversations.turns import TurnError, normalise_messages
+from apps.conversations.services import messages_ingest
+from apps.conversations.turns import TurnError
 from apps.core.errors import ConflictError
 from apps.core.validation import InputError, loads
 from apps.tenancy.models import Client
@@ -70,25 +69,19 @@ class Command(BaseCommand):
         stored = skipped = 0
         for number, item in enumerate(sessions, start=1):
             try:
-                turns = normalise_messages(
-                    item["messages"], max_chars=settings.MESSAGE_MAX_CHARS, default_occurred_at=timezone.now()
+                body = messages_ingest(
+                    client=client,
+                    user_id=item["user_id"],
+                    session_id=item["session_id"],
+                    messages=item["messages"],
+                    session_tag=options["tag"],
+                    seal=True,
+                    outcome=item["outcome"],
                 )
             except TurnError as exc:
                 self.stderr.write(f"skipped {item['session_id']!r}: {exc.errors}")
                 skipped += 1
                 continue
-            try:
-                for start in range(0, len(turns), settings.MAX_MESSAGES_PER_ADD):
-                    body = messages_add(
-                        client=client,
-                        user_id=item["user_id"],
-                        session_id=item["session_id"],
-                        turns=turns[start : start + settings.MAX_MESSAGES_PER_ADD],
-                        session_tag=options["tag"],
-                        seal=start + settings.MAX_MESSAGES_PER_ADD >= len(turns),
-                        outcome=item["outcome"],
-                    )
-                    stored += body["messages_stored"]
             except ConflictError as exc:
                 self.stderr.write(f"skipped {item['session_id']!r}: {exc}")
                 skipped += 1
@@ -98,6 +91,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"skipped {item['session_id']!r}: {problems}")
                 skipped += 1
                 continue
+            stored += body["messages_stored"]
             if not options["json"]:
                 sys.stderr.write(f"\r[{'#' * (30 * number // len(sessions)):<30}] {number}/{len(sessions)} sessions")
         if not options["json"]:

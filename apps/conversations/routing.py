@@ -1,0 +1,80 @@
+"""The background work a session's events route to, by session_tag. The task types and their
+idempotency keys are defined here once; the apps that do the work register handlers under these
+names and enqueue through these functions."""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from apps.pipeline.models import MemoryTask
+from apps.pipeline.registry import HANDLERS
+from apps.pipeline.services import enqueue
+
+logger = logging.getLogger(__name__)
+
+EMBED_MESSAGES = "embed_messages"
+EXTRACT_MEMORIES = "extract_memories"
+PROJECT_ENTITIES = "project_entities"
+DISTILL_SESSION = "distill_session"
+
+
+def _enqueue_if_handled(task_type: str, payload: dict, *, session, client=None, **options) -> MemoryTask | None:
+    """Routing points enqueue only work some app can do, so no row waits for a missing handler.
+
+    The task carries the session's organisation and scope (who may see it) and the client whose
+    request caused it, if any.
+    """
+    if task_type not in HANDLERS:
+        logger.debug("no handler for %s yet; nothing enqueued", task_type)
+        return None
+    return enqueue(
+        task_type, payload, organization=session.organization, scope=session.scope, client=client, **options
+    )
+
+
+def _enqueue_debounced(task_type: str, session, *, key: str, delay: float, client=None) -> MemoryTask | None:
+    """One pending task of this type per session, `delay` seconds out; while one runs, at most one
+    follow-up waits."""
+    run_after = timezone.now() + timedelta(seconds=delay)
+    task = _enqueue_if_handled(
+        task_type, {"session": str(session.pk)}, session=session, client=client, idempotency_key=key,
+        run_after=run_after,
+    )
+    if task is not None and task.status == MemoryTask.Status.RUNNING:
+        task = enqueue(
+            task_type, {"session": str(session.pk)}, organization=session.organization, scope=session.scope,
+            client=client, idempotency_key=f"{key}:after:{task.pk}", run_after=run_after,
+        )
+    return task
+
+
+def embedding_enqueue(session, *, from_seq: int, to_seq: int, client=None) -> MemoryTask | None:
+    return _enqueue_if_handled(
+        EMBED_MESSAGES, {"session": str(session.pk), "from_seq": from_seq, "to_seq": to_seq}, session=session,
+        client=client,
+    )
+
+
+def extraction_enqueue(session, *, client=None) -> MemoryTask | None:
+    return _enqueue_debounced(
+        EXTRACT_MEMORIES, session, key=f"extract:{session.pk}", delay=settings.EXTRACTION_DEBOUNCE_SECONDS,
+        client=client,
+    )
+
+
+def projection_enqueue(session, *, client=None) -> MemoryTask | None:
+    """Entity projection reads the memories extraction learns, so it waits for extraction's debounce first."""
+    return _enqueue_debounced(
+        PROJECT_ENTITIES, session, key=f"project:{session.pk}", delay=2 * settings.EXTRACTION_DEBOUNCE_SECONDS,
+        client=client,
+    )
+
+
+def distillation_enqueue(session, *, client=None) -> MemoryTask | None:
+    """One distillation per session, whether sealing or a caller asked for it."""
+    return _enqueue_if_handled(
+        DISTILL_SESSION, {"session": str(session.pk)}, session=session, client=client,
+        idempotency_key=f"distill:{session.pk}",
+    )
