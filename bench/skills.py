@@ -50,7 +50,7 @@ def run(output_dir) -> dict:
     from apps.pipeline.services import tasks_cancel
     from apps.skills.models import Skill, SkillExperience
     from apps.skills.services.distill import distill_lock_key, session_distill
-    from apps.skills.services.evolve import evolve_key, skills_evolve
+    from apps.skills.services.evolve.run import evolve_key, skills_evolve
     from apps.skills.services.retrieve import skills_retrieve
     from apps.tenancy.services import client_create, organization_create
 

@@ -17,6 +17,8 @@ class FakeOpenAI:
         self.requests: list[dict] = []
         self._chat: deque = deque()
         self._lock = threading.Lock()
+        # Called with the request's path, in the server's thread, before it answers.
+        self.on_request = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True, name="fake-openai")
 
@@ -83,6 +85,8 @@ class FakeOpenAI:
                 body = json.loads(raw or b"{}")
                 with fake._lock:
                     fake.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
+                if fake.on_request is not None:
+                    fake.on_request(self.path)
                 if self.path.endswith("/chat/completions"):
                     self._chat(body)
                 elif self.path.endswith("/embeddings"):

@@ -5,7 +5,7 @@ from apps.conversations.routing import DISTILL_SESSION
 from apps.core.errors import ConflictError
 from apps.pipeline.registry import register_handler
 from apps.skills.services.distill import session_distill_locked
-from apps.skills.services.evolve import EVOLVE_SKILLS, evolve_enqueue, skills_evolve_locked
+from apps.skills.services.evolve.run import EVOLVE_SKILLS, evolve_enqueue, skills_evolve_locked
 
 
 @register_handler(DISTILL_SESSION)

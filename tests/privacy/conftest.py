@@ -17,7 +17,7 @@ from apps.profiles.services.entities import session_project
 from apps.providers.embeddings import embed_texts
 from apps.providers.models import LLMUsage
 from apps.skills.models import Skill
-from apps.skills.services.evolve import skills_evolve
+from apps.skills.services.evolve.run import skills_evolve
 from apps.skills.services.skills import skill_create
 from apps.tenancy.models import EndUser
 from tests.factories import ClientFactory

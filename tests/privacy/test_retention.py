@@ -72,7 +72,7 @@ def test_zero_keeps_transcripts_forever(sessions, settings):
 
 def test_evidence_quotes_are_cut_to_the_limit_and_the_skill_change_is_a_version(sessions, settings):
     settings.EVIDENCE_MAX_CHARS = 12
-    from apps.skills.services.evolve import skills_evolve
+    from apps.skills.services.evolve.run import skills_evolve
 
     skills_evolve(organization=sessions["old"].organization, scope="default")
     skill = Skill.objects.get()

@@ -30,7 +30,7 @@ def test_the_skill_changelist_shows_only_the_staff_organisation_in_few_queries(s
 
 
 def test_the_skill_page_shows_its_versions(staff_client, organization, client_a, rules):
-    from apps.skills.services.evolve import skills_evolve
+    from apps.skills.services.evolve.run import skills_evolve
 
     ExperienceFactory(organization=organization, content="Request: fly to Denver\nSteps:\n1. book_reservation()", action_signature=["book_reservation"])
     skills_evolve(organization=organization, scope="default")

@@ -1,12 +1,14 @@
 """Evolution: the rule path on real trajectories, the LLM path through the fake server, review mode."""
 
 import pytest
+from django.db import connections
 
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
 from apps.skills.models import Skill, SkillExperience, SkillVersion
 from apps.skills.services.distill import session_distill
-from apps.skills.services.evolve import edit_budget, skills_evolve
+from apps.skills.services.evolve.run import edit_budget, skills_evolve
+from apps.skills.services.skills import skill_update
 from tests.fixtures import tau_trajectories
 from tests.skills.factories import ExperienceFactory, SkillFactory, tau_session
 
@@ -260,3 +262,44 @@ def test_lessons_with_another_signature_but_the_same_title_join_one_workflow(cli
     lineage = SkillExperience.objects.filter(skill_versions__skill=joined).distinct()
     assert set(lineage) == {first, second}
     assert other not in lineage
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_transaction_is_open_while_the_models_answer_and_a_skill_edited_meanwhile_is_left_alone(
+    client_a, fake_openai, settings
+):
+    """Plan outside, commit inside: the LLM and the embeddings are called with no transaction (so
+    no row lock) open, and a skill a person edits while the model thinks is not overwritten."""
+    settings.EMBEDDING_PROVIDER = "openai"
+    org = client_a.organization
+    booking = SkillFactory(organization=org, name="booking", description="Book a flight for a customer.")
+    refunds = SkillFactory(organization=org, name="refunds", description="Refund a cancelled flight.")
+    e1 = ExperienceFactory(organization=org, importance=0.9, credibility=0.9, title="Seats first")
+    e2 = ExperienceFactory(organization=org, importance=0.5, credibility=0.5, title="Refund to the card")
+    fake_openai.add_json({"operations": [
+        {"op": "edit", "skill": "booking", "changes": {"description": "Book a flight for a customer, seats first."}, "experiences": ["E1"]},
+        {"op": "edit", "skill": "refunds", "changes": {"description": "Refund a cancelled flight to the card."}, "experiences": ["E2"]},
+    ]})
+    evolving = connections["default"]
+    in_transaction = []
+
+    def person_edits_while_the_model_thinks(path):
+        in_transaction.append((path.rsplit("/", 1)[-1], evolving.in_atomic_block))
+        if path.endswith("/chat/completions"):
+            try:
+                skill_update(skill=Skill.objects.get(pk=refunds.pk), changes={"triggers": ["refund"]}, actor="person", reason="curated")
+            finally:
+                connections.close_all()
+
+    fake_openai.on_request = person_edits_while_the_model_thinks
+    result = skills_evolve(organization=org, scope="default")
+
+    assert ("completions", False) in in_transaction and ("embeddings", False) in in_transaction
+    assert all(not atomic for _, atomic in in_transaction)
+    assert result["edited"] == ["booking"] and "refunds changed during the run" in " ".join(result["problems"])
+    booking.refresh_from_db()
+    refunds.refresh_from_db()
+    assert booking.description == "Book a flight for a customer, seats first." and booking.version == 2
+    assert (refunds.version, refunds.triggers, refunds.description) == (2, ["refund"], "Refund a cancelled flight.")
+    statuses = dict(SkillExperience.objects.values_list("title", "status"))
+    assert statuses == {e1.title: "consumed", e2.title: "pending"}  # e2 waits for the next run

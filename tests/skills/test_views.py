@@ -7,7 +7,7 @@ import pytest
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
 from apps.skills.models import Skill, SkillExperience
-from apps.skills.services.evolve import skills_evolve
+from apps.skills.services.evolve.run import skills_evolve
 from tests.conftest import api_for
 from tests.factories import ClientFactory, EndUserFactory
 from tests.fixtures import tau_trajectories

@@ -23,7 +23,7 @@ from apps.profiles.services.compile import profiles_clear_for_recompile
 from apps.privacy.services.subjects import Subject
 from apps.providers.models import LLMUsage
 from apps.skills.services.distill import distill_lock_key
-from apps.skills.services.evolve import evolve_key
+from apps.skills.services.evolve.run import evolve_key
 from apps.tenancy.models import Client
 from apps.tenancy.services import client_revoke_keys, client_set_status
 

@@ -5,7 +5,7 @@ back to a person (`pending_review`, reason "source erased") as a recorded versio
 from django.db import transaction
 
 from apps.skills.models import Skill, SkillExperience, SkillVersion
-from apps.skills.services.evolve import copied_texts
+from apps.skills.services.evolve.rules import copied_texts
 from apps.skills.services.rule_distiller import workflow_request
 from apps.skills.services.skills import skill_delete, skill_return_to_review
 

@@ -15,7 +15,7 @@ from apps.pipeline.models import MemoryTask
 from apps.providers.embeddings import embed_texts, embedding_model_name
 from apps.providers.llm import llm_enabled
 from apps.skills.models import ExperienceType, Skill, SkillExperience
-from apps.skills.services.evolve import evolve_enqueue
+from apps.skills.services.evolve.run import evolve_enqueue
 from apps.skills.services.llm_distiller import llm_lessons
 from apps.skills.services.rule_distiller import rule_lessons
 

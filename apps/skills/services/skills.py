@@ -55,8 +55,9 @@ def _unique_name(*, organization, scope: str, name: str, exclude_pk=None) -> str
         number += 1
 
 
-def _embed(skill: Skill) -> None:
-    (skill.embedding,) = embed_texts([skill.embedding_text()])
+def _embed(skill: Skill, vector: list | None = None) -> None:
+    """The skill's vector: `vector` when the caller embedded its text before its transaction."""
+    (skill.embedding,) = [vector] if vector is not None else embed_texts([skill.embedding_text()])
     skill.embedding_model = embedding_model_name()
 
 
@@ -73,7 +74,7 @@ def _record(skill: Skill, *, operation: str, actor: str, reason: str, experience
 @transaction.atomic
 def skill_create(
     *, organization, scope: str, fields: dict, actor: str, reason: str, experiences=(), status: str | None = None,
-    end_user=None,
+    end_user=None, embedding: list | None = None,
 ) -> Skill:
     check_fields({name: value for name, value in fields.items() if name in EDITABLE_FIELDS})
     skill = Skill(organization=organization, scope=scope, end_user=end_user, status=status or evolved_status(), version=1)
@@ -81,7 +82,7 @@ def skill_create(
         if name in fields:
             setattr(skill, name, fields[name])
     skill.name = _unique_name(organization=organization, scope=scope, name=skill_slug(skill.name))
-    _embed(skill)
+    _embed(skill, embedding)
     skill.save()
     _record(skill, operation=SkillVersion.Operation.CREATE, actor=actor, reason=reason, experiences=experiences)
     return skill
@@ -90,9 +91,10 @@ def skill_create(
 @transaction.atomic
 def skill_update(
     *, skill: Skill, changes: dict, actor: str, reason: str, experiences=(), status: str | None = None,
-    operation: str = SkillVersion.Operation.EDIT,
+    operation: str = SkillVersion.Operation.EDIT, embedding: list | None = None,
 ) -> Skill:
-    """Applies field changes as a new version; a change that changes nothing stores nothing."""
+    """Applies field changes as a new version; a change that changes nothing stores nothing.
+    `embedding`, if given, is the vector of the changed text, embedded before the caller's transaction."""
     changed = {name: value for name, value in changes.items() if name in EDITABLE_FIELDS and getattr(skill, name) != value}
     check_fields(changed)
     if not changed and (status is None or status == skill.status):
@@ -106,7 +108,7 @@ def skill_update(
     if status is not None:
         skill.status = status
     if {"description", "instructions"} & set(changed):
-        _embed(skill)
+        _embed(skill, embedding)
     skill.version += 1
     skill.save()
     _record(skill, operation=operation, actor=actor, reason=reason, experiences=experiences)

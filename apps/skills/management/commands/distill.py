@@ -9,7 +9,7 @@ from apps.conversations.models import Session, SessionTag
 from apps.core.errors import ConflictError
 from apps.pipeline.locks import LockNotAvailable
 from apps.skills.services.distill import session_distill_locked
-from apps.skills.services.evolve import skills_evolve_locked
+from apps.skills.services.evolve.run import skills_evolve_locked
 
 
 class Command(BaseCommand):

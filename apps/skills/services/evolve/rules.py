@@ -1,0 +1,194 @@
+"""The rule-based evolver: workflow lessons become workflow skills (a known action signature gains
+a trigger and an example), lessons worth avoiding become caveats of the skills that use the tool."""
+
+import re
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from apps.providers.embeddings import embed_texts
+from apps.skills.models import ExperienceType, Skill, SkillExperience
+from apps.skills.services.rule_distiller import workflow_request, workflow_steps, workflow_title
+from apps.skills.services.skills import skill_slug
+
+MAX_TRIGGERS = 20
+MAX_EXAMPLES = 5
+MAX_CAVEATS = 8
+MAX_CAVEAT_TARGETS = 3
+CAVEATS_HEADER = "Caveats:"
+TRIGGER_MAX_CHARS = 300
+DESCRIPTION_REQUEST_MAX_CHARS = 200
+CAVEAT_MAX_CHARS = 400
+_DIGITS = re.compile(r"\d+")
+
+
+@dataclass
+class Draft:
+    """The changes one run makes to one skill (new when skill is None), written as one version."""
+
+    skill: Skill | None
+    fields: dict
+    experiences: list = field(default_factory=list)
+    reasons: list = field(default_factory=list)
+
+    def get(self, name):
+        if name in self.fields:
+            return self.fields[name]
+        return getattr(self.skill, name) if self.skill is not None else None
+
+
+def _humanise(tool: str) -> str:
+    return tool.replace("_", " ")
+
+
+def _workflow_fields(signature: list[str], steps: list[str], request: str) -> dict:
+    example = f' Used for requests such as "{request[:DESCRIPTION_REQUEST_MAX_CHARS]}".' if request else ""
+    return {
+        "name": skill_slug("-".join(signature)),
+        "description": f"Workflow that solved a task by calling {', then '.join(_humanise(tool) for tool in signature)}.{example}",
+        "instructions": "Steps:\n" + "\n".join(steps),
+        "entry_type": Skill.EntryType.WORKFLOW,
+        "triggers": [],
+        "examples": [],
+        "action_signature": list(signature),
+    }
+
+
+def _add_caveat(instructions: str, line: str) -> str | None:
+    """The instructions with one more caveat line, or None when it is already there or the list is full."""
+    key = _DIGITS.sub("#", line.lower())
+    body, _, caveats = instructions.partition(f"\n\n{CAVEATS_HEADER}\n")
+    existing = [item for item in caveats.splitlines() if item.startswith("- ")]
+    if any(_DIGITS.sub("#", item.lower()) == key for item in existing) or len(existing) >= MAX_CAVEATS:
+        return None
+    return f"{body}\n\n{CAVEATS_HEADER}\n" + "\n".join([*existing, line])
+
+
+def _caveat_text(experience: SkillExperience) -> str:
+    return " ".join(experience.content.split())[:CAVEAT_MAX_CHARS]
+
+
+def _caveat_line(experience: SkillExperience) -> str:
+    return f"- {_caveat_text(experience)}"
+
+
+def copied_texts(experience: SkillExperience) -> list[str]:
+    """The texts of an experience the rule evolver copies into a skill, cut as it cuts them: the
+    request (into the description, the triggers and the examples), the caveat line and the title
+    (into the version's reason). Erasure scrubs them."""
+    request = workflow_request(experience.content)
+    return [
+        experience.title, request[:DESCRIPTION_REQUEST_MAX_CHARS], request[:TRIGGER_MAX_CHARS], _caveat_text(experience),
+    ]
+
+
+class _TitleGroups:
+    """Workflow groups by the embedding of their titles, for lessons whose exact action
+    signature matches nothing (the same procedure reached with a different tool sequence)."""
+
+    def __init__(self, *, workflows: list[Skill], experiences: list[SkillExperience]):
+        titles = [workflow_title(skill.action_signature) for skill in workflows]
+        titles += [experience.title for experience in experiences]
+        vectors = embed_texts(titles) if titles else []
+        self.vectors = {experience.pk: vector for experience, vector in zip(experiences, vectors[len(workflows):])}
+        self.groups = [(vector, str(skill.pk), skill) for skill, vector in zip(workflows, vectors)]
+
+    def add(self, experience: SkillExperience, *, key: str, skill: Skill | None) -> None:
+        if all(group_key != key for _, group_key, _ in self.groups):
+            self.groups.append((self.vectors[experience.pk], key, skill))
+
+    def match(self, experience: SkillExperience, *, default: tuple) -> tuple:
+        vector = self.vectors[experience.pk]
+        best, best_similarity = default, settings.EVOLUTION_TITLE_SIMILARITY
+        for group_vector, key, skill in self.groups:
+            similarity = sum(a * b for a, b in zip(vector, group_vector))
+            if similarity >= best_similarity:
+                best, best_similarity = (key, skill), similarity
+        return best
+
+
+def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], budget: int) -> tuple[dict, set]:
+    """Drafts keyed by skill (id or new name) and the ids of experiences that added nothing."""
+    live = list(
+        Skill.objects.filter(organization=organization, scope=scope).exclude(status=Skill.Status.ARCHIVED).defer("embedding")
+    )
+    drafts: dict[str, Draft] = {}
+    superseded: set = set()
+
+    def draft_for(key: str, skill: Skill | None, fields: dict | None = None) -> Draft | None:
+        if key not in drafts:
+            if len(drafts) >= budget:
+                return None
+            drafts[key] = Draft(skill=skill, fields=fields or {})
+        return drafts[key]
+
+    workflows = {tuple(skill.action_signature): skill for skill in live if skill.entry_type == Skill.EntryType.WORKFLOW}
+    learning = [
+        experience for experience in pending
+        if experience.experience_type == ExperienceType.WORTH_LEARNING and experience.action_signature
+    ]
+    similar = _TitleGroups(workflows=list(workflows.values()), experiences=learning)
+    for experience in learning:
+        signature = tuple(experience.action_signature)
+        skill = workflows.get(signature)
+        key = str(skill.pk) if skill else "new:" + "/".join(signature)
+        if skill is None and key not in drafts:
+            # No workflow with this exact signature: join one whose title says the same thing.
+            key, skill = similar.match(experience, default=(key, None))
+        similar.add(experience, key=key, skill=skill)
+        fields = None if skill else _workflow_fields(
+            list(signature), workflow_steps(experience.content), workflow_request(experience.content)
+        )
+        draft = draft_for(key, skill, fields)
+        if draft is None:
+            continue  # over budget: stays pending
+        request = workflow_request(experience.content)[:TRIGGER_MAX_CHARS]
+        triggers = list(draft.get("triggers") or [])
+        if not request or request in triggers:
+            superseded.add(experience.pk)
+            continue
+        if len(triggers) < MAX_TRIGGERS:
+            draft.fields["triggers"] = [*triggers, request]
+        examples = list(draft.get("examples") or [])
+        if len(examples) < MAX_EXAMPLES:
+            session_id = experience.session.session_id if experience.session_id else None
+            draft.fields["examples"] = [*examples, {"request": request, "steps": list(signature), "session_id": session_id}]
+        draft.experiences.append(experience)
+        draft.reasons.append(f"workflow seen again: {experience.title}" if skill else f"new workflow: {experience.title}")
+
+    for experience in pending:
+        if experience.experience_type != ExperienceType.WORTH_AVOIDING or not experience.action_signature:
+            continue
+        tool = experience.action_signature[0]
+        targets = [(str(skill.pk), skill) for skill in live if skill.entry_type == Skill.EntryType.WORKFLOW and tool in skill.action_signature]
+        targets.sort(key=lambda item: -item[1].retrieval_count)
+        targets += [(key, None) for key, draft in drafts.items() if draft.skill is None and tool in (draft.get("action_signature") or [])]
+        if not targets:
+            guide = next((skill for skill in live if skill.entry_type == Skill.EntryType.GUIDE and skill.action_signature == [tool]), None)
+            targets = [(str(guide.pk) if guide else f"new:guide:{tool}", guide)]
+        used = False
+        for key, skill in targets[:MAX_CAVEAT_TARGETS]:
+            fields = None
+            if skill is None and key not in drafts:
+                fields = {
+                    "name": skill_slug(f"{tool}-pitfalls"),
+                    "description": f"Known pitfalls of calling {_humanise(tool)} and how to avoid them.",
+                    "instructions": f"Before calling {tool}, check its arguments against earlier tool results.",
+                    "entry_type": Skill.EntryType.GUIDE,
+                    "triggers": [f"{_humanise(tool)} error"],
+                    "examples": [],
+                    "action_signature": [tool],
+                }
+            draft = draft_for(key, skill, fields)
+            if draft is None:
+                continue
+            instructions = _add_caveat(draft.get("instructions") or "", _caveat_line(experience))
+            if instructions is None:
+                continue
+            draft.fields["instructions"] = instructions
+            draft.experiences.append(experience)
+            draft.reasons.append(f"caveat: {experience.title}")
+            used = True
+        if not used and all(key in drafts or len(drafts) < budget for key, _ in targets[:MAX_CAVEAT_TARGETS]):
+            superseded.add(experience.pk)
+    return drafts, superseded
