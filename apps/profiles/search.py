@@ -1,5 +1,7 @@
 """Profiles as a memory type of the one search engine (`memory_types: ["profile"]`)."""
 
+from django.conf import settings
+
 from apps.profiles.models import Profile
 from apps.search.registry import SearchSource, register_source
 
@@ -32,6 +34,7 @@ PROFILE_SOURCE = SearchSource(
     extra_where="t.status = 'active'",
     select_related=("end_user",),
     embedding_text=Profile.embedding_text,
+    mixed_cap=lambda: settings.SEARCH_PROFILE_HITS,
 )
 
 

@@ -442,6 +442,21 @@ def search(*, client, query: str, memory_types: list[str] | None, method: str | 
             hits.append(Hit(source=source, instance=instance, score=score))
     if (query or "").strip():
         hits.sort(key=lambda hit: hit.score, reverse=True)
+        if len({hit.source.memory_type for hit in hits}) > 1:
+            hits = _capped(hits)
     else:
         hits.sort(key=lambda hit: getattr(hit.instance, hit.source.time_column), reverse=True)
     return hits[:limit]
+
+
+def _capped(hits: list[Hit]) -> list[Hit]:
+    """Ranked among other types, a type with a `mixed_cap` keeps only its best that many hits (a page
+    summarising a person matches every question naming them, and rank 1 of a user's few pages
+    scores as high as rank 1 of their thousands of turns)."""
+    kept, seen = [], {}
+    for hit in hits:
+        cap = hit.source.mixed_cap() if hit.source.mixed_cap else None
+        seen[hit.source.memory_type] = seen.get(hit.source.memory_type, 0) + 1
+        if cap is None or seen[hit.source.memory_type] <= cap:
+            kept.append(hit)
+    return kept

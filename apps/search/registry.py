@@ -32,6 +32,8 @@ class SearchSource:
     extra_where: str = ""
     # Select_related paths for loading the result rows.
     select_related: tuple[str, ...] = field(default_factory=tuple)
+    # Returns how many hits of this type a search of several types keeps at most (None: no cap).
+    mixed_cap: Callable[[], int | None] | None = None
     # The text an item's vector encodes (used by the `reembed` command when the model changes).
     embedding_text: Callable | None = None
 

@@ -200,6 +200,7 @@ TASK_RETENTION_DAYS = env.int("TASK_RETENTION_DAYS", default=7)
 # Compiled memory (apps.profiles).
 PROFILE_COMPILE_DEBOUNCE_SECONDS = env.float("PROFILE_COMPILE_DEBOUNCE_SECONDS", default=30.0)
 PROFILE_COMPILE_AFTER_MENTIONS = env.int("PROFILE_COMPILE_AFTER_MENTIONS", default=20)
+SEARCH_PROFILE_HITS = env.int("SEARCH_PROFILE_HITS", default=1)
 PROFILE_MAX_EVIDENCE = env.int("PROFILE_MAX_EVIDENCE", default=40)
 PROFILE_LINT_CONTRADICTIONS = env.bool("PROFILE_LINT_CONTRADICTIONS", default=False)
 # A beat or worker silent this long is shown as stale in /readyz and on the admin dashboard.

@@ -76,3 +76,20 @@ def test_profiles_are_found_by_the_search_api_with_their_sources(pages, api):
     (first, *_) = response.json()["results"]
     assert first["memory_type"] == "profile" and first["name"] == "Melanie"
     assert first["sources"] and all({"item_type", "item_id"} == set(source) for source in first["sources"])
+
+
+def test_among_other_types_a_search_keeps_only_the_best_profile_page(pages, api, settings):
+    """Every page naming Jon matches "Jon"; among the turns, only the best page is kept."""
+    query = {"user_id": "caroline", "query": "Jon Yosemite Melanie Caroline", "search_method": "bm25", "limit": 10}
+
+    def types_of(memory_types):
+        response = api.post("/api/v1/memory/search", {**query, "memory_types": memory_types}, format="json")
+        assert response.status_code == 200, response.content
+        return [hit["memory_type"] for hit in response.json()["results"]]
+
+    assert types_of(["profile"]).count("profile") >= 3  # alone, every matching page
+    mixed = types_of(["message", "profile"])
+    assert mixed.count("profile") == 1 and mixed.count("message") >= 5
+
+    settings.SEARCH_PROFILE_HITS = 2
+    assert types_of(["message", "profile"]).count("profile") == 2
