@@ -182,7 +182,7 @@ def run(file: str, *, methods=("bm25", "embedding", "hybrid", "fuzzy"), output: 
                 for method in methods:
                     started = time.perf_counter()
                     hits = search(
-                        client=client,
+                        reader=client.reader,
                         query=question,
                         memory_types=["message"],
                         method=method,
@@ -295,7 +295,7 @@ def run_extract(file: str, *, methods=("hybrid",), output: str | None = None, lo
             if qa.get("category") not in CATEGORIES or not evidence:
                 continue
             for method in methods:
-                hits = search(client=client, query=str(qa["question"]), memory_types=memory_types, method=method,
+                hits = search(reader=client.reader, query=str(qa["question"]), memory_types=memory_types, method=method,
                               limit=max(KS), filters={"user_id": sample["sample_id"]})
                 ranking = _dia_ranking(hits, dia_by_message)
                 for k in KS:

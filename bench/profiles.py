@@ -102,7 +102,7 @@ def run(output_dir: Path, *, log=print) -> dict:
                     questions += 1
                     for variant in VARIANTS:
                         hits = search(
-                            client=client, query=str(qa["question"]), memory_types=variant.split("+"),
+                            reader=client.reader, query=str(qa["question"]), memory_types=variant.split("+"),
                             method="hybrid", limit=K, filters={"user_id": sample["sample_id"]},
                         )
                         ranking = _ranking(hits, dia_by_message)

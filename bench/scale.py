@@ -232,7 +232,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
 
     def direct(source, query, filters, limit, client):
         """The engine's own SQL, executed with plain psycopg (no Django, no HTTP)."""
-        sql, sql_params = engine.search_sql(source, client=client, query=query, method="hybrid", limit=limit, filters=filters)
+        sql, sql_params = engine.search_sql(source, reader=client.reader, query=query, method="hybrid", limit=limit, filters=filters)
         started = time.perf_counter()
         with raw.cursor() as cursor:
             cursor.execute(sql, sql_params)

@@ -86,7 +86,7 @@ def run(output_dir) -> dict:
             for trajectory in trajectories:
                 gold = {action["name"] for action in trajectory["info"]["task"]["actions"]}
                 started = time.perf_counter()
-                hits = skills_retrieve(client=client, task=_first_user_turn(trajectory), k=TOP_K)
+                hits = skills_retrieve(reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K)
                 latencies.append(time.perf_counter() - started)
                 if not gold:
                     continue

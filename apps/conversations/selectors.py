@@ -1,13 +1,12 @@
 """Reads of sessions and messages, always within the caller's organisation and read scopes."""
 
 from apps.conversations.models import Message, Session
+from apps.tenancy.readers import Reader
 
 
-def session_list(*, client, filters: dict | None = None):
+def session_list(*, reader: Reader, filters: dict | None = None):
     filters = filters or {}
-    queryset = Session.objects.filter(
-        organization_id=client.organization_id, scope__in=client.read_scopes
-    ).select_related("end_user")
+    queryset = reader.rows(Session).select_related("end_user")
     if filters.get("user_id"):
         queryset = queryset.filter(end_user__user_id=filters["user_id"])
     if filters.get("session_tag"):
@@ -39,7 +38,7 @@ def session_get(*, client, user_id: str, session_id: str, scope: str | None = No
     own write scope wins, then the only readable one; raises Session.DoesNotExist when none is
     readable and AmbiguousSession when several are (all of them readable, so naming them leaks nothing).
     """
-    queryset = session_list(client=client).select_related("organization").filter(
+    queryset = session_list(reader=client.reader).select_related("organization").filter(
         end_user__user_id=user_id, session_id=session_id
     )
     if scope is not None:
@@ -63,5 +62,5 @@ def messages_not_learned(*, session: Session):
     return session_messages(session=session).filter(learned_at__isnull=True)
 
 
-def message_list(*, client):
-    return Message.objects.filter(organization_id=client.organization_id, scope__in=client.read_scopes)
+def message_list(*, reader: Reader):
+    return reader.rows(Message)

@@ -67,15 +67,15 @@ class MemoryAddView(ClientAPIView):
 
 
 class SessionListView(ClientAPIView):
-    def scoped_queryset(self, *, client):
-        return session_list(client=client)
+    def scoped_queryset(self, *, client, filters=None):
+        return session_list(reader=client.reader, filters=filters)
 
     @extend_schema(parameters=[SessionListFilterSerializer], responses=SessionOutputSerializer(many=True))
     def get(self, request):
         filters = SessionListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         paginator = Pagination()
-        page = paginator.paginate_queryset(session_list(client=self.client, filters=filters.validated_data), request, self)
+        page = paginator.paginate_queryset(self.get_queryset(filters=filters.validated_data), request, self)
         return paginator.get_paginated_response(SessionOutputSerializer(page, many=True).data)
 
 
@@ -83,7 +83,7 @@ class SessionObjectMixin:
     """Session endpoints name a session by its id and owner (`?user_id=`), and `?scope=` if ambiguous."""
 
     def scoped_queryset(self, *, client):
-        return session_list(client=client).select_related("organization")
+        return session_list(reader=client.reader).select_related("organization")
 
     def owner_query(self):
         query = OwnerQuerySerializer(data=self.request.query_params)
@@ -140,7 +140,7 @@ class SessionSealView(SessionObjectMixin, ClientAPIView):
 
 class MessageDeleteView(ClientAPIView):
     def scoped_queryset(self, *, client):
-        return message_list(client=client)
+        return message_list(reader=client.reader)
 
     @extend_schema(responses={204: None})
     def delete(self, request, item_id):

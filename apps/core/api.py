@@ -12,14 +12,28 @@ from apps.core.validation import name_problem, text_problem
 STORED_HEADERS = ("Idempotency-Key",)
 
 
+SEALED_METHODS = ("get_queryset", "get_object")
+
+
 class ClientAPIView(APIView):
-    """Subclasses implement `scoped_queryset(client=...)`; they never see an unscoped queryset.
+    """Subclasses implement `scoped_queryset(client=...)` (a list view's also takes the request's
+    `filters`) and read through `get_queryset` and `get_object`; they never see an unscoped queryset.
+    Overriding those two is refused when the class is created, so no view can bypass the hook.
 
     `get_object` turns a missing id, a malformed id and another organisation's id into
     the same 404.
     """
 
     permission_classes = [IsActiveClient, WriteScopeForWrites]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in SEALED_METHODS:
+            if getattr(cls, name) is not getattr(ClientAPIView, name):
+                raise TypeError(
+                    f"{cls.__qualname__} overrides {name}(); implement scoped_queryset(client=...) instead, "
+                    "so every read stays within the caller's organisation and read scopes."
+                )
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
@@ -36,8 +50,8 @@ class ClientAPIView(APIView):
     def scoped_queryset(self, *, client):
         raise NotImplementedError(f"{type(self).__name__} must scope its queryset to the client")
 
-    def get_queryset(self):
-        return self.scoped_queryset(client=self.client)
+    def get_queryset(self, **filters):
+        return self.scoped_queryset(client=self.client, **filters)
 
     def get_object(self, **lookup):
         try:

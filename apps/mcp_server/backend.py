@@ -14,7 +14,7 @@ from memory_platform_client.errors import error_from_body
 from rest_framework import exceptions
 from rest_framework.utils.encoders import JSONEncoder
 
-from apps.conversations.selectors import session_list, session_messages
+from apps.conversations.selectors import session_messages
 from apps.conversations.serializers import (
     MemoryAddInputSerializer,
     MemoryAddOutputSerializer,
@@ -136,7 +136,7 @@ class PlatformBackend:
         }))
         query = params.pop("query")
         hits = search(
-            client=self.client, query=query, memory_types=params.pop("memory_types", None),
+            reader=self.client.reader, query=query, memory_types=params.pop("memory_types", None),
             method=params.pop("search_method", None), limit=params.pop("limit"), filters=params,
         )
         results = [render_hit(hit) for hit in hits]
@@ -148,7 +148,7 @@ class PlatformBackend:
     def _retrieve_skills(self, *, task, k, user_id) -> dict:
         view_for(SkillRetrieveView, "POST", self.client)
         data = validated(SkillRetrieveInputSerializer, {"task": task, "k": k, "user_id": user_id})
-        hits = skills_retrieve(client=self.client, task=data["task"], k=data["k"], user_id=data.get("user_id"))
+        hits = skills_retrieve(reader=self.client.reader, task=data["task"], k=data["k"], user_id=data.get("user_id"))
         skills = [{**SkillOutputSerializer(skill).data, "score": score} for skill, score in hits]
         return SkillRetrieveOutputSerializer({"task": data["task"], "skills": skills}).data
 
@@ -156,11 +156,11 @@ class PlatformBackend:
         return await self._run(self._list_sessions, **arguments)
 
     def _list_sessions(self, *, user_id, session_tag, status, limit, offset) -> dict:
-        view_for(SessionListView, "GET", self.client)
+        view = view_for(SessionListView, "GET", self.client)
         filters = validated(SessionListFilterSerializer, {
             "user_id": user_id, "session_tag": session_tag, "status": status, "limit": limit, "offset": offset,
         })
-        sessions = session_list(client=self.client, filters=filters)
+        sessions = view.get_queryset(filters=filters)
         return {"count": sessions.count(), "results": SessionOutputSerializer(sessions[offset : offset + limit], many=True).data}
 
     async def get_session(self, **arguments) -> dict:

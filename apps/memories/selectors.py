@@ -1,17 +1,14 @@
 """Reads of episodic and semantic memories, always within the caller's organisation and read scopes."""
 
 from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.tenancy.readers import Reader
 
 
-def episodic_memory_list(*, client):
+def episodic_memory_list(*, reader: Reader):
     """Including soft-deleted rows: a caller may still erase one for good."""
-    return EpisodicMemory.objects.filter(
-        organization_id=client.organization_id, scope__in=client.read_scopes
-    ).select_related("end_user")
+    return reader.rows(EpisodicMemory).select_related("end_user")
 
 
-def semantic_memory_list(*, client):
+def semantic_memory_list(*, reader: Reader):
     """Including soft-deleted rows: a caller may still erase one for good."""
-    return SemanticMemory.objects.filter(
-        organization_id=client.organization_id, scope__in=client.read_scopes
-    ).select_related("end_user")
+    return reader.rows(SemanticMemory).select_related("end_user")

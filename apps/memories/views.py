@@ -20,9 +20,9 @@ class MemoryDeleteView(ClientAPIView):
 
 class EpisodicMemoryDeleteView(MemoryDeleteView):
     def scoped_queryset(self, *, client):
-        return episodic_memory_list(client=client)
+        return episodic_memory_list(reader=client.reader)
 
 
 class SemanticMemoryDeleteView(MemoryDeleteView):
     def scoped_queryset(self, *, client):
-        return semantic_memory_list(client=client)
+        return semantic_memory_list(reader=client.reader)

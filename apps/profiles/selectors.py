@@ -3,12 +3,13 @@
 from django.db.models import Prefetch
 
 from apps.profiles.models import Edge, Entity, Profile, ProfileRevision
+from apps.tenancy.readers import Reader
 
 
-def profile_list(*, client, filters: dict | None = None):
+def profile_list(*, reader: Reader, filters: dict | None = None):
     filters = filters or {}
     queryset = (
-        Profile.objects.filter(organization_id=client.organization_id, scope__in=client.read_scopes)
+        reader.rows(Profile)
         .select_related("end_user")
         .defer("embedding", "search_vector")
     )
@@ -18,23 +19,21 @@ def profile_list(*, client, filters: dict | None = None):
     return queryset.order_by("name", "id")
 
 
-def profile_detail_queryset(*, client):
+def profile_detail_queryset(*, reader: Reader):
     """Any status: an archived page is still readable by id, with its history."""
     return (
-        Profile.objects.filter(organization_id=client.organization_id, scope__in=client.read_scopes)
+        reader.rows(Profile)
         .select_related("end_user")
         .defer("embedding", "search_vector")
         .prefetch_related("sources", Prefetch("revisions", queryset=ProfileRevision.objects.order_by("-number")))
     )
 
 
-def entity_list(*, client, filters: dict | None = None):
+def entity_list(*, reader: Reader, filters: dict | None = None):
     """One user's entities, most mentioned first, each with its edges in both directions."""
     edges = Edge.objects.select_related("source", "target").order_by("-weight", "id")
     filters = filters or {}
-    queryset = Entity.objects.filter(
-        organization_id=client.organization_id, scope__in=client.read_scopes
-    ).select_related("end_user").prefetch_related(
+    queryset = reader.rows(Entity).select_related("end_user").prefetch_related(
         Prefetch("edges_out", queryset=edges), Prefetch("edges_in", queryset=edges)
     )
     if filters.get("user_id"):

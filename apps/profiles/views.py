@@ -14,21 +14,21 @@ from apps.profiles.serializers import (
 
 
 class ProfileListView(ClientAPIView):
-    def scoped_queryset(self, *, client):
-        return profile_list(client=client)
+    def scoped_queryset(self, *, client, filters=None):
+        return profile_list(reader=client.reader, filters=filters)
 
     @extend_schema(parameters=[ProfileListFilterSerializer], responses=ProfileOutputSerializer(many=True))
     def get(self, request):
         filters = ProfileListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         paginator = Pagination()
-        page = paginator.paginate_queryset(profile_list(client=self.client, filters=filters.validated_data), request, self)
+        page = paginator.paginate_queryset(self.get_queryset(filters=filters.validated_data), request, self)
         return paginator.get_paginated_response(ProfileOutputSerializer(page, many=True).data)
 
 
 class ProfileDetailView(ClientAPIView):
     def scoped_queryset(self, *, client):
-        return profile_detail_queryset(client=client)
+        return profile_detail_queryset(reader=client.reader)
 
     @extend_schema(responses=ProfileDetailOutputSerializer)
     def get(self, request, profile_id):
@@ -36,13 +36,13 @@ class ProfileDetailView(ClientAPIView):
 
 
 class EntityListView(ClientAPIView):
-    def scoped_queryset(self, *, client):
-        return entity_list(client=client)
+    def scoped_queryset(self, *, client, filters=None):
+        return entity_list(reader=client.reader, filters=filters)
 
     @extend_schema(parameters=[EntityListFilterSerializer], responses=EntityOutputSerializer(many=True))
     def get(self, request):
         filters = EntityListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         paginator = Pagination()
-        page = paginator.paginate_queryset(entity_list(client=self.client, filters=filters.validated_data), request, self)
+        page = paginator.paginate_queryset(self.get_queryset(filters=filters.validated_data), request, self)
         return paginator.get_paginated_response(EntityOutputSerializer(page, many=True).data)

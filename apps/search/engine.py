@@ -16,6 +16,7 @@ from django.db import connection
 
 from apps.providers.embeddings import embed_texts
 from apps.search.registry import METHODS, SOURCES, SearchSource
+from apps.tenancy.readers import Reader
 
 RRF_K = 60
 CORPUS_STATS_SECONDS = 300
@@ -43,11 +44,11 @@ class Hit:
     score: float
 
 
-def _filters_sql(source: SearchSource, *, client, filters: dict) -> tuple[str, list]:
+def _filters_sql(source: SearchSource, *, reader: Reader, filters: dict) -> tuple[str, list]:
     """The WHERE clause every method shares: tenant and read scopes first, then the caller's filters."""
     table_session = "conversations_session"
     clauses = ["t.organization_id = %s", "t.scope = ANY(%s)"]
-    params: list = [client.organization_id, list(client.read_scopes)]
+    params: list = [reader.organization_id, list(reader.read_scopes)]
     if filters.get("user_id") is not None and source.user_column:
         user_match = (
             f"t.{source.user_column} = (SELECT id FROM tenancy_enduser WHERE organization_id = %s AND user_id = %s)"
@@ -55,7 +56,7 @@ def _filters_sql(source: SearchSource, *, client, filters: dict) -> tuple[str, l
         if source.null_user_is_shared:
             user_match = f"({user_match} OR t.{source.user_column} IS NULL)"
         clauses.append(user_match)
-        params += [client.organization_id, filters["user_id"]]
+        params += [reader.organization_id, filters["user_id"]]
     session_conditions, session_params = [], []
     if filters.get("session_id"):
         session_conditions.append("s.session_id = %s")
@@ -75,7 +76,7 @@ def _filters_sql(source: SearchSource, *, client, filters: dict) -> tuple[str, l
                 f"t.{source.session_column} IN (SELECT s.id FROM {table_session} s "
                 f"WHERE s.organization_id = %s AND {' AND '.join(session_conditions)})"
             )
-            params += [client.organization_id, *session_params]
+            params += [reader.organization_id, *session_params]
     if filters.get("start"):
         clauses.append(f"t.{source.time_column} >= %s")
         params.append(filters["start"])
@@ -343,11 +344,11 @@ def _vector_literal(query: str) -> str:
     return "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
 
 
-def _ranking_sql(source: SearchSource, *, client, query: str, method: str, limit: int, filters: dict) -> tuple[str, list]:
-    """`SELECT id, score` of the best items of one memory type, within the client's tenant and scopes."""
+def _ranking_sql(source: SearchSource, *, reader: Reader, query: str, method: str, limit: int, filters: dict) -> tuple[str, list]:
+    """`SELECT id, score` of the best items of one memory type, within the reader's organisation and read scopes."""
     if method not in METHODS:
         raise ValueError(f"Unknown search method {method!r}")
-    where, where_params = _filters_sql(source, client=client, filters=filters)
+    where, where_params = _filters_sql(source, reader=reader, filters=filters)
     query = (query or "").strip()
     if not query:
         return _recent_sql(source, where, where_params, limit)
@@ -378,11 +379,11 @@ def _row_layout(source: SearchSource) -> tuple[list[str], str, list[tuple]]:
     return columns, " ".join(joins), [(name, model, fields) for name, model, _, fields in groups]
 
 
-def search_sql(source: SearchSource, *, client, query: str, method: str, limit: int, filters: dict) -> tuple[str, list]:
+def search_sql(source: SearchSource, *, reader: Reader, query: str, method: str, limit: int, filters: dict) -> tuple[str, list]:
     """The one statement answering a search of one memory type: the ranking, and the result rows
     read in the same round trip. Rows: score, the number of items a scan read (or NULL), then the
     columns of `_row_layout`, best first."""
-    ranking_sql, params = _ranking_sql(source, client=client, query=query, method=method, limit=limit, filters=filters)
+    ranking_sql, params = _ranking_sql(source, reader=reader, query=query, method=method, limit=limit, filters=filters)
     columns, joins, _ = _row_layout(source)
     sql = f"""
         WITH hits AS ({ranking_sql})
@@ -417,27 +418,27 @@ def _instances(source: SearchSource, rows) -> list[tuple]:
     return results
 
 
-def search_source(source: SearchSource, *, client, query: str, method: str, limit: int, filters: dict) -> list:
-    """Returns [(instance, score)] of one memory type, best first, within the client's tenant and scopes."""
-    sql, params = search_sql(source, client=client, query=query, method=method, limit=limit, filters=filters)
+def search_source(source: SearchSource, *, reader: Reader, query: str, method: str, limit: int, filters: dict) -> list:
+    """Returns [(instance, score)] of one memory type, best first, within the reader's organisation and read scopes."""
+    sql, params = search_sql(source, reader=reader, query=query, method=method, limit=limit, filters=filters)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     cap = settings.SEARCH_SCAN_MAX_ROWS
     if rows and rows[0][1] is not None and rows[0][1] > cap:
         # An owner with more items than a scan should read: their next searches use the indexes.
-        where, where_params = _filters_sql(source, client=client, filters=filters)
+        where, where_params = _filters_sql(source, reader=reader, filters=filters)
         cache.set(_cache_key(f"large:{cap}", source, where, where_params), True, CORPUS_STATS_SECONDS)
     return _instances(source, rows)
 
 
-def search(*, client, query: str, memory_types: list[str] | None, method: str | None, limit: int, filters: dict) -> list[Hit]:
+def search(*, reader: Reader, query: str, memory_types: list[str] | None, method: str | None, limit: int, filters: dict) -> list[Hit]:
     """Searches several memory types and merges them, best first, up to `limit` results."""
     hits = []
     for memory_type in memory_types or list(SOURCES):
         source = SOURCES[memory_type]
         for instance, score in search_source(
-            source, client=client, query=query, method=method or source.default_method, limit=limit, filters=filters
+            source, reader=reader, query=query, method=method or source.default_method, limit=limit, filters=filters
         ):
             hits.append(Hit(source=source, instance=instance, score=score))
     if (query or "").strip():

@@ -30,7 +30,7 @@ class SearchView(ClientAPIView):
         serializer.is_valid(raise_exception=True)
         params = dict(serializer.validated_data)
         hits = search(
-            client=self.client,
+            reader=self.client.reader,
             query=params.pop("query"),
             memory_types=params.pop("memory_types", None),
             method=params.pop("search_method", None),

@@ -4,13 +4,14 @@ from django.contrib.postgres.search import SearchQuery
 from django.db.models import Prefetch, Q
 
 from apps.skills.models import Skill, SkillExperience, SkillVersion
+from apps.tenancy.readers import Reader
 
 
-def skill_list(*, client, filters: dict | None = None):
-    """Skills in the client's read scopes. Archived skills appear only when asked for by status."""
+def skill_list(*, reader: Reader, filters: dict | None = None):
+    """Skills in the reader's scopes. Archived skills appear only when asked for by status."""
     filters = filters or {}
     queryset = (
-        Skill.objects.filter(organization_id=client.organization_id, scope__in=client.read_scopes)
+        reader.rows(Skill)
         .select_related("end_user")
         .defer("embedding", "search_vector")
     )
@@ -29,7 +30,7 @@ def skill_list(*, client, filters: dict | None = None):
     return queryset.order_by("-retrieval_count", "name", "id")
 
 
-def skill_detail_queryset(*, client):
+def skill_detail_queryset(*, reader: Reader):
     """skill_list without its default filters, with the version history prefetched."""
     versions = Prefetch(
         "versions",
@@ -38,23 +39,23 @@ def skill_detail_queryset(*, client):
         ),
     )
     return (
-        Skill.objects.filter(organization_id=client.organization_id, scope__in=client.read_scopes)
+        reader.rows(Skill)
         .select_related("end_user")
         .defer("embedding", "search_vector")
         .prefetch_related(versions)
     )
 
 
-def skill_writable_queryset(*, client):
-    return Skill.objects.filter(organization_id=client.organization_id, scope__in=client.read_scopes).defer(
+def skill_writable_queryset(*, reader: Reader):
+    return reader.rows(Skill).defer(
         "embedding", "search_vector"
     )
 
 
-def experience_list(*, client, filters: dict | None = None):
+def experience_list(*, reader: Reader, filters: dict | None = None):
     filters = filters or {}
     queryset = (
-        SkillExperience.objects.filter(organization_id=client.organization_id, scope__in=client.read_scopes)
+        reader.rows(SkillExperience)
         .select_related("end_user", "session")
         .defer("embedding", "search_vector")
     )

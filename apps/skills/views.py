@@ -31,27 +31,27 @@ class SkillRetrieveView(ClientAPIView):
         serializer = SkillRetrieveInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        hits = skills_retrieve(client=self.client, task=data["task"], k=data["k"], user_id=data.get("user_id"))
+        hits = skills_retrieve(reader=self.client.reader, task=data["task"], k=data["k"], user_id=data.get("user_id"))
         skills = [{**SkillOutputSerializer(skill).data, "score": score} for skill, score in hits]
         return Response(SkillRetrieveOutputSerializer({"task": data["task"], "skills": skills}).data)
 
 
 class SkillListView(ClientAPIView):
-    def scoped_queryset(self, *, client):
-        return skill_list(client=client)
+    def scoped_queryset(self, *, client, filters=None):
+        return skill_list(reader=client.reader, filters=filters)
 
     @extend_schema(parameters=[SkillListFilterSerializer], responses=SkillOutputSerializer(many=True))
     def get(self, request):
         filters = SkillListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         paginator = Pagination()
-        page = paginator.paginate_queryset(skill_list(client=self.client, filters=filters.validated_data), request, self)
+        page = paginator.paginate_queryset(self.get_queryset(filters=filters.validated_data), request, self)
         return paginator.get_paginated_response(SkillOutputSerializer(page, many=True).data)
 
 
 class SkillDetailView(ClientAPIView):
     def scoped_queryset(self, *, client):
-        return skill_detail_queryset(client=client)
+        return skill_detail_queryset(reader=client.reader)
 
     @extend_schema(responses=SkillDetailOutputSerializer)
     def get(self, request, skill_id):
@@ -64,7 +64,7 @@ class SkillDetailView(ClientAPIView):
 
 class ProceduralMemoryDeleteView(ClientAPIView):
     def scoped_queryset(self, *, client):
-        return skill_writable_queryset(client=client)
+        return skill_writable_queryset(reader=client.reader)
 
     @extend_schema(responses={204: None})
     def delete(self, request, item_id):
@@ -79,15 +79,15 @@ def _delete_skill(view: ClientAPIView, skill_id) -> Response:
 
 
 class ExperienceListView(ClientAPIView):
-    def scoped_queryset(self, *, client):
-        return experience_list(client=client)
+    def scoped_queryset(self, *, client, filters=None):
+        return experience_list(reader=client.reader, filters=filters)
 
     @extend_schema(parameters=[ExperienceListFilterSerializer], responses=ExperienceOutputSerializer(many=True))
     def get(self, request):
         filters = ExperienceListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         paginator = Pagination()
-        queryset = experience_list(client=self.client, filters=filters.validated_data)
+        queryset = self.get_queryset(filters=filters.validated_data)
         page = paginator.paginate_queryset(queryset, request, self)
         return paginator.get_paginated_response(ExperienceOutputSerializer(page, many=True).data)
 

@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models import Q
 
 from apps.core.models import BaseModel
+from apps.tenancy.readers import Reader
 
 SCOPE_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
 
@@ -63,6 +64,11 @@ class Client(BaseModel):
     @property
     def is_active(self) -> bool:
         return self.status == self.Status.ACTIVE
+
+    @property
+    def reader(self) -> Reader:
+        """What this client reads: its organisation, in its read scopes."""
+        return Reader(organization_id=self.organization_id, read_scopes=tuple(self.read_scopes))
 
 
 class ClientAPIKey(BaseModel):

@@ -140,13 +140,13 @@ def test_resolved_dates_become_keyword_searchable_whichever_handler_runs_first(c
     early = converse(client_a, add_messages, TURNS[:1], user_id="u1", session_id="a")
     late = converse(client_a, add_messages, TURNS[:1], user_id="u2", session_id="b")
     run_embedding(early)
-    assert search(client=client_a, query="7 May 2023", memory_types=["message"], method="bm25", limit=5,
+    assert search(reader=client_a.reader, query="7 May 2023", memory_types=["message"], method="bm25", limit=5,
                   filters={"user_id": "u1"}) == []
     run_extraction(early)
     run_extraction(late)  # before its embedding task, which then rewrites the context
     run_embedding(late)
     for user_id in ("u1", "u2"):
-        hits = search(client=client_a, query="7 May 2023", memory_types=["message"], method="bm25", limit=5,
+        hits = search(reader=client_a.reader, query="7 May 2023", memory_types=["message"], method="bm25", limit=5,
                       filters={"user_id": user_id})
         assert [hit.instance.content for hit in hits] == [TURNS[0]["content"]], user_id
     assert Message.objects.get(session=late).context.endswith("\u23f1 7 May 2023")
@@ -245,7 +245,7 @@ def test_the_llm_updates_with_history_soft_deletes_and_sees_only_this_users_memo
         untouched.refresh_from_db()
         assert untouched.details == "" and untouched.deleted_at is None
     # A soft-deleted memory is gone from search and from the next extraction's candidates.
-    hits = search(client=client_a, query="Sweden", memory_types=["semantic"], method="bm25", limit=10, filters={"user_id": "caroline"})
+    hits = search(reader=client_a.reader, query="Sweden", memory_types=["semantic"], method="bm25", limit=10, filters={"user_id": "caroline"})
     assert sweden.pk not in {hit.instance.pk for hit in hits}
 
 

@@ -27,20 +27,20 @@ def memories(client_a):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_each_method_finds_the_users_live_memories_and_skips_soft_deleted_ones(client_a, memories, method):
-    hits = search(client=client_a, query="hiking", memory_types=["episodic", "semantic"], method=method, limit=10,
+    hits = search(reader=client_a.reader, query="hiking", memory_types=["episodic", "semantic"], method=method, limit=10,
                   filters={"user_id": "caroline"})
     assert {hit.instance.pk for hit in hits} == {memories[name].pk for name in ("may", "june", "fact")}
     for name in ("june", "fact"):
         memories[name].deleted_at = django_timezone.now()
         memories[name].save()
-    hits = search(client=client_a, query="hiking", memory_types=["episodic", "semantic"], method=method, limit=10,
+    hits = search(reader=client_a.reader, query="hiking", memory_types=["episodic", "semantic"], method=method, limit=10,
                   filters={"user_id": "caroline"})
     assert [hit.instance.pk for hit in hits] == [memories["may"].pk]
 
 
 def test_time_range_filters_apply_to_when_the_event_occurred(client_a, memories):
     def found(**filters):
-        hits = search(client=client_a, query="hiking", memory_types=["episodic"], method="hybrid", limit=10,
+        hits = search(reader=client_a.reader, query="hiking", memory_types=["episodic"], method="hybrid", limit=10,
                       filters={"user_id": "caroline", **filters})
         return {hit.instance.pk for hit in hits}
 

@@ -153,7 +153,7 @@ def test_search_finds_nothing_of_the_user_afterwards(world, method):
         for client in readers:
             for memory_type in SOURCES:
                 for query in (ALICE_WORD, f"holidays {ALICE_WORD} flight", ALICE_REQUEST):
-                    found = search(client=client, query=query, memory_types=[memory_type], method=method, limit=50, filters={})
+                    found = search(reader=client.reader, query=query, memory_types=[memory_type], method=method, limit=50, filters={})
                     hits += [hit for hit in found if ALICE_WORD in json.dumps(hit.source.to_item(hit.instance), default=str).lower()]
         return hits
 

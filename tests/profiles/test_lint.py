@@ -50,7 +50,7 @@ def test_a_page_that_lost_some_sources_is_stale_and_queued_for_recompile(pages, 
 
 def test_a_page_whose_sources_are_all_gone_is_an_archived_orphan_and_leaves_search(pages, client_a):
     jon = pages["Jon"]
-    hits = search(client=client_a, query="Jon", memory_types=["profile"], method="bm25", limit=5, filters={"user_id": "caroline"})
+    hits = search(reader=client_a.reader, query="Jon", memory_types=["profile"], method="bm25", limit=5, filters={"user_id": "caroline"})
     assert jon.pk in {hit.instance.pk for hit in hits}
     from apps.conversations.models import Message
 
@@ -65,7 +65,7 @@ def test_a_page_whose_sources_are_all_gone_is_an_archived_orphan_and_leaves_sear
     jon.refresh_from_db()
     assert jon.status == "archived" and jon.markdown == ""
     assert LintFinding.objects.get(profile=jon).kind == "orphan"
-    hits = search(client=client_a, query="Jon", memory_types=["profile"], method="bm25", limit=5, filters={"user_id": "caroline"})
+    hits = search(reader=client_a.reader, query="Jon", memory_types=["profile"], method="bm25", limit=5, filters={"user_id": "caroline"})
     assert jon.pk not in {hit.instance.pk for hit in hits}
 
 

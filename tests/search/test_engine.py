@@ -36,54 +36,54 @@ def contents(hits):
 
 
 def test_bm25_ranks_rare_terms_above_common_ones(client_a, corpus):
-    hits = search(client=client_a, query="where does my sister live as a nurse", memory_types=["message"], method="bm25", limit=5, filters={"user_id": "alice"})
+    hits = search(reader=client_a.reader, query="where does my sister live as a nurse", memory_types=["message"], method="bm25", limit=5, filters={"user_id": "alice"})
     assert contents(hits)[0] == TEXTS[1]
-    hits = search(client=client_a, query="Max retriever vet", memory_types=["message"], method="bm25", limit=5, filters={"user_id": "alice"})
+    hits = search(reader=client_a.reader, query="Max retriever vet", memory_types=["message"], method="bm25", limit=5, filters={"user_id": "alice"})
     assert contents(hits)[0] == TEXTS[3]  # more matching terms, and "vet" is rare
     assert set(contents(hits)) == {TEXTS[0], TEXTS[3]}
 
 
 def test_questions_made_of_stopwords_only_find_nothing_by_keyword(client_a, corpus):
-    assert search(client=client_a, query="what is it", memory_types=["message"], method="bm25", limit=5, filters={}) == []
+    assert search(reader=client_a.reader, query="what is it", memory_types=["message"], method="bm25", limit=5, filters={}) == []
 
 
 def test_embedding_and_hybrid_return_the_best_match_first(client_a, corpus):
     for method in ("embedding", "hybrid"):
-        hits = search(client=client_a, query="sister nurse Lisbon", memory_types=["message"], method=method, limit=2, filters={})
+        hits = search(reader=client_a.reader, query="sister nurse Lisbon", memory_types=["message"], method=method, limit=2, filters={})
         assert contents(hits)[0] == TEXTS[1], method
         assert len(hits) == 2
 
 
 def test_fuzzy_tolerates_typos(client_a, corpus):
-    hits = search(client=client_a, query="golden retreiver", memory_types=["message"], method="fuzzy", limit=5, filters={})
+    hits = search(reader=client_a.reader, query="golden retreiver", memory_types=["message"], method="fuzzy", limit=5, filters={})
     assert contents(hits)[0] == TEXTS[0]
 
 
 def test_filters_user_session_time_and_tags(client_a, add_messages, corpus):
     other = make_message(client_a, "bob", "Bob also has a golden retriever", add_messages)
     base = {"query": "golden retriever", "memory_types": ["message"], "method": "hybrid", "limit": 10}
-    assert other.pk not in {hit.instance.pk for hit in search(client=client_a, filters={"user_id": "alice"}, **base)}
-    assert other.pk in {hit.instance.pk for hit in search(client=client_a, filters={}, **base)}
-    by_session = search(client=client_a, filters={"session_id": other.session.session_id}, **base)
+    assert other.pk not in {hit.instance.pk for hit in search(reader=client_a.reader, filters={"user_id": "alice"}, **base)}
+    assert other.pk in {hit.instance.pk for hit in search(reader=client_a.reader, filters={}, **base)}
+    by_session = search(reader=client_a.reader, filters={"session_id": other.session.session_id}, **base)
     assert [hit.instance.pk for hit in by_session] == [other.pk]
     future = timezone.now() + timedelta(days=1)
-    assert search(client=client_a, filters={"start": future}, **base) == []
-    assert search(client=client_a, filters={"filter_tags": {"scope": "default"}}, **base)
-    assert search(client=client_a, filters={"filter_tags": {"team": "nope"}}, **base) == []
-    assert search(client=client_a, filters={"session_tag": "task"}, **base) == []
+    assert search(reader=client_a.reader, filters={"start": future}, **base) == []
+    assert search(reader=client_a.reader, filters={"filter_tags": {"scope": "default"}}, **base)
+    assert search(reader=client_a.reader, filters={"filter_tags": {"team": "nope"}}, **base) == []
+    assert search(reader=client_a.reader, filters={"session_tag": "task"}, **base) == []
 
 
 def test_empty_query_returns_most_recent_first(client_a, corpus):
-    hits = search(client=client_a, query="  ", memory_types=None, method=None, limit=2, filters={"user_id": "alice"})
+    hits = search(reader=client_a.reader, query="  ", memory_types=None, method=None, limit=2, filters={"user_id": "alice"})
     assert contents(hits) == [TEXTS[3], TEXTS[2]]
 
 
 def test_an_unknown_user_finds_nothing(client_a, corpus):
-    assert search(client=client_a, query="retriever", memory_types=None, method="hybrid", limit=5, filters={"user_id": "nobody"}) == []
+    assert search(reader=client_a.reader, query="retriever", memory_types=None, method="hybrid", limit=5, filters={"user_id": "nobody"}) == []
 
 
 def test_both_plans_give_the_same_bm25_scores(client_a, corpus, settings):
-    query = {"client": client_a, "query": "Max retriever vet Lisbon", "memory_types": ["message"], "method": "bm25", "limit": 5}
+    query = {"reader": client_a.reader, "query": "Max retriever vet Lisbon", "memory_types": ["message"], "method": "bm25", "limit": 5}
     settings.SEARCH_SCAN_MAX_ROWS = 20000
     scanned = [(hit.instance.pk, round(hit.score, 9)) for hit in search(filters={"user_id": "alice"}, **query)]
     settings.SEARCH_SCAN_MAX_ROWS = 0
@@ -94,7 +94,7 @@ def test_both_plans_give_the_same_bm25_scores(client_a, corpus, settings):
 def test_an_owner_with_many_items_is_scanned_once_then_searched_through_the_indexes(client_a, corpus, settings):
     settings.SEARCH_SCAN_MAX_ROWS = 3  # alice has four turns
     # BM25: the GIN index is exact, so both plans must agree (this test does not vacuum the HNSW graph).
-    query = {"client": client_a, "query": "retriever", "memory_types": ["message"], "method": "bm25", "limit": 5, "filters": {"user_id": "alice"}}
+    query = {"reader": client_a.reader, "query": "retriever", "memory_types": ["message"], "method": "bm25", "limit": 5, "filters": {"user_id": "alice"}}
     with CaptureQueriesContext(connection) as first:
         first_hits = search(**query)
     with CaptureQueriesContext(connection) as second:
@@ -121,7 +121,7 @@ def test_through_the_indexes_a_term_in_most_items_does_not_make_every_item_a_mat
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE conversations_message")  # the planner's statistics name the common lexemes
     settings.SEARCH_SCAN_MAX_ROWS = 0
-    query = {"client": client_a, "memory_types": ["message"], "method": "bm25", "limit": 20, "filters": {}}
+    query = {"reader": client_a.reader, "memory_types": ["message"], "method": "bm25", "limit": 20, "filters": {}}
     assert [hit.instance.pk for hit in search(query="standup zebra", **query)] == [rare.pk]
     # A query made only of common terms still finds them all.
     assert len(search(query="standup", **query)) == 9
@@ -131,7 +131,7 @@ def test_odd_characters_in_a_query_are_searched_not_parsed(client_a, add_message
     text = "the path is C:\\temp\\notes and O'Brien's email is ob@example.com"
     stored = make_message(client_a, "dora", text, add_messages)
     for query in ("C:\\temp\\notes", "O'Brien's", "ob@example.com", "a & b | !c", "'", "\\"):
-        hits = search(client=client_a, query=query, memory_types=["message"], method="bm25", limit=5, filters={"user_id": "dora"})
+        hits = search(reader=client_a.reader, query=query, memory_types=["message"], method="bm25", limit=5, filters={"user_id": "dora"})
         assert [hit.instance.pk for hit in hits] in ([stored.pk], []), query
-    hits = search(client=client_a, query="O'Brien's C:\\temp", memory_types=["message"], method="hybrid", limit=5, filters={"user_id": "dora"})
+    hits = search(reader=client_a.reader, query="O'Brien's C:\\temp", memory_types=["message"], method="hybrid", limit=5, filters={"user_id": "dora"})
     assert hits[0].instance.pk == stored.pk

@@ -25,7 +25,7 @@ def test_scope_matrix(memory_type, method, plan, use_plan, client_a, foreign_cli
     organization = client_a.organization
     readable_writer = ClientFactory(organization=organization, write_scope="team")
     hidden_writer = ClientFactory(organization=organization, write_scope="secret")
-    reader = ClientFactory(organization=organization, write_scope=None, read_scopes=["team"])
+    reading_client = ClientFactory(organization=organization, write_scope=None, read_scopes=["team"])
 
     make = MAKERS[memory_type]
     readable = make(readable_writer, "alice", TEXT + " readable", add_messages)
@@ -35,10 +35,10 @@ def test_scope_matrix(memory_type, method, plan, use_plan, client_a, foreign_cli
     # Twice each: on the index plan, an owner's first search scans their items and finds more
     # than the limit, so the second goes through the indexes.
     for filters in ({"user_id": "alice"}, {"user_id": "alice"}, {}):
-        hits = search(client=reader, query="zebrafish aquarium", memory_types=[memory_type], method=method, limit=10, filters=filters)
+        hits = search(reader=reading_client.reader, query="zebrafish aquarium", memory_types=[memory_type], method=method, limit=10, filters=filters)
         found = {hit.instance.pk for hit in hits}
         assert readable.pk in found, (memory_type, method, filters)
         assert hidden.pk not in found and foreign.pk not in found, (memory_type, method, filters)
     # The empty query (most recent items) is scoped the same way.
-    hits = search(client=reader, query="", memory_types=[memory_type], method=method, limit=10, filters={})
+    hits = search(reader=reading_client.reader, query="", memory_types=[memory_type], method=method, limit=10, filters={})
     assert {hit.instance.pk for hit in hits} == {readable.pk}

@@ -23,19 +23,19 @@ def test_scope_matrix(memory_type, method, client_a, foreign_client, add_message
     organization = client_a.organization
     readable_writer = ClientFactory(organization=organization, write_scope="team")
     hidden_writer = ClientFactory(organization=organization, write_scope="secret")
-    reader = ClientFactory(organization=organization, write_scope=None, read_scopes=["team"])
+    reading_client = ClientFactory(organization=organization, write_scope=None, read_scopes=["team"])
     make = MAKERS[memory_type]
     readable = make(readable_writer, "alice", TEXT + " readable")
     hidden = make(hidden_writer, "alice", TEXT + " hidden")
     foreign = make(foreign_client, "alice", TEXT + " foreign")
 
     for filters in ({"user_id": "alice"}, {}):
-        hits = search(client=reader, query="zebrafish aquarium", memory_types=[memory_type], method=method, limit=10, filters=filters)
+        hits = search(reader=reading_client.reader, query="zebrafish aquarium", memory_types=[memory_type], method=method, limit=10, filters=filters)
         found = {hit.instance.pk for hit in hits}
         assert readable.pk in found, (memory_type, method, filters)
         assert hidden.pk not in found and foreign.pk not in found
     # The empty query (most recent items) is scoped the same way.
-    hits = search(client=reader, query="", memory_types=[memory_type], method=method, limit=10, filters={})
+    hits = search(reader=reading_client.reader, query="", memory_types=[memory_type], method=method, limit=10, filters={})
     assert {hit.instance.pk for hit in hits} == {readable.pk}
 
 
@@ -45,7 +45,7 @@ def test_only_active_skills_are_searchable(method, client_a):
 
     active = make_skill(client_a, "alice", TEXT)
     Skill.objects.filter(pk=make_skill(client_a, "alice", TEXT + " waiting").pk).update(status="pending_review")
-    found = {hit.instance.pk for hit in search(client=client_a, query="zebrafish aquarium", memory_types=["procedural"], method=method, limit=10, filters={})}
+    found = {hit.instance.pk for hit in search(reader=client_a.reader, query="zebrafish aquarium", memory_types=["procedural"], method=method, limit=10, filters={})}
     assert found == {active.pk}
 
 

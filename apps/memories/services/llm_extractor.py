@@ -24,6 +24,7 @@ from apps.memories.models import (
 from apps.memories.services.memories import EPISODIC, SEMANTIC, memory_type_of
 from apps.memories.temporal import ResolvedDate, resolve_dates
 from apps.providers.llm import LLMOutputError, chat_json
+from apps.tenancy.readers import Reader
 
 OPERATIONS = ("add", "update", "delete", "none")
 KEY_PREFIX = {EPISODIC: "E", SEMANTIC: "S"}
@@ -106,10 +107,9 @@ def find_candidates(*, session, turns: list[ExtractionTurn]) -> Candidates:
     shared search engine (so scoping is the engine's, not a second copy of it)."""
     from apps.memories.search import EPISODIC_SOURCE, SEMANTIC_SOURCE
     from apps.search.engine import RRF_K, search_source
-    from apps.tenancy.models import Client
 
     # A reader of exactly the session's scope: memories are written there, so only they may be changed.
-    reader = Client(organization_id=session.organization_id, read_scopes=[session.scope])
+    reader = Reader(organization_id=session.organization_id, read_scopes=(session.scope,))
     filters = {"user_id": session.end_user.user_id}
     candidates = Candidates()
     per_turn = settings.EXTRACTION_CANDIDATES_PER_TURN
@@ -121,7 +121,7 @@ def find_candidates(*, session, turns: list[ExtractionTurn]) -> Candidates:
             query = (turn.message.content or "")[:SEARCH_QUERY_MAX_CHARS]
             if not query.strip():
                 continue
-            hits = search_source(source, client=reader, query=query, method="hybrid", limit=per_turn, filters=filters)
+            hits = search_source(source, reader=reader, query=query, method="hybrid", limit=per_turn, filters=filters)
             for rank, (memory, _) in enumerate(hits, start=1):
                 scores[memory.pk] = scores.get(memory.pk, 0.0) + 1.0 / (RRF_K + rank)
                 memories[memory.pk] = memory

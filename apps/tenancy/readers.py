@@ -1,0 +1,17 @@
+"""Who is reading: an organisation and the scopes it may read. The search engine and every
+selector of scoped rows take one, so a read is scoped by the value it is given, never by a
+caller remembering to filter (an API client's is `client.reader`; a background job builds the
+reader of exactly the scope it works in)."""
+
+import uuid
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Reader:
+    organization_id: uuid.UUID
+    read_scopes: tuple[str, ...]
+
+    def rows(self, model):
+        """The model's rows this reader may see (the model has `organization` and `scope`)."""
+        return model.objects.filter(organization_id=self.organization_id, scope__in=self.read_scopes)
