@@ -29,10 +29,13 @@ def _skills():
 
 
 def _locomo():
+    """Every method with and without the context reranker, for each local embedding provider
+    (BENCH_EMBEDDING_PROVIDERS, default `local,e5`; `local` needs the bench extra)."""
     from bench import locomo
     from bench.data import data_file
 
-    locomo.run(str(data_file("locomo-dev.json")), output=str(RESULTS_DIR / "locomo.json"))
+    providers = tuple(os.environ.get("BENCH_EMBEDDING_PROVIDERS", "local,e5").split(","))
+    locomo.run_providers(str(data_file("locomo-dev.json")), providers=providers, output_dir=str(RESULTS_DIR))
 
 
 def _admin():
@@ -65,6 +68,12 @@ def _scale():
     scale.run(RESULTS_DIR)
 
 
+def _rerank():
+    from bench import rerank
+
+    rerank.run(RESULTS_DIR)
+
+
 def _broker_pause():
     from bench import broker_pause
 
@@ -74,6 +83,7 @@ def _broker_pause():
 BENCHMARKS = {
     "ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure,
     "admin": _admin, "profiles": _profiles, "profiles_lint": _profiles_lint, "scale": _scale, "broker_pause": _broker_pause,
+    "rerank": _rerank,
 }
 
 

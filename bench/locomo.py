@@ -6,7 +6,9 @@ date as occurred_at, image captions appended to the text). Embeddings are comput
 pipeline's own handler. Each question of categories 1-4 with evidence is then searched
 among that user's messages, and recall@k is the share of its evidence dia_ids in the top k.
 The baselines run on the same turns: BM25 (rank_bm25 Okapi), exact cosine over the same
-embeddings, and their reciprocal-rank fusion.
+embeddings, and their reciprocal-rank fusion. Each method is also measured with each reranker
+(`method+context`: the rerank stage over its best RERANK_CANDIDATES), and `run_providers` repeats
+everything for each local embedding provider.
 """
 
 import json
@@ -120,7 +122,10 @@ def recall(ranked: list[str], evidence: list[str], k: int) -> float:
     return len(set(ranked[:k]) & set(evidence)) / len(evidence)
 
 
-def run(file: str, *, methods=("bm25", "embedding", "hybrid", "fuzzy"), output: str | None = None, log=print) -> dict:
+def run(
+    file: str, *, methods=("bm25", "embedding", "hybrid", "fuzzy"), rerankers=("none", "context"),
+    output: str | None = None, log=print,
+) -> dict:
     import numpy as np
     from django.conf import settings
     from rank_bm25 import BM25Okapi
@@ -129,12 +134,20 @@ def run(file: str, *, methods=("bm25", "embedding", "hybrid", "fuzzy"), output: 
     from apps.search.engine import search
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create, organization_create
-    from apps.providers.embeddings import embed_texts, embedding_model_name
+    from apps.providers.embeddings import embed_query, embedding_model_name
 
     samples = json.loads(Path(file).read_text())
     organization = organization_create(name=f"bench-locomo-{uuid.uuid4().hex[:8]}")
     client, _ = client_create(organization=organization, name="bench", write_scope="bench")
-    per_method = {name: defaultdict(list) for name in (*methods, "baseline_bm25", "baseline_dense", "baseline_rrf")}
+    variants = [(method, reranker) for method in methods for reranker in rerankers]
+
+    def variant_name(method, reranker):
+        return method if reranker == "none" else f"{method}+{reranker}"
+
+    per_method = {
+        name: defaultdict(list)
+        for name in (*(variant_name(*variant) for variant in variants), "baseline_bm25", "baseline_dense", "baseline_rrf")
+    }
     latencies = defaultdict(list)
     ingest_seconds = embed_seconds = 0.0
     questions = 0
@@ -169,7 +182,7 @@ def run(file: str, *, methods=("bm25", "embedding", "hybrid", "fuzzy"), output: 
                 category = qa["category"]
 
                 bm25_rank = [dia_ids[i] for i in np.argsort(-bm25.get_scores(_tokens(question)))[:100]]
-                query_vector = np.array(embed_texts([question])[0], dtype=np.float32)
+                query_vector = np.array(embed_query(question), dtype=np.float32)
                 dense_rank = [dia_ids[i] for i in np.argsort(-(matrix @ query_vector))[:100]]
                 for name, ranking in (
                     ("baseline_bm25", bm25_rank),
@@ -179,7 +192,8 @@ def run(file: str, *, methods=("bm25", "embedding", "hybrid", "fuzzy"), output: 
                     for k in KS:
                         per_method[name][(category, k)].append(recall(ranking, evidence, k))
 
-                for method in methods:
+                for method, reranker in variants:
+                    name = variant_name(method, reranker)
                     started = time.perf_counter()
                     hits = search(
                         reader=client.reader,
@@ -188,11 +202,12 @@ def run(file: str, *, methods=("bm25", "embedding", "hybrid", "fuzzy"), output: 
                         method=method,
                         limit=max(KS),
                         filters={"user_id": sample["sample_id"]},
+                        reranker=reranker,
                     )
-                    latencies[method].append((time.perf_counter() - started) * 1000)
+                    latencies[name].append((time.perf_counter() - started) * 1000)
                     ranking = [hit.instance.metadata.get("dia_id") for hit in hits]
                     for k in KS:
-                        per_method[method][(category, k)].append(recall(ranking, evidence, k))
+                        per_method[name][(category, k)].append(recall(ranking, evidence, k))
             log(f"{sample['sample_id']}: {len(rows)} turns, {questions} questions so far")
     finally:
         Organization.objects.filter(pk=organization.pk).delete()
@@ -202,6 +217,7 @@ def run(file: str, *, methods=("bm25", "embedding", "hybrid", "fuzzy"), output: 
         "questions": questions,
         "embedding_model": embedding_model_name(),
         "embedding_provider": settings.EMBEDDING_PROVIDER,
+        "rerank_candidates": settings.RERANK_CANDIDATES,
         "ingest_seconds": round(ingest_seconds, 2),
         "embed_seconds": round(embed_seconds, 2),
         "methods": {},
@@ -227,22 +243,43 @@ def run(file: str, *, methods=("bm25", "embedding", "hybrid", "fuzzy"), output: 
         results["methods"][name] = entry
 
     log(f"\nLOCOMO evidence recall ({questions} questions, categories 1-4, {results['embedding_model']})")
-    log(f"{'method':<16}" + "".join(f"{'R@' + str(k):>8}" for k in KS) + f"{'p50 ms':>9}{'p95 ms':>9}")
+    log(f"{'method':<20}" + "".join(f"{'R@' + str(k):>8}" for k in KS) + f"{'p50 ms':>9}{'p95 ms':>9}")
     for name, entry in results["methods"].items():
         latency = entry.get("latency_ms", {})
         log(
-            f"{name:<16}"
+            f"{name:<20}"
             + "".join(f"{entry['overall'][f'recall@{k}']:>8.3f}" for k in KS)
             + f"{latency.get('p50', ''):>9}{latency.get('p95', ''):>9}"
         )
-    log("recall@10 by category: " + "; ".join(
-        f"{name} " + " ".join(f"c{c}={entry['by_category'][str(c)].get('recall@10', 0):.3f}" for c in CATEGORIES)
-        for name, entry in results["methods"].items()
-    ))
+    log("recall@10 by category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop):")
+    for name, entry in results["methods"].items():
+        log(f"  {name:<20}" + " ".join(f"c{c}={entry['by_category'][str(c)].get('recall@10', 0):.3f}" for c in CATEGORIES))
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         Path(output).write_text(json.dumps(results, indent=2))
         log(f"written to {output}")
+    return results
+
+
+def run_providers(file: str, *, providers=("local", "e5"), output_dir: str | None = None, log=print, **options) -> dict:
+    """`run` once per embedding provider (in this process, each with its default model)."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    models = {"local": "all-MiniLM-L6-v2", "e5": "multilingual-e5-small-q4", "openai": "text-embedding-3-small", "hash": ""}
+    results = {}
+    for provider in providers:
+        with override_settings(EMBEDDING_PROVIDER=provider, EMBEDDING_MODEL=models.get(provider, settings.EMBEDDING_MODEL)):
+            output = str(Path(output_dir) / f"locomo-{provider}.json") if output_dir else None
+            results[provider] = run(file, output=output, log=log, **options)
+    log("\nhybrid recall@10 per provider (overall / c1 multi-hop / c2 temporal / c3 open-domain / c4 single-hop), p50 ms")
+    for provider, result in results.items():
+        for name in ("hybrid", *(f"hybrid+{reranker}" for reranker in options.get("rerankers", ("none", "context")) if reranker != "none")):
+            entry = result["methods"].get(name)
+            if entry:
+                log(f"  {provider:<6} {name:<16} {entry['overall']['recall@10']:.3f} / "
+                    + " / ".join(f"{entry['by_category'][str(c)].get('recall@10', 0):.3f}" for c in CATEGORIES)
+                    + f"   p50 {entry['latency_ms']['p50']}")
     return results
 
 

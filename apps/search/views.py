@@ -38,7 +38,10 @@ class SearchView(ClientAPIView):
             filters=params,
         )
         results = [render_hit(hit) for hit in hits]
-        return Response({"query": serializer.validated_data["query"], "count": len(results), "results": results})
+        return Response({
+            "query": serializer.validated_data["query"], "count": len(results), "reranked_by": hits.reranked_by,
+            "results": results,
+        })
 
 
 class MemorySearchView(SearchView):

@@ -216,7 +216,7 @@ LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=3)
 EMBEDDING_PROVIDER = env("EMBEDDING_PROVIDER", default="hash")
 EMBEDDING_MODEL = env(
     "EMBEDDING_MODEL",
-    default={"openai": "text-embedding-3-small", "local": "all-MiniLM-L6-v2"}.get(EMBEDDING_PROVIDER, ""),
+    default={"openai": "text-embedding-3-small", "local": "all-MiniLM-L6-v2", "e5": "multilingual-e5-small-q4"}.get(EMBEDDING_PROVIDER, ""),
 )
 EMBEDDING_DIMENSIONS = 384
 
@@ -243,6 +243,12 @@ IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)
 # Search (apps.search): a caller who sees at most this many items of a type (one user's turns,
 # a small scope) has them read once and ranked exactly; beyond it the GIN and HNSW indexes answer.
 SEARCH_SCAN_MAX_ROWS = env.int("SEARCH_SCAN_MAX_ROWS", default=20000)
+# The rerank stage (apps.search.rerank): none | context | cross-encoder | llm, over the best
+# RERANK_CANDIDATES fused hits of a search with a query.
+RERANKER = env("RERANKER", default="none")
+RERANK_CANDIDATES = env.int("RERANK_CANDIDATES", default=30)
+RERANKER_MODEL_PATH = env("RERANKER_MODEL_PATH", default="")
+RERANK_LLM_TIMEOUT_SECONDS = env.float("RERANK_LLM_TIMEOUT_SECONDS", default=10.0)
 
 # Memories (apps.memories): episodic and semantic extraction from conversation sessions.
 EXTRACTION_MAX_TURNS = env.int("EXTRACTION_MAX_TURNS", default=40)  # turns per LLM call

@@ -1,0 +1,222 @@
+"""The rerank stage: the best RERANK_CANDIDATES fused hits of a search, reordered by a second signal.
+
+One interface, `rerank(query, hits)`, behind `RERANKER`: `none` (the fused order), `context`
+(feature-based, no model), `cross-encoder` (an operator-supplied model file, see
+apps.search.cross_encoder) and `llm` (the configured OpenAI-compatible endpoint). A reranker
+that fails leaves the fused order and the response says nothing was reranked.
+"""
+
+import logging
+import re
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+RERANKERS = ("none", "context", "cross-encoder", "llm")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What a reranker sees of one fused hit."""
+
+    text: str
+    score: float
+    # The session the item belongs to and its turn number there (None when the type has none).
+    session: object | None = None
+    position: int | None = None
+    occurred_at: datetime | None = None
+    # Who said it (a turn's speaker name), when the type records one.
+    speaker: str = ""
+
+
+def candidate_of(hit) -> Candidate:
+    source, instance = hit.source, hit.instance
+    session = getattr(instance, source.session_column) if source.session_column else None
+    text = source.embedding_text(instance) if source.embedding_text else str(instance)
+    return Candidate(
+        text=text,
+        score=hit.score,
+        session=session,
+        position=getattr(instance, "seq", None) if session is not None else None,
+        occurred_at=getattr(instance, source.time_column, None),
+        speaker=getattr(instance, "name", "") if session is not None and hasattr(instance, "role") else "",
+    )
+
+
+# Context reranker ------------------------------------------------------------------------------
+#
+# A turn that answers a question rarely stands alone: the turns around it and the rest of its
+# session often match the question too (the question names a topic; the answer says "yes, last
+# week"). The context score adds to each candidate's fused score (scaled so the best is 1) the
+# best fused score among its neighbouring turns and how strongly its session matches as a whole,
+# a bonus when the question names the turn's speaker ("what did Caroline…": her own turns hold
+# the answer more often than what others said of her), and one when the question names the
+# month or year the session happened in. The weights
+# were tuned on the LOCOMO dev set (bench/locomo.py), the only labelled data here: see the README
+# for the figures and the caveat.
+CONTEXT_NEIGHBOUR_WEIGHT = 0.3
+CONTEXT_NEIGHBOUR_DISTANCE = 2
+CONTEXT_SESSION_WEIGHT = 0.2
+CONTEXT_SPEAKER_WEIGHT = 0.15
+CONTEXT_DATE_WEIGHT = 0.3
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+         ("december", "dec")],
+        start=1,
+    )
+    for name in names
+}
+_WORD = re.compile(r"[a-z]+|\d{4}")
+_NAME_WORD = re.compile(r"\w{3,}")
+
+
+def _query_dates(query: str) -> tuple[set[int], set[int]]:
+    """Months and years the question names."""
+    months, years = set(), set()
+    for word in _WORD.findall(query.lower()):
+        if word.isdigit():
+            if 1900 <= int(word) <= 2100:
+                years.add(int(word))
+        elif word in _MONTHS and (word != "may" or re.search(r"\bmay\s+(\d{4}|of)\b|\bin may\b", query.lower())):
+            months.add(_MONTHS[word])
+    return months, years
+
+
+def _date_match(candidate: Candidate, months: set[int], years: set[int]) -> float:
+    when = candidate.occurred_at
+    if when is None or not (months or years):
+        return 0.0
+    if months and when.month not in months:
+        return 0.0
+    if years and when.year not in years:
+        return 0.0
+    return 1.0
+
+
+def _names_speaker(query_words: set[str], candidate: Candidate) -> float:
+    return 1.0 if any(word in query_words for word in _NAME_WORD.findall(candidate.speaker.lower())) else 0.0
+
+
+def context_scores(query: str, candidates: list[Candidate]) -> list[float]:
+    if not candidates:
+        return []
+    top = max(candidate.score for candidate in candidates) or 1.0
+    scaled = [candidate.score / top for candidate in candidates]
+    by_turn = {}
+    session_total: dict = defaultdict(float)
+    for candidate, score in zip(candidates, scaled):
+        if candidate.session is not None:
+            session_total[candidate.session] += score
+            if candidate.position is not None:
+                by_turn[(candidate.session, candidate.position)] = score
+    best_session = max(session_total.values(), default=0.0) or 1.0
+    months, years = _query_dates(query)
+    query_words = set(_NAME_WORD.findall(query.lower()))
+    scores = []
+    for candidate, score in zip(candidates, scaled):
+        neighbour = session = 0.0
+        if candidate.session is not None:
+            session = (session_total[candidate.session] - score) / best_session
+            if candidate.position is not None:
+                neighbour = max(
+                    (by_turn.get((candidate.session, candidate.position + offset), 0.0)
+                     for offset in range(-CONTEXT_NEIGHBOUR_DISTANCE, CONTEXT_NEIGHBOUR_DISTANCE + 1) if offset),
+                    default=0.0,
+                )
+        scores.append(
+            score
+            + CONTEXT_NEIGHBOUR_WEIGHT * neighbour
+            + CONTEXT_SESSION_WEIGHT * session
+            + CONTEXT_SPEAKER_WEIGHT * _names_speaker(query_words, candidate)
+            + CONTEXT_DATE_WEIGHT * _date_match(candidate, months, years)
+        )
+    return scores
+
+
+# LLM reranker ----------------------------------------------------------------------------------
+
+LLM_ITEM_CHARS = 400
+LLM_INSTRUCTIONS = (
+    "You rerank items retrieved from a person's memory for a question. Each item is numbered. "
+    'Answer with a JSON object {"ranking": [item numbers]}: the items that help answer the question, '
+    "the most useful first. Leave out items that do not help."
+)
+
+
+def llm_scores(query: str, candidates: list[Candidate], *, reader) -> list[float]:
+    """Scores from the model's ranking: 1/(1 + position) for a ranked item, 0 for one it left out."""
+    from apps.providers.llm import chat_json
+    from apps.tenancy.models import Organization
+
+    items = "\n".join(
+        f"[{number}] {candidate.occurred_at:%d %B %Y}: {candidate.text[:LLM_ITEM_CHARS]}" if candidate.occurred_at
+        else f"[{number}] {candidate.text[:LLM_ITEM_CHARS]}"
+        for number, candidate in enumerate(candidates, start=1)
+    )
+    answer = chat_json(
+        messages=[
+            {"role": "system", "content": LLM_INSTRUCTIONS},
+            {"role": "user", "content": f"Question: {query}\n\nItems:\n{items}"},
+        ],
+        organization=Organization.objects.filter(pk=reader.organization_id).first(),
+        purpose="rerank",
+        timeout=settings.RERANK_LLM_TIMEOUT_SECONDS,
+        max_retries=0,
+    )
+    ranking = answer.get("ranking")
+    if not isinstance(ranking, list):
+        raise RerankError("The model's answer has no ranking list.")
+    scores = [0.0] * len(candidates)
+    position = 0
+    for number in ranking:
+        # Numbers out of range, repeated or not integers are ignored: the model may only reorder.
+        if isinstance(number, int) and not isinstance(number, bool) and 1 <= number <= len(candidates) and not scores[number - 1]:
+            scores[number - 1] = 1.0 / (1 + position)
+            position += 1
+    return scores
+
+
+# The stage -------------------------------------------------------------------------------------
+
+
+class RerankError(Exception):
+    """A reranker could not score the candidates; the search keeps the fused order."""
+
+
+def _scores(reranker: str, query: str, candidates: list[Candidate], *, reader) -> list[float]:
+    if reranker == "context":
+        return context_scores(query, candidates)
+    if reranker == "llm":
+        return llm_scores(query, candidates, reader=reader)
+    if reranker == "cross-encoder":
+        from apps.search.cross_encoder import cross_encoder_scores
+
+        try:
+            return cross_encoder_scores(query, candidates)
+        except (ImportError, OSError, RuntimeError, ValueError) as exc:  # a missing file, an unreadable model
+            raise RerankError(f"{type(exc).__name__}") from exc
+    raise ValueError(f"Unknown RERANKER {reranker!r}; use any of {', '.join(RERANKERS)}.")
+
+
+def rerank(query: str, hits: list, *, reranker: str, reader) -> tuple[list, str | None]:
+    """The hits reordered by `reranker` (their score becomes its score) and its name; on a
+    failure of the reranker, the hits as they were and None."""
+    from apps.providers.llm import LLMError
+
+    if not hits:
+        return hits, reranker
+    try:
+        scores = _scores(reranker, query, [candidate_of(hit) for hit in hits], reader=reader)
+    except (LLMError, RerankError) as exc:
+        logger.warning("Reranker %s failed (%s); the fused order is kept.", reranker, type(exc).__name__)
+        return hits, None
+    order = sorted(range(len(hits)), key=lambda index: (-scores[index], index))
+    return [replace(hits[index], score=scores[index]) for index in order], reranker
