@@ -14,6 +14,7 @@ everything for each local embedding provider.
 import json
 import re
 import statistics
+import sys
 import time
 import uuid
 from collections import defaultdict
@@ -402,3 +403,44 @@ def run_extract(file: str, *, methods=("hybrid",), output: str | None = None, lo
         Path(output).write_text(json.dumps(results, indent=2))
         log(f"written to {output}")
     return results
+
+
+def main(argv: list[str]) -> int:
+    """`python -m bench.locomo FILE [--extract] [--methods M1,M2] [--output PATH]`: the benchmark on
+    one LOCOMO-format file (`python -m bench locomo` runs it on BENCH_DATA_DIR's)."""
+    import argparse
+    import os
+
+    import django
+
+    parser = argparse.ArgumentParser(prog="python -m bench.locomo", description=main.__doc__)
+    parser.add_argument("file", help="A LOCOMO-format JSON file, e.g. ../shared/data/locomo-dev.json")
+    parser.add_argument("--methods", default=None, help="default: bm25,embedding,hybrid,fuzzy (with --extract: hybrid)")
+    parser.add_argument("--output", default=None, help="default: bench/results/locomo.json (with --extract: locomo-extract.json)")
+    parser.add_argument(
+        "--extract", action="store_true",
+        help="run memory extraction with the configured LLM (rules: the temporal normaliser) and report recall "
+        "before and after it, and over messages + episodic + semantic",
+    )
+    arguments = parser.parse_args(argv)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings")
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    results_dir = Path(__file__).resolve().parent / "results"
+    if arguments.extract:
+        run_extract(
+            arguments.file, methods=tuple((arguments.methods or "hybrid").split(",")),
+            output=arguments.output or str(results_dir / "locomo-extract.json"),
+        )
+    else:
+        run(
+            arguments.file, methods=tuple((arguments.methods or "bm25,embedding,hybrid,fuzzy").split(",")),
+            output=arguments.output or str(results_dir / "locomo.json"),
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -2,7 +2,8 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from apps.core.views import RedocDocsView, SwaggerDocsView, healthz, readyz
+from apps.core.views import RedocDocsView, SwaggerDocsView
+from memory_platform.health import healthz, readyz
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

@@ -1,14 +1,16 @@
-from django.contrib import admin, messages
+"""Sessions (read-only, with their transcripts) and the admin home page's card of task sessions
+awaiting distillation. Other apps add their actions on sessions through core.extensions."""
+
+from django.contrib import admin
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from apps.conversations.models import Session
+from apps.conversations.models import Session, SessionTag
 from apps.conversations.selectors import session_messages
-from apps.core.admin import OrganizationScopedAdmin
-from apps.core.errors import ConflictError
-from apps.skills.services.distill import distill_request
+from apps.core.extensions import Tile, admin_url, of_organization, register_dashboard_card
+from apps.tenancy.admin_base import OrganizationScopedAdmin
 
 
 @admin.register(Session)
@@ -26,7 +28,6 @@ class SessionAdmin(OrganizationScopedAdmin):
         "last_message_at", "sealed_at", "distilled_at", "extracted_at", "filter_tags", "transcript_link",
     ]
     fields = readonly_fields[:-1] + ["outcome", "transcript_link"]
-    actions = ["distill_now"]
 
     def has_add_permission(self, request):
         return False
@@ -35,18 +36,6 @@ class SessionAdmin(OrganizationScopedAdmin):
     def transcript_link(self, session):
         url = reverse("admin:conversations_session_transcript", args=[session.pk])
         return format_html('<a href="{}">{} turns</a>', url, session.message_count)
-
-    @admin.action(description="Distil now (sealed task sessions)", permissions=["change"])
-    def distill_now(self, request, queryset):
-        queued = 0
-        for session in queryset:
-            try:
-                distill_request(session=session)
-                queued += 1
-            except ConflictError as exc:
-                self.message_user(request, str(exc), messages.WARNING)
-        if queued:
-            self.message_user(request, f"Queued distillation of {queued} session(s).", messages.SUCCESS)
 
     def get_urls(self):
         return [
@@ -68,3 +57,23 @@ class SessionAdmin(OrganizationScopedAdmin):
             "title": f"Transcript of {session.session_id}",
         }
         return TemplateResponse(request, "admin/conversations/session/transcript.html", context)
+
+
+def sessions_card(*, user, organization):
+    if not user.has_perm("conversations.view_session"):
+        return None
+    awaiting = of_organization(Session.objects, organization).filter(
+        session_tag=SessionTag.TASK, status=Session.Status.SEALED, distilled_at__isnull=True
+    ).count()
+    return ("Sessions", [
+        Tile(
+            "Awaiting distillation", awaiting,
+            admin_url(
+                "admin:conversations_session_changelist", session_tag__exact="task", status__exact="sealed",
+                distilled_at__isnull="True",
+            ),
+        ),
+    ])
+
+
+register_dashboard_card(sessions_card, order=30)

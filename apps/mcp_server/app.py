@@ -15,7 +15,7 @@ from rest_framework import exceptions
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
-from apps.core.auth import client_for_raw_key, raw_key_from_headers
+from apps.tenancy.auth import client_for_raw_key, raw_key_from_headers
 from apps.core.errors import error_body
 from apps.mcp_server.backend import PlatformBackend, in_request_cycle
 

@@ -2,8 +2,8 @@
 
 from django.contrib import admin
 
-from apps.core.admin import OrganizationScopedAdmin
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
+from apps.tenancy.admin_base import OrganizationScopedAdmin
 
 
 class ChangeInline(admin.TabularInline):

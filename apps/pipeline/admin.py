@@ -1,8 +1,12 @@
 from django.contrib import admin, messages
+from django.db.models import Count
+from django.urls import reverse
 
-from apps.core.admin import OrganizationScopedAdmin
+from apps.core.extensions import Tile, admin_url, of_organization, register_dashboard_card
 from apps.pipeline.models import MemoryTask, ProcessHeartbeat
+from apps.pipeline.selectors import machinery_status
 from apps.pipeline.services import task_mark_dead, task_retry_now
+from apps.tenancy.admin_base import OrganizationScopedAdmin
 
 
 @admin.register(MemoryTask)
@@ -60,3 +64,42 @@ class ProcessHeartbeatAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+def tasks_card(*, user, organization):
+    if not user.has_perm("pipeline.view_memorytask"):
+        return None
+    by_status = dict(
+        of_organization(MemoryTask.objects, organization)
+        .filter(status__in=[MemoryTask.Status.FAILED, MemoryTask.Status.DEAD])
+        .values_list("status").annotate(n=Count("pk")).order_by()
+    )
+    return ("Tasks", [
+        Tile(label, by_status.get(status, 0), admin_url("admin:pipeline_memorytask_changelist", status__exact=status),
+             attention=by_status.get(status, 0) > 0)
+        for status, label in ((MemoryTask.Status.FAILED, "Failed, retrying"), (MemoryTask.Status.DEAD, "Dead"))
+    ])
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "never"
+    return f"{seconds:.0f} s ago" if seconds < 120 else f"{seconds / 60:.0f} min ago"
+
+
+def machinery_card(*, user, organization):
+    """Platform-wide, not per organisation: beat and workers serve every tenant."""
+    if not user.has_perm("pipeline.view_memorytask"):
+        return None
+    status = machinery_status()
+    beat, worker = status["beat"], status["worker"]
+    return ("Machinery", [
+        Tile("Beat: last tick", _age(beat["age_seconds"]), reverse("admin:django_celery_beat_periodictask_changelist"),
+             attention=beat["status"] != "ok"),
+        Tile(f"Workers alive: {worker['alive']}, last heartbeat", _age(worker["age_seconds"]),
+             reverse("admin:pipeline_processheartbeat_changelist"), attention=worker["status"] != "ok"),
+    ])
+
+
+register_dashboard_card(tasks_card, order=40)
+register_dashboard_card(machinery_card, order=50)

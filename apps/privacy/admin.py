@@ -6,11 +6,12 @@ from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from apps.core.admin import OrganizationScopedAdmin, staff_organization
+from apps.core.extensions import register_admin_action
 from apps.privacy.models import ErasureRequest
 from apps.privacy.services.erasure import erasure_request
 from apps.privacy.services.subjects import CLIENT, USER, Subject
 from apps.privacy.services.verify import table_counts
+from apps.tenancy.admin_base import OrganizationScopedAdmin, staff_organization
 from apps.tenancy.models import Client, EndUser
 
 ERASE_PERMISSION = "privacy.add_erasurerequest"
@@ -106,12 +107,6 @@ def _redirect_to_confirmation(modeladmin, request, queryset, url_name):
     return redirect(reverse(url_name, args=[queryset.get().pk]))
 
 
-def _add_action(model, action) -> None:
-    """The tenancy admin stays unaware of privacy: its registered admins get the action from here."""
-    model_admin = admin.site.get_model_admin(model)
-    if action not in model_admin.actions:
-        model_admin.actions = [*model_admin.actions, action]
-
-
-_add_action(EndUser, erase_user)
-_add_action(Client, erase_client)
+# The tenancy admin stays unaware of privacy: its end users and clients get these actions here.
+register_admin_action("tenancy.EndUser", erase_user)
+register_admin_action("tenancy.Client", erase_client)

@@ -6,10 +6,10 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from apps.conversations.models import Message
-from apps.core.admin import OrganizationScopedAdmin, ScopeFilter
 from apps.profiles.models import Entity, ItemType, LintFinding, Profile
 from apps.profiles.services.lint import finding_resolve
 from apps.skills.history import side_by_side
+from apps.tenancy.admin_base import OrganizationScopedAdmin, ScopeFilter
 
 ROW_STYLE = {"replace": "background:#fff5b1", "delete": "background:#ffdce0", "insert": "background:#dcffe4"}
 

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
-from apps.core.admin import OrganizationScopedAdmin
 from apps.providers.models import LLMUsage
+from apps.tenancy.admin_base import OrganizationScopedAdmin
 
 
 @admin.register(LLMUsage)

@@ -6,16 +6,18 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ORDER_VAR, ChangeList
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Count
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from apps.core.admin import OrganizationScopedAdmin, ScopeFilter
 from apps.core.errors import ConflictError
+from apps.core.extensions import Tile, admin_url, of_organization, register_admin_action, register_dashboard_card
 from apps.core.validation import JSONFormField, check_fields
 from apps.skills.history import experience_evidence, skill_history
 from apps.skills.models import SignalType, Skill, SkillExperience, SkillVersion
+from apps.skills.services.distill import distill_request
 from apps.skills.services.review import (
     person_actor,
     skill_approve,
@@ -24,6 +26,7 @@ from apps.skills.services.review import (
     skill_reject,
 )
 from apps.skills.services.skills import EDITABLE_FIELDS, skill_delete
+from apps.tenancy.admin_base import OrganizationScopedAdmin, ScopeFilter
 
 # Large columns a list never shows: loading them for 100 rows would dominate the page.
 HEAVY_SKILL_COLUMNS = ("embedding", "search_vector", "instructions", "examples")
@@ -312,3 +315,47 @@ class SkillExperienceAdmin(OrganizationScopedAdmin):
                 for v in versions
             ),
         )
+
+
+# The admin home page's cards and the action this app adds to the sessions' admin (core.extensions).
+
+
+def skills_card(*, user, organization):
+    if not user.has_perm("skills.view_skill"):
+        return None
+    by_status = dict(of_organization(Skill.objects, organization).values_list("status").annotate(n=Count("pk")).order_by())
+    pending = by_status.get(Skill.Status.PENDING_REVIEW, 0)
+    return ("Skills", [
+        Tile("Pending review", pending, reverse("admin:skills_skill_review_queue"), attention=pending > 0),
+        *(
+            Tile(label, by_status.get(status, 0), admin_url("admin:skills_skill_changelist", status__exact=status))
+            for status, label in Skill.Status.choices if status != Skill.Status.PENDING_REVIEW
+        ),
+    ])
+
+
+def experiences_card(*, user, organization):
+    if not user.has_perm("skills.view_skillexperience"):
+        return None
+    pending = of_organization(SkillExperience.objects, organization).filter(status=SkillExperience.Status.PENDING).count()
+    return ("Experiences", [
+        Tile("Pending evolution", pending, admin_url("admin:skills_skillexperience_changelist", status__exact="pending")),
+    ])
+
+
+@admin.action(description="Distil now (sealed task sessions)", permissions=["change"])
+def distill_now(modeladmin, request, queryset):
+    queued = 0
+    for session in queryset:
+        try:
+            distill_request(session=session)
+            queued += 1
+        except ConflictError as exc:
+            modeladmin.message_user(request, str(exc), messages.WARNING)
+    if queued:
+        modeladmin.message_user(request, f"Queued distillation of {queued} session(s).", messages.SUCCESS)
+
+
+register_dashboard_card(skills_card, order=10)
+register_dashboard_card(experiences_card, order=20)
+register_admin_action("conversations.Session", distill_now)

@@ -1,6 +1,6 @@
 from django.contrib import admin, messages
 
-from apps.core.admin import OrganizationScopedAdmin
+from apps.tenancy.admin_base import OrganizationScopedAdmin
 from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization, StaffMembership
 from apps.tenancy.services import api_key_create, client_create, client_revoke_keys
 

@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "apps.privacy",
     "apps.profiles",
     "apps.mcp_server",
+    "memory_platform",
 ]
 
 MIDDLEWARE = [
@@ -127,7 +128,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=5 *
 JSON_MAX_DEPTH = env.int("JSON_MAX_DEPTH", default=32)
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["apps.core.auth.APIKeyAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["apps.tenancy.auth.APIKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["apps.core.permissions.IsActiveClient"],
     "DEFAULT_PARSER_CLASSES": ["apps.core.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

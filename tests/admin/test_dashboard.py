@@ -1,4 +1,4 @@
-"""apps/core/dashboard.py and the admin index: what needs a person, counted per organisation."""
+"""The admin home page (memory_platform/dashboard.py and the cards the apps register): what needs a person, counted per organisation."""
 
 from datetime import timedelta
 

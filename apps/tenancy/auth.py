@@ -47,7 +47,7 @@ class APIKeyAuthentication(BaseAuthentication):
 class APIKeyAuthenticationScheme(OpenApiAuthenticationExtension):
     """Documents the API key header in the OpenAPI schema (Swagger's Authorize button)."""
 
-    target_class = "apps.core.auth.APIKeyAuthentication"
+    target_class = "apps.tenancy.auth.APIKeyAuthentication"
     name = "ApiKeyAuth"
 
     def get_security_definition(self, auto_schema):

@@ -2,8 +2,8 @@
 
 from django import template
 
-from apps.core.admin import staff_organization
-from apps.core.dashboard import dashboard_tiles
+from apps.tenancy.admin_base import staff_organization
+from memory_platform.dashboard import dashboard_tiles
 
 register = template.Library()
 

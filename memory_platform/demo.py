@@ -1,4 +1,4 @@
-"""Platform-level writes: the demo tenant that `make run` prints."""
+"""The demo tenant that `make run` prints: an organisation, a client and a superuser for local use."""
 
 import json
 import secrets

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from apps.core.services import demo_setup
+from memory_platform.demo import demo_setup
 from memory_platform.embedded_db import ATTACH_ENV
 
 

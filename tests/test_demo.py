@@ -1,7 +1,7 @@
 import pytest
 
-from apps.core.services import DEMO_CLIENT, demo_setup
 from apps.tenancy.models import Client
+from memory_platform.demo import DEMO_CLIENT, demo_setup
 
 pytestmark = pytest.mark.django_db
 

@@ -1,7 +1,10 @@
-"""Admin base class: staff see and act only on their own organisation's rows; superusers see all."""
+"""Admin base class: staff see and act only on their own organisation's rows; superusers see all.
+Its admins also carry the actions other apps register for their model (core.extensions)."""
 
 from django.contrib import admin
+from django.contrib.admin.options import IS_POPUP_VAR
 
+from apps.core.extensions import ADMIN_ACTIONS
 from apps.tenancy.models import Organization
 from apps.tenancy.selectors import organization_for_staff
 
@@ -46,6 +49,17 @@ class OrganizationScopedAdmin(admin.ModelAdmin):
         if self.organization_path == "self":
             return queryset.filter(pk=organization.pk)
         return queryset.filter(**{self.organization_path: organization})
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        if self.actions is None or IS_POPUP_VAR in request.GET:
+            return actions  # Django shows no actions there
+        for function in ADMIN_ACTIONS.get(self.model._meta.label, ()):
+            permissions = getattr(function, "allowed_permissions", ())
+            if all(getattr(self, f"has_{permission}_permission")(request) for permission in permissions):
+                function, name, description = self.get_action(function)
+                actions[name] = (function, name, description)
+        return actions
 
     def get_list_filter(self, request):
         filters = list(super().get_list_filter(request))

@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class PlatformConfig(AppConfig):
+    """The project itself as the top layer: what needs every app (the admin dashboard, the demo
+    tenant, `runplatform`) lives here, and no app imports it."""
+
+    name = "memory_platform"
+    label = "platform"
+    verbose_name = "Memory platform"
