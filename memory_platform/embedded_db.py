@@ -1,18 +1,23 @@
 """Start (or reuse) the embedded PostgreSQL used when DATABASE_URL is unset.
 
-Every process of the platform (web, worker, beat, tests) calls `embedded_database`;
-the wheel's inter-process lock makes concurrent starts safe and its handle list stops
-the server when the last process using it exits.
+Importing the settings starts nothing: they name the `memory_platform.embedded_postgresql`
+backend, which calls `ensure_server` on a process's first connection; the entry points whose
+process must own the server before it forks or spawns children (wsgi, the MCP asgi, Celery's
+worker and beat, runplatform, runmcp) call `start_embedded_database` first. The wheel's
+inter-process lock makes concurrent starts safe and its handle list stops the server when the
+last process using it exits.
 """
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import psutil
 
 
 DATABASE_NAME = "memory_platform"
+ENGINE = "memory_platform.embedded_postgresql"
 
 
 def _forget_dead_handles(pgdata: Path) -> None:
@@ -86,3 +91,28 @@ def embedded_database(data_dir: Path) -> dict:
         if "(1 row)" not in exists:
             server.psql(f"CREATE DATABASE {DATABASE_NAME};")
     return _settings_for(server.get_postmaster_info())
+
+
+_servers: dict[str, dict] = {}
+_servers_lock = threading.Lock()
+
+
+def ensure_server(settings_dict: dict) -> None:
+    """Fills in HOST and PORT of a database setting of the embedded backend, starting or attaching
+    to the server once per process (every thread's connection shares the settings dict)."""
+    if settings_dict.get("HOST"):
+        return
+    data_dir = str(Path(settings_dict["DATA_DIR"]).resolve())
+    with _servers_lock:
+        if data_dir not in _servers:
+            _servers[data_dir] = embedded_database(Path(data_dir))
+        settings_dict.update(HOST=_servers[data_dir]["HOST"], PORT=_servers[data_dir]["PORT"])
+
+
+def start_embedded_database() -> None:
+    """Starts (or attaches to) the embedded server now, if the default database is the embedded one."""
+    from django.db import connections
+
+    settings_dict = connections["default"].settings_dict
+    if settings_dict["ENGINE"] == ENGINE:
+        ensure_server(settings_dict)

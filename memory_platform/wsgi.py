@@ -6,6 +6,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings")
 
 django_application = get_wsgi_application()
 
+from memory_platform.embedded_db import start_embedded_database  # noqa: E402  (needs the settings)
+
+# Each gunicorn worker (or the master with --preload) attaches to the embedded PostgreSQL at start,
+# not on its first request.
+start_embedded_database()
+
 from apps.core.chunked import ChunkedBodies  # noqa: E402  (needs the settings configured above)
 
 application = ChunkedBodies(django_application)

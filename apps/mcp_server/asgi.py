@@ -8,5 +8,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings")
 django.setup()
 
 from apps.mcp_server.app import build_application  # noqa: E402  (needs the apps loaded)
+from memory_platform.embedded_db import start_embedded_database  # noqa: E402
+
+start_embedded_database()
 
 application = build_application()

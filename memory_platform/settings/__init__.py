@@ -73,13 +73,24 @@ TEMPLATES = [
     },
 ]
 
-# One database engine everywhere: PostgreSQL from DATABASE_URL, or the embedded server.
+# One database engine everywhere: PostgreSQL from DATABASE_URL, or the embedded server, which the
+# backend starts on the first connection (importing the settings starts nothing).
 if env("DATABASE_URL", default=""):
     DATABASES = {"default": env.db("DATABASE_URL")}
 else:
-    from memory_platform.embedded_db import embedded_database
+    from memory_platform.embedded_db import DATABASE_NAME as EMBEDDED_DATABASE_NAME
+    from memory_platform.embedded_db import ENGINE as EMBEDDED_ENGINE
 
-    DATABASES = {"default": embedded_database(DATA_DIR)}
+    DATABASES = {
+        "default": {
+            "ENGINE": EMBEDDED_ENGINE,
+            "NAME": EMBEDDED_DATABASE_NAME,
+            "USER": "postgres",
+            "HOST": "",
+            "PORT": "",
+            "DATA_DIR": str(DATA_DIR),
+        }
+    }
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Search settings, set once per connection instead of per query: pgvector 0.8 iterative HNSW

@@ -44,3 +44,25 @@ def test_concurrent_starts_share_one_server_that_stops_with_the_last_process(tmp
     while servers_for(pgdata) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert servers_for(pgdata) == [], "the embedded server outlived every process that used it"
+
+
+SETUP_ONLY = """
+import os, django
+os.environ["DJANGO_SETTINGS_MODULE"] = "memory_platform.settings"
+django.setup()
+from django.conf import settings
+print(settings.DATABASES["default"]["HOST"] or "no host")
+"""
+
+
+def test_importing_the_settings_starts_no_server_and_the_first_connection_does(tmp_path):
+    env = {"DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    setup = subprocess.run([sys.executable, "-c", SETUP_ONLY], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert setup.returncode == 0, setup.stderr[-2000:]
+    assert setup.stdout.strip() == "no host"
+    assert not (tmp_path / "pgdata" / "PG_VERSION").exists()  # no cluster was even created
+
+    probe = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    assert probe.stdout.strip() == "ok"
+    assert (tmp_path / "pgdata" / "PG_VERSION").exists()

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from memory_platform.demo import demo_setup
-from memory_platform.embedded_db import ATTACH_ENV
+from memory_platform.embedded_db import ATTACH_ENV, start_embedded_database
 
 
 def _redis_reachable(url: str) -> bool:
@@ -36,6 +36,7 @@ class Command(BaseCommand):
         parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes.")
 
     def handle(self, *args, bind, mcp_bind, web_workers, concurrency, **options):
+        start_embedded_database()  # this process owns the embedded PostgreSQL; its children attach to it
         call_command("migrate", interactive=False, verbosity=0)  # also upserts the beat schedules
         demo = demo_setup(data_dir=settings.DATA_DIR)
         self.stdout.write(self.style.SUCCESS("Memory platform is starting."))

@@ -8,7 +8,7 @@ import sys
 import uvicorn
 from django.core.management.base import BaseCommand, CommandError
 
-from memory_platform.embedded_db import ATTACH_ENV
+from memory_platform.embedded_db import ATTACH_ENV, start_embedded_database
 
 
 def _exit(signum, frame):
@@ -30,6 +30,7 @@ class Command(BaseCommand):
             raise CommandError(f"--bind must be host:port, not {bind!r}")
         if workers > 1:
             # Worker processes attach to this process's embedded PostgreSQL (if any) instead of owning it.
+            start_embedded_database()
             os.environ.setdefault(ATTACH_ENV, "1")
         # uvicorn stops gracefully on SIGTERM, then raises it again with the handler it found: let that
         # be a normal exit, so atexit hooks run (they stop an embedded PostgreSQL this process started).
