@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 
-from apps.providers.embeddings import embed_query
+from apps.providers.embeddings import embed_query, embedding_model_name
 from apps.search.registry import METHODS, SOURCES, SearchSource
 from apps.search.rerank import rerank
 from apps.tenancy.readers import Reader
@@ -43,6 +43,16 @@ class Hit:
     source: SearchSource
     instance: object
     score: float
+
+
+@dataclass(frozen=True)
+class QueryVector:
+    """The query's vector (a pgvector literal) and the model that made it: only items embedded by
+    the same model are ranked by distance, so a change of model (see `reembed`) never compares
+    vectors of two models; until an item is re-embedded, keywords alone find it."""
+
+    literal: str
+    model: str
 
 
 class Hits(list):
@@ -184,14 +194,17 @@ def _common_lexemes(source: SearchSource) -> list[str]:
     return _cached("common", source, "", [], compute)
 
 
-def _visible_cte(source: SearchSource, where: str, where_params: list, vector: str | None) -> tuple[str, list]:
-    """`visible(id, doc, distance)`: every item the caller sees, read once for both rankings."""
-    distance = f"t.{source.embedding_column} <=> %s::vector" if vector else "NULL::float8"
+def _visible_cte(source: SearchSource, where: str, where_params: list, vector: QueryVector | None) -> tuple[str, list]:
+    """`visible(id, doc, distance)`: every item the caller sees, read once for both rankings (the
+    distance only for vectors of the query's model)."""
+    distance = (
+        f"CASE WHEN t.embedding_model = %s THEN t.{source.embedding_column} <=> %s::vector END" if vector else "NULL::float8"
+    )
     sql = (
         f"visible AS MATERIALIZED (SELECT t.id, t.{source.search_vector_column} AS doc, {distance} AS distance"
         f" FROM {_table(source)} t WHERE {where})"
     )
-    return sql, ([vector] if vector else []) + list(where_params)
+    return sql, ([vector.model, vector.literal] if vector else []) + list(where_params)
 
 
 def _keyword_ctes(source: SearchSource, where: str, where_params: list, query: str, limit: int, stats) -> tuple[str, list]:
@@ -274,8 +287,9 @@ def _bm25_sql(source, where, where_params, query, limit, scan: bool) -> tuple[st
     return f"WITH {', '.join(ctes)} SELECT id, score, {visible_rows} AS visible_rows FROM keyword ORDER BY score DESC, id", params
 
 
-def _nearest_sql(source: SearchSource, where: str, where_params: list, vector: str, limit: int, scan: bool) -> tuple[str, list]:
-    """`SELECT id, score, visible_rows` of the nearest items by cosine distance.
+def _nearest_sql(source: SearchSource, where: str, where_params: list, vector: QueryVector, limit: int, scan: bool) -> tuple[str, list]:
+    """`SELECT id, score, visible_rows` of the nearest items by cosine distance, among the vectors
+    of the query's model.
 
     A scan computes every visible distance (`+ 0` keeps the planner off the approximate index).
     Otherwise the HNSW index answers, with pgvector's iterative scans so filters still leave
@@ -287,12 +301,12 @@ def _nearest_sql(source: SearchSource, where: str, where_params: list, vector: s
     visible_rows = "count(*) OVER ()" if scan else "NULL::bigint"
     sql = f"""
         SELECT t.id, 1 - (t.{column} <=> %s::vector) AS score, {visible_rows} AS visible_rows FROM {table} t
-        WHERE {where} AND t.{column} IS NOT NULL ORDER BY {order} LIMIT %s
+        WHERE {where} AND t.{column} IS NOT NULL AND t.embedding_model = %s ORDER BY {order} LIMIT %s
     """
-    return sql, [vector, *where_params, vector, limit]
+    return sql, [vector.literal, *where_params, vector.model, vector.literal, limit]
 
 
-def _embedding_sql(source, where, where_params, vector: str, limit: int, scan: bool) -> tuple[str, list]:
+def _embedding_sql(source, where, where_params, vector: QueryVector, limit: int, scan: bool) -> tuple[str, list]:
     # An approximate scan over-fetches and the exact distances re-rank: with relaxed ordering
     # the first rows a filtered HNSW scan finds are not always the nearest.
     nearest_sql, params = _nearest_sql(source, where, where_params, vector, limit if scan else max(limit * 3, 50), scan)
@@ -348,9 +362,9 @@ def _recent_sql(source: SearchSource, where: str, where_params: list, limit: int
     return sql, [*where_params, limit]
 
 
-def _vector_literal(query: str) -> str:
+def _query_vector(query: str) -> QueryVector:
     vector = embed_query(query)
-    return "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
+    return QueryVector(literal="[" + ",".join(f"{value:.7g}" for value in vector) + "]", model=embedding_model_name())
 
 
 def _ranking_sql(source: SearchSource, *, reader: Reader, query: str, method: str, limit: int, filters: dict) -> tuple[str, list]:
@@ -367,8 +381,8 @@ def _ranking_sql(source: SearchSource, *, reader: Reader, query: str, method: st
     if method == "bm25":
         return _bm25_sql(source, where, where_params, query, limit, scan)
     if method == "embedding":
-        return _embedding_sql(source, where, where_params, _vector_literal(query), limit, scan)
-    return _hybrid_sql(source, where, where_params, query, _vector_literal(query), limit, scan)
+        return _embedding_sql(source, where, where_params, _query_vector(query), limit, scan)
+    return _hybrid_sql(source, where, where_params, query, _query_vector(query), limit, scan)
 
 
 @functools.cache

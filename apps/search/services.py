@@ -1,29 +1,82 @@
-"""Writes of the search app: re-embedding stored items after a change of embedding model."""
+"""Writes of the search app: moving stored items to another embedding model (`reembed`).
 
+Searches rank by distance only the vectors of the query's model (apps.search.engine), so a
+move never mixes two models. It runs in two steps so the current vectors keep serving until
+the new ones are complete: `source_stage` embeds, with the configured (new) model, every item
+whose vector another model made, into StagedEmbedding rows (resumable: an item already staged
+with its current text is not embedded again); `stage_swap` then writes every staged vector
+into its item in one transaction and deletes the staged rows.
+"""
+
+import hashlib
 from collections.abc import Iterator
 
+from django.db import connection, transaction
+
 from apps.providers.embeddings import embed_texts, embedding_model_name
+from apps.search.models import StagedEmbedding
 from apps.search.registry import SearchSource
 
 
-def source_reembed(*, source: SearchSource, batch_size: int = 256) -> Iterator[tuple[int, int]]:
-    """Re-embeds every item of a type whose vector was made by another model than the current one.
+def _text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
-    Yields (done, total) after each batch, so a caller can show progress; safe to interrupt
-    and run again, since finished rows carry the new model's name.
+
+def source_stage(*, source: SearchSource, batch_size: int = 256) -> Iterator[tuple[int, int, int]]:
+    """Stages a vector by the configured model for every item of a type that another model embedded.
+
+    Yields (done, total, embedded) after each batch, for a progress bar; safe to interrupt and
+    run again.
     """
     model = embedding_model_name()
-    column = source.embedding_column
-    stale = source.model.objects.exclude(embedding_model=model).defer(column, source.search_vector_column)
+    stale = source.model.objects.exclude(embedding_model=model).defer(source.embedding_column, source.search_vector_column)
     total = stale.count()
-    done = 0
-    while done < total:
-        batch = list(stale.order_by("pk")[:batch_size])
+    done = embedded = 0
+    last_pk = None
+    while True:
+        page = stale.order_by("pk")
+        if last_pk is not None:
+            page = page.filter(pk__gt=last_pk)
+        batch = list(page[:batch_size])
         if not batch:
             break
-        for item, vector in zip(batch, embed_texts([source.embedding_text(item) for item in batch])):
-            setattr(item, column, vector)
-            item.embedding_model = model
-        source.model.objects.bulk_update(batch, [column, "embedding_model"])
+        last_pk = batch[-1].pk
+        texts = {item.pk: source.embedding_text(item) for item in batch}
+        staged = dict(
+            StagedEmbedding.objects.filter(memory_type=source.memory_type, model=model, item_id__in=list(texts))
+            .values_list("item_id", "text_hash")
+        )
+        missing = [pk for pk, text in texts.items() if staged.get(pk) != _text_hash(text)]
+        if missing:
+            vectors = embed_texts([texts[pk] for pk in missing])
+            StagedEmbedding.objects.bulk_create(
+                [
+                    StagedEmbedding(memory_type=source.memory_type, item_id=pk, model=model, text_hash=_text_hash(texts[pk]), embedding=vector)
+                    for pk, vector in zip(missing, vectors)
+                ],
+                update_conflicts=True, unique_fields=["memory_type", "model", "item_id"], update_fields=["text_hash", "embedding"],
+            )
         done += len(batch)
-        yield done, total
+        embedded += len(missing)
+        yield done, max(total, done), embedded
+
+
+@transaction.atomic
+def stage_swap(*, sources: list[SearchSource]) -> dict[str, int]:
+    """Writes the staged vectors of the configured model into their items, all types in one
+    transaction, and deletes the staged rows of that model for those types; returns the items
+    switched per type."""
+    model = embedding_model_name()
+    switched = {}
+    with connection.cursor() as cursor:
+        for source in sources:
+            table, column = source.model._meta.db_table, source.embedding_column
+            cursor.execute(
+                f"UPDATE {table} t SET {column} = s.embedding, embedding_model = s.model"
+                f" FROM {StagedEmbedding._meta.db_table} s"
+                " WHERE s.memory_type = %s AND s.model = %s AND s.item_id = t.id AND t.embedding_model <> %s",
+                [source.memory_type, model, model],
+            )
+            switched[source.memory_type] = cursor.rowcount
+    StagedEmbedding.objects.filter(model=model, memory_type__in=[source.memory_type for source in sources]).delete()
+    return switched

@@ -5,36 +5,53 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.providers.embeddings import embedding_model_name
 from apps.search.registry import SOURCES
-from apps.search.services import source_reembed
+from apps.search.services import source_stage, stage_swap
 
 
 class Command(BaseCommand):
-    help = "Re-embed stored items whose vectors were made by another model (after changing EMBEDDING_PROVIDER/MODEL)."
+    help = (
+        "Move stored items to the configured embedding model (EMBEDDING_PROVIDER/MODEL): stage the new vectors "
+        "(resumable) while searches keep ranking the old ones, then switch every item in one transaction."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--type", action="append", dest="types", help="Memory type(s); default: every type.")
         parser.add_argument("--batch-size", type=int, default=256)
+        parser.add_argument("--stage-only", action="store_true", help="compute and keep the new vectors; switch nothing yet")
         parser.add_argument("--json", action="store_true")
 
-    def handle(self, *args, types, batch_size, **options):
+    def handle(self, *args, types, batch_size, stage_only, **options):
         types = types or [name for name, source in SOURCES.items() if source.embedding_text]
         unknown = sorted(set(types) - set(SOURCES))
         if unknown:
             raise CommandError(f"Unknown memory type(s) {', '.join(unknown)}; use any of {', '.join(sorted(SOURCES))}.")
-        counts = {}
-        for memory_type in types:
-            source = SOURCES[memory_type]
+        sources = [SOURCES[memory_type] for memory_type in types]
+        for source in sources:
             if source.embedding_text is None:
-                raise CommandError(f"{memory_type} items have no embedding text.")
-            done = 0
-            for done, total in source_reembed(source=source, batch_size=batch_size):
+                raise CommandError(f"{source.memory_type} items have no embedding text.")
+        model = embedding_model_name()
+        embedded = {}
+        for source in sources:
+            done = embedded[source.memory_type] = 0
+            for done, total, embedded[source.memory_type] in source_stage(source=source, batch_size=batch_size):
                 if not options["json"]:
                     width = 30 * done // max(total, 1)
-                    sys.stderr.write(f"\r{memory_type:<12} [{'#' * width:<30}] {done}/{total}")
-            if not options["json"]:
-                sys.stderr.write("\n" if done else "")
-            counts[memory_type] = done
+                    sys.stderr.write(f"\r{source.memory_type:<12} [{'#' * width:<30}] {done}/{total}")
+            if not options["json"] and done:
+                sys.stderr.write("\n")
+        switched = {} if stage_only else stage_swap(sources=sources)
+        remaining = {source.memory_type: source.model.objects.exclude(embedding_model=model).count() for source in sources}
         if options["json"]:
-            self.stdout.write(json.dumps({"model": embedding_model_name(), "reembedded": counts}))
-        else:
-            self.stdout.write(self.style.SUCCESS(f"Re-embedded with {embedding_model_name()}: {counts}"))
+            self.stdout.write(json.dumps({
+                "model": model, "embedded": embedded, "reembedded": switched, "remaining": remaining, "stage_only": stage_only,
+            }))
+            return
+        if stage_only:
+            self.stdout.write(self.style.SUCCESS(
+                f"Staged {model} vectors (embedded now: {embedded}); searches still use the current ones. "
+                "Run `reembed` again to switch."
+            ))
+            return
+        self.stdout.write(self.style.SUCCESS(f"Switched to {model}: {switched}."))
+        if any(remaining.values()):
+            self.stdout.write(f"Items written meanwhile by another model: {remaining}; run `reembed` again.")
