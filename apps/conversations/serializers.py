@@ -1,10 +1,64 @@
+from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.conversations.models import SESSION_ID_PATTERN, Session, SessionTag
+from apps.conversations.turns import IGNORED_FIELDS, ROLES
 from apps.core import fields
+from apps.core.validation import TEXT_PATTERN
 from apps.core.api import InputSerializer
 from apps.core.pagination import MAX_OFFSET, PageQuerySerializer
 from apps.tenancy.models import SCOPE_PATTERN
+
+
+def message_schema() -> dict:
+    """One OpenAI chat message as normalise_messages takes it."""
+    from apps.core.schema import DATETIME_PATTERN, storable_json_schema, storable_object_schema
+
+    text = {"type": "string", "pattern": TEXT_PATTERN}
+    parts = {"type": "array", "items": storable_json_schema()}
+    tool_roles, other_roles = ["tool", "function"], sorted(ROLES - {"tool", "function"})
+    return {
+        "type": "object",
+        "description": "An OpenAI chat message. Tool and function results need content; other roles need "
+        "non-empty content, tool_calls or function_call.",
+        "properties": {
+            "role": {"type": "string", "enum": sorted(ROLES)},
+            "content": {"anyOf": [text, parts, {"type": "null"}]},
+            "name": {"anyOf": [text, {"type": "null"}]},
+            "tool_calls": {"anyOf": [{"type": "array", "items": storable_json_schema()}, {"type": "null"}]},
+            "tool_call_id": {"anyOf": [text, {"type": "null"}]},
+            "function_call": {"anyOf": [storable_object_schema(), {"type": "null"}]},
+            "metadata": {"anyOf": [storable_object_schema(), {"type": "null"}]},
+            "occurred_at": {"anyOf": [{"type": "string", "pattern": DATETIME_PATTERN}, {"type": "null"}]},
+            **{name: storable_json_schema() for name in sorted(IGNORED_FIELDS)},
+        },
+        "required": ["role"],
+        "additionalProperties": False,
+        "anyOf": [
+            {"properties": {"role": {"enum": tool_roles}, "content": {"anyOf": [text, parts]}}, "required": ["content"]},
+            {
+                "properties": {
+                    "role": {"enum": other_roles},
+                    "content": {"anyOf": [{**text, "minLength": 1}, {**parts, "minItems": 1}]},
+                },
+                "required": ["content"],
+            },
+            {
+                "properties": {"role": {"enum": other_roles}, "tool_calls": {"type": "array", "minItems": 1}},
+                "required": ["tool_calls"],
+            },
+            {
+                "properties": {"role": {"enum": other_roles}, "function_call": {"type": "object"}},
+                "required": ["function_call"],
+            },
+        ],
+    }
+
+
+@extend_schema_field(message_schema())
+class MessageField(serializers.JSONField):
+    """Checked by apps.conversations.turns.normalise_messages, which names the message and field."""
 
 
 class MemoryAddInputSerializer(InputSerializer):
@@ -13,15 +67,13 @@ class MemoryAddInputSerializer(InputSerializer):
         SESSION_ID_PATTERN, error_messages={"invalid": "Use 1-64 letters, digits, '_' or '-'."}
     )
     session_tag = fields.ChoiceField(choices=SessionTag.choices, required=False)
-    messages = serializers.ListField(child=serializers.JSONField(), allow_empty=False)
+    messages = serializers.ListField(child=MessageField(), allow_empty=False, max_length=settings.MAX_MESSAGES_PER_ADD)
     occurred_at = fields.DateTimeField(required=False)
-    filter_tags = fields.JSONObjectField(required=False)
+    filter_tags = fields.TagsField(required=False)
     seal = fields.StrictBooleanField(default=False)
     outcome = fields.ChoiceField(choices=Session.Outcome.choices, required=False)
 
     def validate_messages(self, messages):
-        from django.conf import settings
-
         if len(messages) > settings.MAX_MESSAGES_PER_ADD:
             raise serializers.ValidationError(
                 f"At most {settings.MAX_MESSAGES_PER_ADD} messages per request; got {len(messages)}."

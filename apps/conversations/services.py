@@ -18,7 +18,7 @@ from apps.conversations.models import SESSION_ID_PATTERN, IngestRequest, Message
 from apps.conversations.routing import distillation_enqueue, embedding_enqueue, extraction_enqueue, projection_enqueue
 from apps.conversations.turns import normalise_messages
 from apps.core.errors import ConflictError
-from apps.core.validation import InputError, check_json, check_text
+from apps.core.validation import InputError, check_tags, check_text
 from apps.pipeline.models import MemoryTask
 from apps.tenancy.services import end_user_get_or_create
 
@@ -93,9 +93,7 @@ def _check_add_arguments(*, user_id, session_id, session_tag, outcome, filter_ta
         if outcome is not None and outcome not in Session.Outcome.values:
             raise InputError("outcome", f"Use one of {', '.join(Session.Outcome.values)}.")
         if filter_tags is not None:
-            if not isinstance(filter_tags, dict):
-                raise InputError("filter_tags", "Must be a JSON object.")
-            check_json(filter_tags, field="filter_tags", depth=1)
+            check_tags(filter_tags, field="filter_tags")
         if idempotency_key is not None:
             check_text(idempotency_key, field="Idempotency-Key")
     except InputError as exc:

@@ -122,19 +122,27 @@ def normalise_messages(raw_messages: list, *, max_chars: int, default_occurred_a
             if raw.get(text_field) is not None and not isinstance(raw[text_field], str):
                 problems[text_field] = ["Must be a string."]
 
-        content = _flatten_content(raw.get("content"))
+        raw_content = raw.get("content")
+        if raw_content is not None and not isinstance(raw_content, (str, list)):
+            problems["content"] = ["Must be a string, a list of content parts, or null."]
         raw_calls = raw.get("tool_calls")
-        if raw.get("function_call") is not None:  # the legacy single-call shape
-            raw_calls = [{"type": "function", "function": raw["function_call"]}]
         if raw_calls is not None and not isinstance(raw_calls, list):
-            raw_calls = [raw_calls]
-        if not content and not raw_calls and role != "tool":
+            problems["tool_calls"] = ["Must be a list of tool calls, or null."]
+        function_call = raw.get("function_call")
+        if function_call is not None and not isinstance(function_call, dict):
+            problems["function_call"] = ["Must be an object, or null."]
+        elif function_call is not None:  # the legacy single-call shape
+            raw_calls = [{"type": "function", "function": function_call}]
+        if role in ("tool", "function"):
+            if raw_content is None:
+                problems["content"] = ["A tool result needs content."]
+        elif not raw_content and not raw_calls:
             problems["content"] = ["A message needs content or tool_calls."]
-        if role in ("tool", "function") and content is None:
-            problems["content"] = ["A tool result needs content."]
         if problems:
             errors[index] = problems
             continue
+
+        content = _flatten_content(raw_content)
 
         role = ROLE_ALIASES.get(role, role)
         name = raw.get("name") or ""

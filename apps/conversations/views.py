@@ -25,16 +25,22 @@ from apps.conversations.turns import TurnError
 from apps.core.api import ClientAPIView, require_write_access
 from apps.core.errors import NOT_FOUND_MESSAGE
 from apps.core.pagination import Pagination
+from apps.tenancy.models import SCOPE_PATTERN
 
-USER_ID_PARAMETER = OpenApiParameter("user_id", str, required=True, description="The session owner's user id.")
+USER_ID_PARAMETER = OpenApiParameter(
+    "user_id", {"type": "string", "minLength": 1, "maxLength": 255}, required=True,
+    description="The session owner's user id.",
+)
 SCOPE_PARAMETER = OpenApiParameter(
-    "scope", str, required=False,
+    "scope", {"type": "string", "pattern": SCOPE_PATTERN}, required=False,
     description="The session's scope, needed only when the id exists in several scopes the client reads "
     "(default: the client's write scope, else the only readable one).",
 )
 
 
 class MemoryAddView(ClientAPIView):
+    error_statuses = (409,)  # a sealed session, another tag, a reused Idempotency-Key
+
     @extend_schema(
         request=MemoryAddInputSerializer,
         responses={202: MemoryAddOutputSerializer},
@@ -67,6 +73,8 @@ class MemoryAddView(ClientAPIView):
 
 
 class SessionListView(ClientAPIView):
+    pagination_class = Pagination  # also tells the OpenAPI schema the list is paginated
+
     def scoped_queryset(self, *, client, filters=None):
         return session_list(reader=client.reader, filters=filters)
 
@@ -74,7 +82,7 @@ class SessionListView(ClientAPIView):
     def get(self, request):
         filters = SessionListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        paginator = Pagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(self.get_queryset(filters=filters.validated_data), request, self)
         return paginator.get_paginated_response(SessionOutputSerializer(page, many=True).data)
 

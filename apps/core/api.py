@@ -1,6 +1,7 @@
 """The one base class for API views: it resolves the caller and seals every queryset to it."""
 
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
+from django.http import QueryDict
 from rest_framework import exceptions, serializers
 from rest_framework.views import APIView
 
@@ -95,6 +96,11 @@ class InputSerializer(serializers.Serializer):
     from_query = False
 
     def __init__(self, *args, from_query: bool | None = None, **kwargs):
+        data = kwargs.get("data")
+        if isinstance(data, QueryDict):
+            # A plain dict, so DRF's form semantics do not apply: `?q=` is an empty q (refused where a
+            # value is required to be non-empty, as the schema says), not a missing one.
+            kwargs["data"] = {key: data.get(key) for key in data}
         super().__init__(*args, **kwargs)
         if from_query is not None:
             self.from_query = from_query

@@ -5,6 +5,8 @@ JSON type the schema names from a body, and the text form from a query string, w
 text. A serializer says which it reads with `from_query` (see apps.core.api.InputSerializer).
 """
 
+import re
+
 from rest_framework import serializers
 
 from apps.core import validation
@@ -27,11 +29,25 @@ class StringInput:
 
 
 class CharField(StringInput, serializers.CharField):
-    pass
+    """Kept as sent: ids and texts are exact (DRF would strip whitespace, so " " would be blank)."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
 
 
 class RegexField(StringInput, serializers.RegexField):
-    pass
+    """The whole value must match (Python's `$` would also match before a final newline)."""
+
+    def __init__(self, regex, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(regex, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if value.endswith("\n"):
+            self.fail("invalid")
+        return value
 
 
 class ChoiceField(serializers.ChoiceField):
@@ -72,9 +88,11 @@ class IntegerField(serializers.IntegerField):
         if isinstance(data, bool):
             self.fail("invalid")
         if isinstance(data, str):
-            if not _from_query(self) or not data.strip().lstrip("-").isdigit() or len(data) > 30:
+            if not _from_query(self) or not re.fullmatch(r"-?[0-9]{1,30}", data):
                 self.fail("invalid")
             data = int(data)
+        if isinstance(data, float) and data.is_integer():
+            data = int(data)  # JSON (and JSON Schema) make no difference between 70 and 70.0
         if not isinstance(data, int):
             self.fail("invalid")
         return super().to_internal_value(data)
@@ -90,8 +108,9 @@ class DateTimeField(serializers.DateTimeField):
             raise serializers.ValidationError(exc.message) from None
 
 
-class JSONObjectField(serializers.DictField):
-    """A JSON object in a body, or its JSON text in a query string; strings, numbers and depth checked."""
+class TagsField(serializers.DictField):
+    """Tags: a flat JSON object of strings, numbers, booleans or nulls, in a body or as JSON text in a
+    query string (`filter_tags={"team":"a"}`)."""
 
     default_error_messages = {"not_a_dict": "Must be a JSON object."}
 
@@ -104,7 +123,7 @@ class JSONObjectField(serializers.DictField):
         if not isinstance(data, dict):
             self.fail("not_a_dict", input_type=type(data).__name__)
         try:
-            validation.check_json(data, depth=1)
+            validation.check_tags(data, field="")
         except validation.InputError as exc:
             raise serializers.ValidationError({exc.field: [exc.message]} if exc.field else exc.message) from None
         return super().to_internal_value(data)

@@ -11,6 +11,8 @@ from apps.core.api import InputSerializer
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 MAX_OFFSET = 2**31 - 1
+# DRF's page-number spellings, accepted beside limit/offset (the OpenAPI schema documents those two).
+PAGE_ALIASES = ("page", "page_size")
 
 
 class PageQuerySerializer(InputSerializer):
@@ -19,8 +21,9 @@ class PageQuerySerializer(InputSerializer):
     from_query = True
 
     limit = fields.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT,
-                                     help_text=f"Items per page (default {DEFAULT_LIMIT}).")
-    offset = fields.IntegerField(required=False, min_value=0, max_value=MAX_OFFSET)
+                                help_text=f"Items per page (default {DEFAULT_LIMIT}); `page_size` is an alias.")
+    offset = fields.IntegerField(required=False, min_value=0, max_value=MAX_OFFSET,
+                                 help_text="Items to skip; `page` (from 1) is an alias: offset = (page - 1) × limit.")
     page_size = fields.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT,
                                          help_text="Alias of `limit`.")
     page = fields.IntegerField(required=False, min_value=1, max_value=MAX_OFFSET,

@@ -19,8 +19,9 @@ from django.utils.dateparse import parse_datetime
 # The characters a stored string may not contain: NUL and the surrogate code points (valid only in pairs
 # inside UTF-16, never on their own in a Python str that came from UTF-8 or from a JSON \u escape).
 FORBIDDEN_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
-# The same rule as a JSON Schema pattern, for the OpenAPI schema.
-TEXT_PATTERN = "^[^\\u0000\\ud800-\\udfff]*$"
+# The same rule as a JSON Schema pattern, for the OpenAPI schema. It names NUL only: a lone surrogate is
+# not a Unicode scalar value, so no JSON Schema string (and no validator's regex engine) can hold one.
+TEXT_PATTERN = "^[^\\u0000]*$"
 
 FIRST_YEAR = 1900
 LAST_YEAR = 2199
@@ -141,6 +142,17 @@ def loads(text: str | bytes, *, field: str = "", check_values: bool = True):
     if check_values:
         check_json(value, field=field)
     return value
+
+
+def check_tags(tags, *, field: str) -> dict:
+    """Tags (`filter_tags`): a flat object of strings, numbers, booleans or nulls."""
+    if not isinstance(tags, dict):
+        raise InputError(field, "Must be a JSON object.")
+    check_json(tags, field=field, depth=1)
+    for key, value in tags.items():
+        if isinstance(value, (dict, list)):
+            raise InputError(_join(field, key), "Tag values must be a string, a number, a boolean or null.")
+    return tags
 
 
 def check_fields(values: dict) -> None:

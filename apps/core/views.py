@@ -11,6 +11,8 @@ DOCS_CONTENT_SECURITY_POLICY = (
 
 
 class _SelfContainedDocs:
+    schema = None  # HTML pages, not API operations: left out of the OpenAPI schema
+
     def get(self, request, *args, **kwargs):
         response = super().get(request, *args, **kwargs)
         response["Content-Security-Policy"] = DOCS_CONTENT_SECURITY_POLICY

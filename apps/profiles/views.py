@@ -14,6 +14,8 @@ from apps.profiles.serializers import (
 
 
 class ProfileListView(ClientAPIView):
+    pagination_class = Pagination  # also tells the OpenAPI schema the list is paginated
+
     def scoped_queryset(self, *, client, filters=None):
         return profile_list(reader=client.reader, filters=filters)
 
@@ -21,7 +23,7 @@ class ProfileListView(ClientAPIView):
     def get(self, request):
         filters = ProfileListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        paginator = Pagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(self.get_queryset(filters=filters.validated_data), request, self)
         return paginator.get_paginated_response(ProfileOutputSerializer(page, many=True).data)
 
@@ -36,6 +38,8 @@ class ProfileDetailView(ClientAPIView):
 
 
 class EntityListView(ClientAPIView):
+    pagination_class = Pagination  # also tells the OpenAPI schema the list is paginated
+
     def scoped_queryset(self, *, client, filters=None):
         return entity_list(reader=client.reader, filters=filters)
 
@@ -43,6 +47,6 @@ class EntityListView(ClientAPIView):
     def get(self, request):
         filters = EntityListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        paginator = Pagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(self.get_queryset(filters=filters.validated_data), request, self)
         return paginator.get_paginated_response(EntityOutputSerializer(page, many=True).data)

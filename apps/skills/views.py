@@ -37,6 +37,8 @@ class SkillRetrieveView(ClientAPIView):
 
 
 class SkillListView(ClientAPIView):
+    pagination_class = Pagination  # also tells the OpenAPI schema the list is paginated
+
     def scoped_queryset(self, *, client, filters=None):
         return skill_list(reader=client.reader, filters=filters)
 
@@ -44,7 +46,7 @@ class SkillListView(ClientAPIView):
     def get(self, request):
         filters = SkillListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        paginator = Pagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(self.get_queryset(filters=filters.validated_data), request, self)
         return paginator.get_paginated_response(SkillOutputSerializer(page, many=True).data)
 
@@ -79,6 +81,8 @@ def _delete_skill(view: ClientAPIView, skill_id) -> Response:
 
 
 class ExperienceListView(ClientAPIView):
+    pagination_class = Pagination  # also tells the OpenAPI schema the list is paginated
+
     def scoped_queryset(self, *, client, filters=None):
         return experience_list(reader=client.reader, filters=filters)
 
@@ -86,13 +90,15 @@ class ExperienceListView(ClientAPIView):
     def get(self, request):
         filters = ExperienceListFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        paginator = Pagination()
+        paginator = self.pagination_class()
         queryset = self.get_queryset(filters=filters.validated_data)
         page = paginator.paginate_queryset(queryset, request, self)
         return paginator.get_paginated_response(ExperienceOutputSerializer(page, many=True).data)
 
 
 class SessionDistillView(SessionObjectMixin, ClientAPIView):
+    error_statuses = (409,)  # not a task session, or not sealed yet
+
     @extend_schema(
         parameters=[USER_ID_PARAMETER, SCOPE_PARAMETER],
         request=None,

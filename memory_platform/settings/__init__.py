@@ -143,7 +143,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["apps.core.permissions.IsActiveClient"],
     "DEFAULT_PARSER_CLASSES": ["apps.core.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "apps.core.schema.PlatformAutoSchema",
     "EXCEPTION_HANDLER": "apps.core.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_PAGINATION_CLASS": "apps.core.pagination.Pagination",
@@ -155,6 +155,13 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Sessions in, skills and memories out. Authenticate with `Authorization: Api-Key <key>`.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "OAS_VERSION": "3.1.0",
+    # A PATCH body has the fields the view requires, not every field made optional.
+    "COMPONENT_SPLIT_PATCH": False,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "apps.core.schema.add_storable_json_component",
+    ],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "SWAGGER_UI_DIST": "SIDECAR",

@@ -1,0 +1,178 @@
+"""The OpenAPI schema tells the truth: every status an operation can answer, with the error shape,
+and request schemas that state the rules apps.core.validation enforces (what the schema allows is
+accepted, what it forbids is refused; schemathesis checks both in the suite)."""
+
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import ResolvedComponent
+from rest_framework import serializers
+from rest_framework.permissions import SAFE_METHODS
+
+from apps.core import fields, validation
+from apps.core.api import InputSerializer
+from apps.core.pagination import PAGE_ALIASES
+from apps.core.permissions import CanErase, WriteScopeForWrites
+
+ERROR_COMPONENT = "Error"
+ERROR_SCHEMA = {
+    "type": "object",
+    "description": "Every error under /api/ has this shape.",
+    "properties": {
+        "error": {
+            "type": "object",
+            "properties": {
+                "status": {"type": "integer", "description": "The HTTP status, repeated."},
+                "code": {"type": "string", "description": "e.g. invalid, not_authenticated, not_found, conflict."},
+                "message": {"type": "string", "description": "What was wrong, naming the fields."},
+                "details": {"description": "Per-field messages of a validation error."},
+            },
+            "required": ["status", "code", "message"],
+        }
+    },
+    "required": ["error"],
+}
+ERROR_DESCRIPTIONS = {
+    400: "Invalid input: the message names each field (a body, query or path value, or a stored header).",
+    401: "No API key, or an invalid, revoked or disabled one.",
+    403: "The client may not do this (read-only client, another scope's item, or no can_erase).",
+    404: "No such item among those the client reads (a foreign id and a missing one look the same).",
+    409: "The request conflicts with stored state (a sealed session, a reused Idempotency-Key).",
+    411: "A chunked body sent to a server that cannot read one; send a Content-Length.",
+    413: "The body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE.",
+    415: "The body is not application/json.",
+}
+
+# A date-time inside the accepted window, in the shape the server parses: months with their real day
+# counts (29 February is accepted by the server in leap years, but left out of the pattern).
+_DAY = "((0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])|(0[13-9]|1[0-2])-(29|30)|(0[13578]|1[02])-31)"
+DATETIME_PATTERN = (
+    f"^(19[0-9]{{2}}|2[01][0-9]{{2}})-{_DAY}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{{1,6}})?"
+    "(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?$"
+)
+DATETIME_DESCRIPTION = (
+    f"ISO 8601 date-time in {validation.DATE_WINDOW} with a UTC offset up to ±23:59 (Z or none for UTC); "
+    "stored as UTC."
+)
+
+
+STORABLE_JSON = "StorableJSON"
+SCALARS = [
+    {"type": "string", "pattern": validation.TEXT_PATTERN},
+    {"type": "number"},
+    {"type": "boolean"},
+    {"type": "null"},
+]
+
+
+def storable_json_schema() -> dict:
+    """Any JSON value the server stores: strings and keys without NUL, numbers finite."""
+    return {"$ref": f"#/components/schemas/{STORABLE_JSON}"}
+
+
+def storable_object_schema() -> dict:
+    return {
+        "type": "object",
+        "propertyNames": {"pattern": validation.TEXT_PATTERN},
+        "additionalProperties": storable_json_schema(),
+    }
+
+
+def add_storable_json_component(result, generator, request, public):
+    """drf-spectacular postprocessing hook: the recursive StorableJSON component.
+
+    Its depth limit (JSON_MAX_DEPTH over the whole body) is stated in words: written out as one
+    component per level, the schema grows past what validators and generators can walk.
+    """
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas[STORABLE_JSON] = {
+        "description": f"Any JSON value; the whole body nests at most JSON_MAX_DEPTH ({validation.max_depth()}) "
+        "levels, and strings and keys hold no NUL (\\u0000).",
+        "anyOf": [*SCALARS, {"type": "array", "items": storable_json_schema()}, storable_object_schema()],
+    }
+    result["components"]["schemas"] = dict(sorted(schemas.items()))
+    return result
+
+
+class PlatformAutoSchema(AutoSchema):
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if direction != "request":
+            return schema
+        if isinstance(field, fields.DateTimeField):
+            schema.pop("format", None)
+            schema.update(type="string", pattern=DATETIME_PATTERN, description=DATETIME_DESCRIPTION)
+        elif isinstance(field, fields.TagsField):
+            schema.update(type="object", propertyNames={"pattern": validation.TEXT_PATTERN},
+                          additionalProperties={"anyOf": SCALARS})
+        elif isinstance(field, fields.StringInput):
+            if not isinstance(field, serializers.RegexField):  # whose own pattern excludes NUL already
+                schema.setdefault("pattern", validation.TEXT_PATTERN)
+            if not field.allow_blank:
+                schema.setdefault("minLength", 1)
+        elif isinstance(field, serializers.ListField) and not field.allow_empty:
+            schema["minItems"] = 1
+        return schema
+
+    def _map_basic_serializer(self, serializer, direction):
+        schema = super()._map_basic_serializer(serializer, direction)
+        if isinstance(serializer, InputSerializer):
+            schema["additionalProperties"] = False  # unknown fields are refused by name
+            if type(serializer).__dict__.get("__doc__") is None:
+                schema.pop("description", None)  # the base class's docstring says nothing to a client
+            for name, field_schema in schema.get("properties", {}).items():
+                # drf-spectacular writes a blank-allowed string as "pattern, or empty"; the text pattern admits "".
+                if "oneOf" in field_schema and field_schema["oneOf"][-1] == {"type": "string", "maxLength": 0}:
+                    schema["properties"][name] = {**field_schema.pop("oneOf")[0], **field_schema}
+        return schema
+
+    def _resolve_path_parameters(self, variables):
+        parameters = super()._resolve_path_parameters(variables)
+        for parameter in parameters:
+            parameter["schema"] = {"type": "string", "minLength": 1, "pattern": validation.TEXT_PATTERN}
+        return parameters
+
+    def _get_parameters(self):
+        # The schema names the canonical spelling only: `page`/`page_size` are aliases of `offset`/`limit`
+        # that must not contradict them (a 400), a rule between parameters JSON Schema cannot state.
+        parameters = [
+            parameter for parameter in super()._get_parameters()
+            if not (parameter["in"] == "query" and parameter["name"] in PAGE_ALIASES)
+        ]
+        for parameter in parameters:
+            schema = parameter.get("schema", {})
+            if schema.get("type") == "object":
+                # JSON text in the query string (`filter_tags={"team":"a"}`), not form-style key=value pairs.
+                parameter["content"] = {"application/json": {"schema": parameter.pop("schema")}}
+            elif schema.get("type") == "string" and "enum" not in schema:
+                schema.setdefault("pattern", validation.TEXT_PATTERN)
+            if parameter["in"] == "header":
+                schema.setdefault("maxLength", 255)
+        return parameters
+
+    def _get_response_bodies(self, direction="response"):
+        responses = super()._get_response_bodies(direction)
+        if not self.path.startswith("/api/v1/"):
+            return responses
+        error = self._error_component().ref
+        for status in self._error_statuses():
+            response = responses.setdefault(str(status), {"description": ERROR_DESCRIPTIONS[status]})
+            response["content"] = {"application/json": {"schema": error}}
+        return dict(sorted(responses.items()))
+
+    def _error_component(self) -> ResolvedComponent:
+        component = ResolvedComponent(
+            name=ERROR_COMPONENT, type=ResolvedComponent.SCHEMA, object=ERROR_COMPONENT, schema=ERROR_SCHEMA
+        )
+        self.registry.register_on_missing(component)
+        return component
+
+    def _error_statuses(self) -> set[int]:
+        statuses = {400, 401}
+        permissions = getattr(self.view, "permission_classes", [])
+        if CanErase in permissions or (self.method not in SAFE_METHODS and WriteScopeForWrites in permissions):
+            statuses.add(403)
+        if "{" in self.path:
+            statuses.add(404)
+        if self._get_request_body():
+            statuses |= {411, 413, 415}
+        statuses |= set(getattr(self.view, "error_statuses", ()))
+        return statuses
