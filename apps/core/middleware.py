@@ -1,12 +1,14 @@
-"""JSON instead of HTML for errors raised outside DRF views (unmatched URLs, crashes, body limits)."""
+"""JSON instead of HTML for errors raised outside DRF views (unmatched URLs, crashes, body limits),
+and the query-string rule of apps.core.validation for the pages outside the API."""
 
 import logging
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import JsonResponse
+from django.http import HttpResponseBadRequest, JsonResponse
 
 from apps.core.errors import error_body, not_found_response
 from apps.core.logs import error_class, request_route
+from apps.core.validation import text_problem
 
 logger = logging.getLogger(__name__)
 
@@ -47,3 +49,22 @@ class JSONErrorsForAPIMiddleware:
         )
         code, message = MESSAGES[500]
         return JsonResponse(error_body(status_code=500, code=code, message=message), status=500)
+
+
+class RefuseUnstorableQueryMiddleware:
+    """Outside the API (whose views name each bad parameter themselves), a query string holding what
+    PostgreSQL cannot compare against (NUL) is a 400 before any view runs: admin filters like
+    `?status__exact=%00` would otherwise reach a query and answer 500."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not request.path.startswith(JSON_PREFIXES):
+            for name, values in request.GET.lists():
+                if any(text_problem(text) for text in [name, *values]):
+                    return HttpResponseBadRequest(
+                        f"Query parameter {name!r} must not contain NUL characters or unpaired surrogates.",
+                        content_type="text/plain; charset=utf-8",
+                    )
+        return self.get_response(request)

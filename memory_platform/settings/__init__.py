@@ -46,6 +46,7 @@ MIDDLEWARE = [
     # Outermost, so errors raised by the other middleware (bad Host, body too big) are JSON too.
     "apps.core.middleware.JSONErrorsForAPIMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "apps.core.middleware.RefuseUnstorableQueryMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -127,3 +127,21 @@ def test_the_admin_form_refuses_unstorable_fields(client, organization, field, v
     errors = response.context["adminform"].form.errors
     assert problem in " ".join(errors[field])
     assert Skill.objects.get(pk=skill.pk).version == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "page",
+    [
+        "/admin/conversations/session/?outcome__exact=%00",
+        "/admin/skills/skill/?status__exact=a%00",
+        "/admin/skills/skill/?q=a%00b",
+        "/admin/pipeline/memorytask/?status__exact=%00",
+        "/admin/?next=%00",
+    ],
+)
+def test_admin_pages_refuse_a_nul_in_the_query_string(admin_client, page):
+    response = admin_client.get(page)
+    assert response.status_code == 400
+    assert "must not contain NUL" in response.content.decode()
+    assert admin_client.get(page.split("?")[0]).status_code == 200
