@@ -64,10 +64,16 @@ class ClientAPIView(APIView):
 def check_request_text(request, *, path_parameters: dict) -> None:
     """Path parameters, query parameters and stored headers may not hold what PostgreSQL cannot
     store (NUL) or UTF-8 cannot encode (lone surrogates): a 400 naming each one, before any query."""
-    errors = {}
     candidates = [(name, [value]) for name, value in path_parameters.items()]
     candidates += list(request.query_params.lists())
     candidates += [(name, [request.headers[name]]) for name in STORED_HEADERS if name in request.headers]
+    check_parameters(candidates)
+
+
+def check_parameters(candidates) -> None:
+    """(name, [values]) pairs of parameters that name what to look up; ValidationError naming each bad one.
+    The MCP tools, which call the views' querysets without a request, check their arguments here too."""
+    errors = {}
     for name, values in candidates:
         if name_problem(name, kind="A parameter name"):
             errors["query"] = [name_problem(name, kind="A parameter name")]

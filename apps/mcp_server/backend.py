@@ -25,7 +25,7 @@ from apps.conversations.serializers import (
 from apps.conversations.services import message_delete, messages_ingest
 from apps.conversations.turns import TurnError
 from apps.conversations.views import MemoryAddView, MessageDeleteView, SessionDetailView, SessionListView
-from apps.core.api import require_write_access
+from apps.core.api import check_parameters, require_write_access
 from apps.core.errors import api_exception_handler, error_body
 from apps.memories.services.memories import memory_delete
 from apps.memories.views import EpisodicMemoryDeleteView, SemanticMemoryDeleteView
@@ -51,16 +51,18 @@ DELETIONS = {
 }
 
 
-def view_for(view_class, method: str, client, query: dict | None = None):
+def view_for(view_class, method: str, client, query: dict | None = None, path: dict | None = None):
     """The REST view of the same operation, bound to the caller (and to the query string it would
     have read), after its permission checks: read-only clients are refused writes, and clients
-    without can_erase erasure, exactly as in the REST API."""
+    without can_erase erasure, exactly as in the REST API. `path` holds the arguments the REST API
+    takes in its path; they and the query obey the same text rules (apps.core.api.check_parameters)."""
     view = view_class()
     query_params = {key: value for key, value in (query or {}).items() if value is not None}
     view.request = SimpleNamespace(method=method, user=client, query_params=query_params)
     for permission in view.get_permissions():
         if not permission.has_permission(view.request, view):
             raise exceptions.PermissionDenied(getattr(permission, "message", None), code=getattr(permission, "code", None))
+    check_parameters([(name, [value]) for name, value in {**(path or {}), **query_params}.items() if isinstance(value, str)])
     return view
 
 
@@ -168,7 +170,7 @@ class PlatformBackend:
 
     def _get_session(self, *, session_id, user_id, scope, limit, offset) -> dict:
         view = view_for(SessionDetailView, "GET", self.client,
-                        {"user_id": user_id, "scope": scope, "limit": limit, "offset": offset})
+                        {"user_id": user_id, "scope": scope, "limit": limit, "offset": offset}, {"session_id": session_id})
         session = view.get_session(session_id)
         query = view.owner_query()
         messages = session_messages(session=session)[query["offset"] : query["offset"] + query["limit"]]
@@ -185,7 +187,7 @@ class PlatformBackend:
         if memory_type not in DELETIONS:
             raise exceptions.NotFound()
         view_class, delete = DELETIONS[memory_type]
-        item = view_for(view_class, "DELETE", self.client).get_object(pk=memory_id)
+        item = view_for(view_class, "DELETE", self.client, path={"item_id": memory_id}).get_object(pk=memory_id)
         require_write_access(self.client, item)
         delete(item)
 
@@ -193,7 +195,7 @@ class PlatformBackend:
         return await self._run(self._erase_user, **arguments)
 
     def _erase_user(self, *, user_id) -> dict:
-        view = view_for(UserErasureView, "DELETE", self.client)
+        view = view_for(UserErasureView, "DELETE", self.client, path={"user_id": user_id})
         end_user = view.get_object(user_id=user_id)
         subject = Subject(organization=self.client.organization, kind=USER, subject_id=end_user.user_id, end_user=end_user)
         return ErasureAcceptedOutputSerializer(erasure_request(subject=subject, requested_by=self.client)).data

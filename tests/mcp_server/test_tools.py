@@ -142,6 +142,27 @@ def test_invalid_arguments_get_the_rest_api_message(connect_as, client_a):
     assert "Failed (400 invalid): Invalid input: session_id: Use 1-64 letters, digits, '_' or '-'." in text(result)
 
 
+@pytest.mark.parametrize(
+    "tool,arguments,field",
+    [
+        ("get_session", {"session_id": "a\x00b", "user_id": "alice"}, "session_id"),
+        ("get_session", {"session_id": "chat-1", "user_id": "al\x00ice"}, "user_id"),
+        ("list_sessions", {"user_id": "\x00"}, "user_id"),
+        ("search_memory", {"user_id": "alice", "query": "a\x00"}, "query"),
+        ("add_memory", {"user_id": "alice", "session_id": "chat-1", "messages": [{"role": "user", "content": "\x00"}]},
+         "messages.0.content"),
+        ("erase_user", {"user_id": "a\x00b"}, "user_id"),
+        ("delete_memory", {"memory_type": "message", "memory_id": "a\x00b"}, "item_id"),
+    ],
+)
+def test_a_nul_in_any_argument_is_refused_naming_it(connect_as, client_a, tool, arguments, field):
+    eraser = ClientFactory(organization=client_a.organization, can_erase=True)
+    result = call(connect_as(eraser), tool, arguments)
+    assert result.is_error
+    assert f"Failed (400 invalid): Invalid input: {field}: Must not contain NUL" in text(result)
+    assert not Message.objects.exists() and not ErasureRequest.objects.exists()
+
+
 def test_read_only_clients_see_the_write_tools_refused(connect_as, client_a):
     reader = ClientFactory(organization=client_a.organization, write_scope=None, read_scopes=["default"])
     sister = semantic(client_a.organization, "default", "alice", "sister", "Alice's sister lives in Lisbon")
