@@ -8,6 +8,7 @@ import functools
 import hashlib
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -465,7 +466,8 @@ def search(
     max(limit, RERANK_CANDIDATES) merged hits are reordered by it before the cut.
     """
     reranker = settings.RERANKER if reranker is None else reranker
-    reranking = reranker != "none" and bool((query or "").strip())
+    ranked = bool((query or "").strip())
+    reranking = ranked and reranker != "none"
     candidates = max(limit, settings.RERANK_CANDIDATES) if reranking else limit
     hits = []
     for memory_type in memory_types or list(SOURCES):
@@ -474,7 +476,7 @@ def search(
             source, reader=reader, query=query, method=method or source.default_method, limit=candidates, filters=filters
         ):
             hits.append(Hit(source=source, instance=instance, score=score))
-    if (query or "").strip():
+    if ranked:
         hits.sort(key=lambda hit: hit.score, reverse=True)
         if len({hit.source.memory_type for hit in hits}) > 1:
             hits = _capped(hits)
@@ -490,10 +492,11 @@ def _capped(hits: list[Hit]) -> list[Hit]:
     """Ranked among other types, a type with a `mixed_cap` keeps only its best that many hits (a page
     summarising a person matches every question naming them, and rank 1 of a user's few pages
     scores as high as rank 1 of their thousands of turns)."""
-    kept, seen = [], {}
+    caps = {hit.source.memory_type: hit.source.mixed_cap() for hit in hits if hit.source.mixed_cap}
+    seen = Counter()
+    kept = []
     for hit in hits:
-        cap = hit.source.mixed_cap() if hit.source.mixed_cap else None
-        seen[hit.source.memory_type] = seen.get(hit.source.memory_type, 0) + 1
-        if cap is None or seen[hit.source.memory_type] <= cap:
+        seen[hit.source.memory_type] += 1
+        if seen[hit.source.memory_type] <= caps.get(hit.source.memory_type, len(hits)):
             kept.append(hit)
     return kept
