@@ -142,7 +142,8 @@ class PlatformBackend:
             method=params.pop("search_method", None), limit=params.pop("limit"), filters=params,
         )
         results = [render_hit(hit) for hit in hits]
-        return {"query": query, "count": len(results), "reranked_by": hits.reranked_by, "results": results}
+        return {"query": query, "count": len(results), "reranked_by": hits.reranked_by,
+                "decomposed_into": hits.decomposed_into, "results": results}
 
     async def retrieve_skills(self, **arguments) -> dict:
         return await self._run(self._retrieve_skills, **arguments)

@@ -1,9 +1,21 @@
-"""`manage.py check` (and every server start) refuses an unknown RERANKER or a missing reranker model."""
+"""`manage.py check` (and every server start) refuses an unknown RERANKER or QUERY_DECOMPOSER or a missing reranker model."""
 
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import Error, Warning, register
 
+from apps.search.decompose import DECOMPOSERS
 from apps.search.rerank import RERANKERS
+
+
+@register()
+def decomposer_check(app_configs, **kwargs):
+    if settings.QUERY_DECOMPOSER not in DECOMPOSERS:
+        return [Error(f"QUERY_DECOMPOSER={settings.QUERY_DECOMPOSER!r} is unknown; use any of {', '.join(DECOMPOSERS)}.", id="search.E003")]
+    if settings.QUERY_DECOMPOSER == "llm" and settings.LLM_PROVIDER == "rules":
+        return [Warning("QUERY_DECOMPOSER=llm needs an LLM (OPENAI_API_KEY or LLM_PROVIDER=openai); searches are not decomposed.", id="search.W001")]
+    if not 1 <= settings.QUERY_DECOMPOSE_MAX <= 10:
+        return [Error(f"QUERY_DECOMPOSE_MAX must be between 1 and 10, not {settings.QUERY_DECOMPOSE_MAX}.", id="search.E004")]
+    return []
 
 
 @register()

@@ -16,6 +16,7 @@ from django.core.cache import cache
 from django.db import connection
 
 from apps.providers.embeddings import embed_query, embedding_model_name
+from apps.search.decompose import decompose
 from apps.search.registry import METHODS, SOURCES, SearchSource
 from apps.search.rerank import rerank
 from apps.tenancy.readers import Reader
@@ -57,11 +58,13 @@ class QueryVector:
 
 
 class Hits(list):
-    """The hits of a search, best first, and the reranker that ordered them (None: the fused order)."""
+    """The hits of a search, best first, the reranker that ordered them (None: the fused order)
+    and the sub-queries searched beside the question (None: the question alone)."""
 
-    def __init__(self, hits=(), *, reranked_by: str | None = None):
+    def __init__(self, hits=(), *, reranked_by: str | None = None, decomposed_into: list[str] | None = None):
         super().__init__(hits)
         self.reranked_by = reranked_by
+        self.decomposed_into = decomposed_into
 
 
 def _filters_sql(source: SearchSource, *, reader: Reader, filters: dict) -> tuple[str, list]:
@@ -456,36 +459,63 @@ def search_source(source: SearchSource, *, reader: Reader, query: str, method: s
     return _instances(source, rows)
 
 
-def search(
-    *, reader: Reader, query: str, memory_types: list[str] | None, method: str | None, limit: int, filters: dict,
-    reranker: str | None = None,
-) -> Hits:
-    """Searches several memory types and merges them, best first, up to `limit` results.
-
-    With a query and a reranker (`reranker`, default RERANKER) other than `none`, the best
-    max(limit, RERANK_CANDIDATES) merged hits are reordered by it before the cut.
-    """
-    reranker = settings.RERANKER if reranker is None else reranker
-    ranked = bool((query or "").strip())
-    reranking = ranked and reranker != "none"
-    candidates = max(limit, settings.RERANK_CANDIDATES) if reranking else limit
+def _merged(*, reader: Reader, query: str, memory_types: list[str] | None, method: str | None, limit: int, filters: dict) -> list[Hit]:
+    """The best `limit` items of each memory type for one query, merged: best first with a query,
+    newest first without."""
     hits = []
     for memory_type in memory_types or list(SOURCES):
         source = SOURCES[memory_type]
         for instance, score in search_source(
-            source, reader=reader, query=query, method=method or source.default_method, limit=candidates, filters=filters
+            source, reader=reader, query=query, method=method or source.default_method, limit=limit, filters=filters
         ):
             hits.append(Hit(source=source, instance=instance, score=score))
-    if ranked:
-        hits.sort(key=lambda hit: hit.score, reverse=True)
-        if len({hit.source.memory_type for hit in hits}) > 1:
-            hits = _capped(hits)
-    else:
+    if not (query or "").strip():
         hits.sort(key=lambda hit: getattr(hit.instance, hit.source.time_column), reverse=True)
+        return hits
+    hits.sort(key=lambda hit: hit.score, reverse=True)
+    return _capped(hits) if len({hit.source.memory_type for hit in hits}) > 1 else hits
+
+
+def _fused(rankings: list[list[Hit]]) -> list[Hit]:
+    """Reciprocal-rank fusion of the rankings of several queries (the question and its parts):
+    an item found by several of them, or near the top of one, comes first."""
+    scores: dict = {}
+    first: dict = {}
+    for ranking in rankings:
+        for rank, hit in enumerate(ranking, start=1):
+            key = (hit.source.memory_type, hit.instance.pk)
+            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
+            first.setdefault(key, hit)
+    order = sorted(scores, key=lambda key: -scores[key])  # stable: ties keep the question's own order
+    hits = [Hit(source=first[key].source, instance=first[key].instance, score=scores[key]) for key in order]
+    return _capped(hits) if len({hit.source.memory_type for hit in hits}) > 1 else hits
+
+
+def search(
+    *, reader: Reader, query: str, memory_types: list[str] | None, method: str | None, limit: int, filters: dict,
+    reranker: str | None = None, decomposer: str | None = None,
+) -> Hits:
+    """Searches several memory types and merges them, best first, up to `limit` results.
+
+    With a query and a decomposer (`decomposer`, default QUERY_DECOMPOSER) other than `none`,
+    each sub-query it proposes is searched too and the rankings are fused. With a query and a
+    reranker (`reranker`, default RERANKER) other than `none`, the best
+    max(limit, RERANK_CANDIDATES) hits are reordered by it, against the question, before the cut.
+    """
+    reranker = settings.RERANKER if reranker is None else reranker
+    decomposer = settings.QUERY_DECOMPOSER if decomposer is None else decomposer
+    ranked = bool((query or "").strip())
+    reranking = ranked and reranker != "none"
+    candidates = max(limit, settings.RERANK_CANDIDATES) if reranking else limit
+    arguments = dict(reader=reader, memory_types=memory_types, method=method, filters=filters)
+    hits = _merged(query=query, limit=candidates, **arguments)
+    subqueries = decompose(query, reader=reader) if ranked and decomposer == "llm" else None
+    if subqueries:
+        hits = _fused([hits, *(_merged(query=subquery, limit=candidates, **arguments) for subquery in subqueries)])
     if not reranking:
-        return Hits(hits[:limit])
+        return Hits(hits[:limit], decomposed_into=subqueries)
     reranked, reranked_by = rerank(query, hits[:candidates], reranker=reranker, reader=reader)
-    return Hits(reranked[:limit], reranked_by=reranked_by)
+    return Hits(reranked[:limit], reranked_by=reranked_by, decomposed_into=subqueries)
 
 
 def _capped(hits: list[Hit]) -> list[Hit]:

@@ -40,7 +40,7 @@ class SearchView(ClientAPIView):
         results = [render_hit(hit) for hit in hits]
         return Response({
             "query": serializer.validated_data["query"], "count": len(results), "reranked_by": hits.reranked_by,
-            "results": results,
+            "decomposed_into": hits.decomposed_into, "results": results,
         })
 
 

@@ -269,6 +269,11 @@ RERANKER = env("RERANKER", default="none")
 RERANK_CANDIDATES = env.int("RERANK_CANDIDATES", default=30)
 RERANKER_MODEL_PATH = env("RERANKER_MODEL_PATH", default="")
 RERANK_LLM_TIMEOUT_SECONDS = env.float("RERANK_LLM_TIMEOUT_SECONDS", default=10.0)
+# Query decomposition (apps.search.decompose): none | llm. With llm and an LLM configured, a
+# search with a query asks the model for at most QUERY_DECOMPOSE_MAX sub-queries and fuses them.
+QUERY_DECOMPOSER = env("QUERY_DECOMPOSER", default="none")
+QUERY_DECOMPOSE_MAX = env.int("QUERY_DECOMPOSE_MAX", default=3)
+QUERY_DECOMPOSE_TIMEOUT_SECONDS = env.float("QUERY_DECOMPOSE_TIMEOUT_SECONDS", default=10.0)
 
 # Memories (apps.memories): episodic and semantic extraction from conversation sessions.
 EXTRACTION_MAX_TURNS = env.int("EXTRACTION_MAX_TURNS", default=40)  # turns per LLM call

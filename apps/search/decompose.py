@@ -1,0 +1,63 @@
+"""Query decomposition: a question that needs several facts becomes several searches.
+
+"What books has Tim read?" is answered by turns from many sessions, each naming one book; no
+single ranking of the question puts them all near the top. With QUERY_DECOMPOSER=llm and an
+LLM configured, the configured OpenAI-compatible endpoint turns the question into at most
+QUERY_DECOMPOSE_MAX standalone search queries; the engine searches each (and the question
+itself), fuses the rankings and reranks the fusion against the question. A model that fails
+or answers nothing usable leaves the plain search, and the response says nothing was
+decomposed.
+"""
+
+import logging
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+DECOMPOSERS = ("none", "llm")
+SUBQUERY_MAX_CHARS = 200
+INSTRUCTIONS = (
+    "You plan searches over a person's memory (their past conversations). Split the question into "
+    "the standalone search queries whose results together answer it: one per fact, person, time or "
+    "item it needs, each short and self-contained (names instead of pronouns). A question about a "
+    'single fact needs one query. Answer with a JSON object {{"queries": [strings]}} of at most {limit} queries.'
+)
+
+
+def decompose(query: str, *, reader) -> list[str] | None:
+    """The sub-queries of `query` (without the query itself, at most QUERY_DECOMPOSE_MAX), or
+    None when the model failed or gave nothing usable."""
+    from apps.providers.llm import LLMError, chat_json, llm_enabled
+    from apps.tenancy.models import Organization
+
+    if not llm_enabled():
+        return None
+    try:
+        answer = chat_json(
+            messages=[
+                {"role": "system", "content": INSTRUCTIONS.format(limit=settings.QUERY_DECOMPOSE_MAX)},
+                {"role": "user", "content": f"Question: {query}"},
+            ],
+            organization=Organization.objects.filter(pk=reader.organization_id).first(),
+            purpose="decompose",
+            timeout=settings.QUERY_DECOMPOSE_TIMEOUT_SECONDS,
+            max_retries=0,
+        )
+    except LLMError as exc:
+        logger.warning("Query decomposition failed (%s); the question is searched as it is.", type(exc).__name__)
+        return None
+    queries = answer.get("queries")
+    if not isinstance(queries, list):
+        logger.warning("Query decomposition answered no query list; the question is searched as it is.")
+        return None
+    cleaned = []
+    for item in queries:
+        # Only short plain strings that differ from the question and each other become searches:
+        # the model may split the question, not inject anything else into the engine.
+        if not isinstance(item, str):
+            continue
+        text = " ".join(item.replace("\x00", " ").split())[:SUBQUERY_MAX_CHARS]
+        if text and text.casefold() != query.strip().casefold() and text.casefold() not in {q.casefold() for q in cleaned}:
+            cleaned.append(text)
+    return cleaned[: settings.QUERY_DECOMPOSE_MAX] or None
