@@ -8,7 +8,9 @@ among that user's messages, and recall@k is the share of its evidence dia_ids in
 The baselines run on the same turns: BM25 (rank_bm25 Okapi), exact cosine over the same
 embeddings, and their reciprocal-rank fusion. Each method is also measured with each reranker
 (`method+context`: the rerank stage over its best RERANK_CANDIDATES), and `run_providers` repeats
-everything for each local embedding provider.
+everything for each local embedding provider. With an LLM configured (LLM_PROVIDER=openai and
+its endpoint), `hybrid+decompose` variants search each question with QUERY_DECOMPOSER=llm too
+(the share of questions the model split is reported); without one they are left out.
 """
 
 import json
@@ -125,7 +127,7 @@ def recall(ranked: list[str], evidence: list[str], k: int) -> float:
 
 def run(
     file: str, *, methods=("bm25", "embedding", "hybrid", "fuzzy"), rerankers=("none", "context"),
-    output: str | None = None, log=print,
+    decompose: bool | None = None, output: str | None = None, log=print,
 ) -> dict:
     import numpy as np
     from django.conf import settings
@@ -136,14 +138,19 @@ def run(
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create, organization_create
     from apps.providers.embeddings import embed_query, embedding_model_name
+    from apps.providers.llm import llm_enabled
 
+    decompose = llm_enabled() if decompose is None else decompose
     samples = json.loads(Path(file).read_text())
     organization = organization_create(name=f"bench-locomo-{uuid.uuid4().hex[:8]}")
     client, _ = client_create(organization=organization, name="bench", write_scope="bench")
-    variants = [(method, reranker) for method in methods for reranker in rerankers]
+    variants = [(method, reranker, "none") for method in methods for reranker in rerankers]
+    if decompose:
+        variants += [("hybrid", reranker, "llm") for reranker in rerankers]
+    decomposed = defaultdict(int)
 
-    def variant_name(method, reranker):
-        return method if reranker == "none" else f"{method}+{reranker}"
+    def variant_name(method, reranker, decomposer="none"):
+        return method + ("" if reranker == "none" else f"+{reranker}") + ("" if decomposer == "none" else "+decompose")
 
     per_method = {
         name: defaultdict(list)
@@ -193,8 +200,8 @@ def run(
                     for k in KS:
                         per_method[name][(category, k)].append(recall(ranking, evidence, k))
 
-                for method, reranker in variants:
-                    name = variant_name(method, reranker)
+                for method, reranker, decomposer in variants:
+                    name = variant_name(method, reranker, decomposer)
                     started = time.perf_counter()
                     hits = search(
                         reader=client.reader,
@@ -204,8 +211,10 @@ def run(
                         limit=max(KS),
                         filters={"user_id": sample["sample_id"]},
                         reranker=reranker,
+                        decomposer=decomposer,
                     )
                     latencies[name].append((time.perf_counter() - started) * 1000)
+                    decomposed[name] += hits.decomposed_into is not None
                     ranking = [hit.instance.metadata.get("dia_id") for hit in hits]
                     for k in KS:
                         per_method[name][(category, k)].append(recall(ranking, evidence, k))
@@ -241,6 +250,8 @@ def run(
                 "p50": round(ordered[len(ordered) // 2], 2),
                 "p95": round(ordered[int(len(ordered) * 0.95)], 2),
             }
+        if name in decomposed and name.endswith("+decompose"):
+            entry["decomposed_share"] = round(decomposed[name] / max(questions, 1), 4)
         results["methods"][name] = entry
 
     log(f"\nLOCOMO evidence recall ({questions} questions, categories 1-4, {results['embedding_model']})")
@@ -275,9 +286,8 @@ def run_providers(file: str, *, providers=("local", "e5"), output_dir: str | Non
             results[provider] = run(file, output=output, log=log, **options)
     log("\nhybrid recall@10 per provider (overall / c1 multi-hop / c2 temporal / c3 open-domain / c4 single-hop), p50 ms")
     for provider, result in results.items():
-        for name in ("hybrid", *(f"hybrid+{reranker}" for reranker in options.get("rerankers", ("none", "context")) if reranker != "none")):
-            entry = result["methods"].get(name)
-            if entry:
+        for name, entry in result["methods"].items():
+            if name.startswith("hybrid"):
                 log(f"  {provider:<6} {name:<16} {entry['overall']['recall@10']:.3f} / "
                     + " / ".join(f"{entry['by_category'][str(c)].get('recall@10', 0):.3f}" for c in CATEGORIES)
                     + f"   p50 {entry['latency_ms']['p50']}")

@@ -266,7 +266,7 @@ SEARCH_SCAN_MAX_ROWS = env.int("SEARCH_SCAN_MAX_ROWS", default=20000)
 # The rerank stage (apps.search.rerank): none | context | cross-encoder | llm, over the best
 # RERANK_CANDIDATES fused hits of a search with a query.
 RERANKER = env("RERANKER", default="none")
-RERANK_CANDIDATES = env.int("RERANK_CANDIDATES", default=30)
+RERANK_CANDIDATES = env.int("RERANK_CANDIDATES", default=50)
 RERANKER_MODEL_PATH = env("RERANKER_MODEL_PATH", default="")
 RERANK_LLM_TIMEOUT_SECONDS = env.float("RERANK_LLM_TIMEOUT_SECONDS", default=10.0)
 # Query decomposition (apps.search.decompose): none | llm. With llm and an LLM configured, a
