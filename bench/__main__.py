@@ -38,6 +38,19 @@ def _locomo():
     locomo.run_providers(str(data_file("locomo-dev.json")), providers=providers, output_dir=str(RESULTS_DIR))
 
 
+def _retrieval_study():
+    """Ideas beyond the context reranker, scored on the same candidates (one provider: the first
+    of BENCH_EMBEDDING_PROVIDERS, default `e5`)."""
+    from django.test import override_settings
+
+    from bench import retrieval_study
+    from bench.locomo import PROVIDER_MODELS
+
+    provider = os.environ.get("BENCH_EMBEDDING_PROVIDERS", "e5").split(",")[0]
+    with override_settings(EMBEDDING_PROVIDER=provider, EMBEDDING_MODEL=PROVIDER_MODELS[provider]):
+        retrieval_study.run(RESULTS_DIR)
+
+
 def _admin():
     from bench import admin
 
@@ -83,7 +96,7 @@ def _broker_pause():
 BENCHMARKS = {
     "ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure,
     "admin": _admin, "profiles": _profiles, "profiles_lint": _profiles_lint, "scale": _scale, "broker_pause": _broker_pause,
-    "rerank": _rerank,
+    "rerank": _rerank, "retrieval_study": _retrieval_study,
 }
 
 

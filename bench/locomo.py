@@ -273,15 +273,18 @@ def run(
     return results
 
 
+# Each embedding provider's default model, for running one provider after another in one process.
+PROVIDER_MODELS = {"local": "all-MiniLM-L6-v2", "e5": "multilingual-e5-small-q4", "openai": "text-embedding-3-small", "hash": ""}
+
+
 def run_providers(file: str, *, providers=("local", "e5"), output_dir: str | None = None, log=print, **options) -> dict:
     """`run` once per embedding provider (in this process, each with its default model)."""
     from django.conf import settings
     from django.test import override_settings
 
-    models = {"local": "all-MiniLM-L6-v2", "e5": "multilingual-e5-small-q4", "openai": "text-embedding-3-small", "hash": ""}
     results = {}
     for provider in providers:
-        with override_settings(EMBEDDING_PROVIDER=provider, EMBEDDING_MODEL=models.get(provider, settings.EMBEDDING_MODEL)):
+        with override_settings(EMBEDDING_PROVIDER=provider, EMBEDDING_MODEL=PROVIDER_MODELS.get(provider, settings.EMBEDDING_MODEL)):
             output = str(Path(output_dir) / f"locomo-{provider}.json") if output_dir else None
             results[provider] = run(file, output=output, log=log, **options)
     log("\nhybrid recall@10 per provider (overall / c1 multi-hop / c2 temporal / c3 open-domain / c4 single-hop), p50 ms")

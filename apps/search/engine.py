@@ -473,7 +473,7 @@ def _merged(*, reader: Reader, query: str, memory_types: list[str] | None, metho
         hits.sort(key=lambda hit: getattr(hit.instance, hit.source.time_column), reverse=True)
         return hits
     hits.sort(key=lambda hit: hit.score, reverse=True)
-    return _capped(hits) if len({hit.source.memory_type for hit in hits}) > 1 else hits
+    return _capped(hits)
 
 
 def _fused(rankings: list[list[Hit]]) -> list[Hit]:
@@ -487,8 +487,7 @@ def _fused(rankings: list[list[Hit]]) -> list[Hit]:
             scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
             first.setdefault(key, hit)
     order = sorted(scores, key=lambda key: -scores[key])  # stable: ties keep the question's own order
-    hits = [Hit(source=first[key].source, instance=first[key].instance, score=scores[key]) for key in order]
-    return _capped(hits) if len({hit.source.memory_type for hit in hits}) > 1 else hits
+    return _capped([Hit(source=first[key].source, instance=first[key].instance, score=scores[key]) for key in order])
 
 
 def search(
@@ -522,6 +521,8 @@ def _capped(hits: list[Hit]) -> list[Hit]:
     """Ranked among other types, a type with a `mixed_cap` keeps only its best that many hits (a page
     summarising a person matches every question naming them, and rank 1 of a user's few pages
     scores as high as rank 1 of their thousands of turns)."""
+    if len({hit.source.memory_type for hit in hits}) < 2:
+        return hits  # a search of one type keeps every hit
     caps = {hit.source.memory_type: hit.source.mixed_cap() for hit in hits if hit.source.mixed_cap}
     seen = Counter()
     kept = []
