@@ -104,6 +104,7 @@ def test_every_tool(connect_as, client_a):
     assert text(add).startswith("Stored 3 turn(s) in session chat-1 of user alice (conversation, open), turns #1–#3")
 
     hits = results["search"].structured_content["results"]
+    assert results["search"].structured_content["decomposed_into"] is None  # QUERY_DECOMPOSER is none by default
     assert {hit["memory_type"] for hit in hits} >= {"semantic", "message"}
     assert f"[semantic] id={sister.pk}" in text(results["search"])
     assert "sister: Alice's sister lives in Lisbon" in text(results["search"])
