@@ -25,6 +25,14 @@ INSTRUCTIONS = (
 )
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def decompose(query: str, *, reader) -> list[str] | None:
     """The sub-queries of `query` (without the query itself, at most QUERY_DECOMPOSE_MAX), or
     None when the model failed or gave nothing usable."""
@@ -58,6 +66,8 @@ def decompose(query: str, *, reader) -> list[str] | None:
         if not isinstance(item, str):
             continue
         text = " ".join(item.replace("\x00", " ").split())[:SUBQUERY_MAX_CHARS]
+        if not _encodable(text):
+            continue  # a lone surrogate cannot reach the database
         if text and text.casefold() != query.strip().casefold() and text.casefold() not in {q.casefold() for q in cleaned}:
             cleaned.append(text)
     return cleaned[: settings.QUERY_DECOMPOSE_MAX] or None

@@ -56,9 +56,9 @@ def test_an_item_found_by_several_parts_ranks_first_and_the_reranker_sees_the_fu
 
 def test_the_models_queries_are_cleaned_and_capped(client_a, turns, llm, settings):
     settings.QUERY_DECOMPOSE_MAX = 2
-    llm.add_json({"queries": [QUESTION.upper(), 7, None, {"q": "x"}, "  beagle \x00 puppy ", "Beagle puppy", "", "leash", "shoe"]})
+    llm.add_json({"queries": [QUESTION.upper(), 7, None, {"q": "x"}, "pup\ud800", "  beagle \x00 puppy ", "Beagle puppy", "", "leash", "shoe"]})
     hits = _search(client_a)
-    # The question itself, non-strings, blanks and repeats are dropped; a NUL becomes a space; two are kept.
+    # The question itself, non-strings, a lone surrogate, blanks and repeats are dropped; a NUL becomes a space; two are kept.
     assert hits.decomposed_into == ["beagle puppy", "leash"]
 
 
