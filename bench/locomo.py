@@ -113,12 +113,17 @@ def _tokens(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", text.lower())
 
 
-def rrf(*rankings: list[str], k: int = 60) -> list[str]:
+def rrf_scores(rankings: list[list], weights: list[float] | None = None, k: int = 60) -> list[tuple]:
+    """(item, score) best first: reciprocal-rank fusion, each ranking weighted (default 1)."""
     scores = defaultdict(float)
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, weights or [1.0] * len(rankings)):
         for rank, item in enumerate(ranking, start=1):
-            scores[item] += 1.0 / (k + rank)
-    return sorted(scores, key=lambda item: -scores[item])
+            scores[item] += weight / (k + rank)
+    return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
+def rrf(*rankings: list[str], k: int = 60) -> list[str]:
+    return [item for item, _ in rrf_scores(list(rankings), k=k)]
 
 
 def recall(ranked: list[str], evidence: list[str], k: int) -> float:

@@ -30,7 +30,7 @@ from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
-from bench.locomo import CATEGORIES, ingest, normalise_evidence, run_pending_tasks
+from bench.locomo import CATEGORIES, ingest, normalise_evidence, recall, rrf_scores, run_pending_tasks
 
 POOL = 150
 K = 10
@@ -127,8 +127,8 @@ def recalls(conversations, ranker) -> list[float]:
     values = []
     for conversation in conversations:
         for question in conversation["questions"]:
-            top = {conversation["turns"][pk]["dia"] for pk in ranker(conversation, question)[:K]}
-            values.append(len(top & set(question["evidence"])) / len(question["evidence"]))
+            ranking = [conversation["turns"][pk]["dia"] for pk in ranker(conversation, question)]
+            values.append(recall(ranking, question["evidence"], K))
     return values
 
 
@@ -163,13 +163,9 @@ def fused(conversation, question, vector_name="turn", query_vector=None, keyword
     import numpy as np
 
     vector = question["vector"] if query_vector is None else query_vector
-    dense = np.argsort(-(conversation["vectors"][vector_name] @ vector))[:POOL]
-    scores = defaultdict(float)
-    for rank, (pk, _) in enumerate(question["bm25"][:POOL], start=1):
-        scores[pk] += keyword_weight / (60 + rank)
-    for rank, index in enumerate(dense, start=1):
-        scores[conversation["ids"][index]] += 1.0 / (60 + rank)
-    return sorted(scores.items(), key=lambda item: -item[1])
+    dense = [conversation["ids"][index] for index in np.argsort(-(conversation["vectors"][vector_name] @ vector))[:POOL]]
+    keyword = [pk for pk, _ in question["bm25"][:POOL]]
+    return rrf_scores([keyword, dense], [keyword_weight, 1.0])
 
 
 def named_speakers(conversation, question) -> list[str]:

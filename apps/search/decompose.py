@@ -13,6 +13,8 @@ import logging
 
 from django.conf import settings
 
+from apps.core.validation import text_problem
+
 logger = logging.getLogger(__name__)
 
 DECOMPOSERS = ("none", "llm")
@@ -25,19 +27,10 @@ INSTRUCTIONS = (
 )
 
 
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def decompose(query: str, *, reader) -> list[str] | None:
     """The sub-queries of `query` (without the query itself, at most QUERY_DECOMPOSE_MAX), or
     None when the model failed or gave nothing usable."""
     from apps.providers.llm import LLMError, chat_json, llm_enabled
-    from apps.tenancy.models import Organization
 
     if not llm_enabled():
         return None
@@ -47,7 +40,7 @@ def decompose(query: str, *, reader) -> list[str] | None:
                 {"role": "system", "content": INSTRUCTIONS.format(limit=settings.QUERY_DECOMPOSE_MAX)},
                 {"role": "user", "content": f"Question: {query}"},
             ],
-            organization=Organization.objects.filter(pk=reader.organization_id).first(),
+            organization=reader.organization(),
             purpose="decompose",
             timeout=settings.QUERY_DECOMPOSE_TIMEOUT_SECONDS,
             max_retries=0,
@@ -66,7 +59,7 @@ def decompose(query: str, *, reader) -> list[str] | None:
         if not isinstance(item, str):
             continue
         text = " ".join(item.replace("\x00", " ").split())[:SUBQUERY_MAX_CHARS]
-        if not _encodable(text):
+        if text_problem(text):
             continue  # a lone surrogate cannot reach the database
         if text and text.casefold() != query.strip().casefold() and text.casefold() not in {q.casefold() for q in cleaned}:
             cleaned.append(text)

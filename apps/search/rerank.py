@@ -154,7 +154,6 @@ LLM_INSTRUCTIONS = (
 def llm_scores(query: str, candidates: list[Candidate], *, reader) -> list[float]:
     """Scores from the model's ranking: 1/(1 + position) for a ranked item, 0 for one it left out."""
     from apps.providers.llm import chat_json
-    from apps.tenancy.models import Organization
 
     items = "\n".join(
         f"[{number}] {candidate.occurred_at:%d %B %Y}: {candidate.text[:LLM_ITEM_CHARS]}" if candidate.occurred_at
@@ -166,7 +165,7 @@ def llm_scores(query: str, candidates: list[Candidate], *, reader) -> list[float
             {"role": "system", "content": LLM_INSTRUCTIONS},
             {"role": "user", "content": f"Question: {query}\n\nItems:\n{items}"},
         ],
-        organization=Organization.objects.filter(pk=reader.organization_id).first(),
+        organization=reader.organization(),
         purpose="rerank",
         timeout=settings.RERANK_LLM_TIMEOUT_SECONDS,
         max_retries=0,

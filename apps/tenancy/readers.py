@@ -15,3 +15,9 @@ class Reader:
     def rows(self, model):
         """The model's rows this reader may see (the model has `organization` and `scope`)."""
         return model.objects.filter(organization_id=self.organization_id, scope__in=self.read_scopes)
+
+    def organization(self):
+        """The organisation row (None once deleted), for what records per organisation, such as LLM usage."""
+        from apps.tenancy.models import Organization
+
+        return Organization.objects.filter(pk=self.organization_id).first()
