@@ -25,6 +25,7 @@ class RetrievedSkillSerializer(serializers.Serializer):
     entry_type = serializers.CharField()
     version = serializers.IntegerField()
     scope = serializers.CharField()
+    shared = serializers.BooleanField(help_text="Served to every user of the scope; false: only to the users who taught it.")
     score = serializers.FloatField()
 
 
@@ -53,6 +54,7 @@ class SkillOutputSerializer(serializers.Serializer):
     version = serializers.IntegerField()
     scope = serializers.CharField()
     user_id = serializers.CharField(source="end_user.user_id", allow_null=True, default=None)
+    shared = serializers.BooleanField(help_text="Served to every user of the scope; false: only to the users who taught it.")
     action_signature = serializers.ListField(child=serializers.CharField())
     retrieval_count = serializers.IntegerField()
     last_retrieved_at = serializers.DateTimeField(allow_null=True)
