@@ -12,7 +12,10 @@ MAX_K = 50
 class SkillRetrieveInputSerializer(InputSerializer):
     task = fields.CharField(max_length=8000, trim_whitespace=True)
     k = fields.IntegerField(min_value=1, max_value=MAX_K, default=5)
-    user_id = fields.CharField(max_length=255, required=False)
+    user_id = fields.CharField(
+        max_length=255, required=False,
+        help_text="The end user the agent acts for: also the skills this user taught. Without it, only shared skills.",
+    )
 
 
 class RetrievedSkillSerializer(serializers.Serializer):

@@ -66,6 +66,7 @@ def test_rule_evolution_turns_workflow_lessons_into_versioned_workflow_skills_wi
 
 
 def test_a_known_workflow_gets_a_new_version_with_the_new_request_as_trigger(client_a, rules):
+    rules.SKILL_SHARE_MIN_USERS = 1  # each experience is another user's; test_trust.py covers corroboration
     existing = SkillFactory(
         organization=client_a.organization, name="booking", triggers=["book a flight"],
         action_signature=["get_user_details", "book_reservation"],
@@ -240,6 +241,7 @@ def test_garbage_from_the_llm_evolver_changes_nothing(client_a, fake_openai):
 
 
 def test_lessons_with_another_signature_but_the_same_title_join_one_workflow(client_a, rules):
+    rules.SKILL_SHARE_MIN_USERS = 1  # each experience is another user's; test_trust.py covers corroboration
     organization = client_a.organization
     first = ExperienceFactory(
         organization=organization, title="Change the flight of an existing reservation",
