@@ -75,6 +75,12 @@ def _profiles_lint():
     profiles.run_lint(RESULTS_DIR)
 
 
+def _privacy_poisoning():
+    from bench import privacy_poisoning
+
+    privacy_poisoning.run(RESULTS_DIR)
+
+
 def _scale():
     from bench import scale
 
@@ -96,7 +102,7 @@ def _broker_pause():
 BENCHMARKS = {
     "ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure,
     "admin": _admin, "profiles": _profiles, "profiles_lint": _profiles_lint, "scale": _scale, "broker_pause": _broker_pause,
-    "rerank": _rerank, "retrieval_study": _retrieval_study,
+    "rerank": _rerank, "retrieval_study": _retrieval_study, "privacy_poisoning": _privacy_poisoning,
 }
 
 

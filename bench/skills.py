@@ -3,7 +3,8 @@ with the rule-based learner, then retrieve the top-5 skills for each trajectory'
 
 Reports experiences and skills created, sessions per second through distill+evolve, and the
 share of requests whose top-5 holds a skill whose action signature covers the task's gold
-action names (`info.task.actions`).
+action names (`info.task.actions`), retrieved as the trajectory's user (shared skills and that
+user's own) and, beside it, naming no user (shared skills only).
 """
 
 import json
@@ -82,16 +83,21 @@ def run(output_dir) -> dict:
             tasks_cancel(queryset=MemoryTask.objects.filter(organization=organization))
 
             skills = {skill.pk: skill for skill in Skill.objects.filter(organization=organization, status="active")}
-            latencies, covered, with_gold, reachable = [], 0, 0, 0
+            latencies, covered, covered_shared, with_gold, reachable = [], 0, 0, 0, 0
             for trajectory in trajectories:
                 gold = {action["name"] for action in trajectory["info"]["task"]["actions"]}
+                # As an agent acting for the trajectory's user asks: the scope's shared skills and
+                # those that user taught (apps.skills.trust).
+                user_id = trajectory["info"]["task"].get("user_id") or "imported"
                 started = time.perf_counter()
-                hits = skills_retrieve(reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K)
+                hits = skills_retrieve(reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K, user_id=user_id)
                 latencies.append(time.perf_counter() - started)
+                shared_hits = skills_retrieve(reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K)
                 if not gold:
                     continue
                 with_gold += 1
                 covered += any(gold <= set(skill.action_signature) for skill, _ in hits)
+                covered_shared += any(gold <= set(skill.action_signature) for skill, _ in shared_hits)
                 reachable += any(gold <= set(skill.action_signature) for skill in skills.values())
 
         experiences = Counter(
@@ -118,6 +124,9 @@ def run(output_dir) -> dict:
             "requests": len(trajectories),
             "requests_with_gold_actions": with_gold,
             f"top{TOP_K}_covers_gold_actions": round(covered / with_gold, 4) if with_gold else None,
+            f"top{TOP_K}_shared_only_covers_gold_actions": round(covered_shared / with_gold, 4) if with_gold else None,
+            "shared_skills": sum(1 for skill in skills.values() if skill.shared),
+            "share_min_users": settings.SKILL_SHARE_MIN_USERS,
             "any_skill_covers_gold_actions": round(reachable / with_gold, 4) if with_gold else None,
             "retrieval_p50_ms": round(statistics.median(latencies) * 1000, 2),
             "retrieval_p95_ms": round(sorted(latencies)[int(0.95 * (len(latencies) - 1))] * 1000, 2),

@@ -39,7 +39,6 @@ EPISODIC_SOURCE = SearchSource(
     # Time range filters ask when the event happened, not when it was remembered.
     time_column="occurred_at",
     user_column="end_user_id",
-    null_user_is_shared=False,
     fuzzy_expression="t.summary",
     extra_where="t.deleted_at IS NULL",
     select_related=("end_user",),
@@ -53,7 +52,6 @@ SEMANTIC_SOURCE = SearchSource(
     default_method="hybrid",
     time_column="updated_at",
     user_column="end_user_id",
-    null_user_is_shared=False,
     fuzzy_expression="(t.name || ' ' || t.summary)",
     extra_where="t.deleted_at IS NULL",
     select_related=("end_user",),

@@ -29,7 +29,6 @@ PROFILE_SOURCE = SearchSource(
     default_method="hybrid",
     time_column="compiled_at",
     user_column="end_user_id",
-    null_user_is_shared=False,
     fuzzy_expression="(t.name || ' ' || t.markdown)",
     extra_where="t.status = 'active'",
     select_related=("end_user",),

@@ -72,13 +72,19 @@ def _filters_sql(source: SearchSource, *, reader: Reader, filters: dict) -> tupl
     table_session = "conversations_session"
     clauses = ["t.organization_id = %s", "t.scope = ANY(%s)"]
     params: list = [reader.organization_id, list(reader.read_scopes)]
-    if filters.get("user_id") is not None and source.user_column:
-        user_match = (
+    if source.shared_where:
+        if filters.get("user_id") is None:
+            clauses.append(source.shared_where)
+        else:
+            clauses.append(
+                f"({source.shared_where} OR EXISTS (SELECT 1 FROM tenancy_enduser e"
+                f" WHERE e.organization_id = %s AND e.user_id = %s AND {source.user_where}))"
+            )
+            params += [reader.organization_id, filters["user_id"]]
+    elif filters.get("user_id") is not None and source.user_column:
+        clauses.append(
             f"t.{source.user_column} = (SELECT id FROM tenancy_enduser WHERE organization_id = %s AND user_id = %s)"
         )
-        if source.null_user_is_shared:
-            user_match = f"({user_match} OR t.{source.user_column} IS NULL)"
-        clauses.append(user_match)
         params += [reader.organization_id, filters["user_id"]]
     session_conditions, session_params = [], []
     if filters.get("session_id"):
@@ -132,7 +138,7 @@ def _cached(kind: str, source: SearchSource, where: str, where_params: list, com
 
 def _owned(source: SearchSource, filters: dict) -> bool:
     """One user's (or one session's) own items."""
-    per_user = filters.get("user_id") is not None and source.user_column and not source.null_user_is_shared
+    per_user = filters.get("user_id") is not None and source.user_column and not source.shared_where
     return bool(per_user or (filters.get("session_id") and source.session_column))
 
 

@@ -22,8 +22,11 @@ class SearchSource:
     embedding_column: str = "embedding"
     time_column: str = "created_at"
     user_column: str | None = "end_user_id"
-    # When true, rows with a NULL user are shared by every user of the scope (skills).
-    null_user_is_shared: bool = False
+    # Types whose items one user may be served from another's (skills): SQL over `t` for the items
+    # every user of the scope is served, and over `t` and `e` (the caller's tenancy_enduser row) for
+    # those one user is served besides. Set, a search naming no user sees only the shared items.
+    shared_where: str = ""
+    user_where: str = ""
     # Column holding the conversations.Session foreign key, when the type belongs to a session.
     session_column: str | None = None
     # SQL expression over `t` searched by pg_trgm for the fuzzy method.

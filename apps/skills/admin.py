@@ -20,10 +20,13 @@ from apps.skills.models import SignalType, Skill, SkillExperience, SkillVersion
 from apps.skills.services.distill import distill_request
 from apps.skills.services.review import (
     person_actor,
+    experience_approve,
+    experience_reject,
     skill_approve,
     skill_archive_by_person,
     skill_edit_by_person,
     skill_reject,
+    skill_share_by_person,
 )
 from apps.skills.services.skills import EDITABLE_FIELDS, skill_delete
 from apps.tenancy.admin_base import OrganizationScopedAdmin, ScopeFilter
@@ -105,22 +108,35 @@ class RejectForm(forms.Form):
     )
 
 
+def _each(model_admin, request, objects, action, done_message: str) -> None:
+    """Runs an admin action's service on each selected object; a refusal is a warning, not an error."""
+    done = 0
+    for item in objects:
+        try:
+            action(item)
+            done += 1
+        except ConflictError as exc:
+            model_admin.message_user(request, str(exc), messages.WARNING)
+    if done:
+        model_admin.message_user(request, done_message.format(done), messages.SUCCESS)
+
+
 @admin.register(Skill)
 class SkillAdmin(OrganizationScopedAdmin):
     form = SkillChangeForm
     list_display = [
-        "name", "status", "entry_type", "scope", "version", "retrieval_count", "last_retrieved_at", "updated_at",
+        "name", "status", "shared", "entry_type", "scope", "version", "retrieval_count", "last_retrieved_at", "updated_at",
         "versions_link",
     ]
-    list_filter = ["status", "entry_type", ScopeFilter]
+    list_filter = ["status", "shared", "entry_type", ScopeFilter]
     list_select_related = ["organization", "end_user"]
     search_fields = ["name", "description", "instructions"]
     list_per_page = 50
     # One COUNT over the filtered rows is enough; the unfiltered total would be a second full count.
     show_full_result_count = False
-    actions = ["approve_selected", "reject_selected", "archive_selected", "delete_selected"]
+    actions = ["approve_selected", "reject_selected", "share_selected", "archive_selected", "delete_selected"]
     readonly_fields = [
-        "status", "organization", "scope", "end_user", "version", "action_signature", "retrieval_count",
+        "status", "shared", "organization", "scope", "end_user", "version", "action_signature", "retrieval_count",
         "last_retrieved_at", "embedding_model", "created_at", "updated_at",
     ]
     fieldsets = [
@@ -202,15 +218,7 @@ class SkillAdmin(OrganizationScopedAdmin):
             skill_delete(skill=skill)
 
     def _each(self, request, queryset, service, verb: str, **kwargs) -> None:
-        done = 0
-        for skill in queryset:
-            try:
-                service(skill=skill, actor=person_actor(request.user), **kwargs)
-                done += 1
-            except ConflictError as exc:
-                self.message_user(request, str(exc), messages.WARNING)
-        if done:
-            self.message_user(request, f"{verb} {done} skill(s).", messages.SUCCESS)
+        _each(self, request, queryset, lambda skill: service(skill=skill, actor=person_actor(request.user), **kwargs), f"{verb} {{}} skill(s).")
 
     @admin.action(description="Approve selected skills", permissions=["change"])
     def approve_selected(self, request, queryset):
@@ -234,6 +242,10 @@ class SkillAdmin(OrganizationScopedAdmin):
         }
         return TemplateResponse(request, "admin/skills/skill/reject_confirmation.html", context)
 
+    @admin.action(description="Share selected skills with every user of their scope", permissions=["change"])
+    def share_selected(self, request, queryset):
+        self._each(request, queryset, skill_share_by_person, "Shared")
+
     @admin.action(description="Archive selected skills", permissions=["change"])
     def archive_selected(self, request, queryset):
         self._each(request, queryset, skill_archive_by_person, "Archived")
@@ -255,9 +267,10 @@ class SignalFilter(admin.SimpleListFilter):
 @admin.register(SkillExperience)
 class SkillExperienceAdmin(OrganizationScopedAdmin):
     list_display = [
-        "title", "experience_type", "signal", "credibility", "importance", "status", "short_quote", "session_link",
-        "created_at",
+        "title", "experience_type", "signal", "credibility", "importance", "status", "flags", "short_quote",
+        "session_link", "created_at",
     ]
+    actions = ["approve_selected", "reject_selected"]
     list_filter = ["experience_type", SignalFilter, "status", ScopeFilter]
     list_select_related = ["session"]
     search_fields = ["title", "content"]
@@ -266,7 +279,7 @@ class SkillExperienceAdmin(OrganizationScopedAdmin):
     readonly_fields = [
         "title", "experience_type", "signal", "credibility", "importance", "content", "evidence_quote",
         "session_link", "evidence_turns", "caused_versions", "organization", "scope", "end_user", "created_by",
-        "action_signature", "evidence", "created_at",
+        "action_signature", "evidence", "flags", "approved_by", "created_at",
     ]
     fields = [*readonly_fields[:5], "status", *readonly_fields[5:]]
 
@@ -275,6 +288,17 @@ class SkillExperienceAdmin(OrganizationScopedAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    def _each(self, request, queryset, service, verb: str) -> None:
+        _each(self, request, queryset, lambda experience: service(experience=experience, actor=person_actor(request.user)), f"{verb} {{}} lesson(s).")
+
+    @admin.action(description="Approve selected held or flagged lessons for every user", permissions=["change"])
+    def approve_selected(self, request, queryset):
+        self._each(request, queryset, experience_approve, "Approved")
+
+    @admin.action(description="Reject selected held or flagged lessons", permissions=["change"])
+    def reject_selected(self, request, queryset):
+        self._each(request, queryset, experience_reject, "Rejected")
 
     @admin.display(description="signal", ordering="evidence__signal_type")
     def signal(self, experience):

@@ -7,7 +7,7 @@ class SkillsConfig(AppConfig):
     verbose_name = "Skills"
 
     def ready(self):
-        from apps.skills import handlers  # noqa: F401  (registers pipeline handlers)
+        from apps.skills import checks, handlers  # noqa: F401  (registers the settings check and pipeline handlers)
         from apps.skills.search import register_sources
 
         register_sources()

@@ -35,6 +35,10 @@ class SkillExperience(BaseModel):
         PENDING = "pending", "Pending"
         CONSUMED = "consumed", "Consumed"
         SUPERSEDED = "superseded", "Superseded"
+        # Would change what other end users are served, but too few users taught it (apps.skills.trust).
+        HELD = "held", "Held until corroborated"
+        # Its text looks like instructions aimed at the model or like a secret: a person decides.
+        FLAGGED = "flagged", "Flagged for review"
 
     organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="+")
     scope = models.CharField(max_length=64)
@@ -53,6 +57,10 @@ class SkillExperience(BaseModel):
     # Ordered tool names the lesson is about (a workflow's tool-call sequence, or the failing tool).
     action_signature = ArrayField(models.CharField(max_length=128), default=list, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    # Why the screen flagged it (names of patterns, never the text), and who released it: a person's
+    # approval stands in for corroboration by other end users.
+    flags = ArrayField(models.CharField(max_length=32), default=list, blank=True)
+    approved_by = models.CharField(max_length=255, blank=True, default="")
     created_by = models.ForeignKey("tenancy.Client", on_delete=models.CASCADE, related_name="+")
     search_vector = models.GeneratedField(
         expression=SearchVector("title", "content", config="english"),
@@ -70,7 +78,8 @@ class SkillExperience(BaseModel):
                 name="skill_experience_type_valid",
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["pending", "consumed", "superseded"]), name="skill_experience_status_valid"
+                condition=Q(status__in=["pending", "consumed", "superseded", "held", "flagged"]),
+                name="skill_experience_status_valid",
             ),
             models.CheckConstraint(
                 condition=Q(importance__gte=0, importance__lte=1, credibility__gte=0, credibility__lte=1),
@@ -116,7 +125,7 @@ class Skill(BaseModel):
     scope = models.CharField(max_length=64)
     end_user = models.ForeignKey(
         "tenancy.EndUser", on_delete=models.CASCADE, null=True, blank=True, related_name="skills",
-        help_text="Empty: shared by every user of the scope.",
+        help_text="Set: that user's own skill, served to no other user.",
     )
     name = models.SlugField(max_length=SKILL_NAME_MAX_LENGTH)
     description = models.TextField()
@@ -127,6 +136,10 @@ class Skill(BaseModel):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     version = models.PositiveIntegerField(default=1)
     action_signature = ArrayField(models.CharField(max_length=128), default=list, blank=True)
+    # Trust between end users (apps.skills.trust): a skill is served to the end users who taught
+    # it (`supporters`, EndUser ids) until SKILL_SHARE_MIN_USERS of them did or a person approved it.
+    shared = models.BooleanField(default=False)
+    supporters = ArrayField(models.UUIDField(), default=list, blank=True)
     retrieval_count = models.PositiveIntegerField(default=0)
     last_retrieved_at = models.DateTimeField(null=True, blank=True)
     search_vector = models.GeneratedField(
@@ -191,6 +204,7 @@ class SkillVersion(BaseModel):
         ARCHIVE = "archive", "Archive"
         APPROVE = "approve", "Approve"
         REJECT = "reject", "Reject"
+        SHARE = "share", "Share"
 
     skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="versions")
     version = models.PositiveIntegerField()
@@ -205,7 +219,7 @@ class SkillVersion(BaseModel):
         constraints = [
             models.UniqueConstraint(fields=["skill", "version"], name="skill_version_unique_per_skill"),
             models.CheckConstraint(
-                condition=Q(operation__in=["create", "edit", "merge", "archive", "approve", "reject"]),
+                condition=Q(operation__in=["create", "edit", "merge", "archive", "approve", "reject", "share"]),
                 name="skill_version_operation_valid",
             ),
         ]

@@ -2,6 +2,7 @@
 
 from apps.search.registry import SearchSource, register_source
 from apps.skills.models import Skill, SkillExperience
+from apps.skills.trust import SHARED_SQL, TAUGHT_SQL
 
 
 def skill_item(skill: Skill) -> dict:
@@ -14,6 +15,7 @@ def skill_item(skill: Skill) -> dict:
         "entry_type": skill.entry_type,
         "version": skill.version,
         "status": skill.status,
+        "shared": skill.shared,
         "scope": skill.scope,
     }
 
@@ -39,7 +41,8 @@ PROCEDURAL = SearchSource(
     default_method="hybrid",
     time_column="updated_at",
     user_column="end_user_id",
-    null_user_is_shared=True,
+    shared_where=SHARED_SQL,
+    user_where=TAUGHT_SQL,
     fuzzy_expression="(t.name || ' ' || t.description)",
     extra_where="t.status = 'active'",
     embedding_text=Skill.embedding_text,

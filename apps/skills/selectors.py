@@ -4,11 +4,14 @@ from django.contrib.postgres.search import SearchQuery
 from django.db.models import Prefetch, Q
 
 from apps.skills.models import Skill, SkillExperience, SkillVersion
+from apps.skills.trust import visible_q
+from apps.tenancy.models import EndUser
 from apps.tenancy.readers import Reader
 
 
 def skill_list(*, reader: Reader, filters: dict | None = None):
-    """Skills in the reader's scopes. Archived skills appear only when asked for by status."""
+    """Skills in the reader's scopes. Archived skills appear only when asked for by status; with a
+    user_id, only the skills that user is served (apps.skills.trust)."""
     filters = filters or {}
     queryset = (
         reader.rows(Skill)
@@ -23,7 +26,12 @@ def skill_list(*, reader: Reader, filters: dict | None = None):
         if filters.get(name):
             queryset = queryset.filter(**{name: filters[name]})
     if filters.get("user_id"):
-        queryset = queryset.filter(Q(end_user__isnull=True) | Q(end_user__user_id=filters["user_id"]))
+        end_user_id = (
+            EndUser.objects.filter(organization_id=reader.organization_id, user_id=filters["user_id"])
+            .values_list("id", flat=True)
+            .first()
+        )
+        queryset = queryset.filter(visible_q(end_user_id))
     if filters.get("q"):
         query = SearchQuery(filters["q"], config="english", search_type="websearch")
         queryset = queryset.filter(Q(search_vector=query) | Q(name__icontains=filters["q"]))

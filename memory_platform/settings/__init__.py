@@ -242,6 +242,9 @@ EMBEDDING_DIMENSIONS = 384
 
 # Skill memory (apps.skills): distillation of task sessions and evolution into skills.
 SKILL_REVIEW_MODE = env("SKILL_REVIEW_MODE", default="auto")  # auto: evolved skills go live; manual: pending_review
+# Trust between end users: a skill (or a change of one) one user taught is served to other users of the
+# scope once this many distinct users taught it, or a person approved it. 1: at once.
+SKILL_SHARE_MIN_USERS = env.int("SKILL_SHARE_MIN_USERS", default=3)
 DISTILLER_MAX_TRANSCRIPT_CHARS = env.int("DISTILLER_MAX_TRANSCRIPT_CHARS", default=80000)
 DISTILLER_MAX_MESSAGE_CHARS = env.int("DISTILLER_MAX_MESSAGE_CHARS", default=8000)
 EVIDENCE_MAX_CHARS = env.int("EVIDENCE_MAX_CHARS", default=1000)

@@ -101,6 +101,7 @@ class World:
 def world(client_a, foreign_client, add_messages, settings) -> World:
     settings.LLM_PROVIDER = "rules"
     settings.SKILL_REVIEW_MODE = "auto"
+    settings.SKILL_SHARE_MIN_USERS = 1  # the shared skill quotes both users (tests/skills/test_trust.py covers trust)
     settings.EXTRACTION_DEBOUNCE_SECONDS = 3600  # extraction tasks stay queued: the erasure must cancel them
     organization = client_a.organization
     for eraser in (client_a, foreign_client):  # erasure is a permission of its own

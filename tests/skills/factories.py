@@ -45,6 +45,8 @@ class SkillFactory(factory.django.DjangoModelFactory):
     examples = factory.LazyFunction(list)
     entry_type = Skill.EntryType.WORKFLOW
     status = Skill.Status.ACTIVE
+    # A person's skill (no lineage), served to every user of the scope like skill_create makes it.
+    shared = True
     action_signature = factory.LazyFunction(lambda: ["get_user_details", "book_reservation"])
 
     @factory.post_generation

@@ -66,6 +66,7 @@ def test_rule_evolution_turns_workflow_lessons_into_versioned_workflow_skills_wi
 
 
 def test_a_known_workflow_gets_a_new_version_with_the_new_request_as_trigger(client_a, rules):
+    rules.SKILL_SHARE_MIN_USERS = 1  # each experience is another user's; test_trust.py covers corroboration
     existing = SkillFactory(
         organization=client_a.organization, name="booking", triggers=["book a flight"],
         action_signature=["get_user_details", "book_reservation"],
@@ -91,6 +92,7 @@ def test_a_known_workflow_gets_a_new_version_with_the_new_request_as_trigger(cli
 
 
 def test_lessons_worth_avoiding_become_caveats_of_the_workflows_that_use_the_tool(client_a, rules):
+    rules.SKILL_SHARE_MIN_USERS = 1  # one user's lesson is enough here; test_trust.py covers corroboration
     workflow = SkillFactory(organization=client_a.organization, name="booking", action_signature=["get_user_details", "book_reservation"])
     other = SkillFactory(organization=client_a.organization, name="cancelling", action_signature=["cancel_reservation"])
     ExperienceFactory(
@@ -164,7 +166,8 @@ def test_evolution_stays_within_its_organisation_and_scope(client_a, foreign_cli
 # The LLM evolver ----------------------------------------------------------------------------------
 
 
-def test_llm_operations_create_edit_and_merge_with_lineage(client_a, fake_openai):
+def test_llm_operations_create_edit_and_merge_with_lineage(client_a, fake_openai, settings):
+    settings.SKILL_SHARE_MIN_USERS = 1  # one user's lessons may edit shared skills; test_trust.py covers corroboration
     org = client_a.organization
     booking = SkillFactory(organization=org, name="booking", description="Book a flight for a customer.")
     first = SkillFactory(organization=org, name="refund-a", description="Refund rules A.")
@@ -238,6 +241,7 @@ def test_garbage_from_the_llm_evolver_changes_nothing(client_a, fake_openai):
 
 
 def test_lessons_with_another_signature_but_the_same_title_join_one_workflow(client_a, rules):
+    rules.SKILL_SHARE_MIN_USERS = 1  # each experience is another user's; test_trust.py covers corroboration
     organization = client_a.organization
     first = ExperienceFactory(
         organization=organization, title="Change the flight of an existing reservation",
@@ -271,6 +275,7 @@ def test_no_transaction_is_open_while_the_models_answer_and_a_skill_edited_meanw
     """Plan outside, commit inside: the LLM and the embeddings are called with no transaction (so
     no row lock) open, and a skill a person edits while the model thinks is not overwritten."""
     settings.EMBEDDING_PROVIDER = "openai"
+    settings.SKILL_SHARE_MIN_USERS = 1  # one user's lesson may edit the shared skill
     org = client_a.organization
     booking = SkillFactory(organization=org, name="booking", description="Book a flight for a customer.")
     refunds = SkillFactory(organization=org, name="refunds", description="Refund a cancelled flight.")

@@ -54,5 +54,5 @@ def test_search_items_carry_the_skill_fields(client_a):
     item = SOURCES["procedural"].to_item(skill)
     assert item == {
         "name": skill.name, "description": TEXT, "instructions": TEXT, "triggers": [], "examples": [],
-        "entry_type": "guide", "version": 1, "status": "active", "scope": "default",
+        "entry_type": "guide", "version": 1, "status": "active", "shared": True, "scope": "default",
     }

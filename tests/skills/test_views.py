@@ -39,11 +39,14 @@ def test_a_distilled_skill_is_retrievable_in_its_scope_and_invisible_outside_it(
     skill = Skill.objects.get()
     assert skill.scope == "team-a" == session.scope  # stamped with the writer's scope (the MIRIX bug)
 
-    response = _retrieve(reader, "book a flight to Seattle")
+    # One user taught it: served to that user, not (yet) to a caller naming no user (apps.skills.trust).
+    response = _retrieve(reader, "book a flight to Seattle", user_id=session.end_user.user_id)
     assert response.status_code == 200, response.content
     (hit,) = response.json()["skills"]
-    assert hit["id"] == str(skill.pk) and hit["name"] == skill.name and hit["score"] > 0
+    assert hit["id"] == str(skill.pk) and hit["name"] == skill.name and hit["score"] > 0 and hit["shared"] is False
     assert set(hit) >= {"name", "description", "instructions", "triggers", "examples", "entry_type", "version", "score"}
+    assert _retrieve(reader, "book a flight to Seattle").json()["skills"] == []
+    assert _retrieve(outsider, "book a flight to Seattle", user_id=session.end_user.user_id).json()["skills"] == []
     assert _retrieve(outsider, "book a flight to Seattle").json()["skills"] == []
     assert api_for(outsider).get("/api/v1/skills/").json()["results"] == []
     assert api_for(outsider).get(f"/api/v1/skills/{skill.pk}/").status_code == 404

@@ -15,9 +15,11 @@ from apps.pipeline.models import MemoryTask
 from apps.providers.embeddings import embed_texts, embedding_model_name
 from apps.providers.llm import llm_enabled
 from apps.skills.models import ExperienceType, Skill, SkillExperience
+from apps.skills.screen import screen_flags
 from apps.skills.services.evolve.run import evolve_enqueue
 from apps.skills.services.llm_distiller import llm_lessons
 from apps.skills.services.rule_distiller import rule_lessons
+from apps.skills.trust import visible_q
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +46,10 @@ def distill_request(*, session: Session, client=None) -> MemoryTask:
 
 
 def _existing_skills(session: Session) -> list[dict]:
+    """The skills the session's user is served: the distiller's prompt shows no other user's."""
     return list(
         Skill.objects.filter(organization_id=session.organization_id, scope=session.scope)
+        .filter(visible_q(session.end_user_id))
         .exclude(status=Skill.Status.ARCHIVED)
         .order_by("-retrieval_count", "name")
         .values("name", "description")[:EXISTING_SKILLS_IN_PROMPT]
@@ -61,6 +65,13 @@ def _is_duplicate_workflow(session: Session, lesson) -> bool:
         action_signature=lesson.action_signature,
         evidence__quote=lesson.evidence.get("quote", ""),
     ).exists()
+
+
+def _screened(lesson) -> dict:
+    """A lesson whose text (what evolution copies into skills) reads like instructions to the model,
+    holds a link or a secret waits for a person instead of evolving."""
+    flags = screen_flags(lesson.title, lesson.content)
+    return {"flags": flags, "status": SkillExperience.Status.FLAGGED} if flags else {}
 
 
 def session_distill(*, session: Session, task=None) -> dict:
@@ -104,6 +115,7 @@ def session_distill(*, session: Session, task=None) -> dict:
             action_signature=lesson.action_signature,
             created_by_id=session.client_id,
             embedding_model=embedding_model_name(),
+            **_screened(lesson),
         )
         for lesson in kept
     ]
@@ -113,13 +125,15 @@ def session_distill(*, session: Session, task=None) -> dict:
     with transaction.atomic():
         experiences = SkillExperience.objects.bulk_create(experiences)
         messages_mark_learned(session=session, by="distillation", through_seq=messages[-1].seq if messages else 0)
-        evolve_task = evolve_enqueue(organization=session.organization, scope=session.scope) if experiences else None
+        learnable = [experience for experience in experiences if experience.status == SkillExperience.Status.PENDING]
+        evolve_task = evolve_enqueue(organization=session.organization, scope=session.scope) if learnable else None
     if problems:
         # Counted, not quoted: the problems cite the model's output (kept in the task's result).
         logger.info("distillation of session %s: %s problem(s) with the distiller's answer", session.pk, len(problems))
     return {
         "distiller": distiller,
         "experiences": len(experiences),
+        "flagged": len(experiences) - len(learnable),
         "duplicates": duplicates,
         "problems": problems,
         "evolve_task": str(evolve_task.pk) if evolve_task else None,

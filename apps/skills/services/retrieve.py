@@ -9,8 +9,8 @@ from apps.tenancy.readers import Reader
 def skills_retrieve(*, reader: Reader, task: str, k: int, user_id: str | None = None) -> list[tuple]:
     """[(skill, score)] by hybrid search over name, description, triggers and instructions.
 
-    With a user_id: the scope's shared skills and that user's own; without: every active
-    skill the reader can read. Each returned skill's retrieval counter moves in one UPDATE.
+    With a user_id: the scope's shared skills and those that user taught; without: the shared
+    skills only (apps.skills.trust). Each returned skill's retrieval counter moves in one UPDATE.
     """
     filters = {"user_id": user_id} if user_id else {}
     hits = search_source(PROCEDURAL, reader=reader, query=task, method="hybrid", limit=k, filters=filters)

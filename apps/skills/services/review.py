@@ -1,9 +1,12 @@
-"""A person's curation of skills: approve, reject, archive and edit, each recorded as a SkillVersion
-that names the person."""
+"""A person's curation of skills: approve, reject, share, archive and edit, each recorded as a
+SkillVersion that names the person; and of the lessons held for corroboration or flagged."""
+
+from django.db import transaction
 
 from apps.core.errors import ConflictError
-from apps.skills.models import Skill, SkillVersion
-from apps.skills.services.skills import EDITABLE_FIELDS, skill_archive, skill_update
+from apps.skills.models import Skill, SkillExperience, SkillVersion
+from apps.skills.services.evolve.run import evolve_enqueue
+from apps.skills.services.skills import EDITABLE_FIELDS, skill_archive, skill_share, skill_update
 
 
 def person_actor(user) -> str:
@@ -12,13 +15,25 @@ def person_actor(user) -> str:
 
 
 def skill_approve(*, skill: Skill, actor: str, reason: str = "") -> Skill:
-    """Makes a skill held for review live."""
+    """Makes a skill held for review live, for every user of its scope: a person's approval stands
+    in for corroboration by other end users (a user's own skill stays theirs)."""
     if skill.status != Skill.Status.PENDING_REVIEW:
         raise ConflictError(f"{skill.name} is {skill.get_status_display().lower()}; only skills pending review are approved.")
     return skill_update(
         skill=skill, changes={}, actor=actor, reason=reason or "Approved.", status=Skill.Status.ACTIVE,
-        operation=SkillVersion.Operation.APPROVE,
+        operation=SkillVersion.Operation.APPROVE, shared=skill.end_user_id is None,
     )
+
+
+def skill_share_by_person(*, skill: Skill, actor: str, reason: str = "") -> Skill:
+    """A person serves a live skill that too few end users taught to every user of its scope."""
+    if skill.status == Skill.Status.ARCHIVED:
+        raise ConflictError(f"{skill.name} is archived; restore it before sharing it.")
+    if skill.end_user_id is not None:
+        raise ConflictError(f"{skill.name} is one user's own skill; it is not shared.")
+    if skill.shared:
+        raise ConflictError(f"{skill.name} is already shared.")
+    return skill_share(skill=skill, actor=actor, reason=reason or "Shared by a person.")
 
 
 def skill_reject(*, skill: Skill, actor: str, reason: str) -> Skill:
@@ -46,3 +61,24 @@ def skill_edit_by_person(*, skill: Skill, changes: dict, actor: str, reason: str
     if unknown:
         raise ConflictError(f"These fields are not editable: {', '.join(sorted(unknown))}.")
     return skill_update(skill=skill, changes=changes, actor=actor, reason=reason or "Edited by a person.")
+
+
+def experience_approve(*, experience: SkillExperience, actor: str) -> SkillExperience:
+    """A person lets a held or flagged lesson evolve as if enough end users had taught it; the next
+    evolution of its scope applies it."""
+    if experience.status not in (SkillExperience.Status.HELD, SkillExperience.Status.FLAGGED):
+        raise ConflictError(f"{experience.title} is {experience.get_status_display().lower()}; only held or flagged lessons are approved.")
+    experience.status = SkillExperience.Status.PENDING
+    experience.approved_by = actor
+    experience.save(update_fields=["status", "approved_by", "updated_at"])
+    transaction.on_commit(lambda: evolve_enqueue(organization=experience.organization, scope=experience.scope))
+    return experience
+
+
+def experience_reject(*, experience: SkillExperience, actor: str) -> SkillExperience:
+    """A person turns a held or flagged lesson down: it is superseded and never evolves."""
+    if experience.status not in (SkillExperience.Status.HELD, SkillExperience.Status.FLAGGED):
+        raise ConflictError(f"{experience.title} is {experience.get_status_display().lower()}; only held or flagged lessons are rejected.")
+    experience.status = SkillExperience.Status.SUPERSEDED
+    experience.save(update_fields=["status", "updated_at"])
+    return experience

@@ -16,6 +16,8 @@ from apps.skills.services.lessons import Lesson
 
 ERROR_PREFIXES = ("error", "exception", "traceback", "failed", "failure")
 REQUEST_MIN_CHARS = 25
+# A step names a tool and its argument names, which come from the transcript: bounded like any copied text.
+STEP_MAX_CHARS = 200
 _DIGITS = re.compile(r"\d+")
 
 
@@ -161,7 +163,7 @@ def _workflow_lesson(messages, calls: list[ToolCall]) -> Lesson | None:
     for call in calls:
         if call.name in signature and call.name not in listed and not call.failed:
             listed.add(call.name)
-            steps.append(f"{len(steps) + 1}. {call.name}({', '.join(sorted(call.arguments))})")
+            steps.append(f"{len(steps) + 1}. " + _short(f"{call.name}({', '.join(sorted(call.arguments))})", STEP_MAX_CHARS))
     content = f"Request: {_short(request, 500) or '(none)'}\nSteps:\n" + "\n".join(steps)
     return Lesson(
         experience_type=ExperienceType.WORTH_LEARNING,

@@ -12,9 +12,10 @@ from django.utils.text import slugify
 from apps.core.validation import check_fields
 from apps.providers.embeddings import embed_texts, embedding_model_name
 from apps.skills.models import SKILL_NAME_MAX_LENGTH, Skill, SkillVersion
+from apps.skills.trust import corroborated, teachers
 
 SNAPSHOT_FIELDS = (
-    "name", "description", "instructions", "triggers", "examples", "entry_type", "status", "scope",
+    "name", "description", "instructions", "triggers", "examples", "entry_type", "status", "shared", "scope",
     "action_signature",
 )
 EDITABLE_FIELDS = ("name", "description", "instructions", "triggers", "examples", "entry_type", "action_signature")
@@ -74,10 +75,19 @@ def _record(skill: Skill, *, operation: str, actor: str, reason: str, experience
 @transaction.atomic
 def skill_create(
     *, organization, scope: str, fields: dict, actor: str, reason: str, experiences=(), status: str | None = None,
-    end_user=None, embedding: list | None = None,
+    end_user=None, embedding: list | None = None, shared: bool | None = None,
 ) -> Skill:
+    """A new skill. Unless `shared` says otherwise, one learned from experiences is served to every
+    user of the scope only once their users corroborate it (apps.skills.trust), until then to those
+    users; one without experiences (a person's or an import's) is shared unless it has an end user."""
     check_fields({name: value for name, value in fields.items() if name in EDITABLE_FIELDS})
-    skill = Skill(organization=organization, scope=scope, end_user=end_user, status=status or evolved_status(), version=1)
+    taught_by = teachers(experiences)
+    if shared is None:
+        shared = end_user is None and (not taught_by or corroborated(taught_by))
+    skill = Skill(
+        organization=organization, scope=scope, end_user=end_user, status=status or evolved_status(), version=1,
+        supporters=sorted(taught_by), shared=shared,
+    )
     for name in EDITABLE_FIELDS:
         if name in fields:
             setattr(skill, name, fields[name])
@@ -91,14 +101,22 @@ def skill_create(
 @transaction.atomic
 def skill_update(
     *, skill: Skill, changes: dict, actor: str, reason: str, experiences=(), status: str | None = None,
-    operation: str = SkillVersion.Operation.EDIT, embedding: list | None = None,
+    operation: str = SkillVersion.Operation.EDIT, embedding: list | None = None, shared: bool | None = None,
 ) -> Skill:
     """Applies field changes as a new version; a change that changes nothing stores nothing.
-    `embedding`, if given, is the vector of the changed text, embedded before the caller's transaction."""
+    `embedding`, if given, is the vector of the changed text, embedded before the caller's transaction.
+    The experiences' users join the skill's supporters; once they corroborate it, it is shared."""
     changed = {name: value for name, value in changes.items() if name in EDITABLE_FIELDS and getattr(skill, name) != value}
     check_fields(changed)
-    if not changed and (status is None or status == skill.status):
+    supporters = sorted(set(skill.supporters) | teachers(experiences))
+    if shared is None:
+        shared = skill.shared or (skill.end_user_id is None and corroborated(supporters))
+    if not changed and (status is None or status == skill.status) and shared == skill.shared and supporters == sorted(skill.supporters):
         return skill
+    skill.supporters = supporters
+    if shared and not skill.shared and operation == SkillVersion.Operation.EDIT and not changed:
+        operation = SkillVersion.Operation.SHARE
+    skill.shared = shared
     for name, value in changed.items():
         setattr(skill, name, value)
     if "name" in changed:
@@ -113,6 +131,13 @@ def skill_update(
     skill.save()
     _record(skill, operation=operation, actor=actor, reason=reason, experiences=experiences)
     return skill
+
+
+def skill_share(*, skill: Skill, actor: str, reason: str) -> Skill:
+    """Serves the skill to every user of its scope (a person's approval, or corroboration)."""
+    return skill_update(
+        skill=skill, changes={}, actor=actor, reason=reason, shared=True, operation=SkillVersion.Operation.SHARE
+    )
 
 
 def skill_archive(*, skill: Skill, actor: str, reason: str, experiences=()) -> Skill:

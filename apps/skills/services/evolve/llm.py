@@ -12,6 +12,7 @@ from apps.skills.services.evolve.rules import MAX_EXAMPLES, MAX_TRIGGERS, TRIGGE
 from apps.skills.services.skills import skill_slug
 
 TEXT_LIMITS = {"description": 1000, "instructions": 8000}
+EXAMPLE_MAX_CHARS = 1000
 SKILLS_IN_PROMPT = 30
 
 EVOLVER_PROMPT = """You maintain a library of procedural skills for AI agents, learned from experiences.
@@ -45,7 +46,9 @@ def _string_list(value, name: str) -> list[str]:
 def _examples(value) -> list[dict]:
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise OperationError("examples must be a list of objects")
-    return value[:MAX_EXAMPLES]
+    # An example may quote a transcript: one longer than a trigger's bound is left out.
+    short = [item for item in value if len(json.dumps(item, ensure_ascii=False)) <= EXAMPLE_MAX_CHARS]
+    return short[:MAX_EXAMPLES]
 
 
 def _entry_type(value) -> str:
@@ -122,7 +125,7 @@ def llm_operations(*, organization, scope: str, pending: list, budget: int, task
     """(valid operations within the budget, problems, whether the answer was usable)."""
     labels = {f"E{index}": experience for index, experience in enumerate(pending, start=1)}
     skills = list(
-        Skill.objects.filter(organization=organization, scope=scope)
+        Skill.objects.filter(organization=organization, scope=scope, end_user__isnull=True)
         .exclude(status=Skill.Status.ARCHIVED)
         .order_by("-retrieval_count", "-updated_at")
         .defer("embedding")[:SKILLS_IN_PROMPT]

@@ -1,5 +1,6 @@
 """The rule-based evolver: workflow lessons become workflow skills (a known action signature gains
-a trigger and an example), lessons worth avoiding become caveats of the skills that use the tool."""
+a trigger and an example), lessons worth avoiding become caveats of the skills that use the tool
+once enough end users corroborate them (apps.skills.trust)."""
 
 import re
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from apps.providers.embeddings import embed_texts
 from apps.skills.models import ExperienceType, Skill, SkillExperience
 from apps.skills.services.rule_distiller import workflow_request, workflow_steps, workflow_title
 from apps.skills.services.skills import skill_slug
+from apps.skills.trust import may_reach, teachers
 
 MAX_TRIGGERS = 20
 MAX_EXAMPLES = 5
@@ -107,13 +109,28 @@ class _TitleGroups:
         return best
 
 
-def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], budget: int) -> tuple[dict, set]:
-    """Drafts keyed by skill (id or new name) and the ids of experiences that added nothing."""
+def _caveat_groups(pending: list[SkillExperience]) -> list[list[SkillExperience]]:
+    """Lessons worth avoiding grouped by the caveat they would add (one tool, one caveat line up to
+    its numbers): the users of a group are the users who corroborate that caveat."""
+    groups: dict[tuple, list] = {}
+    for experience in pending:
+        if experience.experience_type == ExperienceType.WORTH_AVOIDING and experience.action_signature:
+            key = (experience.action_signature[0], _DIGITS.sub("#", _caveat_line(experience).lower()))
+            groups.setdefault(key, []).append(experience)
+    return list(groups.values())
+
+
+def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], budget: int) -> tuple[dict, set, set]:
+    """Drafts keyed by skill (id or new name), the ids of experiences that added nothing, and the
+    ids of those held until more end users corroborate them (apps.skills.trust)."""
     live = list(
-        Skill.objects.filter(organization=organization, scope=scope).exclude(status=Skill.Status.ARCHIVED).defer("embedding")
+        Skill.objects.filter(organization=organization, scope=scope, end_user__isnull=True)
+        .exclude(status=Skill.Status.ARCHIVED)
+        .defer("embedding")
     )
     drafts: dict[str, Draft] = {}
     superseded: set = set()
+    held: set = set()
 
     def draft_for(key: str, skill: Skill | None, fields: dict | None = None) -> Draft | None:
         if key not in drafts:
@@ -147,6 +164,13 @@ def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], bud
         if not request or request in triggers:
             superseded.add(experience.pk)
             continue
+        # The same procedure seen again supports the skill; its request (one user's words) is copied
+        # only where no other user would be served it.
+        audience = None if skill is not None else teachers(draft.experiences)
+        if not may_reach(experiences=[experience], audience_ids=audience):
+            draft.experiences.append(experience)
+            draft.reasons.append(f"workflow seen again (support): {experience.title}")
+            continue
         if len(triggers) < MAX_TRIGGERS:
             draft.fields["triggers"] = [*triggers, request]
         examples = list(draft.get("examples") or [])
@@ -156,18 +180,21 @@ def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], bud
         draft.experiences.append(experience)
         draft.reasons.append(f"workflow seen again: {experience.title}" if skill else f"new workflow: {experience.title}")
 
-    for experience in pending:
-        if experience.experience_type != ExperienceType.WORTH_AVOIDING or not experience.action_signature:
-            continue
-        tool = experience.action_signature[0]
+    for group in _caveat_groups(pending):
+        tool = group[0].action_signature[0]
         targets = [(str(skill.pk), skill) for skill in live if skill.entry_type == Skill.EntryType.WORKFLOW and tool in skill.action_signature]
         targets.sort(key=lambda item: -item[1].retrieval_count)
         targets += [(key, None) for key, draft in drafts.items() if draft.skill is None and tool in (draft.get("action_signature") or [])]
         if not targets:
             guide = next((skill for skill in live if skill.entry_type == Skill.EntryType.GUIDE and skill.action_signature == [tool]), None)
             targets = [(str(guide.pk) if guide else f"new:guide:{tool}", guide)]
-        used = False
+        used = untrusted = False
         for key, skill in targets[:MAX_CAVEAT_TARGETS]:
+            # An existing skill may be served to anyone later; a skill this run creates, to its teachers.
+            audience = None if skill is not None else teachers(drafts[key].experiences if key in drafts else ())
+            if not may_reach(experiences=group, audience_ids=audience):
+                untrusted = True
+                continue
             fields = None
             if skill is None and key not in drafts:
                 fields = {
@@ -182,13 +209,18 @@ def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], bud
             draft = draft_for(key, skill, fields)
             if draft is None:
                 continue
-            instructions = _add_caveat(draft.get("instructions") or "", _caveat_line(experience))
+            instructions = _add_caveat(draft.get("instructions") or "", _caveat_line(group[0]))
             if instructions is None:
                 continue
             draft.fields["instructions"] = instructions
-            draft.experiences.append(experience)
-            draft.reasons.append(f"caveat: {experience.title}")
+            draft.experiences.extend(group)
+            draft.reasons.append(f"caveat: {group[0].title}")
             used = True
-        if not used and all(key in drafts or len(drafts) < budget for key, _ in targets[:MAX_CAVEAT_TARGETS]):
-            superseded.add(experience.pk)
-    return drafts, superseded
+        ids = {experience.pk for experience in group}
+        if used:
+            continue
+        if untrusted:
+            held |= ids
+        elif all(key in drafts or len(drafts) < budget for key, _ in targets[:MAX_CAVEAT_TARGETS]):
+            superseded |= ids
+    return drafts, superseded, held

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Case, F, When
 from django.utils import timezone
 
 from apps.pipeline.locks import advisory_lock
@@ -21,6 +21,7 @@ from apps.skills.models import ExperienceType, Skill, SkillExperience, SkillVers
 from apps.skills.services.evolve.llm import llm_operations
 from apps.skills.services.evolve.rules import rule_drafts
 from apps.skills.services.skills import evolved_status, skill_archive, skill_create, skill_update
+from apps.skills.trust import may_reach
 
 logger = logging.getLogger(__name__)
 
@@ -52,10 +53,16 @@ def edit_budget(*, avoiding: int, learning: int) -> int:
 
 
 def pending_experiences(*, organization, scope: str) -> list[SkillExperience]:
+    """Pending experiences, best first, then those held for corroboration (a new one may corroborate them)."""
     return list(
-        SkillExperience.objects.filter(organization=organization, scope=scope, status=SkillExperience.Status.PENDING)
-        .annotate(rank=F("importance") * F("credibility"))
-        .order_by("-rank", "created_at", "id")
+        SkillExperience.objects.filter(
+            organization=organization, scope=scope, status__in=[SkillExperience.Status.PENDING, SkillExperience.Status.HELD]
+        )
+        .annotate(
+            rank=F("importance") * F("credibility"),
+            waiting=Case(When(status=SkillExperience.Status.HELD, then=1), default=0),
+        )
+        .order_by("waiting", "-rank", "created_at", "id")
         .select_related("session")
         .defer("embedding", "search_vector")[: settings.EVOLUTION_MAX_EXPERIENCES]
     )
@@ -106,6 +113,19 @@ def _operation_changes(operations: list) -> list[Change]:
                 reason=f"merge of {', '.join(source.name for source in operation['sources'])}: {reason}",
             ))
     return changes
+
+
+def _trusted(changes: list[Change]) -> tuple[list[Change], set]:
+    """(changes that may be served, ids of experiences held): a new skill is served to its teachers;
+    a change of an existing skill (which may be served to anyone later) waits until enough end users
+    corroborate it (apps.skills.trust). The rule evolver applies the same rule to each lesson as it drafts."""
+    kept, held = [], set()
+    for change in changes:
+        if change.skill is None or may_reach(experiences=change.experiences, audience_ids=None):
+            kept.append(change)
+        else:
+            held |= {experience.pk for experience in change.experiences}
+    return kept, held
 
 
 def _embed_changes(changes: list[Change]) -> None:
@@ -167,7 +187,8 @@ def _apply(*, organization, scope: str, changes: list[Change], actor: str, repor
 def _mark(experience_ids, status: str) -> int:
     if not experience_ids:
         return 0
-    return SkillExperience.objects.filter(pk__in=list(experience_ids), status=SkillExperience.Status.PENDING).update(
+    waiting = [SkillExperience.Status.PENDING, SkillExperience.Status.HELD]
+    return SkillExperience.objects.filter(pk__in=list(experience_ids), status__in=waiting).exclude(status=status).update(
         status=status
     )
 
@@ -180,7 +201,7 @@ def skills_evolve(*, organization, scope: str, task=None) -> dict:
     """One evolution run for an organisation and scope. Run it under evolve_key (the handler does)."""
     pending = pending_experiences(organization=organization, scope=scope)
     if not pending:
-        return {"experiences": 0, "consumed": 0, "superseded": 0, "remaining": 0}
+        return {"experiences": 0, "consumed": 0, "superseded": 0, "held": 0, "remaining": 0}
     avoiding = sum(1 for e in pending if e.experience_type == ExperienceType.WORTH_AVOIDING)
     budget = edit_budget(avoiding=avoiding, learning=len(pending) - avoiding)
     problems: list[str] = []
@@ -190,12 +211,12 @@ def skills_evolve(*, organization, scope: str, task=None) -> dict:
         operations, problems, usable = llm_operations(
             organization=organization, scope=scope, pending=pending, budget=budget, task=task
         )
-        changes = _operation_changes(operations)
+        changes, held = _trusted(_operation_changes(operations))
         deferred = {e.pk for op in operations if op.get("deferred") for e in op["experiences"]}
         report = {"created": [], "edited": [], "merged": []}
     else:
         actor = "evolution:rules"
-        drafts, superseded = rule_drafts(organization=organization, scope=scope, pending=pending, budget=budget)
+        drafts, superseded, held = rule_drafts(organization=organization, scope=scope, pending=pending, budget=budget)
         changes = _draft_changes(drafts)
         report = {"created": [], "edited": []}
     _embed_changes(changes)
@@ -207,9 +228,10 @@ def skills_evolve(*, organization, scope: str, task=None) -> dict:
         if use_llm:
             # An unusable answer decides nothing: every experience waits for the next run.
             deferred |= _experience_ids(skipped) - used
-            superseded = {e.pk for e in pending} - used - deferred if usable and not problems else set()
+            superseded = {e.pk for e in pending} - used - deferred - held if usable and not problems else set()
         consumed = _mark(used, SkillExperience.Status.CONSUMED)
-        superseded_count = _mark(superseded - used, SkillExperience.Status.SUPERSEDED)
+        superseded_count = _mark(superseded - used - held, SkillExperience.Status.SUPERSEDED)
+        held_count = _mark(held - used, SkillExperience.Status.HELD)
     problems += [f"{change.skill.name} changed during the run; its change waits for the next run" for change in skipped]
     remaining = SkillExperience.objects.filter(
         organization=organization, scope=scope, status=SkillExperience.Status.PENDING
@@ -222,6 +244,7 @@ def skills_evolve(*, organization, scope: str, task=None) -> dict:
         **report,
         "consumed": consumed,
         "superseded": superseded_count,
+        "held": held_count,
         "remaining": remaining,
         "problems": problems,
     }

@@ -152,7 +152,7 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         task: Annotated[str, Field(description="The task at hand, in a sentence or two.")],
         ctx: Context,
         k: Annotated[int, Field(ge=1, le=50, description="How many skills.")] = 5,
-        user_id: Annotated[str | None, Field(description="Also consider this user's own skills.")] = None,
+        user_id: Annotated[str | None, Field(description="The end user the agent acts for: also the skills this user taught. Without it, only the skills shared by the whole scope.")] = None,
     ) -> CallToolResult:
         """The learned procedures (skills) most relevant to a task, with their instructions: call it before acting."""
         body = await call(ctx, "retrieve_skills", task=task, k=k, user_id=user_id)
