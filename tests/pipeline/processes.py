@@ -187,13 +187,14 @@ class CeleryWorker:
         log_path: Path,
         include: str | None = None,
         pool: str = "solo",
+        concurrency: int = 1,
         env: dict | None = None,
         beat: bool = False,
     ):
         self.log_path = log_path
         self.command = [
             sys.executable, "-m", "celery", "-A", "memory_platform", "worker",
-            f"--pool={pool}", "--concurrency=1", "--without-mingle", "--without-gossip",
+            f"--pool={pool}", f"--concurrency={concurrency}", "--without-mingle", "--without-gossip",
             # INFO: readiness is read from the worker's "ready." log line.
             "--loglevel=INFO", f"--hostname=pipeline-{log_path.stem}@%h",
         ]
