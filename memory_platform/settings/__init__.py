@@ -225,6 +225,9 @@ PROFILE_MAX_EVIDENCE = env.int("PROFILE_MAX_EVIDENCE", default=40)
 PROFILE_LINT_CONTRADICTIONS = env.bool("PROFILE_LINT_CONTRADICTIONS", default=False)
 # A beat or worker silent this long is shown as stale in /readyz and on the admin dashboard.
 PROCESS_STALE_AFTER_SECONDS = env.float("PROCESS_STALE_AFTER_SECONDS", default=60.0)
+# Set by `runplatform` for its children: the file where its supervisor counts their restarts, which
+# /readyz and the admin dashboard show. Unset elsewhere (compose, systemd, Kubernetes restart processes).
+SUPERVISOR_STATE_FILE = env("SUPERVISOR_STATE_FILE", default="")
 
 # Models. Without an API key everything runs offline: rule-based learning, hashed embeddings.
 OPENAI_API_KEY = env("OPENAI_API_KEY", default="")
