@@ -94,9 +94,13 @@ else:
     }
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A database that does not answer (restart, failover, a dropped network) costs a request this long at
+# most before the API answers 503 with Retry-After, instead of holding the request until the OS gives up.
+DATABASE_CONNECT_TIMEOUT_SECONDS = env.int("DATABASE_CONNECT_TIMEOUT_SECONDS", default=5)
 # Search settings, set once per connection instead of per query: pgvector 0.8 iterative HNSW
 # scans (filtered queries still return `limit` rows) and the pg_trgm fuzzy threshold.
-DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
+DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = DATABASE_CONNECT_TIMEOUT_SECONDS
+DATABASES["default"]["OPTIONS"]["options"] = (
     "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=100 -c hnsw.max_scan_tuples=40000"
     " -c pg_trgm.word_similarity_threshold=0.3"
 )
