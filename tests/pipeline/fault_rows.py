@@ -179,8 +179,22 @@ def _result(row, platform, traffic: Traffic, *, since: float, fault_end: float, 
         row=row, path=platform.path, processes=platform.processes(), tasks_enqueued=created,
         tasks_succeeded=succeeded, tasks_lost=created - succeeded, statuses=statuses, server_errors=server_errors,
         recovery_seconds=recovery, turns_accepted=traffic.accepted_adds(), turns_stored=turns_stored,
-        notes={**(notes or {}), **({"restarts": platform.restarts()} if hasattr(platform, "restarts") else {})},
+        notes={**(notes or {}), **_restarts_since_begin(platform)},
     )
+
+
+def _begin(platform) -> float:
+    """Marks the start of a row: its tasks are those created from now, its restarts those counted from now."""
+    platform.restarts_at_begin = platform.restarts() if hasattr(platform, "restarts") else None
+    return time.time()
+
+
+def _restarts_since_begin(platform) -> dict:
+    """runplatform's restarts of each process during the row (other paths have no supervisor)."""
+    if getattr(platform, "restarts_at_begin", None) is None:
+        return {}
+    now = platform.restarts()
+    return {"restarts": {name: count - platform.restarts_at_begin.get(name, 0) for name, count in now.items()}}
 
 
 def _backlog(platform) -> int:
@@ -202,7 +216,7 @@ def redis_kill(platform, *, busy: bool, down_seconds: float = 2.0, warm_seconds:
     """SIGKILL Redis and start it again empty, with the worker idle or busy."""
     row = f"Redis SIGKILL and restart, worker {'busy' if busy else 'idle'}"
     tag = f"redis-{'busy' if busy else 'idle'}"
-    since = time.time()
+    since = _begin(platform)
     with Traffic(platform, tag=tag, adders=2 if busy else 0) as traffic:
         time.sleep(warm_seconds)
         notes = {}
@@ -227,7 +241,7 @@ def redis_kill(platform, *, busy: bool, down_seconds: float = 2.0, warm_seconds:
 
 def redis_flap(platform, *, kills: int = 3, within_seconds: float = 30.0, down_seconds: float = 1.0) -> RowResult:
     """Redis SIGKILLed `kills` times within `within_seconds`, restarted (empty) after each."""
-    since = time.time()
+    since = _begin(platform)
     with Traffic(platform, tag="redis-flap") as traffic:
         time.sleep(2)
         _burst(platform, traffic, 10)
@@ -246,7 +260,7 @@ def redis_flap(platform, *, kills: int = 3, within_seconds: float = 30.0, down_s
 
 def redis_pause(platform, *, pause_seconds: float = 30.0) -> RowResult:
     """Redis SIGSTOPped (a hung broker: it accepts connections and answers nothing), then continued."""
-    since = time.time()
+    since = _begin(platform)
     with Traffic(platform, tag="redis-pause") as traffic:
         time.sleep(2)
         platform.redis.pause()
@@ -259,7 +273,7 @@ def redis_pause(platform, *, pause_seconds: float = 30.0) -> RowResult:
 
 def postgres_stop(platform, *, down_seconds: float = 10.0) -> RowResult:
     """PostgreSQL stopped (fast shutdown) and started again: the API answers a JSON 503 meanwhile."""
-    since = time.time()
+    since = _begin(platform)
     with Traffic(platform, tag="postgres-stop") as traffic:
         time.sleep(2)
         platform.postgres.stop()
@@ -278,7 +292,7 @@ def postgres_stop(platform, *, down_seconds: float = 10.0) -> RowResult:
 def worker_kill(platform, *, in_flight: int = 30, replace_after_seconds: float = 10.0) -> RowResult:
     """SIGKILL the worker with `in_flight` tasks queued or running; a new worker `replace_after_seconds`
     later (on the runplatform path its supervisor brings it back on its own schedule)."""
-    since = time.time()
+    since = _begin(platform)
     with Traffic(platform, tag="worker-kill", adders=1, searchers=1) as traffic:
         time.sleep(1)
         _burst(platform, traffic, in_flight // 3 + 1)  # an add enqueues about three tasks
@@ -299,7 +313,7 @@ def beat_kill(platform, *, down_seconds: float = 5.0) -> RowResult:
     """SIGKILL beat; while it is gone Redis loses what it held (so only beat's re-publish can send
     those tasks again); then beat is back. Nothing may be lost and no schedule doubled."""
     schedules_before = platform.sql("SELECT name FROM django_celery_beat_periodictask ORDER BY name")
-    since = time.time()
+    since = _begin(platform)
     with Traffic(platform, tag="beat-kill") as traffic:
         time.sleep(2)
         platform.kill("beat")
