@@ -99,10 +99,17 @@ def _broker_pause():
     broker_pause.run(RESULTS_DIR)
 
 
+def _faults():
+    from bench import faults
+
+    faults.run(RESULTS_DIR)
+
+
 BENCHMARKS = {
     "ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure,
     "admin": _admin, "profiles": _profiles, "profiles_lint": _profiles_lint, "scale": _scale, "broker_pause": _broker_pause,
     "rerank": _rerank, "retrieval_study": _retrieval_study, "privacy_poisoning": _privacy_poisoning,
+    "faults": _faults,
 }
 
 

@@ -8,3 +8,9 @@ class PlatformConfig(AppConfig):
     name = "memory_platform"
     label = "platform"
     verbose_name = "Memory platform"
+
+    def ready(self):
+        from apps.core.extensions import register_dashboard_card
+        from memory_platform.dashboard import processes_card
+
+        register_dashboard_card(processes_card, order=60)

@@ -6,6 +6,7 @@ from django.db import connection
 from django.http import JsonResponse
 
 from apps.pipeline.selectors import machinery_status
+from memory_platform.supervisor import supervisor_status
 
 
 def healthz(request):
@@ -44,4 +45,7 @@ def readyz(request):
         body["failed"] = failed
     if checks["database"] == "ok":
         body["machinery"] = machinery_status()
+    supervised = supervisor_status()
+    if supervised is not None:
+        body["processes"] = supervised  # under `runplatform`: each child's restarts
     return JsonResponse(body, status=200 if ready else 503)

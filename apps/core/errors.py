@@ -1,12 +1,19 @@
 """One JSON error shape for every API error: {"error": {"status", "code", "message", "details"}}."""
 
+import logging
+
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
+
+from apps.core.logs import error_class, request_route
+
+logger = logging.getLogger(__name__)
 
 NOT_FOUND_MESSAGE = "Not found."
 
@@ -25,6 +32,24 @@ class PayloadTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_detail = "The request body is larger than the limit."
     default_code = "payload_too_large"
+
+
+# The database refused or dropped the connection (restart, failover, network), or gave up on a
+# statement (lock or statement timeout): the request may succeed if sent again shortly.
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
+RETRY_AFTER_SECONDS = 5
+
+
+def database_unavailable_response() -> JsonResponse:
+    """A JSON 503 with Retry-After, which clients (the SDK among them) retry."""
+    body = error_body(
+        status_code=503,
+        code="service_unavailable",
+        message="The database is briefly unavailable; retry the request in a few seconds.",
+    )
+    response = JsonResponse(body, status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
 
 
 def error_body(*, status_code: int, code: str, message: str, details=None) -> dict:
@@ -59,6 +84,14 @@ def _flatten(detail, prefix="") -> list[str]:
 
 
 def api_exception_handler(exc, context):
+    if isinstance(exc, DATABASE_UNAVAILABLE):
+        # Not a bug but an outage: one line with the error class; the connection is replaced on the next request.
+        request = context.get("request")
+        logger.warning(
+            "database unavailable on %s %s: %s", getattr(request, "method", "-"),
+            request_route(request) if request is not None else "(no route)", error_class(exc),
+        )
+        return database_unavailable_response()
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge()
     elif isinstance(exc, Http404):

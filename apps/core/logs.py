@@ -1,10 +1,16 @@
-"""Log lines carry ids, routes and error classes, never user content.
+"""Log lines carry ids, routes and error classes, never user content, yet say what failed.
 
 Exception messages are where user values leak (a database error quotes the row it refused, a
 validation error the value it disliked), and so are request paths (session and user ids). The
-filter below is installed on every log handler (settings.LOGGING, Celery's handlers): it replaces
-a traceback's messages with the exception classes, exceptions passed as arguments with their class
-names, and the path in Django's request log lines with the route the request matched.
+filter below is installed on every log handler (settings.LOGGING, Celery's handlers): it withholds
+exception messages in tracebacks and in arguments, and writes the route a request matched instead
+of its path.
+
+Messages are decided by their source, not withheld wholesale: the failures of the machinery itself
+(the broker, the database connection, a timeout, the configuration, a dependency's own attribute
+error) describe hosts, sockets and code, never a request's data, and an operator needs them to see
+why a worker or a request failed. Those keep their message (READABLE); every other exception, above
+all a database error about a row (it quotes the values) or a validation error, shows its class only.
 """
 
 import logging
@@ -41,9 +47,62 @@ def error_class(exc: BaseException) -> str:
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
+# Exception classes (and their subclasses) whose message is the library's own description of a
+# connection, a timeout or the configuration. Named, not imported: each library is optional here.
+READABLE = frozenset({
+    "builtins.ConnectionError",  # ConnectionRefusedError, ConnectionResetError, BrokenPipeError …
+    "builtins.TimeoutError",
+    "socket.gaierror",
+    "redis.exceptions.ConnectionError",
+    "redis.exceptions.TimeoutError",
+    "redis.exceptions.BusyLoadingError",
+    "kombu.exceptions.OperationalError",
+    "amqp.exceptions.ConnectionError",
+    "billiard.exceptions.WorkerLostError",
+    "celery.exceptions.TimeLimitExceeded",
+    "celery.exceptions.SoftTimeLimitExceeded",
+    # Connection and server state errors; their first line says what happened to the connection.
+    # IntegrityError, DataError and ProgrammingError (which quote rows and statements) are not here.
+    "psycopg.OperationalError",
+    "psycopg.InterfaceError",
+    "django.db.utils.OperationalError",
+    "django.db.utils.InterfaceError",
+    "django.core.exceptions.ImproperlyConfigured",
+    "openai.APIConnectionError",  # includes APITimeoutError
+})
+# Readable only when raised inside a dependency (its message names types and attributes of that
+# library's code, as kombu's "'NoneType' object has no attribute 'client'" did).
+READABLE_FROM_DEPENDENCIES = frozenset({"builtins.AttributeError"})
+DEPENDENCY_MARKERS = ("/site-packages/", "/dist-packages/")
+
+
+def _class_names(exc: BaseException) -> set[str]:
+    return {f"{cls.__module__}.{cls.__qualname__}" for cls in type(exc).__mro__}
+
+
+def _raised_in_dependency(exc: BaseException) -> bool:
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and any(marker in frames[-1].filename for marker in DEPENDENCY_MARKERS)
+
+
+def readable_message(exc: BaseException) -> str | None:
+    """The exception's message when its source makes it safe to log (see the module), else None.
+    Only the first line: a database server's DETAIL and HINT lines may quote a row."""
+    names = _class_names(exc)
+    if names & READABLE or (names & READABLE_FROM_DEPENDENCIES and _raised_in_dependency(exc)):
+        message = str(exc).strip().split("\n", 1)[0]
+        return message[:500] or None
+    return None
+
+
+def exception_line(exc: BaseException) -> str:
+    """"class: message" when the message is readable, else "class: (message withheld …)"."""
+    return f"{error_class(exc)}: {readable_message(exc) or WITHHELD}"
+
+
 def describe_exception(exc: BaseException) -> str:
     """A traceback with every frame (file, line, function, code) and every chained exception's
-    class, and none of their messages."""
+    class; messages only where their source makes them readable."""
     chain, seen, current = [], set(), exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
@@ -64,12 +123,15 @@ def describe_exception(exc: BaseException) -> str:
                 else "\nDuring handling of the above exception, another exception occurred:\n\n"
             )
         frames = "".join(traceback.format_list(traceback.extract_tb(item.__traceback__)))
-        parts.append(f"Traceback (most recent call last):\n{frames}{error_class(item)}: {WITHHELD}\n")
+        parts.append(f"Traceback (most recent call last):\n{frames}{exception_line(item)}\n")
     return "".join(parts).rstrip("\n")
 
 
 def _safe(value):
-    return error_class(value) if isinstance(value, BaseException) else value
+    if not isinstance(value, BaseException):
+        return value
+    message = readable_message(value)
+    return f"{error_class(value)}: {message}" if message else error_class(value)
 
 
 class RedactUserContent(logging.Filter):

@@ -4,9 +4,15 @@ and the query-string rule of apps.core.validation for the pages outside the API.
 import logging
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpResponseBadRequest, JsonResponse
+from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 
-from apps.core.errors import error_body, not_found_response
+from apps.core.errors import (
+    DATABASE_UNAVAILABLE,
+    RETRY_AFTER_SECONDS,
+    database_unavailable_response,
+    error_body,
+    not_found_response,
+)
 from apps.core.logs import error_class, request_route
 from apps.core.validation import text_problem
 
@@ -38,6 +44,17 @@ class JSONErrorsForAPIMiddleware:
         return JsonResponse(error_body(status_code=response.status_code, code=code, message=message), status=response.status_code)
 
     def process_exception(self, request, exception):
+        if isinstance(exception, DATABASE_UNAVAILABLE):
+            # Not a bug but an outage: one line with the library's own message (no request data in it).
+            logger.warning("database unavailable on %s %s: %s", request.method, request_route(request), error_class(exception))
+            if request.path.startswith(JSON_PREFIXES):
+                return database_unavailable_response()
+            response = HttpResponse(
+                "The database is briefly unavailable; reload the page in a few seconds.\n",
+                status=503, content_type="text/plain; charset=utf-8",
+            )
+            response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+            return response
         if not request.path.startswith(JSON_PREFIXES):
             return None
         if isinstance(exception, RequestDataTooBig):

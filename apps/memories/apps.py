@@ -10,8 +10,11 @@ class MemoriesConfig(AppConfig):
         from apps.core.schedules import register_schedule
         from apps.memories import handlers  # noqa: F401  (registers pipeline handlers)
         from apps.memories.search import register_sources
+        from apps.memories.services.extract import extract_locks
+        from apps.pipeline.locks import register_work_locks
 
         register_sources()
         register_schedule(
             name="memories: purge deleted memories", task="memories.purge_deleted_memories", every_seconds=3600
         )
+        register_work_locks(extract_locks)

@@ -42,3 +42,12 @@ def machinery_status() -> dict:
             "alive": row["alive"],
         }
     return status
+
+
+def heartbeat_fresh(*, kind: str, host: str) -> bool:
+    """Whether a process of `kind` on `host` (beat records the host name, a worker its Celery node
+    name, "celery@host") has recorded a heartbeat within PROCESS_STALE_AFTER_SECONDS."""
+    fresh_after = timezone.now() - timedelta(seconds=settings.PROCESS_STALE_AFTER_SECONDS)
+    return ProcessHeartbeat.objects.filter(
+        Q(hostname=host) | Q(hostname__endswith=f"@{host}"), kind=kind, seen_at__gte=fresh_after
+    ).exists()

@@ -15,6 +15,11 @@ def owner_lock_key(*, organization_id, end_user_id) -> str:
     return f"profiles:{organization_id}:{end_user_id}"
 
 
+def owner_locks(work) -> list[str]:
+    """Projection and compilation locks of a pipeline.locks.WorkOf (registered in ProfilesConfig.ready)."""
+    return [owner_lock_key(organization_id=work.organization_id, end_user_id=user) for user in work.end_user_ids]
+
+
 @register_handler(PROJECT_ENTITIES)
 def project_entities(task) -> dict:
     session = Session.objects.select_related("organization", "end_user").filter(pk=task.payload["session"]).first()

@@ -7,7 +7,12 @@ class SkillsConfig(AppConfig):
     verbose_name = "Skills"
 
     def ready(self):
+        from apps.pipeline.locks import register_work_locks
         from apps.skills import checks, handlers  # noqa: F401  (registers the settings check and pipeline handlers)
         from apps.skills.search import register_sources
+        from apps.skills.services.distill import distill_locks
+        from apps.skills.services.evolve.run import evolve_locks
 
         register_sources()
+        register_work_locks(distill_locks)
+        register_work_locks(evolve_locks)

@@ -94,9 +94,13 @@ else:
     }
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A database that does not answer (restart, failover, a dropped network) costs a request this long at
+# most before the API answers 503 with Retry-After, instead of holding the request until the OS gives up.
+DATABASE_CONNECT_TIMEOUT_SECONDS = env.int("DATABASE_CONNECT_TIMEOUT_SECONDS", default=5)
 # Search settings, set once per connection instead of per query: pgvector 0.8 iterative HNSW
 # scans (filtered queries still return `limit` rows) and the pg_trgm fuzzy threshold.
-DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
+DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = DATABASE_CONNECT_TIMEOUT_SECONDS
+DATABASES["default"]["OPTIONS"]["options"] = (
     "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=100 -c hnsw.max_scan_tuples=40000"
     " -c pg_trgm.word_similarity_threshold=0.3"
 )
@@ -225,6 +229,9 @@ PROFILE_MAX_EVIDENCE = env.int("PROFILE_MAX_EVIDENCE", default=40)
 PROFILE_LINT_CONTRADICTIONS = env.bool("PROFILE_LINT_CONTRADICTIONS", default=False)
 # A beat or worker silent this long is shown as stale in /readyz and on the admin dashboard.
 PROCESS_STALE_AFTER_SECONDS = env.float("PROCESS_STALE_AFTER_SECONDS", default=60.0)
+# Set by `runplatform` for its children: the file where its supervisor counts their restarts, which
+# /readyz and the admin dashboard show. Unset elsewhere (compose, systemd, Kubernetes restart processes).
+SUPERVISOR_STATE_FILE = env("SUPERVISOR_STATE_FILE", default="")
 
 # Models. Without an API key everything runs offline: rule-based learning, hashed embeddings.
 OPENAI_API_KEY = env("OPENAI_API_KEY", default="")

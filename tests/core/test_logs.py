@@ -87,3 +87,72 @@ def test_exceptions_passed_as_arguments_and_runserver_request_lines_are_redacted
     output = stream.getvalue()
     assert "task failed: ValueError" in output and "GET /api/v1/sessions/<str:session_id>/ 404" in output
     assert "tango-7731" not in output
+
+
+def _logged(*exceptions_or_lines) -> str:
+    """What a redacting handler writes for each (message, exception) pair, as tracebacks and as arguments."""
+    import io
+    import logging
+
+    from apps.core.logs import RedactUserContent
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactUserContent())
+    logger = logging.getLogger("tests.by_source")
+    logger.addHandler(handler)
+    try:
+        for exc in exceptions_or_lines:
+            logger.error("failed", exc_info=exc)
+            logger.warning("failed with %s", exc)
+    finally:
+        logger.removeHandler(handler)
+    return stream.getvalue()
+
+
+def _raised(function) -> BaseException:
+    try:
+        function()
+    except BaseException as exc:  # the real exception, with its real traceback
+        return exc
+    raise AssertionError("expected an exception")
+
+
+def test_broker_and_database_connection_failures_are_readable(tmp_path):
+    """What an operator needs: the broker and database libraries' own words about the connection."""
+    import psycopg
+    import redis
+
+    from tests.pipeline.processes import free_port
+
+    port = free_port()  # nothing listens there
+    broker = _raised(lambda: redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1).ping())
+    database = _raised(lambda: psycopg.connect(host=str(tmp_path), dbname="nothing", connect_timeout=1))
+
+    output = _logged(broker, database)
+
+    assert f"redis.exceptions.ConnectionError: Error 111 connecting to 127.0.0.1:{port}" in output
+    assert "psycopg.OperationalError: connection is bad" in output and str(tmp_path) in output
+    assert "failed with redis.exceptions.ConnectionError: Error 111" in output
+
+
+def test_errors_about_a_requests_data_stay_withheld(client_a):
+    """A database error quoting a row, a validation error and an error of the platform's own code
+    carry the request's values: only their class is logged."""
+    from django.db import IntegrityError
+
+    from apps.tenancy.models import Organization
+
+    secret = "tango-7731-secret"
+    Organization.objects.create(name=secret)
+    duplicate = _raised(lambda: transaction.atomic()(Organization.objects.create)(name=secret))
+    assert isinstance(duplicate, IntegrityError) and secret in str(duplicate), "the test can fail"
+
+    def own_code():
+        raise AttributeError(f"no attribute {secret}")
+
+    output = _logged(duplicate, ValueError(f"user said {secret}"), _raised(own_code))
+
+    assert "django.db.utils.IntegrityError: (message withheld" in output
+    assert "AttributeError: (message withheld" in output
+    assert secret not in output

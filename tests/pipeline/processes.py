@@ -141,6 +141,11 @@ def reset_broker_connections(app) -> None:
         amqp._producer_pool = None
     # kombu keeps process-wide pools per broker URL; a closed one would be handed out again.
     kombu_pools.reset()
+    # So does the pipeline's publishing connection (apps.pipeline.services._publish_connection).
+    from apps.pipeline import services
+
+    with services._publish_connections_lock:
+        services._publish_connections.clear()
 
 
 @contextmanager
@@ -149,8 +154,10 @@ def celery_broker(url: str):
     an exported CELERY_BROKER_URL would win over the configuration, so it is switched too)."""
     from memory_platform.celery import app
 
-    previous, previous_env = app.conf.broker_url, os.environ.get("CELERY_BROKER_URL")
-    app.conf.broker_url = url
+    # Celery 5.6 resolves the read and write URLs from broker_url once, at configuration: switch all three.
+    keys = ("broker_url", "broker_read_url", "broker_write_url")
+    previous, previous_env = {key: app.conf[key] for key in keys}, os.environ.get("CELERY_BROKER_URL")
+    app.conf.update(dict.fromkeys(keys, url))
     if previous_env is not None:
         os.environ["CELERY_BROKER_URL"] = url
     reset_broker_connections(app)
@@ -158,7 +165,7 @@ def celery_broker(url: str):
         yield app
     finally:
         reset_broker_connections(app)
-        app.conf.broker_url = previous
+        app.conf.update(previous)
         if previous_env is not None:
             os.environ["CELERY_BROKER_URL"] = previous_env
 
@@ -187,13 +194,14 @@ class CeleryWorker:
         log_path: Path,
         include: str | None = None,
         pool: str = "solo",
+        concurrency: int = 1,
         env: dict | None = None,
         beat: bool = False,
     ):
         self.log_path = log_path
         self.command = [
             sys.executable, "-m", "celery", "-A", "memory_platform", "worker",
-            f"--pool={pool}", "--concurrency=1", "--without-mingle", "--without-gossip",
+            f"--pool={pool}", f"--concurrency={concurrency}", "--without-mingle", "--without-gossip",
             # INFO: readiness is read from the worker's "ready." log line.
             "--loglevel=INFO", f"--hostname=pipeline-{log_path.stem}@%h",
         ]

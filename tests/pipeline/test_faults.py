@@ -34,7 +34,7 @@ def workers(transactional_db, broker, tmp_path):
     """`workers("name")` starts a worker subprocess; every one is SIGKILLed at teardown."""
     started: list[CeleryWorker] = []
 
-    def start(name: str, *, beat: bool = False, env: dict | None = None) -> CeleryWorker:
+    def start(name: str, *, beat: bool = False, env: dict | None = None, pool: str = "solo", concurrency: int = 1) -> CeleryWorker:
         worker = CeleryWorker(
             broker_url=broker.url,
             settings_dict=connection.settings_dict,
@@ -42,6 +42,8 @@ def workers(transactional_db, broker, tmp_path):
             include="tests.pipeline.fault_handlers",
             env={**WORKER_ENV, **(env or {})},
             beat=beat,
+            pool=pool,
+            concurrency=concurrency,
         )
         started.append(worker)
         return worker.start()

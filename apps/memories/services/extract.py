@@ -28,7 +28,16 @@ SPOKEN_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
 
 
 def extract_lock_key(session: Session) -> str:
-    return f"extract:{session.organization_id}:{session.end_user_id}"
+    return _extract_key(session.organization_id, session.end_user_id)
+
+
+def _extract_key(organization_id, end_user_id) -> str:
+    return f"extract:{organization_id}:{end_user_id}"
+
+
+def extract_locks(work) -> list[str]:
+    """The extraction locks of a pipeline.locks.WorkOf (registered in MemoriesConfig.ready)."""
+    return [_extract_key(work.organization_id, end_user_id) for end_user_id in work.end_user_ids]
 
 
 def _turns(messages: list[Message]) -> list[ExtractionTurn]:

@@ -13,17 +13,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from apps.conversations.models import Session
-from apps.memories.services.extract import extract_lock_key
-from apps.pipeline.locks import advisory_lock
+from apps.pipeline.locks import WorkOf, advisory_lock, work_lock_keys
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import tasks_cancel
 from apps.privacy.services.skills import skills_release_subject
 from apps.profiles.services.compile import profiles_clear_for_recompile
 from apps.privacy.services.subjects import Subject
 from apps.providers.models import LLMUsage
-from apps.skills.services.distill import distill_lock_key
-from apps.skills.services.evolve.run import evolve_key
 from apps.tenancy.models import Client
 from apps.tenancy.services import client_revoke_keys, client_set_status
 
@@ -141,15 +137,15 @@ def _cancel_and_scrub(queryset, erasure_id) -> int:
 
 
 def subject_locks(subject: Subject) -> list[str]:
-    """While the purge runs, no distillation or extraction of the user and no evolution of the scopes their
-    experiences live in can start (those take the same locks without waiting, and retry)."""
-    keys = []
-    if subject.end_user is not None:
-        session = Session(organization_id=subject.organization.pk, end_user_id=subject.end_user.pk)
-        keys += [distill_lock_key(session), extract_lock_key(session)]
-    for scope in sorted(set(subject.experiences().values_list("scope", flat=True))):
-        keys.append(evolve_key(organization=subject.organization, scope=scope))
-    return keys
+    """Every lock the apps registered (pipeline.locks.register_work_locks) for the subject's user and
+    the scopes their experiences live in: while the purge runs no work on them can start (it takes
+    the same locks without waiting, and retries), and the purge waits for work already running."""
+    work = WorkOf(
+        organization_id=subject.organization.pk,
+        end_user_ids=(subject.end_user.pk,) if subject.end_user is not None else (),
+        scopes=tuple(sorted(set(subject.experiences().values_list("scope", flat=True)))),
+    )
+    return work_lock_keys(work)
 
 
 def subject_purge(*, subject: Subject, erasure_id, on_step=None) -> dict:

@@ -27,7 +27,16 @@ EXISTING_SKILLS_IN_PROMPT = 50
 
 
 def distill_lock_key(session: Session) -> str:
-    return f"distill:{session.organization_id}:{session.end_user_id}"
+    return _distill_key(session.organization_id, session.end_user_id)
+
+
+def _distill_key(organization_id, end_user_id) -> str:
+    return f"distill:{organization_id}:{end_user_id}"
+
+
+def distill_locks(work) -> list[str]:
+    """The distillation locks of a pipeline.locks.WorkOf (registered in SkillsConfig.ready)."""
+    return [_distill_key(work.organization_id, end_user_id) for end_user_id in work.end_user_ids]
 
 
 def check_distillable(session: Session) -> None:

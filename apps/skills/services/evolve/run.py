@@ -30,7 +30,16 @@ EVOLVE_SKILLS = "evolve_skills"
 
 def evolve_key(*, organization, scope: str) -> str:
     """Names one organisation and scope's evolution: the idempotency key of its waiting task and its lock."""
-    return f"evolve:{organization.pk}:{scope}"
+    return _evolve_key(organization.pk, scope)
+
+
+def _evolve_key(organization_id, scope: str) -> str:
+    return f"evolve:{organization_id}:{scope}"
+
+
+def evolve_locks(work) -> list[str]:
+    """The evolution locks of a pipeline.locks.WorkOf (registered in SkillsConfig.ready)."""
+    return [_evolve_key(work.organization_id, scope) for scope in work.scopes]
 
 
 def evolve_enqueue(*, organization, scope: str) -> MemoryTask:
