@@ -5,12 +5,11 @@ accepted, what it forbids is refused; schemathesis checks both in the suite)."""
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework import serializers
-from rest_framework.permissions import SAFE_METHODS
 
 from apps.core import fields, validation
-from apps.core.api import InputSerializer
+from apps.core.api import InputSerializer, operation_of
+from apps.core.operations import Access
 from apps.core.pagination import PAGE_ALIASES
-from apps.core.permissions import CanErase, WriteScopeForWrites
 
 ERROR_COMPONENT = "Error"
 ERROR_SCHEMA = {
@@ -167,8 +166,8 @@ class PlatformAutoSchema(AutoSchema):
 
     def _error_statuses(self) -> set[int]:
         statuses = {400, 401}
-        permissions = getattr(self.view, "permission_classes", [])
-        if CanErase in permissions or (self.method not in SAFE_METHODS and WriteScopeForWrites in permissions):
+        served = operation_of(self.view, self.method)
+        if served is not None and served.access is not Access.READ:
             statuses.add(403)
         if "{" in self.path:
             statuses.add(404)

@@ -1,28 +1,24 @@
+"""REST adapters of apps.memories.operations."""
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from apps.core.api import ClientAPIView, require_write_access
-from apps.memories.selectors import episodic_memory_list, semantic_memory_list
-from apps.memories.services.memories import memory_delete
+from apps.core.api import ClientAPIView, serves
+from apps.memories import operations
 
 
-class MemoryDeleteView(ClientAPIView):
-    """Deletes one memory and its history for good (soft deletion is extraction's, not the caller's)."""
-
+class EpisodicMemoryDeleteView(ClientAPIView):
     @extend_schema(responses={204: None})
+    @serves(operations.delete_episodic_memory)
     def delete(self, request, item_id):
-        memory = self.get_object(pk=item_id)
-        require_write_access(self.client, memory)
-        memory_delete(memory=memory)
+        operations.delete_episodic_memory(client=self.client, item_id=item_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class EpisodicMemoryDeleteView(MemoryDeleteView):
-    def scoped_queryset(self, *, client):
-        return episodic_memory_list(reader=client.reader)
-
-
-class SemanticMemoryDeleteView(MemoryDeleteView):
-    def scoped_queryset(self, *, client):
-        return semantic_memory_list(reader=client.reader)
+class SemanticMemoryDeleteView(ClientAPIView):
+    @extend_schema(responses={204: None})
+    @serves(operations.delete_semantic_memory)
+    def delete(self, request, item_id):
+        operations.delete_semantic_memory(client=self.client, item_id=item_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
