@@ -36,7 +36,12 @@ MAX_IDEMPOTENCY_KEY = 255
 
 @operation(access=Access.WRITE)
 def add_memory(*, client, data, idempotency_key: str | None = None) -> dict:
-    """Stores the turns of one session and queues the background work (202)."""
+    """Add turns of one session to memory.
+
+    Stores OpenAI chat-format messages as turns of the session (opened on first use, unique per
+    user and scope) and queues the background work its `session_tag` calls for, in one transaction:
+    extraction of episodic and semantic memories for a conversation, skill distillation for a task
+    once sealed. With an `Idempotency-Key` header, a replay answers the first response."""
     if idempotency_key and len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
         raise InvalidInput({"Idempotency-Key": [f"At most {MAX_IDEMPOTENCY_KEY} characters."]})
     add = validated(MemoryAddInputSerializer, data)
@@ -58,6 +63,7 @@ def add_memory(*, client, data, idempotency_key: str | None = None) -> dict:
 
 @operation()
 def list_sessions(*, client, query) -> Page:
+    """List sessions, most recent first, in the caller's read scopes."""
     filters = validated(SessionListFilterSerializer, query)
     sessions = selectors.session_list(reader=client.reader, filters=filters)
     return paginate(sessions, filters=filters, serializer_class=SessionOutputSerializer, default_limit=DEFAULT_LIMIT)
@@ -76,7 +82,7 @@ def session_named(*, client, session_id: str, query) -> tuple:
 
 @operation()
 def get_session(*, client, session_id: str, query) -> dict:
-    """One session with one page of its transcript."""
+    """Read a session with one page of its transcript (turns in order, with ids)."""
     session, owner = session_named(client=client, session_id=session_id, query=query)
     start, end = owner["offset"], owner["offset"] + owner["limit"]
     body = SessionOutputSerializer(session).data
@@ -87,6 +93,7 @@ def get_session(*, client, session_id: str, query) -> dict:
 
 @operation(access=Access.WRITE)
 def update_session(*, client, session_id: str, query, data) -> dict:
+    """Set a session's outcome (`success`, `failure`, `unknown`)."""
     session, _ = session_named(client=client, session_id=session_id, query=query)
     require_write_access(client, session)
     patch = validated(SessionPatchInputSerializer, data)
@@ -95,6 +102,7 @@ def update_session(*, client, session_id: str, query, data) -> dict:
 
 @operation(access=Access.WRITE)
 def seal_session(*, client, session_id: str, query) -> dict:
+    """Seal a session now: it takes no more turns, and a task session is queued for distillation."""
     session, _ = session_named(client=client, session_id=session_id, query=query)
     require_write_access(client, session)
     tasks = session_seal_now(session=session, client=client)
@@ -104,6 +112,7 @@ def seal_session(*, client, session_id: str, query) -> dict:
 
 @operation(access=Access.WRITE)
 def delete_message(*, client, item_id: str) -> None:
+    """Delete one transcript turn for good."""
     check_ids(item_id=item_id)
     message = get_or_404(selectors.message_list(reader=client.reader), pk=item_id)
     require_write_access(client, message)

@@ -37,7 +37,13 @@ class MemoryAddView(ClientAPIView):
         responses={202: MemoryAddOutputSerializer},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
     )
-    @serves(operations.add_memory)
+    @serves(operations.add_memory, example="POST /api/v1/memory/add", body={
+        "user_id": "alice", "session_id": "chat-2024-06-01", "session_tag": "conversation",
+        "messages": [
+            {"role": "user", "content": "My sister Ana moved to Lisbon last month."},
+            {"role": "assistant", "content": "Lovely! Do you plan to visit her?"},
+        ],
+    })
     def post(self, request):
         body = operations.add_memory(
             client=self.client, data=request.data, idempotency_key=request.headers.get("Idempotency-Key")
@@ -49,14 +55,14 @@ class SessionListView(ClientAPIView):
     pagination_class = Pagination  # tells the OpenAPI schema the list is paginated
 
     @extend_schema(parameters=[SessionListFilterSerializer], responses=SessionOutputSerializer(many=True))
-    @serves(operations.list_sessions)
+    @serves(operations.list_sessions, example="GET /api/v1/sessions/?user_id=alice&status=open&limit=20")
     def get(self, request):
         return paged_response(request, operations.list_sessions(client=self.client, query=request.query_params))
 
 
 class SessionDetailView(ClientAPIView):
     @extend_schema(parameters=[OwnerQuerySerializer], responses=SessionOutputSerializer)
-    @serves(operations.get_session)
+    @serves(operations.get_session, example="GET /api/v1/sessions/chat-2024-06-01/?user_id=alice&limit=100")
     def get(self, request, session_id):
         return Response(operations.get_session(client=self.client, session_id=session_id, query=request.query_params))
 
@@ -65,7 +71,8 @@ class SessionDetailView(ClientAPIView):
         request=SessionPatchInputSerializer,
         responses=SessionOutputSerializer,
     )
-    @serves(operations.update_session)
+    @serves(operations.update_session, example="PATCH /api/v1/sessions/book-flight-17/?user_id=alice",
+            body={"outcome": "success"})
     def patch(self, request, session_id):
         return Response(operations.update_session(
             client=self.client, session_id=session_id, query=request.query_params, data=request.data
@@ -74,14 +81,14 @@ class SessionDetailView(ClientAPIView):
 
 class SessionSealView(ClientAPIView):
     @extend_schema(parameters=[USER_ID_PARAMETER, SCOPE_PARAMETER], request=None, responses=SessionSealOutputSerializer)
-    @serves(operations.seal_session)
+    @serves(operations.seal_session, example="POST /api/v1/sessions/book-flight-17/seal?user_id=alice")
     def post(self, request, session_id):
         return Response(operations.seal_session(client=self.client, session_id=session_id, query=request.query_params))
 
 
 class MessageDeleteView(ClientAPIView):
     @extend_schema(responses={204: None})
-    @serves(operations.delete_message)
+    @serves(operations.delete_message, example="DELETE /api/v1/memory/message/6f1c2a9e-5d7b-4e0a-9c4d-2b8e1f3a7c55")
     def delete(self, request, item_id):
         operations.delete_message(client=self.client, item_id=item_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -69,12 +69,14 @@ def check_request_text(request, *, path_parameters: dict) -> None:
     check_parameters(candidates)
 
 
-def serves(operation):
+def serves(operation, *, example: str, body: dict | None = None):
     """Marks a view method as the REST adapter of `operation`: the view checks the operation's access
-    before anything else (as the operation itself does), and the OpenAPI schema documents it."""
+    before anything else (as the operation itself does), and the OpenAPI schema documents it with
+    the operation's docstring (summary, then description) and the example request (`example`, the
+    method and path with a query; `body`, its JSON body)."""
 
     def mark(handler):
-        handler.operation = operation
+        handler.operation, handler.example, handler.example_body = operation, example, body
         return handler
 
     return mark

@@ -9,6 +9,7 @@ import logging
 from concurrent.futures import Executor
 from functools import partial
 
+from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from memory_platform_client.errors import error_from_body
 from rest_framework.utils.encoders import JSONEncoder
@@ -66,7 +67,8 @@ def in_request_cycle(function, /, **arguments):
 
 class PlatformBackend:
     """The backend of one caller. With an executor, operations run on its threads (the ORM is
-    synchronous); without, inline (in-process tests, inside the test's transaction)."""
+    synchronous); without, on the thread of the outermost `async_to_sync` caller (in-process tests,
+    inside the test's transaction)."""
 
     def __init__(self, *, client, executor: Executor | None = None):
         self.client = client
@@ -75,7 +77,7 @@ class PlatformBackend:
     async def _run(self, operation, /, **arguments):
         arguments["client"] = self.client
         if self.executor is None:
-            return plain_json(answer(operation, **arguments))
+            return plain_json(await sync_to_async(answer, thread_sensitive=True)(operation, **arguments))
         loop = asyncio.get_running_loop()
         return plain_json(await loop.run_in_executor(self.executor, partial(in_request_cycle, operation, **arguments)))
 

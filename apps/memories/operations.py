@@ -15,9 +15,11 @@ def _delete(*, client, queryset, item_id: str) -> None:
 
 @operation(access=Access.WRITE)
 def delete_episodic_memory(*, client, item_id: str) -> None:
+    """Delete an episodic memory and its history for good."""
     _delete(client=client, queryset=episodic_memory_list(reader=client.reader), item_id=item_id)
 
 
 @operation(access=Access.WRITE)
 def delete_semantic_memory(*, client, item_id: str) -> None:
+    """Delete a semantic memory and its history for good."""
     _delete(client=client, queryset=semantic_memory_list(reader=client.reader), item_id=item_id)

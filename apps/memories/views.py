@@ -10,7 +10,7 @@ from apps.memories import operations
 
 class EpisodicMemoryDeleteView(ClientAPIView):
     @extend_schema(responses={204: None})
-    @serves(operations.delete_episodic_memory)
+    @serves(operations.delete_episodic_memory, example="DELETE /api/v1/memory/episodic/3d9f0b7a-1c2e-4f5a-8b6d-9e0c1a2b3c4d")
     def delete(self, request, item_id):
         operations.delete_episodic_memory(client=self.client, item_id=item_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -18,7 +18,7 @@ class EpisodicMemoryDeleteView(ClientAPIView):
 
 class SemanticMemoryDeleteView(ClientAPIView):
     @extend_schema(responses={204: None})
-    @serves(operations.delete_semantic_memory)
+    @serves(operations.delete_semantic_memory, example="DELETE /api/v1/memory/semantic/3d9f0b7a-1c2e-4f5a-8b6d-9e0c1a2b3c4d")
     def delete(self, request, item_id):
         operations.delete_semantic_memory(client=self.client, item_id=item_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

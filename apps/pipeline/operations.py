@@ -7,5 +7,6 @@ from apps.pipeline.serializers import TaskOutputSerializer
 
 @operation()
 def get_task(*, client, task_id: str) -> dict:
+    """Read a background task's type and status."""
     check_ids(task_id=task_id)
     return TaskOutputSerializer(get_or_404(task_list(client=client), pk=task_id)).data

@@ -13,7 +13,10 @@ from apps.privacy.services.subjects import CLIENT, USER, Subject
 
 @operation(access=Access.ERASE)
 def erase_user(*, client, user_id: str) -> dict:
-    """Erases everything about one end user in the caller's organisation (every scope): 202."""
+    """Erase everything about one end user.
+
+    Every scope of the caller's organisation; runs in the background (202 with the erasure's id).
+    Needs the client's can_erase permission, checked before the user is looked up."""
     check_ids(user_id=user_id)
     end_user = get_or_404(erasable_users(client=client), user_id=user_id)
     subject = Subject(organization=client.organization, kind=USER, subject_id=end_user.user_id, end_user=end_user)
@@ -22,7 +25,10 @@ def erase_user(*, client, user_id: str) -> dict:
 
 @operation(access=Access.ERASE)
 def erase_client(*, client, client_id: str) -> dict:
-    """Erases what one client of the caller's organisation created, and revokes its keys: 202."""
+    """Erase what one client created, and revoke its keys.
+
+    Runs in the background (202 with the erasure's id). Needs the client's can_erase permission,
+    checked before the client is looked up."""
     check_ids(client_id=client_id)
     target = get_or_404(erasable_clients(client=client), pk=client_id)
     subject = Subject(organization=client.organization, kind=CLIENT, subject_id=str(target.pk), client=target)
@@ -31,6 +37,8 @@ def erase_client(*, client, client_id: str) -> dict:
 
 @operation()
 def get_erasure(*, client, erasure_id: str) -> dict:
-    """An erasure is visible to the client that requested it and to clients with can_erase."""
+    """Read an erasure's status and counts.
+
+    Visible to the client that requested it and to clients with can_erase."""
     check_ids(erasure_id=erasure_id)
     return ErasureOutputSerializer(get_or_404(erasure_list(client=client), pk=erasure_id)).data

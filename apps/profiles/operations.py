@@ -14,6 +14,7 @@ from apps.profiles.serializers import (
 
 @operation()
 def list_profiles(*, client, query) -> Page:
+    """List compiled person profiles in the caller's read scopes."""
     filters = validated(ProfileListFilterSerializer, query)
     profiles = profile_list(reader=client.reader, filters=filters)
     return paginate(profiles, filters=filters, serializer_class=ProfileOutputSerializer, default_limit=DEFAULT_LIMIT)
@@ -21,12 +22,14 @@ def list_profiles(*, client, query) -> Page:
 
 @operation()
 def get_profile(*, client, profile_id: str) -> dict:
+    """Read a profile with its revisions and the sources each cites."""
     check_ids(profile_id=profile_id)
     return ProfileDetailOutputSerializer(get_or_404(profile_detail_queryset(reader=client.reader), pk=profile_id)).data
 
 
 @operation()
 def list_entities(*, client, query) -> Page:
+    """List one user's entities and their co-occurrence edges."""
     filters = validated(EntityListFilterSerializer, query)
     entities = entity_list(reader=client.reader, filters=filters)
     return paginate(entities, filters=filters, serializer_class=EntityOutputSerializer, default_limit=DEFAULT_LIMIT)

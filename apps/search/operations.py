@@ -25,11 +25,17 @@ def _search(*, client, serializer_class, data, from_query: bool) -> dict:
 
 @operation()  # a search reads, even as a POST: read-only clients may call it
 def search_memory(*, client, data, from_query: bool = False) -> dict:
-    """Searches one user's memories of any type in the caller's read scopes."""
+    """Search one user's memories.
+
+    Any memory type (`message`, `episodic`, `semantic`, `procedural`, `experience`, `profile`) by
+    `bm25`, `embedding`, `hybrid` or `fuzzy`, in the caller's read scopes. Each result carries its
+    type's fields (see the result schema of each `memory_type`)."""
     return _search(client=client, serializer_class=MemorySearchInputSerializer, data=data, from_query=from_query)
 
 
 @operation()
 def search_all_users(*, client, data) -> dict:
-    """The same search across every user of the caller's organisation (still within its read scopes)."""
+    """Search the memories of every user.
+
+    The same search across every user of the caller's organisation, still within its read scopes."""
     return _search(client=client, serializer_class=SearchAllUsersInputSerializer, data=data, from_query=True)

@@ -22,7 +22,8 @@ from apps.skills.serializers import (
 
 class SkillRetrieveView(ClientAPIView):
     @extend_schema(request=SkillRetrieveInputSerializer, responses=SkillRetrieveOutputSerializer)
-    @serves(operations.retrieve_skills)
+    @serves(operations.retrieve_skills, example="POST /api/v1/skills/retrieve",
+            body={"task": "Book a one-way flight from Lisbon to Oslo for next Friday", "k": 5, "user_id": "alice"})
     def post(self, request):
         return Response(operations.retrieve_skills(client=self.client, data=request.data))
 
@@ -31,19 +32,19 @@ class SkillListView(ClientAPIView):
     pagination_class = Pagination  # tells the OpenAPI schema the list is paginated
 
     @extend_schema(parameters=[SkillListFilterSerializer], responses=SkillOutputSerializer(many=True))
-    @serves(operations.list_skills)
+    @serves(operations.list_skills, example="GET /api/v1/skills/?status=active&q=flight&limit=20")
     def get(self, request):
         return paged_response(request, operations.list_skills(client=self.client, query=request.query_params))
 
 
 class SkillDetailView(ClientAPIView):
     @extend_schema(responses=SkillDetailOutputSerializer)
-    @serves(operations.get_skill)
+    @serves(operations.get_skill, example="GET /api/v1/skills/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31/")
     def get(self, request, skill_id):
         return Response(operations.get_skill(client=self.client, skill_id=skill_id))
 
     @extend_schema(responses={204: None})
-    @serves(operations.delete_skill)
+    @serves(operations.delete_skill, example="DELETE /api/v1/skills/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31/")
     def delete(self, request, skill_id):
         operations.delete_skill(client=self.client, item_id=skill_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -51,7 +52,7 @@ class SkillDetailView(ClientAPIView):
 
 class ProceduralMemoryDeleteView(ClientAPIView):
     @extend_schema(responses={204: None})
-    @serves(operations.delete_skill)
+    @serves(operations.delete_skill, example="DELETE /api/v1/memory/procedural/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31")
     def delete(self, request, item_id):
         operations.delete_skill(client=self.client, item_id=item_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -61,7 +62,7 @@ class ExperienceListView(ClientAPIView):
     pagination_class = Pagination  # tells the OpenAPI schema the list is paginated
 
     @extend_schema(parameters=[ExperienceListFilterSerializer], responses=ExperienceOutputSerializer(many=True))
-    @serves(operations.list_experiences)
+    @serves(operations.list_experiences, example="GET /api/v1/experiences/?experience_type=worth_avoiding&limit=20")
     def get(self, request):
         return paged_response(request, operations.list_experiences(client=self.client, query=request.query_params))
 
@@ -74,7 +75,7 @@ class SessionDistillView(ClientAPIView):
         request=None,
         responses={202: DistillOutputSerializer},
     )
-    @serves(operations.distill_session)
+    @serves(operations.distill_session, example="POST /api/v1/sessions/book-flight-17/distill?user_id=alice")
     def post(self, request, session_id):
         body = operations.distill_session(client=self.client, session_id=session_id, query=request.query_params)
         return Response(body, status=status.HTTP_202_ACCEPTED)

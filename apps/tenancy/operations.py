@@ -6,5 +6,5 @@ from apps.tenancy.serializers import CurrentClientOutputSerializer
 
 @operation()
 def who_am_i(*, client) -> dict:
-    """The calling client, its organisation and scopes."""
+    """Who am I: the calling client, its organisation and scopes."""
     return CurrentClientOutputSerializer(client).data

@@ -10,6 +10,6 @@ from apps.tenancy.serializers import CurrentClientOutputSerializer
 
 class CurrentClientView(ClientAPIView):
     @extend_schema(responses=CurrentClientOutputSerializer)
-    @serves(operations.who_am_i)
+    @serves(operations.who_am_i, example="GET /api/v1/me")
     def get(self, request):
         return Response(operations.who_am_i(client=self.client))
