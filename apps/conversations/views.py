@@ -14,8 +14,8 @@ from apps.conversations.serializers import (
     SessionPatchInputSerializer,
     SessionSealOutputSerializer,
 )
+from apps.core.adapters import delete_view, list_view
 from apps.core.api import ClientAPIView, serves
-from apps.core.pagination import Pagination, paged_response
 from apps.tenancy.models import SCOPE_PATTERN
 
 USER_ID_PARAMETER = OpenApiParameter(
@@ -51,13 +51,10 @@ class MemoryAddView(ClientAPIView):
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
-class SessionListView(ClientAPIView):
-    pagination_class = Pagination  # tells the OpenAPI schema the list is paginated
-
-    @extend_schema(parameters=[SessionListFilterSerializer], responses=SessionOutputSerializer(many=True))
-    @serves(operations.list_sessions, example="GET /api/v1/sessions/?user_id=alice&status=open&limit=20")
-    def get(self, request):
-        return paged_response(request, operations.list_sessions(client=self.client, query=request.query_params))
+SessionListView = list_view(
+    operations.list_sessions, filters=SessionListFilterSerializer, output=SessionOutputSerializer,
+    example="GET /api/v1/sessions/?user_id=alice&status=open&limit=20",
+)
 
 
 class SessionDetailView(ClientAPIView):
@@ -86,9 +83,6 @@ class SessionSealView(ClientAPIView):
         return Response(operations.seal_session(client=self.client, session_id=session_id, query=request.query_params))
 
 
-class MessageDeleteView(ClientAPIView):
-    @extend_schema(responses={204: None})
-    @serves(operations.delete_message, example="DELETE /api/v1/memory/message/6f1c2a9e-5d7b-4e0a-9c4d-2b8e1f3a7c55")
-    def delete(self, request, item_id):
-        operations.delete_message(client=self.client, item_id=item_id)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+MessageDeleteView = delete_view(
+    operations.delete_message, example="DELETE /api/v1/memory/message/6f1c2a9e-5d7b-4e0a-9c4d-2b8e1f3a7c55"
+)

@@ -3,8 +3,8 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
+from apps.core.adapters import list_view
 from apps.core.api import ClientAPIView, serves
-from apps.core.pagination import Pagination, paged_response
 from apps.profiles import operations
 from apps.profiles.serializers import (
     EntityListFilterSerializer,
@@ -15,13 +15,14 @@ from apps.profiles.serializers import (
 )
 
 
-class ProfileListView(ClientAPIView):
-    pagination_class = Pagination  # tells the OpenAPI schema the list is paginated
-
-    @extend_schema(parameters=[ProfileListFilterSerializer], responses=ProfileOutputSerializer(many=True))
-    @serves(operations.list_profiles, example="GET /api/v1/profiles/?user_id=alice")
-    def get(self, request):
-        return paged_response(request, operations.list_profiles(client=self.client, query=request.query_params))
+ProfileListView = list_view(
+    operations.list_profiles, filters=ProfileListFilterSerializer, output=ProfileOutputSerializer,
+    example="GET /api/v1/profiles/?user_id=alice",
+)
+EntityListView = list_view(
+    operations.list_entities, filters=EntityListFilterSerializer, output=EntityOutputSerializer,
+    example="GET /api/v1/entities/?user_id=alice&kind=person",
+)
 
 
 class ProfileDetailView(ClientAPIView):
@@ -29,12 +30,3 @@ class ProfileDetailView(ClientAPIView):
     @serves(operations.get_profile, example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
     def get(self, request, profile_id):
         return Response(operations.get_profile(client=self.client, profile_id=profile_id))
-
-
-class EntityListView(ClientAPIView):
-    pagination_class = Pagination  # tells the OpenAPI schema the list is paginated
-
-    @extend_schema(parameters=[EntityListFilterSerializer], responses=EntityOutputSerializer(many=True))
-    @serves(operations.list_entities, example="GET /api/v1/entities/?user_id=alice&kind=person")
-    def get(self, request):
-        return paged_response(request, operations.list_entities(client=self.client, query=request.query_params))

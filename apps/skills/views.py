@@ -5,8 +5,8 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from apps.conversations.views import SCOPE_PARAMETER, USER_ID_PARAMETER
+from apps.core.adapters import delete_view, list_view
 from apps.core.api import ClientAPIView, serves
-from apps.core.pagination import Pagination, paged_response
 from apps.skills import operations
 from apps.skills.serializers import (
     DistillOutputSerializer,
@@ -28,13 +28,10 @@ class SkillRetrieveView(ClientAPIView):
         return Response(operations.retrieve_skills(client=self.client, data=request.data))
 
 
-class SkillListView(ClientAPIView):
-    pagination_class = Pagination  # tells the OpenAPI schema the list is paginated
-
-    @extend_schema(parameters=[SkillListFilterSerializer], responses=SkillOutputSerializer(many=True))
-    @serves(operations.list_skills, example="GET /api/v1/skills/?status=active&q=flight&limit=20")
-    def get(self, request):
-        return paged_response(request, operations.list_skills(client=self.client, query=request.query_params))
+SkillListView = list_view(
+    operations.list_skills, filters=SkillListFilterSerializer, output=SkillOutputSerializer,
+    example="GET /api/v1/skills/?status=active&q=flight&limit=20",
+)
 
 
 class SkillDetailView(ClientAPIView):
@@ -50,21 +47,13 @@ class SkillDetailView(ClientAPIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class ProceduralMemoryDeleteView(ClientAPIView):
-    @extend_schema(responses={204: None})
-    @serves(operations.delete_skill, example="DELETE /api/v1/memory/procedural/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31")
-    def delete(self, request, item_id):
-        operations.delete_skill(client=self.client, item_id=item_id)
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-class ExperienceListView(ClientAPIView):
-    pagination_class = Pagination  # tells the OpenAPI schema the list is paginated
-
-    @extend_schema(parameters=[ExperienceListFilterSerializer], responses=ExperienceOutputSerializer(many=True))
-    @serves(operations.list_experiences, example="GET /api/v1/experiences/?experience_type=worth_avoiding&limit=20")
-    def get(self, request):
-        return paged_response(request, operations.list_experiences(client=self.client, query=request.query_params))
+ProceduralMemoryDeleteView = delete_view(
+    operations.delete_skill, example="DELETE /api/v1/memory/procedural/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31"
+)
+ExperienceListView = list_view(
+    operations.list_experiences, filters=ExperienceListFilterSerializer, output=ExperienceOutputSerializer,
+    example="GET /api/v1/experiences/?experience_type=worth_avoiding&limit=20",
+)
 
 
 class SessionDistillView(ClientAPIView):
