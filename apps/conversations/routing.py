@@ -3,14 +3,11 @@ idempotency keys are defined here once; the apps that do the work register handl
 names and enqueue through these functions."""
 
 import logging
-from datetime import timedelta
-
 from django.conf import settings
-from django.utils import timezone
 
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import HANDLERS
-from apps.pipeline.services import enqueue
+from apps.pipeline.services import enqueue, enqueue_debounced
 
 logger = logging.getLogger(__name__)
 
@@ -20,14 +17,18 @@ PROJECT_ENTITIES = "project_entities"
 DISTILL_SESSION = "distill_session"
 
 
-def _enqueue_if_handled(task_type: str, payload: dict, *, session, client=None, **options) -> MemoryTask | None:
-    """Routing points enqueue only work some app can do, so no row waits for a missing handler.
-
-    The task carries the session's organisation and scope (who may see it) and the client whose
-    request caused it, if any.
-    """
+def _handled(task_type: str) -> bool:
+    """Routing points enqueue only work some app can do, so no row waits for a missing handler."""
     if task_type not in HANDLERS:
         logger.debug("no handler for %s yet; nothing enqueued", task_type)
+        return False
+    return True
+
+
+def _enqueue_if_handled(task_type: str, payload: dict, *, session, client=None, **options) -> MemoryTask | None:
+    """The task carries the session's organisation and scope (who may see it) and the client whose
+    request caused it, if any."""
+    if not _handled(task_type):
         return None
     return enqueue(
         task_type, payload, organization=session.organization, scope=session.scope, client=client, **options
@@ -35,19 +36,13 @@ def _enqueue_if_handled(task_type: str, payload: dict, *, session, client=None, 
 
 
 def _enqueue_debounced(task_type: str, session, *, key: str, delay: float, client=None) -> MemoryTask | None:
-    """One pending task of this type per session, `delay` seconds out; while one runs, at most one
-    follow-up waits."""
-    run_after = timezone.now() + timedelta(seconds=delay)
-    task = _enqueue_if_handled(
-        task_type, {"session": str(session.pk)}, session=session, client=client, idempotency_key=key,
-        run_after=run_after,
+    """One pending task of this type per session, `delay` seconds out (see enqueue_debounced)."""
+    if not _handled(task_type):
+        return None
+    return enqueue_debounced(
+        task_type, {"session": str(session.pk)}, key=key, delay=delay, organization=session.organization,
+        scope=session.scope, client=client,
     )
-    if task is not None and task.status == MemoryTask.Status.RUNNING:
-        task = enqueue(
-            task_type, {"session": str(session.pk)}, organization=session.organization, scope=session.scope,
-            client=client, idempotency_key=f"{key}:after:{task.pk}", run_after=run_after,
-        )
-    return task
 
 
 def embedding_enqueue(session, *, from_seq: int, to_seq: int, client=None) -> MemoryTask | None:

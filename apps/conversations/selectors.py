@@ -1,6 +1,7 @@
 """Reads of sessions and messages, always within the caller's organisation and read scopes."""
 
 from apps.conversations.models import Message, Session
+from apps.core.errors import InvalidInput, NotFound
 from apps.tenancy.readers import Reader
 
 
@@ -20,23 +21,25 @@ def session_list(*, reader: Reader, filters: dict | None = None):
     return queryset.order_by("-last_message_at", "-created_at")
 
 
-class AmbiguousSession(Exception):
-    """The client reads several scopes holding this user's session id and writes none of them."""
+class AmbiguousSession(InvalidInput):
+    """The client reads several scopes holding this user's session id and writes none of them: a 400
+    asking for `scope`."""
 
     def __init__(self, session_id: str, scopes: list[str]):
         self.scopes = scopes
-        super().__init__(
+        super().__init__({"scope": [
             f"Session {session_id!r} exists in several scopes this client reads ({', '.join(scopes)}); "
             "name one with ?scope=."
-        )
+        ]})
 
 
 def session_get(*, client, user_id: str, session_id: str, scope: str | None = None) -> Session:
     """One user's session by its id, among the sessions the client reads.
 
     Session ids are unique per user within a scope. Without `scope`, the session of the client's
-    own write scope wins, then the only readable one; raises Session.DoesNotExist when none is
-    readable and AmbiguousSession when several are (all of them readable, so naming them leaks nothing).
+    own write scope wins, then the only readable one; raises NotFound when none is
+    readable and AmbiguousSession when several are (all of them readable, so naming them
+    leaks nothing).
     """
     queryset = session_list(reader=client.reader).select_related("organization").filter(
         end_user__user_id=user_id, session_id=session_id
@@ -50,7 +53,7 @@ def session_get(*, client, user_id: str, session_id: str, scope: str | None = No
     if len(sessions) == 1:
         return sessions[0]
     if not sessions:
-        raise Session.DoesNotExist
+        raise NotFound()
     raise AmbiguousSession(session_id, sorted(session.scope for session in sessions))
 
 

@@ -5,7 +5,7 @@ from rest_framework import serializers
 from apps.conversations.models import SESSION_ID_PATTERN, Session, SessionTag
 from apps.conversations.turns import IGNORED_FIELDS, ROLES
 from apps.core import fields
-from apps.core.validation import TEXT_PATTERN
+from apps.core.validation import TEXT_PATTERN, InputError, check_json
 from apps.core.api import InputSerializer
 from apps.core.pagination import MAX_OFFSET, PageQuerySerializer
 from apps.tenancy.models import SCOPE_PATTERN
@@ -58,7 +58,16 @@ def message_schema() -> dict:
 
 @extend_schema_field(message_schema())
 class MessageField(serializers.JSONField):
-    """Checked by apps.conversations.turns.normalise_messages, which names the message and field."""
+    """Any storable JSON here (the REST parser checked that already; an MCP tool's arguments are
+    checked now, naming the field); its shape is checked by apps.conversations.turns.normalise_messages,
+    which names the message and field."""
+
+    def to_internal_value(self, data):
+        try:
+            check_json(data, depth=2)  # the body is level 1, `messages` level 2
+        except InputError as exc:
+            raise serializers.ValidationError({exc.field: [exc.message]} if exc.field else [exc.message]) from None
+        return data
 
 
 class MemoryAddInputSerializer(InputSerializer):

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from apps.core.errors import InvalidInput
 from apps.core.validation import InputError, check_json, parse_datetime_strict
 
 ROLES = {"system", "user", "assistant", "tool", "function", "developer"}
@@ -18,11 +19,11 @@ MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id", "meta
 IGNORED_FIELDS = {"refusal", "annotations", "audio", "reasoning", "reasoning_content"}
 
 
-class TurnError(Exception):
-    """Errors by message index and field, e.g. {3: {"role": ["..."]}}."""
+class TurnError(InvalidInput):
+    """Errors by message index and field, e.g. {3: {"role": ["..."]}}: a 400 naming `messages.3.role`."""
 
     def __init__(self, errors: dict):
-        super().__init__(str(errors))
+        super().__init__({"messages": errors})
         self.errors = errors
 
 

@@ -1,13 +1,12 @@
-"""The one base class for API views: it resolves the caller and seals every queryset to it."""
+"""The one base class for API views: it resolves the caller (the API key's client) and hands it,
+with the request's input, to one operation (apps.core.operations)."""
 
-from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.http import QueryDict
-from rest_framework import exceptions, serializers
+from rest_framework import serializers
 from rest_framework.views import APIView
 
-from apps.core.errors import NOT_FOUND_MESSAGE
-from apps.core.permissions import IsActiveClient, WriteScopeForWrites
-from apps.core.validation import name_problem, text_problem
+from apps.core.operations import check_parameters, get_or_404, require
+from apps.core.permissions import IsActiveClient
 
 # Request headers whose values are stored (the body, query and path are checked for every view).
 STORED_HEADERS = ("Idempotency-Key",)
@@ -17,15 +16,15 @@ SEALED_METHODS = ("get_queryset", "get_object")
 
 
 class ClientAPIView(APIView):
-    """Subclasses implement `scoped_queryset(client=...)` (a list view's also takes the request's
-    `filters`) and read through `get_queryset` and `get_object`; they never see an unscoped queryset.
-    Overriding those two is refused when the class is created, so no view can bypass the hook.
+    """A view method marked `@serves(operation)` passes `self.client` and the request's input to the
+    operation and renders what it returns; the operation checks access, validates and scopes.
 
-    `get_object` turns a missing id, a malformed id and another organisation's id into
-    the same 404.
+    A view that reads rows itself implements `scoped_queryset(client=...)` and reads through
+    `get_queryset` and `get_object` (a missing, malformed or foreign id: the same 404); overriding
+    those two is refused when the class is created, so no view can bypass the hook.
     """
 
-    permission_classes = [IsActiveClient, WriteScopeForWrites]
+    permission_classes = [IsActiveClient]
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -38,6 +37,9 @@ class ClientAPIView(APIView):
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
+        served = operation_of(self, request.method)
+        if served is not None:  # a refused caller is told so before its input is looked at
+            require(self.client, served.access)
         check_request_text(request, path_parameters=kwargs)
 
     @property
@@ -55,10 +57,7 @@ class ClientAPIView(APIView):
         return self.scoped_queryset(client=self.client, **filters)
 
     def get_object(self, **lookup):
-        try:
-            return self.get_queryset().get(**lookup)
-        except (ObjectDoesNotExist, ValidationError, ValueError):
-            raise exceptions.NotFound(NOT_FOUND_MESSAGE) from None
+        return get_or_404(self.get_queryset(), **lookup)
 
 
 def check_request_text(request, *, path_parameters: dict) -> None:
@@ -70,26 +69,21 @@ def check_request_text(request, *, path_parameters: dict) -> None:
     check_parameters(candidates)
 
 
-def check_parameters(candidates) -> None:
-    """(name, [values]) pairs of parameters that name what to look up; ValidationError naming each bad one.
-    The MCP tools, which call the views' querysets without a request, check their arguments here too."""
-    errors = {}
-    for name, values in candidates:
-        if name_problem(name, kind="A parameter name"):
-            errors["query"] = [name_problem(name, kind="A parameter name")]
-            continue
-        for value in values:
-            problem = text_problem(str(value))
-            if problem:
-                errors[name] = [problem]
-    if errors:
-        raise exceptions.ValidationError(errors)
+def serves(operation, *, example: str, body: dict | None = None):
+    """Marks a view method as the REST adapter of `operation`: the view checks the operation's access
+    before anything else (as the operation itself does), and the OpenAPI schema documents it with
+    the operation's docstring (summary, then description) and the example request (`example`, the
+    method and path with a query; `body`, its JSON body)."""
+
+    def mark(handler):
+        handler.operation, handler.example, handler.example_body = operation, example, body
+        return handler
+
+    return mark
 
 
-def require_write_access(client, item) -> None:
-    """Readable is not writable: a client changes only what lives in its own write scope."""
-    if item.scope != client.write_scope:
-        raise exceptions.PermissionDenied(f"This item belongs to scope {item.scope!r}, which this client does not write.")
+def operation_of(view, method: str):
+    return getattr(getattr(view, method.lower(), None), "operation", None)
 
 
 class InputSerializer(serializers.Serializer):

@@ -1,4 +1,10 @@
-"""One JSON error shape for every API error: {"error": {"status", "code", "message", "details"}}."""
+"""One error family for every operation, and one JSON shape for every API error:
+{"error": {"status", "code", "message", "details"}}.
+
+Services and operations raise `ApplicationError`s. Each transport maps them once: REST in
+`api_exception_handler` (DRF's exception handler), MCP in apps.mcp_server.backend. Exceptions of
+DRF and Django that reach a transport are first made members of the family by `as_application_error`.
+"""
 
 import logging
 
@@ -7,7 +13,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
-from rest_framework import exceptions, status
+from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
@@ -18,20 +24,65 @@ logger = logging.getLogger(__name__)
 NOT_FOUND_MESSAGE = "Not found."
 
 
-class Conflict(exceptions.APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The request conflicts with the current state of the resource."
-    default_code = "conflict"
+class ApplicationError(Exception):
+    """An answer other than success: its HTTP status, a stable code, a message naming what was wrong
+    and, for invalid input, per-field `details`."""
+
+    status = 400
+    code = "error"
+    default_message = "The request could not be done."
+
+    def __init__(self, message: str | None = None, *, details=None, status: int | None = None, code: str | None = None):
+        self.message = message or self.default_message
+        self.details = details
+        if status is not None:
+            self.status = status
+        if code is not None:
+            self.code = code
+        super().__init__(self.message)
+
+    def body(self) -> dict:
+        return error_body(status_code=self.status, code=self.code, message=self.message, details=self.details)
 
 
-class ConflictError(Exception):
-    """Raised by services when a write conflicts with stored state; the API answers 409."""
+class InvalidInput(ApplicationError):
+    """400 naming each bad field: `details` maps field names (nested for nested input) to messages."""
+
+    code = "invalid"
+
+    def __init__(self, details):
+        super().__init__("Invalid input: " + "; ".join(_flatten(details)), details=details)
 
 
-class PayloadTooLarge(exceptions.APIException):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = "The request body is larger than the limit."
-    default_code = "payload_too_large"
+class PermissionDenied(ApplicationError):
+    status = 403
+    code = "permission_denied"
+    default_message = "You do not have permission to perform this action."
+
+
+class NotFound(ApplicationError):
+    """The only 404 the API gives: a foreign id and a missing id are indistinguishable."""
+
+    status = 404
+    code = "not_found"
+    default_message = NOT_FOUND_MESSAGE
+
+    def __init__(self):
+        super().__init__()
+
+
+class ConflictError(ApplicationError):
+    """A write that conflicts with stored state (a sealed session, a reused Idempotency-Key): 409."""
+
+    status = 409
+    code = "conflict"
+    default_message = "The request conflicts with the current state of the resource."
+
+
+class PayloadTooLarge(ApplicationError):
+    status = 413
+    code = "payload_too_large"
+    default_message = "The request body is larger than the limit."
 
 
 # The database refused or dropped the connection (restart, failover, network), or gave up on a
@@ -40,14 +91,15 @@ DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
 RETRY_AFTER_SECONDS = 5
 
 
+class DatabaseUnavailable(ApplicationError):
+    status = 503
+    code = "service_unavailable"
+    default_message = "The database is briefly unavailable; retry the request in a few seconds."
+
+
 def database_unavailable_response() -> JsonResponse:
     """A JSON 503 with Retry-After, which clients (the SDK among them) retry."""
-    body = error_body(
-        status_code=503,
-        code="service_unavailable",
-        message="The database is briefly unavailable; retry the request in a few seconds.",
-    )
-    response = JsonResponse(body, status=503)
+    response = JsonResponse(DatabaseUnavailable().body(), status=503)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
 
@@ -60,12 +112,11 @@ def error_body(*, status_code: int, code: str, message: str, details=None) -> di
 
 
 def not_found_response() -> JsonResponse:
-    """The only 404 the API gives: a foreign id and a missing id are indistinguishable."""
-    return JsonResponse(error_body(status_code=404, code="not_found", message=NOT_FOUND_MESSAGE), status=404)
+    return JsonResponse(NotFound().body(), status=404)
 
 
 def _flatten(detail, prefix="") -> list[str]:
-    """Turn DRF's nested error detail into "field.sub: message" lines."""
+    """Turn nested error details into "field.sub: message" lines."""
     if isinstance(detail, dict):
         lines = []
         for key, value in detail.items():
@@ -83,7 +134,33 @@ def _flatten(detail, prefix="") -> list[str]:
     return [f"{prefix}: {detail}" if prefix else str(detail)]
 
 
+def as_application_error(exc: Exception) -> ApplicationError | None:
+    """The member of the family an exception stands for; None for an unexpected error (a 500)."""
+    if isinstance(exc, ApplicationError):
+        return exc
+    if isinstance(exc, RequestDataTooBig):
+        return PayloadTooLarge()
+    if isinstance(exc, DATABASE_UNAVAILABLE):
+        return DatabaseUnavailable()
+    if isinstance(exc, (Http404, exceptions.NotFound)):
+        return NotFound()
+    if isinstance(exc, DjangoPermissionDenied):
+        return PermissionDenied(str(exc) or None)
+    if isinstance(exc, DjangoValidationError):
+        return InvalidInput(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+    if isinstance(exc, exceptions.ValidationError):
+        return InvalidInput(exc.detail)
+    if isinstance(exc, exceptions.APIException):
+        codes = exc.get_codes()
+        detail = exc.detail
+        message = "; ".join(_flatten(detail)) if isinstance(detail, (dict, list)) else str(detail)
+        return ApplicationError(message, status=exc.status_code, code=codes if isinstance(codes, str) else "error")
+    return None
+
+
 def api_exception_handler(exc, context):
+    """REST's mapping of the family (DRF's EXCEPTION_HANDLER). DRF's own handler still runs for the
+    headers it sets (WWW-Authenticate, Retry-After, Allow) and to roll back the atomic request."""
     if isinstance(exc, DATABASE_UNAVAILABLE):
         # Not a bug but an outage: one line with the error class; the connection is replaced on the next request.
         request = context.get("request")
@@ -92,40 +169,12 @@ def api_exception_handler(exc, context):
             request_route(request) if request is not None else "(no route)", error_class(exc),
         )
         return database_unavailable_response()
-    if isinstance(exc, RequestDataTooBig):
-        exc = PayloadTooLarge()
-    elif isinstance(exc, Http404):
-        exc = exceptions.NotFound(NOT_FOUND_MESSAGE)
-    elif isinstance(exc, DjangoPermissionDenied):
-        exc = exceptions.PermissionDenied(str(exc) or None)
-    elif isinstance(exc, ConflictError):
-        exc = Conflict(str(exc))
-    elif isinstance(exc, DjangoValidationError):
-        exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
-
-    response = exception_handler(exc, context)
-    if response is None:
+    error = as_application_error(exc)
+    if error is None:
         return None  # an unexpected error: the middleware renders the JSON 500
-
-    if isinstance(exc, exceptions.ValidationError):
-        lines = _flatten(exc.detail)
-        body = error_body(
-            status_code=response.status_code,
-            code="invalid",
-            message="Invalid input: " + "; ".join(lines),
-            details=exc.detail,
-        )
-    elif isinstance(exc, exceptions.NotFound):
-        body = error_body(status_code=404, code="not_found", message=NOT_FOUND_MESSAGE)
-    else:
-        detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
-        codes = exc.get_codes() if isinstance(exc, exceptions.APIException) else "error"
-        body = error_body(
-            status_code=response.status_code,
-            code=codes if isinstance(codes, str) else "error",
-            message=str(detail) if not isinstance(detail, (dict, list)) else "; ".join(_flatten(detail)),
-        )
-    return Response(body, status=response.status_code, headers=_kept_headers(response))
+    response = exception_handler(exc if isinstance(exc, exceptions.APIException) else exceptions.APIException(), context)
+    headers = _kept_headers(response) if response is not None else {}
+    return Response(error.body(), status=error.status, headers=headers)
 
 
 def _kept_headers(response) -> dict:

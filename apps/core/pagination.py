@@ -39,18 +39,11 @@ class PageQuerySerializer(InputSerializer):
 
 
 class Pagination(LimitOffsetPagination):
+    """The page's links and the OpenAPI shape of a list (views name it as `pagination_class`); the
+    page itself is cut by apps.core.operations.paginate from the validated filters."""
+
     default_limit = DEFAULT_LIMIT
     max_limit = MAX_LIMIT
-
-    def get_limit(self, request):
-        if "limit" not in request.query_params and "page_size" in request.query_params:
-            return min(int(request.query_params["page_size"]), self.max_limit)
-        return super().get_limit(request)
-
-    def get_offset(self, request):
-        if "page" in request.query_params:
-            return (int(request.query_params["page"]) - 1) * self.get_limit(request)
-        return super().get_offset(request)
 
     def _canonical(self, url):
         """Links carry `limit` and `offset` only, whichever spelling the request used."""
@@ -64,3 +57,10 @@ class Pagination(LimitOffsetPagination):
 
     def get_previous_link(self):
         return self._canonical(super().get_previous_link())
+
+
+def paged_response(request, page):
+    """A list operation's Page as the REST API answers it: count, next and previous links, results."""
+    paginator = Pagination()
+    paginator.request, paginator.limit, paginator.offset, paginator.count = request, page.limit, page.offset, page.count
+    return paginator.get_paginated_response(page.results)

@@ -2,15 +2,17 @@
 and request schemas that state the rules apps.core.validation enforces (what the schema allows is
 accepted, what it forbids is refused; schemathesis checks both in the suite)."""
 
+import inspect
+
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
+from drf_spectacular.utils import OpenApiExample
 from rest_framework import serializers
-from rest_framework.permissions import SAFE_METHODS
 
 from apps.core import fields, validation
-from apps.core.api import InputSerializer
+from apps.core.api import InputSerializer, operation_of
+from apps.core.operations import Access
 from apps.core.pagination import PAGE_ALIASES
-from apps.core.permissions import CanErase, WriteScopeForWrites
 
 ERROR_COMPONENT = "Error"
 ERROR_SCHEMA = {
@@ -92,7 +94,49 @@ def add_storable_json_component(result, generator, request, public):
     return result
 
 
+# The path prefixes under /api/v1/ of each group of the API docs (SPECTACULAR_SETTINGS["TAGS"]).
+PATH_TAGS = (
+    ("memory/", "memory"), ("sessions/", "sessions"), ("skills/", "skills"), ("experiences/", "skills"),
+    ("profiles/", "profiles"), ("entities/", "profiles"), ("users/", "privacy"), ("clients/", "privacy"),
+    ("erasures/", "privacy"), ("tasks/", "tasks"), ("me", "account"),
+)
+
+
 class PlatformAutoSchema(AutoSchema):
+    """Operations are grouped by PATH_TAGS, summarised and described by the docstring of the operation
+    they serve (apps.core.api.serves), with its example request."""
+
+    def _handler(self):
+        return getattr(self.view, self.method.lower(), None)
+
+    def _operation_doc(self) -> list[str]:
+        served = operation_of(self.view, self.method)
+        doc = inspect.getdoc(served) if served is not None else None
+        return doc.split("\n\n", 1) if doc else []
+
+    def get_tags(self) -> list[str]:
+        route = self.path.removeprefix("/api/v1/")
+        return [next((tag for prefix, tag in PATH_TAGS if route.startswith(prefix)), *super().get_tags())]
+
+    def get_summary(self) -> str | None:
+        doc = self._operation_doc()
+        return " ".join(doc[0].split()) if doc else None
+
+    def get_description(self) -> str:
+        doc = self._operation_doc()
+        if not doc:
+            return super().get_description()
+        parts = [doc[1]] if len(doc) > 1 else []
+        example = getattr(self._handler(), "example", None)
+        if example:
+            body = " with the JSON body of the example below" if getattr(self._handler(), "example_body", None) else ""
+            parts.append(f"Example request: `{example}`{body}.")
+        return "\n\n".join(parts)
+
+    def get_examples(self):
+        body = getattr(self._handler(), "example_body", None)
+        return [OpenApiExample("Example request", value=body, request_only=True)] if body else []
+
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
         if direction != "request":
@@ -167,8 +211,8 @@ class PlatformAutoSchema(AutoSchema):
 
     def _error_statuses(self) -> set[int]:
         statuses = {400, 401}
-        permissions = getattr(self.view, "permission_classes", [])
-        if CanErase in permissions or (self.method not in SAFE_METHODS and WriteScopeForWrites in permissions):
+        served = operation_of(self.view, self.method)
+        if served is not None and served.access is not Access.READ:
             statuses.add(403)
         if "{" in self.path:
             statuses.add(404)

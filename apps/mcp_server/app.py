@@ -35,7 +35,7 @@ def _allowed_host(host: str) -> bool:
     return bool(domain) and validate_host(domain, allowed)
 
 
-def _authenticate(headers: Headers):
+def _authenticate(*, headers: Headers):
     raw_key = raw_key_from_headers(authorization=headers.get("authorization", ""), x_api_key=headers.get("x-api-key", ""))
     if raw_key is None:
         raise exceptions.NotAuthenticated("An API key is required: send 'Authorization: Api-Key <key>'.")
@@ -61,7 +61,7 @@ class APIKeyAuthMiddleware:
         if scope["path"].rstrip("/") == MCP_PATH:
             loop = asyncio.get_running_loop()
             try:
-                client = await loop.run_in_executor(self.executor, partial(in_request_cycle, _authenticate, headers))
+                client = await loop.run_in_executor(self.executor, partial(in_request_cycle, _authenticate, headers=headers))
             except APIError as exc:
                 challenge = {"WWW-Authenticate": "Api-Key"} if exc.status == 401 else None
                 response = _error(exc.status, exc.code, exc.message, headers=challenge)

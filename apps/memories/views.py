@@ -1,28 +1,11 @@
-from drf_spectacular.utils import extend_schema
-from rest_framework import status
-from rest_framework.response import Response
+"""REST adapters of apps.memories.operations."""
 
-from apps.core.api import ClientAPIView, require_write_access
-from apps.memories.selectors import episodic_memory_list, semantic_memory_list
-from apps.memories.services.memories import memory_delete
+from apps.core.adapters import delete_view
+from apps.memories import operations
 
-
-class MemoryDeleteView(ClientAPIView):
-    """Deletes one memory and its history for good (soft deletion is extraction's, not the caller's)."""
-
-    @extend_schema(responses={204: None})
-    def delete(self, request, item_id):
-        memory = self.get_object(pk=item_id)
-        require_write_access(self.client, memory)
-        memory_delete(memory=memory)
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-class EpisodicMemoryDeleteView(MemoryDeleteView):
-    def scoped_queryset(self, *, client):
-        return episodic_memory_list(reader=client.reader)
-
-
-class SemanticMemoryDeleteView(MemoryDeleteView):
-    def scoped_queryset(self, *, client):
-        return semantic_memory_list(reader=client.reader)
+EpisodicMemoryDeleteView = delete_view(
+    operations.delete_episodic_memory, example="DELETE /api/v1/memory/episodic/3d9f0b7a-1c2e-4f5a-8b6d-9e0c1a2b3c4d"
+)
+SemanticMemoryDeleteView = delete_view(
+    operations.delete_semantic_memory, example="DELETE /api/v1/memory/semantic/3d9f0b7a-1c2e-4f5a-8b6d-9e0c1a2b3c4d"
+)

@@ -65,6 +65,16 @@ def enqueue(
     return task
 
 
+def enqueue_debounced(task_type: str, payload: dict, *, key: str, delay: float, **options) -> MemoryTask:
+    """One waiting task per `key`, `delay` seconds out: later requests join it. While it runs (it may
+    have read its input already), at most one follow-up waits. `options` are enqueue's."""
+    run_after = timezone.now() + timedelta(seconds=delay)
+    task = enqueue(task_type, payload, idempotency_key=key, run_after=run_after, **options)
+    if task.status == MemoryTask.Status.RUNNING:
+        task = enqueue(task_type, payload, idempotency_key=f"{key}:after:{task.pk}", run_after=run_after, **options)
+    return task
+
+
 def _active_with_key(task_type: str, idempotency_key: str) -> MemoryTask | None:
     return MemoryTask.objects.filter(
         task_type=task_type, idempotency_key=idempotency_key, status__in=MemoryTask.ACTIVE_STATUSES

@@ -1,13 +1,12 @@
+"""REST adapters of apps.privacy.operations."""
+
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from apps.core.api import ClientAPIView
-from apps.core.permissions import CanErase, IsActiveClient
-from apps.privacy.selectors import erasable_clients, erasable_users, erasure_list
+from apps.core.api import ClientAPIView, serves
+from apps.privacy import operations
 from apps.privacy.serializers import ErasureAcceptedOutputSerializer, ErasureOutputSerializer
-from apps.privacy.services.erasure import erasure_request
-from apps.privacy.services.subjects import CLIENT, USER, Subject
 
 ERASURE_RESPONSES = {
     202: ErasureAcceptedOutputSerializer,
@@ -16,46 +15,22 @@ ERASURE_RESPONSES = {
 }
 
 
-class ErasureView(ClientAPIView):
-    """Erasure is its own permission (can_erase), not a write: it reaches every scope."""
-
-    permission_classes = [IsActiveClient, CanErase]
-
-
-class UserErasureView(ErasureView):
-    """Erases everything about one end user in the caller's organisation (every scope)."""
-
-    def scoped_queryset(self, *, client):
-        return erasable_users(client=client)
-
+class UserErasureView(ClientAPIView):
     @extend_schema(request=None, responses=ERASURE_RESPONSES)
+    @serves(operations.erase_user, example="DELETE /api/v1/users/alice/memories")
     def delete(self, request, user_id):
-        end_user = self.get_object(user_id=user_id)
-        subject = Subject(organization=self.organization, kind=USER, subject_id=end_user.user_id, end_user=end_user)
-        erasure = erasure_request(subject=subject, requested_by=self.client)
-        return Response(ErasureAcceptedOutputSerializer(erasure).data, status=status.HTTP_202_ACCEPTED)
+        return Response(operations.erase_user(client=self.client, user_id=user_id), status=status.HTTP_202_ACCEPTED)
 
 
-class ClientErasureView(ErasureView):
-    """Erases what one client of the caller's organisation created, and revokes its keys."""
-
-    def scoped_queryset(self, *, client):
-        return erasable_clients(client=client)
-
+class ClientErasureView(ClientAPIView):
     @extend_schema(request=None, responses=ERASURE_RESPONSES)
+    @serves(operations.erase_client, example="DELETE /api/v1/clients/5a6b7c8d-9e0f-4a1b-8c2d-3e4f5a6b7c8d/memories")
     def delete(self, request, client_id):
-        target = self.get_object(pk=client_id)
-        subject = Subject(organization=self.organization, kind=CLIENT, subject_id=str(target.pk), client=target)
-        erasure = erasure_request(subject=subject, requested_by=self.client)
-        return Response(ErasureAcceptedOutputSerializer(erasure).data, status=status.HTTP_202_ACCEPTED)
+        return Response(operations.erase_client(client=self.client, client_id=client_id), status=status.HTTP_202_ACCEPTED)
 
 
 class ErasureDetailView(ClientAPIView):
-    """An erasure is visible to the client that requested it and to clients with can_erase."""
-
-    def scoped_queryset(self, *, client):
-        return erasure_list(client=client)
-
     @extend_schema(responses={200: ErasureOutputSerializer, 404: OpenApiResponse(description="Not found.")})
+    @serves(operations.get_erasure, example="GET /api/v1/erasures/7c8d9e0f-1a2b-4c3d-9e4f-5a6b7c8d9e0f/")
     def get(self, request, erasure_id):
-        return Response(ErasureOutputSerializer(self.get_object(pk=erasure_id)).data)
+        return Response(operations.get_erasure(client=self.client, erasure_id=erasure_id))

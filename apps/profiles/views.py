@@ -1,9 +1,11 @@
+"""REST adapters of apps.profiles.operations."""
+
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from apps.core.api import ClientAPIView
-from apps.core.pagination import Pagination
-from apps.profiles.selectors import entity_list, profile_detail_queryset, profile_list
+from apps.core.adapters import list_view
+from apps.core.api import ClientAPIView, serves
+from apps.profiles import operations
 from apps.profiles.serializers import (
     EntityListFilterSerializer,
     EntityOutputSerializer,
@@ -13,40 +15,18 @@ from apps.profiles.serializers import (
 )
 
 
-class ProfileListView(ClientAPIView):
-    pagination_class = Pagination  # also tells the OpenAPI schema the list is paginated
-
-    def scoped_queryset(self, *, client, filters=None):
-        return profile_list(reader=client.reader, filters=filters)
-
-    @extend_schema(parameters=[ProfileListFilterSerializer], responses=ProfileOutputSerializer(many=True))
-    def get(self, request):
-        filters = ProfileListFilterSerializer(data=request.query_params)
-        filters.is_valid(raise_exception=True)
-        paginator = self.pagination_class()
-        page = paginator.paginate_queryset(self.get_queryset(filters=filters.validated_data), request, self)
-        return paginator.get_paginated_response(ProfileOutputSerializer(page, many=True).data)
+ProfileListView = list_view(
+    operations.list_profiles, filters=ProfileListFilterSerializer, output=ProfileOutputSerializer,
+    example="GET /api/v1/profiles/?user_id=alice",
+)
+EntityListView = list_view(
+    operations.list_entities, filters=EntityListFilterSerializer, output=EntityOutputSerializer,
+    example="GET /api/v1/entities/?user_id=alice&kind=person",
+)
 
 
 class ProfileDetailView(ClientAPIView):
-    def scoped_queryset(self, *, client):
-        return profile_detail_queryset(reader=client.reader)
-
     @extend_schema(responses=ProfileDetailOutputSerializer)
+    @serves(operations.get_profile, example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
     def get(self, request, profile_id):
-        return Response(ProfileDetailOutputSerializer(self.get_object(pk=profile_id)).data)
-
-
-class EntityListView(ClientAPIView):
-    pagination_class = Pagination  # also tells the OpenAPI schema the list is paginated
-
-    def scoped_queryset(self, *, client, filters=None):
-        return entity_list(reader=client.reader, filters=filters)
-
-    @extend_schema(parameters=[EntityListFilterSerializer], responses=EntityOutputSerializer(many=True))
-    def get(self, request):
-        filters = EntityListFilterSerializer(data=request.query_params)
-        filters.is_valid(raise_exception=True)
-        paginator = self.pagination_class()
-        page = paginator.paginate_queryset(self.get_queryset(filters=filters.validated_data), request, self)
-        return paginator.get_paginated_response(EntityOutputSerializer(page, many=True).data)
+        return Response(operations.get_profile(client=self.client, profile_id=profile_id))

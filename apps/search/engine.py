@@ -482,18 +482,23 @@ def _merged(*, reader: Reader, query: str, memory_types: list[str] | None, metho
     return _capped(hits)
 
 
-def _fused(rankings: list[list[Hit]]) -> list[Hit]:
-    """Reciprocal-rank fusion of the rankings of several queries (the question and its parts):
-    an item found by several of them, or near the top of one, comes first."""
-    scores: dict = {}
-    first: dict = {}
+def rrf_scores(rankings, *, key) -> dict:
+    """Reciprocal-rank fusion of several rankings: {key(item): (its first item, the sum of
+    1 / (RRF_K + rank) over the rankings holding it)}, in the order keys were first seen."""
+    fused: dict = {}
     for ranking in rankings:
-        for rank, hit in enumerate(ranking, start=1):
-            key = (hit.source.memory_type, hit.instance.pk)
-            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
-            first.setdefault(key, hit)
-    order = sorted(scores, key=lambda key: -scores[key])  # stable: ties keep the question's own order
-    return _capped([Hit(source=first[key].source, instance=first[key].instance, score=scores[key]) for key in order])
+        for rank, item in enumerate(ranking, start=1):
+            first, score = fused.get(key(item), (item, 0.0))
+            fused[key(item)] = (first, score + 1.0 / (RRF_K + rank))
+    return fused
+
+
+def _fused(rankings: list[list[Hit]]) -> list[Hit]:
+    """The rankings of several queries (the question and its parts) fused: an item found by several
+    of them, or near the top of one, comes first."""
+    fused = rrf_scores(rankings, key=lambda hit: (hit.source.memory_type, hit.instance.pk))
+    order = sorted(fused.values(), key=lambda pair: -pair[1])  # stable: ties keep the question's own order
+    return _capped([Hit(source=hit.source, instance=hit.instance, score=score) for hit, score in order])
 
 
 def search(

@@ -1,15 +1,11 @@
+"""REST adapters of apps.search.operations."""
+
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from apps.core.api import ClientAPIView
-from apps.core.permissions import IsActiveClient
-from apps.search.engine import search
-from apps.search.serializers import (
-    MemorySearchInputSerializer,
-    SearchAllUsersInputSerializer,
-    SearchOutputSerializer,
-    render_hit,
-)
+from apps.core.api import ClientAPIView, serves
+from apps.search import operations
+from apps.search.serializers import MemorySearchInputSerializer, SearchAllUsersInputSerializer, SearchOutputSerializer
 
 
 def _query_params(request) -> dict:
@@ -20,47 +16,24 @@ def _query_params(request) -> dict:
     return params
 
 
-class SearchView(ClientAPIView):
-    # A search reads, even as a POST: read-only clients may call it.
-    permission_classes = [IsActiveClient]
-    input_serializer = MemorySearchInputSerializer
-
-    def run(self, data, *, from_query: bool):
-        serializer = self.input_serializer(data=data, from_query=from_query)
-        serializer.is_valid(raise_exception=True)
-        params = dict(serializer.validated_data)
-        hits = search(
-            reader=self.client.reader,
-            query=params.pop("query"),
-            memory_types=params.pop("memory_types", None),
-            method=params.pop("search_method", None),
-            limit=params.pop("limit"),
-            filters=params,
-        )
-        results = [render_hit(hit) for hit in hits]
-        return Response({
-            "query": serializer.validated_data["query"], "count": len(results), "reranked_by": hits.reranked_by,
-            "decomposed_into": hits.decomposed_into, "results": results,
-        })
-
-
-class MemorySearchView(SearchView):
-    """Search one user's memories of any type in the caller's read scopes."""
-
+class MemorySearchView(ClientAPIView):
     @extend_schema(request=MemorySearchInputSerializer, responses=SearchOutputSerializer)
+    @serves(operations.search_memory, example="POST /api/v1/memory/search", body={
+        "user_id": "alice", "query": "Where does Ana live?", "memory_types": ["semantic", "episodic", "message"],
+        "limit": 10,
+    })
     def post(self, request):
-        return self.run(request.data, from_query=False)
+        return Response(operations.search_memory(client=self.client, data=request.data))
 
     @extend_schema(parameters=[MemorySearchInputSerializer], responses=SearchOutputSerializer)
+    @serves(operations.search_memory,
+            example="GET /api/v1/memory/search?user_id=alice&query=Where+does+Ana+live%3F&memory_types=semantic,message")
     def get(self, request):
-        return self.run(_query_params(request), from_query=True)
+        return Response(operations.search_memory(client=self.client, data=_query_params(request), from_query=True))
 
 
-class SearchAllUsersView(SearchView):
-    """The same search across every user of the caller's organisation (still within its read scopes)."""
-
-    input_serializer = SearchAllUsersInputSerializer
-
+class SearchAllUsersView(ClientAPIView):
     @extend_schema(parameters=[SearchAllUsersInputSerializer], responses=SearchOutputSerializer)
+    @serves(operations.search_all_users, example="GET /api/v1/memory/search_all_users?query=Lisbon&limit=20")
     def get(self, request):
-        return self.run(_query_params(request), from_query=True)
+        return Response(operations.search_all_users(client=self.client, data=_query_params(request)))

@@ -160,6 +160,16 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Sessions in, skills and memories out. Authenticate with `Authorization: Api-Key <key>`.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The API docs' groups, in this order; apps.core.schema.PATH_TAGS puts each operation in one.
+    "TAGS": [
+        {"name": "memory", "description": "Add turns, search every memory type, delete one item."},
+        {"name": "sessions", "description": "Sessions and their transcripts: read, set the outcome, seal, distil."},
+        {"name": "skills", "description": "Learned skills and the experiences they were evolved from."},
+        {"name": "profiles", "description": "Compiled person profiles and the entities they are about."},
+        {"name": "privacy", "description": "Erasure of a user's or a client's data (needs can_erase)."},
+        {"name": "tasks", "description": "Background tasks: type and status."},
+        {"name": "account", "description": "The calling client."},
+    ],
     "OAS_VERSION": "3.1.0",
     # A PATCH body has the fields the view requires, not every field made optional.
     "COMPONENT_SPLIT_PATCH": False,

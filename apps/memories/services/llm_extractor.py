@@ -106,7 +106,7 @@ def find_candidates(*, session, turns: list[ExtractionTurn]) -> Candidates:
     """The user's live memories in the session's scope most similar to each new turn, through the
     shared search engine (so scoping is the engine's, not a second copy of it)."""
     from apps.memories.search import EPISODIC_SOURCE, SEMANTIC_SOURCE
-    from apps.search.engine import RRF_K, search_source
+    from apps.search.engine import rrf_scores, search_source
 
     # A reader of exactly the session's scope: memories are written there, so only they may be changed.
     reader = Reader(organization_id=session.organization_id, read_scopes=(session.scope,))
@@ -114,20 +114,18 @@ def find_candidates(*, session, turns: list[ExtractionTurn]) -> Candidates:
     candidates = Candidates()
     per_turn = settings.EXTRACTION_CANDIDATES_PER_TURN
     for source in (EPISODIC_SOURCE, SEMANTIC_SOURCE):
-        # Reciprocal-rank fusion over the turns: a memory close to several turns comes first.
-        scores: dict = {}
-        memories: dict = {}
-        for turn in turns:
-            query = (turn.message.content or "")[:SEARCH_QUERY_MAX_CHARS]
-            if not query.strip():
-                continue
-            hits = search_source(source, reader=reader, query=query, method="hybrid", limit=per_turn, filters=filters)
-            for rank, (memory, _) in enumerate(hits, start=1):
-                scores[memory.pk] = scores.get(memory.pk, 0.0) + 1.0 / (RRF_K + rank)
-                memories[memory.pk] = memory
-        best = sorted(scores, key=lambda pk: (-scores[pk], str(pk)))
-        for pk in best[: settings.EXTRACTION_MAX_CANDIDATES]:
-            candidates.add(memories[pk])
+        rankings = [
+            [memory for memory, _ in search_source(
+                source, reader=reader, query=query, method="hybrid", limit=per_turn, filters=filters
+            )]
+            for query in ((turn.message.content or "")[:SEARCH_QUERY_MAX_CHARS] for turn in turns)
+            if query.strip()
+        ]
+        # A memory close to several turns comes first.
+        fused = rrf_scores(rankings, key=lambda memory: memory.pk)
+        best = sorted(fused.items(), key=lambda pair: (-pair[1][1], str(pair[0])))
+        for _, (memory, _) in best[: settings.EXTRACTION_MAX_CANDIDATES]:
+            candidates.add(memory)
     return candidates
 
 

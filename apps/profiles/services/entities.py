@@ -9,7 +9,6 @@ replaces that session's mentions, so running it again changes nothing.
 
 import re
 from dataclasses import dataclass
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -19,7 +18,7 @@ from django.utils import timezone
 from apps.conversations.models import Message, Session
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.services import enqueue, task_run_sooner
+from apps.pipeline.services import enqueue, enqueue_debounced, task_run_sooner
 from apps.profiles.models import Edge, Entity, ItemType, Mention, NAME_MAX_LENGTH
 
 COMPILE_PROFILE = "compile_profile"
@@ -245,16 +244,10 @@ def profile_compile_enqueue(*, entity_id, organization, scope: str, new_mentions
     PROFILE_COMPILE_DEBOUNCE_SECONDS later and every change arriving meanwhile joins it (the
     idempotency key is taken while it waits); once the waiting compile has gathered
     PROFILE_COMPILE_AFTER_MENTIONS new mentions, it runs at once."""
-    now = timezone.now()
-    run_after = now + timedelta(seconds=settings.PROFILE_COMPILE_DEBOUNCE_SECONDS)
-    key = f"compile_profile:{entity_id}"
-    payload = {"entity": str(entity_id)}
-    task = enqueue(COMPILE_PROFILE, payload, organization=organization, scope=scope, idempotency_key=key, run_after=run_after)
-    if task.status == MemoryTask.Status.RUNNING:  # it may have read the mentions already: one follow-up waits
-        task = enqueue(
-            COMPILE_PROFILE, payload, organization=organization, scope=scope,
-            idempotency_key=f"{key}:after:{task.pk}", run_after=run_after,
-        )
+    task = enqueue_debounced(
+        COMPILE_PROFILE, {"entity": str(entity_id)}, key=f"compile_profile:{entity_id}",
+        delay=settings.PROFILE_COMPILE_DEBOUNCE_SECONDS, organization=organization, scope=scope,
+    )
     if new_mentions:
         with transaction.atomic():
             waiting = MemoryTask.objects.select_for_update().filter(pk=task.pk, status=MemoryTask.Status.QUEUED).first()
@@ -264,7 +257,7 @@ def profile_compile_enqueue(*, entity_id, organization, scope: str, new_mentions
             waiting.payload = {**waiting.payload, "new_mentions": gathered}
             waiting.save(update_fields=["payload", "updated_at"])
         if gathered >= settings.PROFILE_COMPILE_AFTER_MENTIONS:
-            task_run_sooner(task=waiting, run_after=now)
+            task_run_sooner(task=waiting, run_after=timezone.now())
         return waiting
     return task
 

@@ -5,7 +5,6 @@ meanwhile (its experiences stay pending for the next run)."""
 
 import logging
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -14,7 +13,7 @@ from django.utils import timezone
 
 from apps.pipeline.locks import advisory_lock
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.services import enqueue
+from apps.pipeline.services import enqueue_debounced
 from apps.providers.embeddings import embed_texts
 from apps.providers.llm import llm_enabled
 from apps.skills.models import ExperienceType, Skill, SkillExperience, SkillVersion
@@ -44,17 +43,10 @@ def evolve_locks(work) -> list[str]:
 
 def evolve_enqueue(*, organization, scope: str) -> MemoryTask:
     """One waiting evolution per organisation and scope; while one runs, one follow-up waits."""
-    key = evolve_key(organization=organization, scope=scope)
-    run_after = timezone.now() + timedelta(seconds=settings.EVOLUTION_DEBOUNCE_SECONDS)
-    task = enqueue(
-        EVOLVE_SKILLS, {"scope": scope}, organization=organization, scope=scope, idempotency_key=key, run_after=run_after
+    return enqueue_debounced(
+        EVOLVE_SKILLS, {"scope": scope}, key=evolve_key(organization=organization, scope=scope),
+        delay=settings.EVOLUTION_DEBOUNCE_SECONDS, organization=organization, scope=scope,
     )
-    if task.status == MemoryTask.Status.RUNNING:
-        task = enqueue(
-            EVOLVE_SKILLS, {"scope": scope}, organization=organization, scope=scope,
-            idempotency_key=f"{key}:after:{task.pk}", run_after=run_after,
-        )
-    return task
 
 
 def edit_budget(*, avoiding: int, learning: int) -> int:

@@ -43,7 +43,9 @@ DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idemp
 class ChatMessage(BaseModel):
     """One turn in OpenAI chat format."""
 
-    model_config = ConfigDict(extra="forbid")
+    # NaN and ±Infinity pass through as numbers, for the platform to refuse as the REST API does
+    # (pydantic's JSON mode would otherwise write them as null).
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[dict[str, Any]] | None = Field(

@@ -1,0 +1,119 @@
+"""The conversation endpoints' operations (REST: apps.conversations.views; MCP: apps.mcp_server)."""
+
+from apps.conversations import selectors
+from apps.conversations.serializers import (
+    MemoryAddInputSerializer,
+    MemoryAddOutputSerializer,
+    MessageOutputSerializer,
+    OwnerQuerySerializer,
+    SessionListFilterSerializer,
+    SessionOutputSerializer,
+    SessionPatchInputSerializer,
+    SessionSealOutputSerializer,
+)
+from apps.conversations.services import (
+    message_delete,
+    messages_ingest,
+    request_fingerprint,
+    session_seal_now,
+    session_set_outcome,
+)
+from apps.core.errors import InvalidInput
+from apps.core.operations import (
+    Access,
+    Page,
+    check_ids,
+    get_or_404,
+    operation,
+    paginate,
+    require_write_access,
+    validated,
+)
+from apps.core.pagination import DEFAULT_LIMIT
+
+MAX_IDEMPOTENCY_KEY = 255
+
+
+@operation(access=Access.WRITE)
+def add_memory(*, client, data, idempotency_key: str | None = None) -> dict:
+    """Add turns of one session to memory.
+
+    Stores OpenAI chat-format messages as turns of the session (opened on first use, unique per
+    user and scope) and queues the background work its `session_tag` calls for, in one transaction:
+    extraction of episodic and semantic memories for a conversation, skill distillation for a task
+    once sealed. With an `Idempotency-Key` header, a replay answers the first response."""
+    if idempotency_key and len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
+        raise InvalidInput({"Idempotency-Key": [f"At most {MAX_IDEMPOTENCY_KEY} characters."]})
+    add = validated(MemoryAddInputSerializer, data)
+    body = messages_ingest(
+        client=client,
+        user_id=add["user_id"],
+        session_id=add["session_id"],
+        messages=add["messages"],
+        occurred_at=add.get("occurred_at"),
+        session_tag=add.get("session_tag"),
+        filter_tags=add.get("filter_tags"),
+        seal=add["seal"],
+        outcome=add.get("outcome"),
+        idempotency_key=idempotency_key or None,
+        request_hash=request_fingerprint(data) if idempotency_key else None,
+    )
+    return MemoryAddOutputSerializer(body).data
+
+
+@operation()
+def list_sessions(*, client, query) -> Page:
+    """List sessions, most recent first, in the caller's read scopes."""
+    filters = validated(SessionListFilterSerializer, query)
+    sessions = selectors.session_list(reader=client.reader, filters=filters)
+    return paginate(sessions, filters=filters, serializer_class=SessionOutputSerializer, default_limit=DEFAULT_LIMIT)
+
+
+def session_named(*, client, session_id: str, query) -> tuple:
+    """The session a session endpoint names by its id, its owner (`user_id`) and, when the id is in
+    several readable scopes, `scope`; with the validated owner query (paging of its transcript)."""
+    check_ids(session_id=session_id)
+    owner = validated(OwnerQuerySerializer, query)
+    session = selectors.session_get(
+        client=client, user_id=owner["user_id"], session_id=session_id, scope=owner.get("scope")
+    )
+    return session, owner
+
+
+@operation()
+def get_session(*, client, session_id: str, query) -> dict:
+    """Read a session with one page of its transcript (turns in order, with ids)."""
+    session, owner = session_named(client=client, session_id=session_id, query=query)
+    start, end = owner["offset"], owner["offset"] + owner["limit"]
+    body = SessionOutputSerializer(session).data
+    body["messages"] = MessageOutputSerializer(selectors.session_messages(session=session)[start:end], many=True).data
+    body["messages_next_offset"] = end if end < session.message_count else None
+    return body
+
+
+@operation(access=Access.WRITE)
+def update_session(*, client, session_id: str, query, data) -> dict:
+    """Set a session's outcome (`success`, `failure`, `unknown`)."""
+    session, _ = session_named(client=client, session_id=session_id, query=query)
+    require_write_access(client, session)
+    patch = validated(SessionPatchInputSerializer, data)
+    return SessionOutputSerializer(session_set_outcome(session=session, outcome=patch["outcome"])).data
+
+
+@operation(access=Access.WRITE)
+def seal_session(*, client, session_id: str, query) -> dict:
+    """Seal a session now: it takes no more turns, and a task session is queued for distillation."""
+    session, _ = session_named(client=client, session_id=session_id, query=query)
+    require_write_access(client, session)
+    tasks = session_seal_now(session=session, client=client)
+    session.refresh_from_db()
+    return SessionSealOutputSerializer({"session": session, "task_ids": [task.pk for task in tasks]}).data
+
+
+@operation(access=Access.WRITE)
+def delete_message(*, client, item_id: str) -> None:
+    """Delete one transcript turn for good."""
+    check_ids(item_id=item_id)
+    message = get_or_404(selectors.message_list(reader=client.reader), pk=item_id)
+    require_write_access(client, message)
+    message_delete(message=message)

@@ -1,0 +1,35 @@
+"""REST adapters of the two most common operation shapes: a paged list and the deletion of one item."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from apps.core.api import ClientAPIView, serves
+from apps.core.pagination import Pagination, paged_response
+
+
+def list_view(operation, *, filters, output, example: str) -> type[ClientAPIView]:
+    """GET with `filters` (an input serializer) as query parameters: one page of `output`."""
+
+    class ListView(ClientAPIView):
+        pagination_class = Pagination  # tells the OpenAPI schema the list is paginated
+
+        @extend_schema(parameters=[filters], responses=output(many=True))
+        @serves(operation, example=example)
+        def get(self, request):
+            return paged_response(request, operation(client=self.client, query=request.query_params))
+
+    return ListView
+
+
+def delete_view(operation, *, example: str) -> type[ClientAPIView]:
+    """DELETE of the item named by the path's `item_id`: 204."""
+
+    class DeleteView(ClientAPIView):
+        @extend_schema(responses={204: None})
+        @serves(operation, example=example)
+        def delete(self, request, item_id):
+            operation(client=self.client, item_id=item_id)
+            return Response(status=status.HTTP_204_NO_CONTENT)
+
+    return DeleteView

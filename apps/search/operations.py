@@ -1,0 +1,41 @@
+"""The search endpoints' operations (REST: apps.search.views; MCP: apps.mcp_server)."""
+
+from apps.core.operations import operation, validated
+from apps.search.engine import search
+from apps.search.serializers import MemorySearchInputSerializer, SearchAllUsersInputSerializer, render_hit
+
+
+def _search(*, client, serializer_class, data, from_query: bool) -> dict:
+    params = dict(validated(serializer_class, data, from_query=from_query))
+    query = params.pop("query")
+    hits = search(
+        reader=client.reader,
+        query=query,
+        memory_types=params.pop("memory_types", None),
+        method=params.pop("search_method", None),
+        limit=params.pop("limit"),
+        filters=params,
+    )
+    results = [render_hit(hit) for hit in hits]
+    return {
+        "query": query, "count": len(results), "reranked_by": hits.reranked_by,
+        "decomposed_into": hits.decomposed_into, "results": results,
+    }
+
+
+@operation()  # a search reads, even as a POST: read-only clients may call it
+def search_memory(*, client, data, from_query: bool = False) -> dict:
+    """Search one user's memories.
+
+    Any memory type (`message`, `episodic`, `semantic`, `procedural`, `experience`, `profile`) by
+    `bm25`, `embedding`, `hybrid` or `fuzzy`, in the caller's read scopes. Each result carries its
+    type's fields (see the result schema of each `memory_type`)."""
+    return _search(client=client, serializer_class=MemorySearchInputSerializer, data=data, from_query=from_query)
+
+
+@operation()
+def search_all_users(*, client, data) -> dict:
+    """Search the memories of every user.
+
+    The same search across every user of the caller's organisation, still within its read scopes."""
+    return _search(client=client, serializer_class=SearchAllUsersInputSerializer, data=data, from_query=True)
