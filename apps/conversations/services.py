@@ -215,10 +215,78 @@ def session_set_outcome(*, session: Session, outcome: str) -> Session:
     return session
 
 
-@transaction.atomic
-def message_delete(*, message: Message) -> None:
-    Session.objects.filter(pk=message.session_id).update(message_count=F("message_count") - 1)
-    message.delete()
+CONTEXT_MAX_CHARS = 2000
+
+
+def neighbour_context(previous: Message | None, following: Message | None, metadata: dict) -> str:
+    """A turn's stored `context`: the text of the turns right before and after it (seq ± 1), and its
+    date line. The one rule for writing it, at indexing and when a neighbour is deleted."""
+    parts = [neighbour.embedding_text()[:CONTEXT_MAX_CHARS] for neighbour in (previous, following) if neighbour]
+    return context_with_dates("\n".join(parts), metadata)
+
+
+def session_lock(*, session_id) -> None:
+    """Locks the session row for the caller's transaction: whoever writes neighbour context (indexing)
+    and whoever deletes turns (deletion, erasure, retention) take it, so a context is never computed
+    from a turn that is being deleted."""
+    list(Session.objects.select_for_update().filter(pk=session_id).values_list("pk", flat=True))
+
+
+def _refresh_neighbours(*, session_id, seqs: set[int]) -> int:
+    """Recomputes the context of the surviving turns at `seqs` from their neighbours as they are now."""
+    window = {
+        message.seq: message
+        for message in Message.objects.filter(
+            session_id=session_id, seq__in={seq + step for seq in seqs for step in (-1, 0, 1)}
+        ).only("id", "seq", "role", "name", "content", "context", "metadata")
+    }
+    changed = []
+    for seq in seqs:
+        message = window.get(seq)
+        if message is None:
+            continue
+        context = neighbour_context(window.get(seq - 1), window.get(seq + 1), message.metadata)
+        if context != message.context:
+            message.context = context
+            changed.append(message)
+    Message.objects.bulk_update(changed, ["context"])
+    return len(changed)
+
+
+def messages_delete(*, message_ids) -> dict:
+    """Deletes turns, session by session, each in one transaction under the session's lock: the turns
+    go, the surviving turns next to them get a context (and so a search vector) without their text,
+    and the session's count drops. Returns {"deleted": n, "contexts": n}."""
+    counts = Counter()
+    by_session: dict = {}
+    for pk, session_id, seq in Message.objects.filter(pk__in=list(message_ids)).values_list("pk", "session_id", "seq"):
+        by_session.setdefault(session_id, []).append((pk, seq))
+    for session_id, rows in by_session.items():
+        with transaction.atomic():
+            session_lock(session_id=session_id)
+            deleted, _ = Message.objects.filter(pk__in=[pk for pk, _ in rows]).delete()
+            gone = {seq for _, seq in rows}
+            counts["contexts"] += _refresh_neighbours(
+                session_id=session_id, seqs={seq + step for seq in gone for step in (-1, 1)} - gone
+            )
+            Session.objects.filter(pk=session_id).update(
+                message_count=Greatest(F("message_count") - deleted, Value(0)), updated_at=timezone.now()
+            )
+            counts["deleted"] += deleted
+    return dict(counts)
+
+
+def session_hand_over(*, session: Session) -> bool:
+    """A session whose opener is erased but which holds other clients' turns stays, theirs: it passes to
+    the client that wrote its earliest remaining turn, without the opener's filter tags. Returns False
+    when no turn is left (the caller deletes the session)."""
+    heir = Message.objects.filter(session=session).order_by("seq").values_list("created_by_id", flat=True).first()
+    if heir is None:
+        return False
+    Session.objects.filter(pk=session.pk).update(
+        client_id=heir, filter_tags={"scope": session.scope}, updated_at=timezone.now()
+    )
+    return True
 
 
 def seal_idle_sessions(*, batch_size: int = 500) -> int:
@@ -304,23 +372,24 @@ def messages_mark_learned(
     return now
 
 
+def messages_mark_unlearned(*, turns) -> list:
+    """Turns whose learned product was deleted (a memory that also cited a turn that went) are learned
+    from again by the next extraction; returns the ids of their sessions."""
+    session_ids = list(turns.order_by().values_list("session_id", flat=True).distinct())
+    turns.update(learned_at=None)
+    return session_ids
+
+
 def messages_prune_learned(*, cutoff: datetime, batch_size: int) -> Counter:
     """Deletes the turns learned from before `cutoff` of sessions distilled or extracted before it,
-    batch by batch; a turn nothing learned from is never pruned. Returns the count per organisation id."""
+    batch by batch (messages_delete: the turns left next to them lose their text from their context);
+    a turn nothing learned from is never pruned. Returns the count per organisation id."""
     learned = Session.objects.filter(Q(distilled_at__lt=cutoff) | Q(extracted_at__lt=cutoff))
     prunable = Message.objects.filter(session__in=learned.values("pk"), learned_at__isnull=False, learned_at__lt=cutoff)
     per_organization: Counter = Counter()
     while True:
-        with transaction.atomic():
-            rows = list(prunable.values_list("pk", "session_id", "organization_id")[:batch_size])
-            Message.objects.filter(pk__in=[row[0] for row in rows]).delete()
-            by_count: dict[int, list] = {}
-            for session_id, count in Counter(row[1] for row in rows).items():
-                by_count.setdefault(count, []).append(session_id)
-            for count, session_ids in by_count.items():
-                Session.objects.filter(pk__in=session_ids).update(
-                    message_count=Greatest(F("message_count") - count, Value(0)), updated_at=timezone.now()
-                )
-        per_organization.update(str(row[2]) for row in rows)
+        rows = list(prunable.values_list("pk", "organization_id")[:batch_size])
+        messages_delete(message_ids=[row[0] for row in rows])
+        per_organization.update(str(row[1]) for row in rows)
         if len(rows) < batch_size:
             return per_organization

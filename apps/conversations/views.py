@@ -14,7 +14,6 @@ from apps.conversations.serializers import (
     SessionSealOutputSerializer,
 )
 from apps.conversations.services import (
-    message_delete,
     messages_ingest,
     request_fingerprint,
     session_seal_now,
@@ -25,6 +24,7 @@ from apps.conversations.turns import TurnError
 from apps.core.api import ClientAPIView, require_write_access
 from apps.core.errors import NOT_FOUND_MESSAGE
 from apps.core.pagination import Pagination
+from apps.privacy.services.provenance import turn_delete
 from apps.tenancy.models import SCOPE_PATTERN
 
 USER_ID_PARAMETER = OpenApiParameter(
@@ -147,6 +147,8 @@ class SessionSealView(SessionObjectMixin, ClientAPIView):
 
 
 class MessageDeleteView(ClientAPIView):
+    """Deletes one turn and what was derived from it (apps.privacy.services.provenance)."""
+
     def scoped_queryset(self, *, client):
         return message_list(reader=client.reader)
 
@@ -154,5 +156,5 @@ class MessageDeleteView(ClientAPIView):
     def delete(self, request, item_id):
         message = self.get_object(pk=item_id)
         require_write_access(self.client, message)
-        message_delete(message=message)
+        turn_delete(message=message)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -22,7 +22,7 @@ from apps.conversations.serializers import (
     SessionListFilterSerializer,
     SessionOutputSerializer,
 )
-from apps.conversations.services import message_delete, messages_ingest
+from apps.conversations.services import messages_ingest
 from apps.conversations.turns import TurnError
 from apps.conversations.views import MemoryAddView, MessageDeleteView, SessionDetailView, SessionListView
 from apps.core.api import check_parameters, require_write_access
@@ -31,6 +31,7 @@ from apps.memories.services.memories import memory_delete
 from apps.memories.views import EpisodicMemoryDeleteView, SemanticMemoryDeleteView
 from apps.privacy.serializers import ErasureAcceptedOutputSerializer
 from apps.privacy.services.erasure import erasure_request
+from apps.privacy.services.provenance import turn_delete
 from apps.privacy.services.subjects import USER, Subject
 from apps.privacy.views import UserErasureView
 from apps.search.engine import search
@@ -44,7 +45,7 @@ from apps.skills.views import ProceduralMemoryDeleteView, SkillRetrieveView
 logger = logging.getLogger(__name__)
 
 DELETIONS = {
-    "message": (MessageDeleteView, lambda item: message_delete(message=item)),
+    "message": (MessageDeleteView, lambda item: turn_delete(message=item)),
     "episodic": (EpisodicMemoryDeleteView, lambda item: memory_delete(memory=item)),
     "semantic": (SemanticMemoryDeleteView, lambda item: memory_delete(memory=item)),
     "procedural": (ProceduralMemoryDeleteView, lambda item: skill_delete(skill=item)),

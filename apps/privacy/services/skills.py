@@ -94,16 +94,17 @@ def _redact_history(skill: Skill, needles: list[str]) -> int:
     return redacted
 
 
-def skills_release_subject(*, subject, actor: str) -> dict:
-    """Handles every skill with lineage to the subject's experiences, one skill per transaction."""
+def skills_release(*, experiences, actor: str, own_skills=None) -> dict:
+    """Handles every skill with lineage to `experiences` (the ones that go), one skill per
+    transaction; `own_skills` (a user's personal skills) are deleted outright."""
     counts = {"skills.Skill": 0, "skills.Skill (returned to review)": 0, "skills.SkillVersion (redacted)": 0,
               "skills.SkillVersion.experiences": 0}
-    for skill in subject.own_skills():
+    for skill in own_skills if own_skills is not None else ():
         counts["skills.Skill"] += 1
         skill_delete(skill=skill)
     Through = SkillVersion.experiences.through
-    skill_ids = set(subject.lineage_links().values_list("skillversion__skill_id", flat=True))
-    erased = subject.experiences().values("pk")
+    erased = experiences.values("pk")
+    skill_ids = set(Through.objects.filter(skillexperience__in=erased).values_list("skillversion__skill_id", flat=True))
     for skill_id in skill_ids:
         with transaction.atomic():
             skill = Skill.objects.select_for_update().filter(pk=skill_id).first()
