@@ -5,55 +5,27 @@ neighbours' stored context, a task's result); erasing the client, erasing the us
 turn leaves none of them in any column of any table, and no other party's turn goes."""
 
 import pytest
-from django.apps import apps
-from django.db import connection
 
 from apps.conversations.models import Message, Session
 from apps.mcp_server.backend import PlatformBackend
 from apps.memories.models import EpisodicMemory, SemanticMemory
-from apps.memories.services.memories import memory_create
-from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
 from apps.privacy.models import ErasureRequest
 from apps.privacy.services.provenance import session_delete
 from apps.privacy.services.subjects import subject_resolve
 from apps.privacy.services.verify import subject_verify
-from apps.profiles.models import Entity, Mention
-from apps.profiles.services.compile import profile_compile
-from apps.profiles.services.entities import session_project
-from apps.providers.embeddings import embed_texts
+from apps.profiles.models import Mention
 from apps.search.engine import search
 from apps.search.registry import METHODS, SOURCES
 from apps.skills.models import Skill
-from apps.skills.services.evolve.run import skills_evolve
 from tests.conftest import api_for
 from tests.factories import ClientFactory
-from tests.privacy.conftest import run_tasks, tool_messages
+from tests.privacy.provenance_world import URSULA, VICTOR, build, residue
 
 pytestmark = pytest.mark.django_db
 
 WORD = "vorpalwick"  # only client two ever writes it
 TURN_WORD = "quillfeather"  # only one of client two's turns holds it
-URSULA, VICTOR = "ursula", "victor"
-
-
-def residue(word: str) -> dict[str, int]:
-    """Rows holding `word`, per table and column, over every text-like column of every model (text,
-    JSON, arrays, search vectors): a table added later is scanned without changing this test."""
-    found = {}
-    with connection.cursor() as cursor:
-        for model in apps.get_models():
-            for field in model._meta.concrete_fields:
-                db_type = (field.db_parameters(connection)["type"] or "").lower()
-                if not db_type.startswith(("varchar", "text", "jsonb", "tsvector", "character")) and "[]" not in db_type:
-                    continue
-                cursor.execute(
-                    f'SELECT count(*) FROM "{model._meta.db_table}" WHERE "{field.column}"::text ILIKE %s', [f"%{word}%"]
-                )
-                count = cursor.fetchone()[0]
-                if count:
-                    found[f"{model._meta.label}.{field.name}"] = count
-    return found
 
 
 def turns_of(client) -> set:
@@ -61,7 +33,7 @@ def turns_of(client) -> set:
 
 
 @pytest.fixture
-def shared(client_a, add_messages, settings):
+def shared(client_a, settings):
     """Client one (client_a, may erase) and client two write the same sessions of one scope."""
     settings.LLM_PROVIDER = "rules"
     settings.SKILL_REVIEW_MODE = "auto"
@@ -69,54 +41,8 @@ def shared(client_a, add_messages, settings):
     one, two = client_a, ClientFactory(organization=client_a.organization, name="agent-two")
     one.can_erase = True
     one.save(update_fields=["can_erase"])
-
-    # A conversation client one opened and both wrote; one client two opened and client one continued.
-    add_messages(one, URSULA, "chat-shared", [{"role": "user", "content": "Hello, I want to plan a trip next spring."}])
-    add_messages(two, URSULA, "chat-shared", [
-        {"role": "user", "content": f"My cousin {WORD.title()} lives near the harbour and grows {WORD} berries."},
-    ])
-    add_messages(one, URSULA, "chat-shared", [{"role": "assistant", "content": "That sounds nice, tell me more."}])
-    add_messages(two, URSULA, "chat-shared", [
-        {"role": "user", "content": f"I visited {WORD.title()} again, the {TURN_WORD} festival was lovely in May."},
-    ])
-    add_messages(one, URSULA, "chat-shared", [{"role": "assistant", "content": "May is a fine month for festivals."}])
-    add_messages(two, URSULA, "chat-two", [{"role": "user", "content": f"Remind me to call {WORD.title()} on Sunday."}])
-    add_messages(one, URSULA, "chat-two", [{"role": "assistant", "content": "I will remind you on Sunday."}])
-
-    # Task sessions: client one asks, client two's tools answer (one error names the word); client one
-    # alone teaches the same workflow for Victor; client two alone teaches another.
-    request = tool_messages("Please book a flight to Lisbon for the conference", ["search_flights", "book_reservation"],
-                            failing_tool="search_flights", error=f"Error: fare class {WORD} is closed for this flight")
-    add_messages(one, URSULA, "task-shared", request[:1], session_tag="task")
-    add_messages(two, URSULA, "task-shared", request[1:], session_tag="task", outcome="success", seal=True)
-    add_messages(one, VICTOR, "task-one", tool_messages("Please book a flight to Oslo for the conference",
-                 ["search_flights", "book_reservation"]), session_tag="task", outcome="success", seal=True)
-    add_messages(two, URSULA, "task-two", tool_messages(f"Cancel the {WORD} hotel booking and refund the deposit",
-                 ["cancel_booking", "issue_refund"]), session_tag="task", outcome="success", seal=True)
-    run_tasks(task_type="embed_messages")
-    run_tasks(task_type="extract_memories")
-    run_tasks(task_type="distill_session")
-    while skills_evolve(organization=one.organization, scope="default")["remaining"]:
-        pass
-
-    # Memories: one learned from both clients' turns, one from client one's turn alone.
-    chat = Session.objects.get(session_id="chat-shared")
-    first, second = Message.objects.filter(session=chat).order_by("seq")[:2]
-    for memory_type, fields, sources in (
-        ("semantic", {"name": "Ursula", "summary": f"Ursula's cousin {WORD.title()} grows {WORD} berries"}, [first.pk, second.pk]),
-        ("episodic", {"occurred_at": first.occurred_at, "summary": "Ursula plans a trip next spring", "actor": "Ursula"}, [first.pk]),
-    ):
-        memory_create(memory_type=memory_type, session=chat, fields=fields, source_message_ids=sources,
-                      embedding=embed_texts([fields["summary"]])[0], actor="test")
-    for session in Session.objects.filter(session_tag="conversation"):
-        session_project(session=session)
-    for entity in Entity.objects.all():
-        profile_compile(entity=entity)
-    # What an LLM extraction's result quotes when it rejects an operation.
-    MemoryTask.objects.filter(task_type="extract_memories", payload__session=str(chat.pk)).update(
-        result={"rejected": [f"semantic: '{WORD} berries' has no subject"], "turns": 5}
-    )
-    return one, two
+    world = build(one, two, word=WORD, turn_word=TURN_WORD)
+    return world.one, world.two
 
 
 def erase(api_client, url) -> ErasureRequest:

@@ -23,7 +23,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
 from django.core.exceptions import EmptyResultSet
 from django.db.models import Q, QuerySet
@@ -68,15 +67,26 @@ class Derived:
     def session_ids(self) -> QuerySet:
         return self.turns.order_by().values("session_id").distinct()
 
+    def _citing_turns(self, model) -> Q:
+        """Rows of `model` whose `source_message_ids` name one of the turns (the turns' ids are hashed
+        once, not built into an array compared with every row)."""
+        turns_sql, params = _sql(self.turn_ids())
+        table = model._meta.db_table
+        return Q(pk__in=RawSQL(
+            f"SELECT r.id FROM {table} r WHERE r.organization_id = %s AND EXISTS "
+            f"(SELECT 1 FROM unnest(r.source_message_ids) AS s(id) WHERE s.id IN ({turns_sql}))",
+            [self.organization_id, *params],
+        ))
+
     def experiences(self) -> QuerySet:
-        derived = Q(session__in=self.session_ids()) | Q(source_message_ids__overlap=ArraySubquery(self.turn_ids()))
+        derived = Q(session__in=self.session_ids()) | self._citing_turns(SkillExperience)
         if self.extra_experiences is not None:
             derived |= Q(pk__in=self.extra_experiences.values("pk"))
         return SkillExperience.objects.filter(derived, organization_id=self.organization_id)
 
     def memories(self, model) -> QuerySet:
         """Memories citing one of the turns, soft-deleted ones included."""
-        derived = Q(source_message_ids__overlap=ArraySubquery(self.turn_ids()))
+        derived = self._citing_turns(model)
         if model in self.extra_memories:
             derived |= Q(pk__in=self.extra_memories[model].values("pk"))
         return model.objects.filter(derived, organization_id=self.organization_id)
