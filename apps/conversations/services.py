@@ -229,23 +229,30 @@ def session_lock(*, session_id) -> None:
     """Locks the session row for the caller's transaction: whoever writes neighbour context (indexing)
     and whoever deletes turns (deletion, erasure, retention) take it, so a context is never computed
     from a turn that is being deleted."""
-    list(Session.objects.select_for_update().filter(pk=session_id).values_list("pk", flat=True))
+    sessions_lock(session_ids=[session_id])
 
 
-def _refresh_neighbours(*, session_id, seqs: set[int]) -> int:
-    """Recomputes the context of the surviving turns at `seqs` from their neighbours as they are now."""
-    window = {
-        message.seq: message
-        for message in Message.objects.filter(
-            session_id=session_id, seq__in={seq + step for seq in seqs for step in (-1, 0, 1)}
-        ).only("id", "seq", "role", "name", "content", "context", "metadata")
-    }
+def sessions_lock(*, session_ids) -> None:
+    """session_lock of several sessions, always in the same order (no deadlock between two callers)."""
+    list(Session.objects.select_for_update().filter(pk__in=list(session_ids)).order_by("pk").values_list("pk", flat=True))
+
+
+def _refresh_neighbours(*, places: set[tuple]) -> int:
+    """Recomputes the context of the surviving turns at `places` ((session id, seq) pairs) from their
+    neighbours as they are now."""
+    if not places:
+        return 0
+    candidates = Message.objects.filter(
+        session_id__in={session_id for session_id, _ in places},
+        seq__in={seq + step for _, seq in places for step in (-1, 0, 1)},
+    ).only("id", "session_id", "seq", "role", "name", "content", "context", "metadata")
+    window = {(message.session_id, message.seq): message for message in candidates}
     changed = []
-    for seq in seqs:
-        message = window.get(seq)
+    for session_id, seq in places:
+        message = window.get((session_id, seq))
         if message is None:
             continue
-        context = neighbour_context(window.get(seq - 1), window.get(seq + 1), message.metadata)
+        context = neighbour_context(window.get((session_id, seq - 1)), window.get((session_id, seq + 1)), message.metadata)
         if context != message.context:
             message.context = context
             changed.append(message)
@@ -253,27 +260,26 @@ def _refresh_neighbours(*, session_id, seqs: set[int]) -> int:
     return len(changed)
 
 
+@transaction.atomic
 def messages_delete(*, message_ids) -> dict:
-    """Deletes turns, session by session, each in one transaction under the session's lock: the turns
-    go, the surviving turns next to them get a context (and so a search vector) without their text,
-    and the session's count drops. Returns {"deleted": n, "contexts": n}."""
-    counts = Counter()
-    by_session: dict = {}
-    for pk, session_id, seq in Message.objects.filter(pk__in=list(message_ids)).values_list("pk", "session_id", "seq"):
-        by_session.setdefault(session_id, []).append((pk, seq))
-    for session_id, rows in by_session.items():
-        with transaction.atomic():
-            session_lock(session_id=session_id)
-            deleted, _ = Message.objects.filter(pk__in=[pk for pk, _ in rows]).delete()
-            gone = {seq for _, seq in rows}
-            counts["contexts"] += _refresh_neighbours(
-                session_id=session_id, seqs={seq + step for seq in gone for step in (-1, 1)} - gone
-            )
-            Session.objects.filter(pk=session_id).update(
-                message_count=Greatest(F("message_count") - deleted, Value(0)), updated_at=timezone.now()
-            )
-            counts["deleted"] += deleted
-    return dict(counts)
+    """Deletes turns in one transaction under their sessions' locks: the turns go, the surviving turns
+    next to them get a context (and so a search vector) without their text, and each session's count
+    drops. Returns {"deleted": n, "contexts": n}."""
+    rows = list(Message.objects.filter(pk__in=list(message_ids)).values_list("pk", "session_id", "seq"))
+    if not rows:
+        return {"deleted": 0, "contexts": 0}
+    sessions_lock(session_ids={session_id for _, session_id, _ in rows})
+    _, per_model = Message.objects.filter(pk__in=[pk for pk, _, _ in rows]).delete()
+    gone = {(session_id, seq) for _, session_id, seq in rows}
+    contexts = _refresh_neighbours(places={(session_id, seq + step) for session_id, seq in gone for step in (-1, 1)} - gone)
+    by_count: dict[int, list] = {}
+    for session_id, count in Counter(session_id for _, session_id, _ in rows).items():
+        by_count.setdefault(count, []).append(session_id)
+    for count, session_ids in by_count.items():
+        Session.objects.filter(pk__in=session_ids).update(
+            message_count=Greatest(F("message_count") - count, Value(0)), updated_at=timezone.now()
+        )
+    return {"deleted": per_model.get(Message._meta.label, 0), "contexts": contexts}
 
 
 def session_hand_over(*, session: Session) -> bool:

@@ -47,7 +47,7 @@ def run_queued(organization, task_type) -> None:
         task_execute(task_id=task_id, worker="provenance-world")
 
 
-def build(one, two, *, word: str = "vorpalwick", turn_word: str = "quillfeather") -> World:
+def build(one, two, *, word: str = "vorpalwick", turn_word: str = "quillfeathzk") -> World:
     """Needs LLM_PROVIDER=rules, SKILL_REVIEW_MODE=auto and EXTRACTION_DEBOUNCE_SECONDS=0."""
     from apps.conversations.models import Message, Session
     from apps.conversations.services import messages_ingest

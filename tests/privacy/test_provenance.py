@@ -25,7 +25,7 @@ from tests.privacy.provenance_world import URSULA, VICTOR, build, residue
 pytestmark = pytest.mark.django_db
 
 WORD = "vorpalwick"  # only client two ever writes it
-TURN_WORD = "quillfeather"  # only one of client two's turns holds it
+TURN_WORD = "quillfeathzk"  # only one of client two's turns holds it
 
 
 def turns_of(client) -> set:
@@ -126,7 +126,7 @@ def test_deleting_one_turn_takes_its_words_out_of_its_neighbours_and_what_was_de
     turn = Message.objects.get(content__contains=TURN_WORD)
     neighbours = Message.objects.filter(session=turn.session, seq__in=[turn.seq - 1, turn.seq + 1])
     assert all(TURN_WORD in neighbour.context for neighbour in neighbours)
-    sentence = "the quillfeather festival was lovely"
+    sentence = "the quillfeathzk festival was lovely"
     assert search(reader=one.reader, query=sentence, memory_types=["message"], method="bm25", limit=10, filters={})
     others = set(Message.objects.exclude(pk=turn.pk).values_list("pk", "content"))
 

@@ -264,7 +264,8 @@ def forget_staged_embeddings(derived: Derived) -> dict:
 def delete_turns(turns: QuerySet) -> dict:
     """The turns themselves, last; their neighbours' context is recomputed in the same transaction."""
     counts = Counter()
-    for ids in _batches(turns):
+    # A batch in session order touches few sessions: few locks, few neighbours to recompute.
+    for ids in _batches(turns.order_by("session_id", "seq")):
         result = messages_delete(message_ids=ids)
         counts["conversations.Message"] += result.get("deleted", 0)
         counts["conversations.Message.context (recomputed)"] += result.get("contexts", 0)
