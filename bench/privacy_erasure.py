@@ -104,7 +104,10 @@ def _scenario(kind: str) -> dict:
 
     organization = organization_create(name=f"bench-privacy-{uuid.uuid4().hex[:12]}")
     try:
-        with override_settings(LLM_PROVIDER="rules", SKILL_REVIEW_MODE="auto", EXTRACTION_DEBOUNCE_SECONDS=0):
+        # SKILL_SHARE_MIN_USERS=1: every planted lesson reaches the shared skill (trust would hold some back).
+        with override_settings(
+            LLM_PROVIDER="rules", SKILL_REVIEW_MODE="auto", SKILL_SHARE_MIN_USERS=1, EXTRACTION_DEBOUNCE_SECONDS=0
+        ):
             one, one_key = client_create(organization=organization, name="one", write_scope="default", can_erase=True)
             two, two_key = client_create(organization=organization, name="two", write_scope="default")
             world = build(one, two, word=_word("vorpal"), turn_word=_word("quill"))

@@ -48,7 +48,8 @@ def run_queued(organization, task_type) -> None:
 
 
 def build(one, two, *, word: str = "vorpalwick", turn_word: str = "quillfeathzk") -> World:
-    """Needs LLM_PROVIDER=rules, SKILL_REVIEW_MODE=auto and EXTRACTION_DEBOUNCE_SECONDS=0."""
+    """Needs LLM_PROVIDER=rules, SKILL_REVIEW_MODE=auto, SKILL_SHARE_MIN_USERS=1 (so every lesson
+    reaches the shared skill) and EXTRACTION_DEBOUNCE_SECONDS=0."""
     from apps.conversations.models import Message, Session
     from apps.conversations.services import messages_ingest
     from apps.memories.services.memories import memory_create

@@ -37,6 +37,7 @@ def shared(client_a, settings):
     """Client one (client_a, may erase) and client two write the same sessions of one scope."""
     settings.LLM_PROVIDER = "rules"
     settings.SKILL_REVIEW_MODE = "auto"
+    settings.SKILL_SHARE_MIN_USERS = 1  # every lesson reaches the shared skill (tests/skills/test_trust.py covers trust)
     settings.EXTRACTION_DEBOUNCE_SECONDS = 0
     one, two = client_a, ClientFactory(organization=client_a.organization, name="agent-two")
     one.can_erase = True
@@ -93,6 +94,7 @@ def test_a_client_erasure_leaves_none_of_its_words_and_deletes_no_other_clients_
     # The shared skill keeps what Victor's session taught, back in review; client two's own one is gone.
     shared_skill = Skill.objects.get(action_signature=["search_flights", "book_reservation"])
     assert shared_skill.status == "pending_review" and "Oslo" in str(shared_skill.triggers)
+    assert shared_skill.supporters == [Session.objects.get(session_id="task-one").end_user_id]
     assert not Skill.objects.filter(action_signature=["cancel_booking", "issue_refund"]).exists()
     # The turn the deleted memory also cited is learned from again.
     assert Message.objects.filter(session__session_id="chat-shared", seq=1, learned_at__isnull=True).exists()

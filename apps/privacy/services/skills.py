@@ -8,6 +8,7 @@ from apps.skills.models import Skill, SkillExperience, SkillVersion
 from apps.skills.services.evolve.rules import copied_texts
 from apps.skills.services.rule_distiller import workflow_request
 from apps.skills.services.skills import skill_delete, skill_return_to_review
+from apps.skills.trust import teachers
 
 SOURCE_ERASED = "source erased"
 REDACTED = "[erased]"
@@ -126,6 +127,10 @@ def skills_release(*, experiences, actor: str, own_skills=None) -> dict:
             counts["skills.SkillVersion.experiences"] += erased_links.delete()[0]
             counts["skills.SkillVersion (redacted)"] += _redact_history(skill, needles)
             changes = scrub_fields({name: getattr(skill, name) for name in SCRUBBED_FIELDS}, needles)
-            skill_return_to_review(skill=skill, changes=changes, actor=actor, reason=SOURCE_ERASED)
+            skill = skill_return_to_review(skill=skill, changes=changes, actor=actor, reason=SOURCE_ERASED)
+            # Only the users whose lessons remain still taught it (apps.skills.trust).
+            Skill.objects.filter(pk=skill.pk).update(
+                supporters=sorted(teachers(SkillExperience.objects.filter(pk__in=kept_ids)))
+            )
             counts["skills.Skill (returned to review)"] += 1
     return counts
