@@ -63,6 +63,12 @@ def _erasure():
     erasure.run(RESULTS_DIR)
 
 
+def _privacy_erasure():
+    from bench import privacy_erasure
+
+    privacy_erasure.run(RESULTS_DIR)
+
+
 def _profiles():
     from bench import profiles
 
@@ -109,7 +115,7 @@ BENCHMARKS = {
     "ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure,
     "admin": _admin, "profiles": _profiles, "profiles_lint": _profiles_lint, "scale": _scale, "broker_pause": _broker_pause,
     "rerank": _rerank, "retrieval_study": _retrieval_study, "privacy_poisoning": _privacy_poisoning,
-    "faults": _faults,
+    "faults": _faults, "privacy_erasure": _privacy_erasure,
 }
 
 

@@ -1,19 +1,14 @@
 """Pipeline handlers of this app."""
 
+from django.db import transaction
 
 from apps.conversations.models import Message
 from apps.conversations.routing import EMBED_MESSAGES
-from apps.conversations.services import context_with_dates
+from apps.conversations.services import neighbour_context, session_lock
 from apps.pipeline.registry import register_handler
 from apps.providers.embeddings import embed_texts, embedding_model_name
 
 EMBED_BATCH_SIZE = 64
-CONTEXT_MAX_CHARS = 2000
-
-
-def _context(previous: Message | None, following: Message | None) -> str:
-    parts = [neighbour.embedding_text()[:CONTEXT_MAX_CHARS] for neighbour in (previous, following) if neighbour]
-    return "\n".join(parts)
 
 
 @register_handler(EMBED_MESSAGES)
@@ -21,24 +16,27 @@ def embed_messages(task) -> dict:
     """Indexes the turns of one add: the neighbouring-turn context for keyword search, and the
     embeddings. Idempotent: turns already embedded by the current model are not embedded again."""
     session_id, first, last = task.payload["session"], task.payload["from_seq"], task.payload["to_seq"]
-    # One turn on each side: the turn before this batch gains a following neighbour now.
-    window = list(
-        Message.objects.filter(session_id=session_id, seq__gte=first - 2, seq__lte=last + 1)
-        .only("id", "seq", "role", "name", "content", "context", "metadata", "embedding_model")
-        .order_by("seq")
-    )
-    changed_context = []
-    for index, message in enumerate(window):
-        if not first - 1 <= message.seq <= last:
-            continue
-        previous = window[index - 1] if index > 0 and window[index - 1].seq == message.seq - 1 else None
-        following = window[index + 1] if index + 1 < len(window) and window[index + 1].seq == message.seq + 1 else None
-        context = context_with_dates(_context(previous, following), message.metadata)
-        if context != message.context:
-            message.context = context
-            changed_context.append(message)
-    if changed_context:
-        Message.objects.bulk_update(changed_context, ["context"])
+    # Under the session's lock, so a turn deleted meanwhile is not copied into a neighbour's context.
+    with transaction.atomic():
+        session_lock(session_id=session_id)
+        # One turn on each side: the turn before this batch gains a following neighbour now.
+        window = list(
+            Message.objects.filter(session_id=session_id, seq__gte=first - 2, seq__lte=last + 1)
+            .only("id", "seq", "role", "name", "content", "context", "metadata", "embedding_model")
+            .order_by("seq")
+        )
+        changed_context = []
+        for index, message in enumerate(window):
+            if not first - 1 <= message.seq <= last:
+                continue
+            previous = window[index - 1] if index > 0 and window[index - 1].seq == message.seq - 1 else None
+            following = window[index + 1] if index + 1 < len(window) and window[index + 1].seq == message.seq + 1 else None
+            context = neighbour_context(previous, following, message.metadata)
+            if context != message.context:
+                message.context = context
+                changed_context.append(message)
+        if changed_context:
+            Message.objects.bulk_update(changed_context, ["context"])
 
     model = embedding_model_name()
     pending = [message for message in window if first <= message.seq <= last and message.embedding_model != model]

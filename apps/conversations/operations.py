@@ -12,7 +12,6 @@ from apps.conversations.serializers import (
     SessionSealOutputSerializer,
 )
 from apps.conversations.services import (
-    message_delete,
     messages_ingest,
     request_fingerprint,
     session_seal_now,
@@ -30,6 +29,7 @@ from apps.core.operations import (
     validated,
 )
 from apps.core.pagination import DEFAULT_LIMIT
+from apps.privacy.services.provenance import turn_delete
 
 MAX_IDEMPOTENCY_KEY = 255
 
@@ -112,8 +112,8 @@ def seal_session(*, client, session_id: str, query) -> dict:
 
 @operation(access=Access.WRITE)
 def delete_message(*, client, item_id: str) -> None:
-    """Delete one transcript turn for good."""
+    """Delete one transcript turn for good, and what was derived from it (neighbours' context, memories citing it…)."""
     check_ids(item_id=item_id)
     message = get_or_404(selectors.message_list(reader=client.reader), pk=item_id)
     require_write_access(client, message)
-    message_delete(message=message)
+    turn_delete(message=message)

@@ -215,10 +215,84 @@ def session_set_outcome(*, session: Session, outcome: str) -> Session:
     return session
 
 
+CONTEXT_MAX_CHARS = 2000
+
+
+def neighbour_context(previous: Message | None, following: Message | None, metadata: dict) -> str:
+    """A turn's stored `context`: the text of the turns right before and after it (seq ± 1), and its
+    date line. The one rule for writing it, at indexing and when a neighbour is deleted."""
+    parts = [neighbour.embedding_text()[:CONTEXT_MAX_CHARS] for neighbour in (previous, following) if neighbour]
+    return context_with_dates("\n".join(parts), metadata)
+
+
+def session_lock(*, session_id) -> None:
+    """Locks the session row for the caller's transaction: whoever writes neighbour context (indexing)
+    and whoever deletes turns (deletion, erasure, retention) take it, so a context is never computed
+    from a turn that is being deleted."""
+    sessions_lock(session_ids=[session_id])
+
+
+def sessions_lock(*, session_ids) -> None:
+    """session_lock of several sessions, always in the same order (no deadlock between two callers)."""
+    list(Session.objects.select_for_update().filter(pk__in=list(session_ids)).order_by("pk").values_list("pk", flat=True))
+
+
+def _refresh_neighbours(*, places: set[tuple]) -> int:
+    """Recomputes the context of the surviving turns at `places` ((session id, seq) pairs) from their
+    neighbours as they are now."""
+    if not places:
+        return 0
+    candidates = Message.objects.filter(
+        session_id__in={session_id for session_id, _ in places},
+        seq__in={seq + step for _, seq in places for step in (-1, 0, 1)},
+    ).only("id", "session_id", "seq", "role", "name", "content", "context", "metadata")
+    window = {(message.session_id, message.seq): message for message in candidates}
+    changed = []
+    for session_id, seq in places:
+        message = window.get((session_id, seq))
+        if message is None:
+            continue
+        context = neighbour_context(window.get((session_id, seq - 1)), window.get((session_id, seq + 1)), message.metadata)
+        if context != message.context:
+            message.context = context
+            changed.append(message)
+    Message.objects.bulk_update(changed, ["context"])
+    return len(changed)
+
+
 @transaction.atomic
-def message_delete(*, message: Message) -> None:
-    Session.objects.filter(pk=message.session_id).update(message_count=F("message_count") - 1)
-    message.delete()
+def messages_delete(*, message_ids) -> dict:
+    """Deletes turns in one transaction under their sessions' locks: the turns go, the surviving turns
+    next to them get a context (and so a search vector) without their text, and each session's count
+    drops. Returns {"deleted": n, "contexts": n}."""
+    rows = list(Message.objects.filter(pk__in=list(message_ids)).values_list("pk", "session_id", "seq"))
+    if not rows:
+        return {"deleted": 0, "contexts": 0}
+    sessions_lock(session_ids={session_id for _, session_id, _ in rows})
+    _, per_model = Message.objects.filter(pk__in=[pk for pk, _, _ in rows]).delete()
+    gone = {(session_id, seq) for _, session_id, seq in rows}
+    contexts = _refresh_neighbours(places={(session_id, seq + step) for session_id, seq in gone for step in (-1, 1)} - gone)
+    by_count: dict[int, list] = {}
+    for session_id, count in Counter(session_id for _, session_id, _ in rows).items():
+        by_count.setdefault(count, []).append(session_id)
+    for count, session_ids in by_count.items():
+        Session.objects.filter(pk__in=session_ids).update(
+            message_count=Greatest(F("message_count") - count, Value(0)), updated_at=timezone.now()
+        )
+    return {"deleted": per_model.get(Message._meta.label, 0), "contexts": contexts}
+
+
+def session_hand_over(*, session: Session) -> bool:
+    """A session whose opener is erased but which holds other clients' turns stays, theirs: it passes to
+    the client that wrote its earliest remaining turn, without the opener's filter tags. Returns False
+    when no turn is left (the caller deletes the session)."""
+    heir = Message.objects.filter(session=session).order_by("seq").values_list("created_by_id", flat=True).first()
+    if heir is None:
+        return False
+    Session.objects.filter(pk=session.pk).update(
+        client_id=heir, filter_tags={"scope": session.scope}, updated_at=timezone.now()
+    )
+    return True
 
 
 def seal_idle_sessions(*, batch_size: int = 500) -> int:
@@ -304,23 +378,24 @@ def messages_mark_learned(
     return now
 
 
+def messages_mark_unlearned(*, turns) -> list:
+    """Turns whose learned product was deleted (a memory that also cited a turn that went) are learned
+    from again by the next extraction; returns the ids of their sessions."""
+    session_ids = list(turns.order_by().values_list("session_id", flat=True).distinct())
+    turns.update(learned_at=None)
+    return session_ids
+
+
 def messages_prune_learned(*, cutoff: datetime, batch_size: int) -> Counter:
     """Deletes the turns learned from before `cutoff` of sessions distilled or extracted before it,
-    batch by batch; a turn nothing learned from is never pruned. Returns the count per organisation id."""
+    batch by batch (messages_delete: the turns left next to them lose their text from their context);
+    a turn nothing learned from is never pruned. Returns the count per organisation id."""
     learned = Session.objects.filter(Q(distilled_at__lt=cutoff) | Q(extracted_at__lt=cutoff))
     prunable = Message.objects.filter(session__in=learned.values("pk"), learned_at__isnull=False, learned_at__lt=cutoff)
     per_organization: Counter = Counter()
     while True:
-        with transaction.atomic():
-            rows = list(prunable.values_list("pk", "session_id", "organization_id")[:batch_size])
-            Message.objects.filter(pk__in=[row[0] for row in rows]).delete()
-            by_count: dict[int, list] = {}
-            for session_id, count in Counter(row[1] for row in rows).items():
-                by_count.setdefault(count, []).append(session_id)
-            for count, session_ids in by_count.items():
-                Session.objects.filter(pk__in=session_ids).update(
-                    message_count=Greatest(F("message_count") - count, Value(0)), updated_at=timezone.now()
-                )
-        per_organization.update(str(row[2]) for row in rows)
+        rows = list(prunable.values_list("pk", "organization_id")[:batch_size])
+        messages_delete(message_ids=[row[0] for row in rows])
+        per_organization.update(str(row[1]) for row in rows)
         if len(rows) < batch_size:
             return per_organization

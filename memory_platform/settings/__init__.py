@@ -306,6 +306,8 @@ DELETED_MEMORY_RETENTION_DAYS = env.int("DELETED_MEMORY_RETENTION_DAYS", default
 CONVERSATION_RETENTION_DAYS = env.int("CONVERSATION_RETENTION_DAYS", default=30)
 # Rows per transaction when erasing or pruning: short transactions, no table locks.
 ERASURE_BATCH_SIZE = env.int("ERASURE_BATCH_SIZE", default=1000)
+# How many of a subject's most recent turns verification fingerprints to look for their words.
+ERASURE_SCAN_MAX_TURNS = env.int("ERASURE_SCAN_MAX_TURNS", default=20000)
 
 # Log lines carry ids, routes and error classes, never user content (apps.core.logs): every handler
 # redacts exception messages and request paths, and SQL (with its parameters) is never logged.

@@ -10,7 +10,7 @@ from apps.pipeline.services import enqueue
 from apps.privacy.models import ErasureRequest
 from apps.privacy.services.purge import subject_purge
 from apps.privacy.services.subjects import Subject, subject_resolve
-from apps.privacy.services.verify import subject_verify
+from apps.privacy.services.verify import subject_fingerprint, subject_verify
 from apps.profiles.services.entities import profiles_lint_enqueue
 
 logger = logging.getLogger(__name__)
@@ -78,10 +78,12 @@ def erasure_run(*, erasure: ErasureRequest) -> dict:
         _save(erasure, counts=merged)
 
     try:
+        # Taken before the purge (and never stored): the subject's words, to look for afterwards.
+        fingerprint = subject_fingerprint(subject)
         run_counts = subject_purge(subject=subject, erasure_id=erasure.pk, on_step=progress)
         residual = subject_verify(subject=subject_resolve(
             organization=erasure.organization, kind=erasure.subject_kind, subject_id=erasure.subject_id
-        ))
+        ), fingerprint=fingerprint)
     except Exception as exc:
         _save(erasure, status=ErasureRequest.Status.FAILED, error=type(exc).__name__)
         raise

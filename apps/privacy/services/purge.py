@@ -1,4 +1,5 @@
-"""The purge of one subject, as an explicit list of steps, one per app's tables.
+"""The purge of one subject, as an explicit list of steps, one per app's tables; what was derived
+from the subject's turns is found and handled by apps.privacy.services.provenance.
 
 Every step deletes in batches of ERASURE_BATCH_SIZE rows, each batch its own short
 transaction (no table locks, nothing unbounded), and selects what is left each time, so a
@@ -13,30 +14,26 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from apps.conversations.models import Session
+from apps.conversations.services import session_hand_over
 from apps.pipeline.locks import WorkOf, advisory_lock, work_lock_keys
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import tasks_cancel
-from apps.privacy.services.skills import skills_release_subject
-from apps.profiles.services.compile import profiles_clear_for_recompile
+from apps.privacy.services.provenance import (
+    delete_in_batches,
+    delete_turns,
+    forget_compiled,
+    forget_memories,
+    forget_skills,
+    forget_staged_embeddings,
+    scrub_task_results,
+)
 from apps.privacy.services.subjects import Subject
 from apps.providers.models import LLMUsage
 from apps.tenancy.models import Client
 from apps.tenancy.services import client_revoke_keys, client_set_status
 
 logger = logging.getLogger(__name__)
-
-
-def delete_in_batches(queryset, *, batch_size: int | None = None) -> int:
-    """Deletes the rows of `queryset` batch by batch; returns how many rows of its model went."""
-    batch_size = batch_size or settings.ERASURE_BATCH_SIZE
-    model, label, total = queryset.model, queryset.model._meta.label, 0
-    while True:
-        with transaction.atomic():
-            ids = list(queryset.values_list("pk", flat=True)[:batch_size])
-            _, per_model = model.objects.filter(pk__in=ids).delete()
-        total += per_model.get(label, 0)
-        if len(ids) < batch_size:
-            return total
 
 
 # The steps ------------------------------------------------------------------------------------
@@ -49,38 +46,43 @@ def stop_tasks(subject: Subject, erasure_id) -> dict:
 
 def purge_skills(subject: Subject, erasure_id) -> dict:
     """Skills before experiences: what happens to a skill depends on who its sources were."""
-    counts = skills_release_subject(subject=subject, actor=f"privacy:erasure:{erasure_id}")
-    counts["skills.SkillExperience"] = delete_in_batches(subject.experiences())
-    return counts
+    return forget_skills(subject.derived(), actor=f"privacy:erasure:{erasure_id}", own_skills=subject.own_skills())
 
 
 def purge_profiles(subject: Subject, erasure_id) -> dict:
     """Compiled memory, before the items it cites are gone: a user's entities and pages go with
     them; other pages lose every revision and source that quotes the subject, their text is
-    cleared and they are recompiled from what remains (apps.profiles)."""
-    counts = {"profiles.Entity": delete_in_batches(subject.entities())}
-    counts["profiles.Mention"] = delete_in_batches(subject.mentions())
-    counts["profiles.ProfileRevision"] = delete_in_batches(subject.quoting_revisions())
-    affected = list(subject.profile_sources().values_list("profile_id", flat=True).distinct())
-    counts["profiles.ProfileSource"] = delete_in_batches(subject.profile_sources())
-    counts["profiles.Profile (cleared, recompiling)"] = profiles_clear_for_recompile(
-        profile_ids=affected, reason=f"Sources erased by erasure {erasure_id}; the page is being recompiled."
+    cleared and they are recompiled from what remains; entities only the subject named go."""
+    return forget_compiled(
+        subject.derived(), entities=subject.entities(),
+        reason=f"Sources erased by erasure {erasure_id}; the page is being recompiled.",
     )
-    return counts
 
 
 def purge_memories(subject: Subject, erasure_id) -> dict:
     """Episodic and semantic memories and their history rows (apps.memories)."""
-    return {label: delete_in_batches(queryset) for label, queryset in subject.memory_querysets()}
+    return forget_memories(subject.derived())
+
+
+def purge_derived_records(subject: Subject, erasure_id) -> dict:
+    """Results of tasks that worked on the subject's sessions, staged vectors of their items."""
+    return {**scrub_task_results(subject.derived()), **forget_staged_embeddings(subject.derived())}
 
 
 def purge_conversations(subject: Subject, erasure_id) -> dict:
-    """Turns (with their embeddings and search vectors), idempotency records, then sessions."""
-    return {
-        "conversations.Message": delete_in_batches(subject.messages()),
-        "conversations.IngestRequest": delete_in_batches(subject.ingest_requests()),
-        "conversations.Session": delete_in_batches(subject.sessions()),
-    }
+    """Turns (with their embeddings, search vectors and their neighbours' context), idempotency
+    records, then sessions: a client's session that holds other clients' turns passes to one of them."""
+    counts = Counter(delete_turns(subject.messages()))
+    counts["conversations.IngestRequest"] = delete_in_batches(subject.ingest_requests())
+    if subject.kind == "user":
+        counts["conversations.Session"] = delete_in_batches(subject.sessions())
+        return dict(counts)
+    for session in subject.sessions():
+        if session_hand_over(session=session):
+            counts["conversations.Session (handed over)"] += 1
+        else:
+            counts["conversations.Session"] += Session.objects.filter(pk=session.pk).delete()[1].get("conversations.Session", 0)
+    return dict(counts)
 
 
 def purge_tasks(subject: Subject, erasure_id) -> dict:
@@ -116,7 +118,10 @@ def purge_access(subject: Subject, erasure_id) -> dict:
     return counts
 
 
-STEPS = [stop_tasks, purge_skills, purge_profiles, purge_memories, purge_conversations, purge_tasks, purge_access]
+STEPS = [
+    stop_tasks, purge_skills, purge_profiles, purge_memories, purge_derived_records, purge_conversations, purge_tasks,
+    purge_access,
+]
 
 
 def _cancel_and_scrub(queryset, erasure_id) -> int:

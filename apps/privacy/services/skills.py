@@ -8,6 +8,7 @@ from apps.skills.models import Skill, SkillExperience, SkillVersion
 from apps.skills.services.evolve.rules import copied_texts
 from apps.skills.services.rule_distiller import workflow_request
 from apps.skills.services.skills import skill_delete, skill_return_to_review
+from apps.skills.trust import teachers
 
 SOURCE_ERASED = "source erased"
 REDACTED = "[erased]"
@@ -94,16 +95,17 @@ def _redact_history(skill: Skill, needles: list[str]) -> int:
     return redacted
 
 
-def skills_release_subject(*, subject, actor: str) -> dict:
-    """Handles every skill with lineage to the subject's experiences, one skill per transaction."""
+def skills_release(*, experiences, actor: str, own_skills=None) -> dict:
+    """Handles every skill with lineage to `experiences` (the ones that go), one skill per
+    transaction; `own_skills` (a user's personal skills) are deleted outright."""
     counts = {"skills.Skill": 0, "skills.Skill (returned to review)": 0, "skills.SkillVersion (redacted)": 0,
               "skills.SkillVersion.experiences": 0}
-    for skill in subject.own_skills():
+    for skill in own_skills if own_skills is not None else ():
         counts["skills.Skill"] += 1
         skill_delete(skill=skill)
     Through = SkillVersion.experiences.through
-    skill_ids = set(subject.lineage_links().values_list("skillversion__skill_id", flat=True))
-    erased = subject.experiences().values("pk")
+    erased = experiences.values("pk")
+    skill_ids = set(Through.objects.filter(skillexperience__in=erased).values_list("skillversion__skill_id", flat=True))
     for skill_id in skill_ids:
         with transaction.atomic():
             skill = Skill.objects.select_for_update().filter(pk=skill_id).first()
@@ -125,6 +127,10 @@ def skills_release_subject(*, subject, actor: str) -> dict:
             counts["skills.SkillVersion.experiences"] += erased_links.delete()[0]
             counts["skills.SkillVersion (redacted)"] += _redact_history(skill, needles)
             changes = scrub_fields({name: getattr(skill, name) for name in SCRUBBED_FIELDS}, needles)
-            skill_return_to_review(skill=skill, changes=changes, actor=actor, reason=SOURCE_ERASED)
+            skill = skill_return_to_review(skill=skill, changes=changes, actor=actor, reason=SOURCE_ERASED)
+            # Only the users whose lessons remain still taught it (apps.skills.trust).
+            Skill.objects.filter(pk=skill.pk).update(
+                supporters=sorted(teachers(SkillExperience.objects.filter(pk__in=kept_ids)))
+            )
             counts["skills.Skill (returned to review)"] += 1
     return counts

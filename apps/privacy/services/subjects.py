@@ -6,14 +6,13 @@ and "what is checked afterwards" cannot drift apart.
 
 from dataclasses import dataclass
 
-from django.contrib.postgres.expressions import ArraySubquery
 from django.core.exceptions import ValidationError
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
 from apps.conversations.models import IngestRequest, Message, Session
-from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
 from apps.pipeline.models import MemoryTask
+from apps.privacy.services.provenance import MEMORY_MODELS, Derived
 from apps.profiles.models import Entity, Mention, Profile, ProfileRevision, ProfileSource
 from apps.skills.models import Skill, SkillExperience, SkillVersion
 from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization
@@ -22,7 +21,6 @@ USER = "user"
 CLIENT = "client"
 # Payload keys of pipeline tasks that hold the id of a row of these models.
 TASK_REFERENCES = {"session": Session, "entity": Entity}
-MEMORY_MODELS = ((EpisodicMemory, EpisodicMemoryChange), (SemanticMemory, SemanticMemoryChange))
 
 
 @dataclass(frozen=True)
@@ -40,18 +38,28 @@ class Subject:
     # Conversations ------------------------------------------------------------------------------
 
     def sessions(self) -> QuerySet:
+        """A user's sessions; the sessions a client opened (at the end of its erasure those still
+        holding other clients' turns have passed to one of them, the rest are gone)."""
         if self.end_user is not None:
             return Session.objects.filter(end_user=self.end_user)
         if self.client is not None:
             return Session.objects.filter(client=self.client)
         return Session.objects.none()
 
+    def own_sessions(self) -> QuerySet:
+        """The subject's sessions that hold no one else's turn: they, and the tasks naming them, go."""
+        if self.client is not None:
+            shared = Message.objects.filter(session__client=self.client).exclude(created_by=self.client)
+            return self.sessions().exclude(pk__in=shared.values("session_id"))
+        return self.sessions()
+
     def messages(self) -> QuerySet:
+        """The subject's turns: a user's, or those a client wrote (never another client's turns in a
+        session it opened)."""
         if self.end_user is not None:
             return Message.objects.filter(end_user=self.end_user)
         if self.client is not None:
-            # What the client wrote, and every turn of the sessions it opened.
-            return Message.objects.filter(Q(created_by=self.client) | Q(session__client=self.client))
+            return Message.objects.filter(created_by=self.client)
         return Message.objects.none()
 
     def ingest_requests(self) -> QuerySet:
@@ -64,14 +72,31 @@ class Subject:
             return IngestRequest.objects.filter(client=self.client)
         return IngestRequest.objects.none()
 
-    # Skills -------------------------------------------------------------------------------------
+    # What was derived from the subject's turns ---------------------------------------------------
+
+    def derived(self) -> Derived:
+        """Everything derived from the subject's turns (apps.privacy.services.provenance), with a
+        user's own experiences and memories, and the memories a client stored directly."""
+        if self.end_user is not None:
+            return Derived(
+                organization_id=self.organization.pk, turns=self.messages(),
+                extra_experiences=SkillExperience.objects.filter(end_user=self.end_user),
+                extra_memories={model: model.objects.filter(end_user=self.end_user) for model, _ in MEMORY_MODELS},
+            )
+        if self.client is not None:
+            return Derived(
+                organization_id=self.organization.pk, turns=self.messages(),
+                extra_memories={
+                    model: model.objects.filter(created_by=self.client, source_message_ids=[])
+                    for model, _ in MEMORY_MODELS
+                },
+            )
+        return Derived(organization_id=self.organization.pk, turns=Message.objects.none())
 
     def experiences(self) -> QuerySet:
-        if self.end_user is not None:
-            return SkillExperience.objects.filter(end_user=self.end_user)
-        if self.client is not None:
-            return SkillExperience.objects.filter(Q(created_by=self.client) | Q(session__client=self.client))
-        return SkillExperience.objects.none()
+        if not self.exists:
+            return SkillExperience.objects.none()
+        return self.derived().experiences()
 
     def own_skills(self) -> QuerySet:
         """Skills that belong to the subject alone (user-specific skills)."""
@@ -88,29 +113,11 @@ class Subject:
     def lineage_links(self) -> QuerySet:
         return SkillVersion.experiences.through.objects.filter(skillexperience__in=self.experiences().values("pk"))
 
-    # Memories ------------------------------------------------------------------------------------
-
-    def memories(self, model) -> QuerySet:
-        """The subject's episodic or semantic memories, soft-deleted ones included."""
-        if self.end_user is not None:
-            return model.objects.filter(end_user=self.end_user)
-        if self.client is not None:
-            # Memories name no creator: they are the client's when learned from a turn it wrote.
-            return model.objects.filter(
-                organization=self.organization, source_message_ids__overlap=ArraySubquery(self.messages().values("pk"))
-            )
-        return model.objects.none()
-
     def memory_querysets(self) -> list[tuple[str, QuerySet]]:
         """(table, queryset) of the subject's memories, each type's history rows before the memories."""
-        result = []
-        for memory_model, change_model in MEMORY_MODELS:
-            memories = self.memories(memory_model)
-            result.append((change_model._meta.label, change_model.objects.filter(memory__in=memories.values("pk"))))
-            result.append((memory_model._meta.label, memories))
-        return result
-
-    # Compiled memory -----------------------------------------------------------------------------
+        if not self.exists:
+            return [(label, queryset.none()) for label, queryset in self.derived().memory_querysets()]
+        return self.derived().memory_querysets()
 
     def entities(self) -> QuerySet:
         """A user's entities, with their mentions, edges, profiles, revisions and findings (cascade)."""
@@ -123,44 +130,22 @@ class Subject:
             return Profile.objects.filter(end_user=self.end_user)
         return Profile.objects.none()
 
-    def item_ids_sql(self) -> tuple[str, list]:
-        """SQL selecting the ids of the subject's turns and memories, which compiled memory cites."""
-        parts, params = [], []
-        for queryset in (self.messages(), *(self.memories(model) for model, _ in MEMORY_MODELS)):
-            sql, query_params = queryset.values("pk").query.sql_with_params()
-            parts.append(sql)
-            params += query_params
-        return " UNION ALL ".join(f"({part})" for part in parts), params
-
-    def _citing(self, model, column: str = "item_id") -> QuerySet:
-        if self.end_user is None and self.client is None:
-            return model.objects.none()
-        sql, params = self.item_ids_sql()
-        return model.objects.filter(**{f"{column}__in": RawSQL(sql, params)})
-
     def mentions(self) -> QuerySet:
         """Mentions of the subject's items (a user's own entities go with them in any case)."""
-        return self._citing(Mention)
+        return self.derived().mentions() if self.exists else Mention.objects.none()
 
     def profile_sources(self) -> QuerySet:
-        return self._citing(ProfileSource)
+        return self.derived().profile_sources() if self.exists else ProfileSource.objects.none()
 
     def quoting_revisions(self) -> QuerySet:
         """Profile revisions that quote one of the subject's items."""
-        if self.end_user is None and self.client is None:
-            return ProfileRevision.objects.none()
-        sql, params = self.item_ids_sql()
-        return ProfileRevision.objects.filter(pk__in=RawSQL(
-            f"SELECT r.id FROM {ProfileRevision._meta.db_table} r, jsonb_array_elements(r.sources) AS source "
-            f"WHERE (source->>'item_id')::uuid IN ({sql})",
-            params,
-        ))
+        return self.derived().quoting_revisions() if self.exists else ProfileRevision.objects.none()
 
     # Pipeline and access ------------------------------------------------------------------------
 
     def referenced_ids_sql(self) -> tuple[str, list]:
         """SQL selecting, as text, the ids of the subject's rows that task payloads may name."""
-        sql, params = self.sessions().values("pk").query.sql_with_params()
+        sql, params = self.own_sessions().values("pk").query.sql_with_params()
         sql, params = f"SELECT s.id::text FROM ({sql}) AS s(id)", list(params)
         if self.end_user is not None:  # a client's own rows hold no entities (an empty queryset has no SQL)
             entities, entity_params = self.entities().values("pk").query.sql_with_params()
@@ -168,7 +153,7 @@ class Subject:
         return sql, params
 
     def tasks(self) -> QuerySet:
-        """Tasks whose payload names one of the subject's rows (e.g. their sessions)."""
+        """Tasks whose payload names one of the subject's rows (their own sessions, a user's entities)."""
         if not self.exists:
             return MemoryTask.objects.none()
         ids_sql, params = self.referenced_ids_sql()

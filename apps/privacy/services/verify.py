@@ -1,16 +1,27 @@
-"""Verification of an erasure: what is left of a subject, per table and in Redis.
+"""Verification of an erasure: what is left of a subject, per table, as text anywhere, and in Redis.
 
-The same checks give the admin's preview ("what will be removed") before an erasure and the
-residual after it. Redis holds only Celery's messages and results, which carry MemoryTask ids
-and never memory text; the scan decodes every entry and reports any that names the subject.
+- By provenance: the same querysets the purge uses (apps.privacy.services.subjects), so the
+  admin's preview ("what will be removed") before an erasure and the residual after it agree.
+- By text: the subject's own words are looked for in every text column of every table of the
+  organisation that can hold derived text (found generically from the models, so a new table is
+  covered). The fingerprint is taken from the subject's turns while they exist: an erasure takes
+  it before its purge and scans after it; it is never stored.
+- Redis holds only Celery's messages and results, which carry MemoryTask ids and never memory
+  text; the scan decodes every entry and reports any that names the subject.
 """
 
 import base64
 import json
+import re
 
 import redis
+from django.apps import apps
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
 from django.db.models import QuerySet
+
+from apps.conversations.models import Message
 
 from apps.privacy.services.subjects import USER, Subject
 from apps.providers.models import LLMUsage
@@ -135,11 +146,133 @@ def redis_scan(identifiers: set[str]) -> dict:
     return report
 
 
-def subject_verify(*, subject: Subject, include_redis: bool = True) -> dict:
-    """{"tables": {table: residual rows}, "redis": {...}, "total": n}; total 0 means nothing is left."""
+# The text scan -----------------------------------------------------------------------------------
+
+SHINGLE_WORDS = 5
+_WORD = re.compile(r"\w+")
+# Tables that hold no derived text: tenants, clients and keys, and the content-free audit trail.
+NO_DERIVED_TEXT_APPS = ("tenancy", "privacy")
+# A turn's own columns are its writer's words; of a turn only the neighbours' text it stores is derived.
+DERIVED_COLUMNS_ONLY = {Message: ("context",)}
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def fingerprint_of(texts) -> set[str]:
+    """Runs of SHINGLE_WORDS words of each text, side by side (not overlapping): any verbatim copy of
+    2 × SHINGLE_WORDS − 1 words or more of a text contains one of them."""
+    needles = set()
+    for text in texts:
+        words = _words(text or "")
+        needles.update(" ".join(words[i : i + SHINGLE_WORDS]) for i in range(0, len(words) - SHINGLE_WORDS + 1, SHINGLE_WORDS))
+    return needles
+
+
+def subject_fingerprint(subject: Subject) -> tuple[set[str], list]:
+    """(fingerprint of the subject's most recent ERASURE_SCAN_MAX_TURNS turns, ids of their sessions)."""
+    turns = subject.messages().order_by("-occurred_at")[: settings.ERASURE_SCAN_MAX_TURNS]
+    needles = fingerprint_of(turns.values_list("content", flat=True).iterator(chunk_size=2000))
+    return needles, list(subject.messages().order_by().values_list("session_id", flat=True).distinct())
+
+
+def _text_fields(model) -> list[str]:
+    names = []
+    for field in model._meta.concrete_fields:
+        text = isinstance(field, (models.CharField, models.TextField)) and not field.choices
+        array = isinstance(field, ArrayField) and isinstance(field.base_field, (models.CharField, models.TextField))
+        if text or array or isinstance(field, models.JSONField):
+            names.append(field.name)
+    return [name for name in names if name in DERIVED_COLUMNS_ONLY.get(model, names)]
+
+
+def _organization_path(model) -> str | None:
+    """The lookup from `model` to its organisation: its own field, or that of a row it points to."""
+    fields = {field.name: field for field in model._meta.concrete_fields}
+    if "organization" in fields:
+        return "organization"
+    for field in fields.values():
+        related = getattr(field, "related_model", None)
+        if field.many_to_one and related is not None and any(f.name == "organization" for f in related._meta.concrete_fields):
+            return f"{field.name}__organization"
+    return None
+
+
+def derived_text_tables() -> list[tuple]:
+    """(model, text columns, lookup to the organisation) of every table that can hold derived text."""
+    tables = []
+    for model in apps.get_models():
+        if not model.__module__.startswith("apps.") or model._meta.app_label in NO_DERIVED_TEXT_APPS:
+            continue
+        columns, path = _text_fields(model), _organization_path(model)
+        if columns and path:
+            tables.append((model, columns, path))
+    return tables
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def _said_by_others(*, organization, needle: str, exclude_turns: QuerySet) -> bool:
+    """A run of words another party's turn also holds is not the subject's alone."""
+    pattern = r"\W+".join(rf"\m{word}\M" for word in needle.split())
+    return Message.objects.filter(organization=organization, content__iregex=pattern).exclude(
+        pk__in=exclude_turns.values("pk")
+    ).exists()
+
+
+def text_residue(*, organization, needles: set[str], sessions: list | None = None, exclude_turns=None) -> dict:
+    """{"table.column": rows holding a run of the subject's words} over every derived-text table of
+    the organisation; turns' context is read only in `sessions` (where the subject's turns were)."""
+    exclude_turns = exclude_turns if exclude_turns is not None else Message.objects.none()
+    found: dict[str, int] = {}
+    confirmed: dict[str, bool] = {}
+    if not needles:
+        return found
+    for model, columns, path in derived_text_tables():
+        rows = model.objects.filter(**{path: organization})
+        if model is Message:
+            rows = rows.filter(session_id__in=sessions or []).exclude(pk__in=exclude_turns.values("pk"))
+        for values in rows.values_list(*columns).iterator(chunk_size=2000):
+            for column, value in zip(columns, values):
+                words = [word for text in _strings(value) for word in [*_words(text), "\x00"]]
+                hits = {" ".join(words[i : i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1)} & needles
+                for needle in hits:
+                    if needle not in confirmed:
+                        confirmed[needle] = not _said_by_others(
+                            organization=organization, needle=needle, exclude_turns=exclude_turns
+                        )
+                if any(confirmed[needle] for needle in hits):
+                    label = f"{model._meta.label}.{column}"
+                    found[label] = found.get(label, 0) + 1
+    return found
+
+
+def subject_verify(*, subject: Subject, include_redis: bool = True, fingerprint: tuple | None = None) -> dict:
+    """{"tables": {table: residual rows}, "text": {...}, "redis": {...}, "total": n}; total 0 means
+    nothing is left. `fingerprint` (subject_fingerprint, taken before the purge) defaults to the
+    subject's turns as they are now."""
     identifiers = subject_identifiers(subject)
     tables = table_counts(subject)
-    result = {"tables": tables, "total": sum(tables.values())}
+    needles, sessions = fingerprint if fingerprint is not None else subject_fingerprint(subject)
+    text = text_residue(
+        organization=subject.organization, needles=needles, sessions=sessions, exclude_turns=subject.messages()
+    )
+    result = {
+        "tables": tables,
+        "text": {"fingerprint": len(needles), "tables": text},
+        "total": sum(tables.values()) + sum(text.values()),
+    }
     if include_redis:
         result["redis"] = redis_scan(identifiers)
         result["total"] += result["redis"]["matches"]

@@ -10,7 +10,10 @@ from apps.tenancy.models import Client, Organization
 
 
 class Command(BaseCommand):
-    help = "Scan every table that can hold a subject's data (and Redis) and print the residual count per table."
+    help = (
+        "Scan every table that can hold a subject's data (by provenance), every table that can hold derived text "
+        "(for the subject's own words) and Redis, and print the residual count per table."
+    )
 
     def add_arguments(self, parser):
         subject = parser.add_mutually_exclusive_group(required=True)
@@ -38,9 +41,16 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps({"subject": {"kind": kind, "id": subject_id, "organization": organization.name}, **result}))
             return
-        width = max(len(table) for table in result["tables"])
+        width = max(len(table) for table in [*result["tables"], *result["text"]["tables"]])
         for table, count in result["tables"].items():
             self.stdout.write(f"{table:<{width}}  {count}")
+        text = result["text"]
+        for column, count in text["tables"].items():
+            self.stdout.write(f"{column:<{width}}  {count}  [holds the subject's words]")
+        self.stdout.write(
+            f"{'text scan':<{width}}  {sum(text['tables'].values())}  [{text['fingerprint']} runs of the subject's words "
+            "looked for; an erasure looks for them before its turns go]"
+        )
         if "redis" in result:
             redis = result["redis"]
             note = f" ({redis['error']})" if "error" in redis else ""

@@ -1,0 +1,309 @@
+"""Provenance: what the platform derived from which turns, and the one cascade for "these turns are gone".
+
+Erasing a user or a client, deleting a turn (REST and MCP) or a session, all call the steps
+here, so each reaches exactly what was derived from the turns that go:
+
+- experiences distilled from their sessions (a lesson is distilled from its session's transcript
+  as a whole) or citing them, and through the experiences the skills evolved from them
+  (apps.privacy.services.skills);
+- episodic and semantic memories citing them (with their history); the other turns those memories
+  cited are learned from again, so what they alone said is recomputed;
+- compiled memory citing the turns or those memories: mentions, profile sources and revisions; the
+  pages are cleared and recompiled, entities left with no mention (their names came only from what
+  went) are deleted;
+- the results of tasks that worked on their sessions (they may quote the turns);
+- the stored `context` (and so the search vector) of the turns left next to them;
+- staged embeddings of every item that goes.
+
+Retention keeps what was learned and runs only the last two (conversations.messages_prune_learned).
+"""
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.core.exceptions import EmptyResultSet
+from django.db.models import Q, QuerySet
+from django.db.models.expressions import RawSQL
+from django.utils import timezone
+
+from apps.conversations.models import Message, Session, SessionTag
+from apps.conversations.routing import extraction_enqueue
+from apps.conversations.services import messages_delete, messages_mark_unlearned
+from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
+from apps.pipeline.models import MemoryTask
+from apps.pipeline.services import tasks_cancel
+from apps.privacy.services.skills import skills_release
+from apps.profiles.models import Entity, Mention, ProfileRevision, ProfileSource
+from apps.profiles.services.compile import profiles_clear_for_recompile
+from apps.profiles.services.entities import owner_edges_recompute
+from apps.search.models import StagedEmbedding
+from apps.skills.models import SkillExperience
+from apps.skills.services.evolve.run import EVOLVE_SKILLS
+
+MEMORY_MODELS = ((EpisodicMemory, EpisodicMemoryChange), (SemanticMemory, SemanticMemoryChange))
+ERASED = "[erased]"
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+@dataclass(frozen=True)
+class Derived:
+    """Everything derived from `turns` (a queryset of the turns that go), as querysets.
+
+    An erasure passes its subject's own experiences and memories as well (`experiences`,
+    `memories`): a user's include those of sessions that have no turn left.
+    """
+
+    organization_id: object
+    turns: QuerySet
+    extra_experiences: QuerySet | None = None
+    extra_memories: dict = field(default_factory=dict)
+
+    def turn_ids(self) -> QuerySet:
+        return self.turns.values("pk")
+
+    def session_ids(self) -> QuerySet:
+        return self.turns.order_by().values("session_id").distinct()
+
+    def _citing_turns(self, model) -> Q:
+        """Rows of `model` whose `source_message_ids` name one of the turns (the turns' ids are hashed
+        once, not built into an array compared with every row)."""
+        turns_sql, params = _sql(self.turn_ids())
+        table = model._meta.db_table
+        return Q(pk__in=RawSQL(
+            f"SELECT r.id FROM {table} r WHERE r.organization_id = %s AND EXISTS "
+            f"(SELECT 1 FROM unnest(r.source_message_ids) AS s(id) WHERE s.id IN ({turns_sql}))",
+            [self.organization_id, *params],
+        ))
+
+    def experiences(self) -> QuerySet:
+        derived = Q(session__in=self.session_ids()) | self._citing_turns(SkillExperience)
+        if self.extra_experiences is not None:
+            derived |= Q(pk__in=self.extra_experiences.values("pk"))
+        return SkillExperience.objects.filter(derived, organization_id=self.organization_id)
+
+    def memories(self, model) -> QuerySet:
+        """Memories citing one of the turns, soft-deleted ones included."""
+        derived = self._citing_turns(model)
+        if model in self.extra_memories:
+            derived |= Q(pk__in=self.extra_memories[model].values("pk"))
+        return model.objects.filter(derived, organization_id=self.organization_id)
+
+    def memory_querysets(self) -> list[tuple[str, QuerySet]]:
+        """(table, queryset) of the memories, each type's history rows before the memories."""
+        result = []
+        for memory_model, change_model in MEMORY_MODELS:
+            memories = self.memories(memory_model)
+            result.append((change_model._meta.label, change_model.objects.filter(memory__in=memories.values("pk"))))
+            result.append((memory_model._meta.label, memories))
+        return result
+
+    def item_ids_sql(self) -> tuple[str, list]:
+        """SQL selecting the ids of the turns and of the memories citing them: what compiled memory cites."""
+        parts, params = [], []
+        for queryset in (self.turn_ids(), *(self.memories(model).values("pk") for model, _ in MEMORY_MODELS)):
+            sql, query_params = _sql(queryset)
+            parts.append(sql)
+            params += query_params
+        return " UNION ALL ".join(f"({part})" for part in parts), params
+
+    def _citing(self, model) -> QuerySet:
+        sql, params = self.item_ids_sql()
+        return model.objects.filter(item_id__in=RawSQL(sql, params))
+
+    def mentions(self) -> QuerySet:
+        return self._citing(Mention)
+
+    def profile_sources(self) -> QuerySet:
+        return self._citing(ProfileSource)
+
+    def quoting_revisions(self) -> QuerySet:
+        """Profile revisions that quote one of the items."""
+        sql, params = self.item_ids_sql()
+        return ProfileRevision.objects.filter(pk__in=RawSQL(
+            f"SELECT r.id FROM {ProfileRevision._meta.db_table} r, jsonb_array_elements(r.sources) AS source "
+            f"WHERE (source->>'item_id')::uuid IN ({sql})",
+            params,
+        ))
+
+    def task_results(self) -> QuerySet:
+        """Finished tasks whose result may quote the turns: those that worked on their sessions, and
+        the evolution runs of the scopes their experiences live in (results name skills)."""
+        sessions_sql, params = _sql(self.session_ids())
+        scopes = list(self.experiences().order_by().values_list("scope", flat=True).distinct())
+        return MemoryTask.objects.filter(organization_id=self.organization_id, result__isnull=False).exclude(
+            status__in=MemoryTask.ACTIVE_STATUSES
+        ).filter(
+            Q(pk__in=RawSQL(
+                f"SELECT t.id FROM {MemoryTask._meta.db_table} t WHERE t.organization_id = %s "
+                f"AND t.payload->>'session' IN (SELECT s.session_id::text FROM ({sessions_sql}) AS s(session_id))",
+                [self.organization_id, *params],
+            ))
+            | Q(task_type=EVOLVE_SKILLS, payload__scope__in=scopes)
+        )
+
+    def staged_embeddings(self) -> QuerySet:
+        sql, params = self.item_ids_sql()
+        return StagedEmbedding.objects.filter(
+            Q(item_id__in=RawSQL(sql, params)) | Q(item_id__in=self.experiences().values("pk"))
+        )
+
+
+def _sql(queryset) -> tuple[str, list]:
+    """The SQL of a one-column queryset of ids; a queryset known to be empty selects nothing."""
+    try:
+        sql, params = queryset.query.sql_with_params()
+    except EmptyResultSet:
+        return "SELECT NULL::uuid WHERE FALSE", []
+    return sql, list(params)
+
+
+def _batches(queryset, batch_size: int | None = None):
+    """Ids of `queryset`, a batch at a time, selected again each time (what is done drops out)."""
+    batch_size = batch_size or settings.ERASURE_BATCH_SIZE
+    while True:
+        ids = list(queryset.values_list("pk", flat=True)[:batch_size])
+        if ids:
+            yield ids
+        if len(ids) < batch_size:
+            return
+
+
+def delete_in_batches(queryset, *, batch_size: int | None = None) -> int:
+    """Deletes the rows of `queryset` batch by batch, each batch its own short transaction; returns
+    how many rows of its model went."""
+    model, label, total = queryset.model, queryset.model._meta.label, 0
+    for ids in _batches(queryset, batch_size):
+        with transaction.atomic():
+            _, per_model = model.objects.filter(pk__in=ids).delete()
+        total += per_model.get(label, 0)
+    return total
+
+
+def scrubbed(value):
+    """A task result without text: numbers, booleans and ids stay, every other string is "[erased]"."""
+    if isinstance(value, str):
+        return value if _UUID.match(value) else ERASED
+    if isinstance(value, dict):
+        return {key: scrubbed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [scrubbed(item) for item in value]
+    return value
+
+
+# The steps, in the order the cascade runs them ------------------------------------------------
+
+
+def forget_skills(derived: Derived, *, actor: str, own_skills: QuerySet | None = None) -> dict:
+    """Skills before experiences: what happens to a skill depends on which of its sources are left."""
+    counts = skills_release(experiences=derived.experiences(), own_skills=own_skills, actor=actor)
+    counts["skills.SkillExperience"] = delete_in_batches(derived.experiences())
+    return counts
+
+
+def forget_compiled(derived: Derived, *, reason: str, entities: QuerySet | None = None) -> dict:
+    """Compiled memory, before the items it cites are gone. `entities` (a user's own) go whole."""
+    counts = Counter({"profiles.Entity": delete_in_batches(entities) if entities is not None else 0})
+    touched = set(derived.mentions().values_list("entity_id", flat=True).distinct())
+    counts["profiles.Mention"] = delete_in_batches(derived.mentions())
+    counts["profiles.ProfileRevision"] = delete_in_batches(derived.quoting_revisions())
+    affected = set(derived.profile_sources().values_list("profile__entity_id", flat=True).distinct())
+    counts["profiles.ProfileSource"] = delete_in_batches(derived.profile_sources())
+    # An entity no item mentions any more was named only by what went: its name and page go too.
+    bare = Entity.objects.filter(pk__in=touched).exclude(pk__in=Mention.objects.values("entity_id"))
+    owners = set(Entity.objects.filter(pk__in=touched).values_list("organization_id", "scope", "end_user_id"))
+    counts["profiles.Entity"] += delete_in_batches(bare)
+    for organization_id, scope, end_user_id in owners:
+        owner_edges_recompute(organization_id=organization_id, scope=scope, end_user_id=end_user_id)
+    kept = Entity.objects.filter(pk__in=affected).values_list("profile__pk", flat=True)
+    counts["profiles.Profile (cleared, recompiling)"] = profiles_clear_for_recompile(
+        profile_ids=[pk for pk in kept if pk is not None], reason=reason
+    )
+    return dict(counts)
+
+
+def forget_memories(derived: Derived) -> dict:
+    """Memories and their history go; the other turns they cited are learned from again."""
+    cited = set()
+    for model, _ in MEMORY_MODELS:
+        for sources in derived.memories(model).values_list("source_message_ids", flat=True):
+            cited.update(sources)
+    counts = {label: delete_in_batches(queryset) for label, queryset in derived.memory_querysets()}
+    counts["conversations.Session (learned again)"] = _learn_again(
+        Message.objects.filter(pk__in=cited).exclude(pk__in=derived.turn_ids())
+    )
+    return counts
+
+
+def _learn_again(turns: QuerySet) -> int:
+    """What a deleted memory said that its surviving sources support is extracted from them again."""
+    session_ids = messages_mark_unlearned(turns=turns)
+    for session in Session.objects.filter(pk__in=session_ids, session_tag=SessionTag.CONVERSATION).select_related(
+        "organization"
+    ):
+        extraction_enqueue(session)
+    return len(session_ids)
+
+
+def scrub_task_results(derived: Derived) -> dict:
+    count = 0
+    for task in derived.task_results().only("pk", "result"):
+        result = scrubbed(task.result)
+        if result != task.result:
+            MemoryTask.objects.filter(pk=task.pk).update(result=result, updated_at=timezone.now())
+            count += 1
+    return {"pipeline.MemoryTask.result (scrubbed)": count}
+
+
+def forget_staged_embeddings(derived: Derived) -> dict:
+    return {"search.StagedEmbedding": delete_in_batches(derived.staged_embeddings())}
+
+
+def delete_turns(turns: QuerySet) -> dict:
+    """The turns themselves, last; their neighbours' context is recomputed in the same transaction."""
+    counts = Counter()
+    # A batch in session order touches few sessions: few locks, few neighbours to recompute.
+    for ids in _batches(turns.order_by("session_id", "seq")):
+        result = messages_delete(message_ids=ids)
+        counts["conversations.Message"] += result.get("deleted", 0)
+        counts["conversations.Message.context (recomputed)"] += result.get("contexts", 0)
+    return dict(counts)
+
+
+def turns_forget(*, turns: QuerySet, organization_id, actor: str) -> dict:
+    """"These turns are gone": the whole cascade, synchronously (for a turn or a session)."""
+    derived = Derived(organization_id=organization_id, turns=turns)
+    counts = Counter()
+    for step in (
+        forget_skills(derived, actor=actor),
+        forget_compiled(derived, reason=f"Sources deleted ({actor}); the page is being recompiled."),
+        forget_memories(derived),
+        scrub_task_results(derived),
+        forget_staged_embeddings(derived),
+        delete_turns(turns),
+    ):
+        counts.update(step)
+    return dict(counts)
+
+
+def turn_delete(*, message: Message, actor: str = "api:delete") -> dict:
+    """DELETE memory/message/<id> and MCP delete_memory: the turn and what was derived from it."""
+    return turns_forget(
+        turns=Message.objects.filter(pk=message.pk), organization_id=message.organization_id, actor=actor
+    )
+
+
+def session_delete(*, session: Session, actor: str = "api:delete") -> dict:
+    """A whole session: its turns and what was derived from them, its waiting tasks, then the row."""
+    counts = Counter(turns_forget(
+        turns=Message.objects.filter(session=session), organization_id=session.organization_id, actor=actor
+    ))
+    waiting = MemoryTask.objects.filter(
+        organization_id=session.organization_id, payload__session=str(session.pk),
+        status__in=MemoryTask.CLAIMABLE_STATUSES,
+    )
+    counts["pipeline.MemoryTask (cancelled)"] += tasks_cancel(queryset=waiting)
+    counts["conversations.Session"] += Session.objects.filter(pk=session.pk).delete()[1].get(Session._meta.label, 0)
+    return dict(counts)
