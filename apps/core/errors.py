@@ -124,6 +124,8 @@ def api_exception_handler(exc, context):
             status_code=response.status_code,
             code=codes if isinstance(codes, str) else "error",
             message=str(detail) if not isinstance(detail, (dict, list)) else "; ".join(_flatten(detail)),
+            # What an exception adds for the caller (a rate limit names its limit: apps.core.throttling).
+            details=getattr(exc, "error_details", None),
         )
     return Response(body, status=response.status_code, headers=_kept_headers(response))
 
