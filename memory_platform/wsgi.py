@@ -16,4 +16,6 @@ from django.conf import settings  # noqa: E402
 
 from apps.core.request_bodies import RequestBodies  # noqa: E402  (needs the settings configured above)
 
-application = RequestBodies(django_application, slots=settings.WEB_REQUESTS_PER_WORKER)
+application = RequestBodies(
+    django_application, slots=settings.WEB_REQUESTS_PER_WORKER, slots_per_key=settings.WEB_REQUESTS_PER_KEY
+)

@@ -4,7 +4,8 @@ process run the application at once.
 A slow client must not hold what other tenants need: under gunicorn's gevent worker
 (gunicorn.conf.py) reading a trickled body costs a greenlet, and it must arrive within
 REQUEST_BODY_TIMEOUT_SECONDS (408 otherwise); only then does the request take one of the
-WEB_REQUESTS_PER_WORKER slots in which Django runs and holds a database connection.
+WEB_REQUESTS_PER_WORKER slots in which Django runs and holds a database connection. Nor may a
+greedy one: requests carrying the same API key hold at most WEB_REQUESTS_PER_KEY of those slots.
 
 Bodies sent with `Transfer-Encoding: chunked` (no Content-Length): Django reads exactly
 CONTENT_LENGTH bytes, so a chunked body would be read as empty and answered with a misleading
@@ -14,6 +15,7 @@ with its length; a server that cannot do that is answered 411.
 """
 
 import contextlib
+import hashlib
 import io
 import json
 import sys
@@ -62,9 +64,33 @@ def _read(stream, limit: int) -> bytes:
 class RequestBodies:
     """WSGI middleware around the Django application."""
 
-    def __init__(self, application, *, slots: int):
+    def __init__(self, application, *, slots: int, slots_per_key: int):
         self.application = application
         self.slots = threading.BoundedSemaphore(slots)
+        self.slots_per_key = slots_per_key
+        self.key_slots: dict[str, list] = {}  # key digest -> [semaphore, requests holding or awaiting it]
+        self.key_slots_lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def _key_slot(self, environ):
+        """One of the caller's own slots: a client sending many requests at once queues behind
+        itself, never taking every slot of the process from other tenants."""
+        key = environ.get("HTTP_AUTHORIZATION") or environ.get("HTTP_X_API_KEY")
+        if not key:
+            yield
+            return
+        digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+        with self.key_slots_lock:
+            entry = self.key_slots.setdefault(digest, [threading.BoundedSemaphore(self.slots_per_key), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self.key_slots_lock:
+                entry[1] -= 1
+                if not entry[1]:
+                    del self.key_slots[digest]
 
     def __call__(self, environ, start_response):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
@@ -93,5 +119,5 @@ class RequestBodies:
                 )
             environ["wsgi.input"] = io.BytesIO(body)
             environ["CONTENT_LENGTH"] = str(len(body))
-        with self.slots:
+        with self._key_slot(environ), self.slots:
             return self.application(environ, start_response)

@@ -173,6 +173,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=5 *
 # the application (and hold a database connection) at once; the others wait, holding only a greenlet.
 REQUEST_BODY_TIMEOUT_SECONDS = env.float("REQUEST_BODY_TIMEOUT_SECONDS", default=30.0)
 WEB_REQUESTS_PER_WORKER = env.int("WEB_REQUESTS_PER_WORKER", default=8)
+# Of those, requests with the same API key run at most this many at once: a client's burst queues
+# behind itself, and other tenants still find a free slot.
+WEB_REQUESTS_PER_KEY = env.int("WEB_REQUESTS_PER_KEY", default=4)
 
 # Request JSON (bodies, and JSON in query parameters) nested deeper than this is refused with a 400.
 JSON_MAX_DEPTH = env.int("JSON_MAX_DEPTH", default=32)
