@@ -5,10 +5,11 @@ COPY pyproject.toml README.md ./
 COPY memory_platform ./memory_platform
 COPY apps ./apps
 COPY templates ./templates
-COPY manage.py ./
+COPY manage.py gunicorn.conf.py ./
 # The SDK: the /mcp endpoint's tools are defined there (memory_platform_client.mcp_server).
 COPY clients/python ./clients/python
 RUN pip install --no-cache-dir ./clients/python ".[rerank]"
 # 8000: API and admin (gunicorn); 8001: the MCP endpoint (`python manage.py runmcp --bind 0.0.0.0:8001`).
 EXPOSE 8000 8001
-CMD ["gunicorn", "memory_platform.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "4"]
+# gunicorn reads ./gunicorn.conf.py (the gevent worker: slow clients cannot starve it).
+CMD ["gunicorn", "--config", "gunicorn.conf.py", "--bind", "0.0.0.0:8000", "--workers", "3"]

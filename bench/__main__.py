@@ -111,11 +111,18 @@ def _faults():
     faults.run(RESULTS_DIR)
 
 
+def _privacy_slow_clients():
+    from bench import privacy_slow_clients
+
+    privacy_slow_clients.run(RESULTS_DIR)
+
+
 BENCHMARKS = {
     "ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure,
     "admin": _admin, "profiles": _profiles, "profiles_lint": _profiles_lint, "scale": _scale, "broker_pause": _broker_pause,
     "rerank": _rerank, "retrieval_study": _retrieval_study, "privacy_poisoning": _privacy_poisoning,
     "faults": _faults, "privacy_erasure": _privacy_erasure,
+    "privacy_slow_clients": _privacy_slow_clients,
 }
 
 

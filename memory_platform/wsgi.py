@@ -12,6 +12,10 @@ from memory_platform.embedded_db import start_embedded_database  # noqa: E402  (
 # not on its first request.
 start_embedded_database()
 
-from apps.core.chunked import ChunkedBodies  # noqa: E402  (needs the settings configured above)
+from django.conf import settings  # noqa: E402
 
-application = ChunkedBodies(django_application)
+from apps.core.request_bodies import RequestBodies  # noqa: E402  (needs the settings configured above)
+
+application = RequestBodies(
+    django_application, slots=settings.WEB_REQUESTS_PER_WORKER, slots_per_key=settings.WEB_REQUESTS_PER_KEY
+)

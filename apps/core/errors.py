@@ -154,7 +154,11 @@ def as_application_error(exc: Exception) -> ApplicationError | None:
         codes = exc.get_codes()
         detail = exc.detail
         message = "; ".join(_flatten(detail)) if isinstance(detail, (dict, list)) else str(detail)
-        return ApplicationError(message, status=exc.status_code, code=codes if isinstance(codes, str) else "error")
+        # What an exception adds for the caller (a rate limit names its limit: apps.core.throttling).
+        return ApplicationError(
+            message, status=exc.status_code, code=codes if isinstance(codes, str) else "error",
+            details=getattr(exc, "error_details", None),
+        )
     return None
 
 

@@ -18,6 +18,7 @@ import traceback
 
 WITHHELD = "(message withheld: it may quote user data)"
 REQUEST_LOGGERS = ("django.request", "django.server", "django.security")
+ASGI_ROUTES = ("/mcp", "/healthz")
 
 
 def request_route(request) -> str:
@@ -31,6 +32,13 @@ def request_route(request) -> str:
 def path_route(path: str) -> str:
     match = _resolve(path)
     return f"/{match.route}" if match is not None and match.route else "(no route)"
+
+
+def asgi_route(path_and_query: str) -> str:
+    """The route of a request the MCP server (uvicorn) answered: its path when it is one of the
+    server's own (/mcp, /healthz), never the query string."""
+    path = path_and_query.split("?", 1)[0]
+    return path if path.rstrip("/") in ASGI_ROUTES else "(no route)"
 
 
 def _resolve(path: str):
@@ -147,6 +155,9 @@ class RedactUserContent(logging.Filter):
             record.args = tuple(_safe(value) for value in record.args)
         if record.name in REQUEST_LOGGERS:
             self._request_line(record)
+        elif record.name == "uvicorn.access" and isinstance(record.args, tuple) and len(record.args) >= 3:
+            # uvicorn logs '%s - "%s %s HTTP/%s" %d' with the path and its query string (which may carry a key).
+            record.args = (*record.args[:2], asgi_route(str(record.args[2])), *record.args[3:])
         return True
 
     @staticmethod

@@ -15,16 +15,19 @@ from rest_framework import exceptions
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
-from apps.tenancy.auth import client_for_raw_key, raw_key_from_headers
 from apps.core.errors import error_body
+from apps.core.throttling import rate_limit_check
 from apps.mcp_server.backend import PlatformBackend, in_request_cycle
+from apps.tenancy.auth import client_for_raw_key, raw_key_from_headers
 
 MCP_PATH = "/mcp"
 CLIENT_STATE = "memory_platform_client"
 
 
-def _error(status: int, code: str, message: str, headers: dict | None = None) -> JSONResponse:
-    return JSONResponse(error_body(status_code=status, code=code, message=message), status_code=status, headers=headers)
+def _error(status: int, code: str, message: str, headers: dict | None = None, details=None) -> JSONResponse:
+    return JSONResponse(
+        error_body(status_code=status, code=code, message=message, details=details), status_code=status, headers=headers
+    )
 
 
 def _allowed_host(host: str) -> bool:
@@ -35,11 +38,20 @@ def _allowed_host(host: str) -> bool:
     return bool(domain) and validate_host(domain, allowed)
 
 
+def _error_headers(exc: APIError) -> dict | None:
+    if exc.status == 401:
+        return {"WWW-Authenticate": "Api-Key"}
+    if exc.status == 429:
+        return {"Retry-After": str(exc.details["retry_after_seconds"])}
+    return None
+
+
 def _authenticate(*, headers: Headers):
     raw_key = raw_key_from_headers(authorization=headers.get("authorization", ""), x_api_key=headers.get("x-api-key", ""))
     if raw_key is None:
         raise exceptions.NotAuthenticated("An API key is required: send 'Authorization: Api-Key <key>'.")
     client, _api_key = client_for_raw_key(raw_key)
+    rate_limit_check(client=client)  # one count per HTTP request, as in the REST API
     return client
 
 
@@ -63,8 +75,7 @@ class APIKeyAuthMiddleware:
             try:
                 client = await loop.run_in_executor(self.executor, partial(in_request_cycle, _authenticate, headers=headers))
             except APIError as exc:
-                challenge = {"WWW-Authenticate": "Api-Key"} if exc.status == 401 else None
-                response = _error(exc.status, exc.code, exc.message, headers=challenge)
+                response = _error(exc.status, exc.code, exc.message, headers=_error_headers(exc), details=exc.details)
                 return await response(scope, receive, send)
             scope.setdefault("state", {})[CLIENT_STATE] = client
         return await self.app(scope, receive, send)

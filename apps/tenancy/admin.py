@@ -1,4 +1,6 @@
-from django.contrib import admin, messages
+from django.contrib import admin
+from django.template.response import TemplateResponse
+from django.utils.cache import add_never_cache_headers
 
 from apps.tenancy.admin_base import OrganizationScopedAdmin
 from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization, StaffMembership
@@ -31,11 +33,13 @@ class ClientAPIKeyInline(admin.TabularInline):
 
 @admin.register(Client)
 class ClientAdmin(OrganizationScopedAdmin):
-    list_display = ["name", "organization", "status", "write_scope", "read_scopes", "can_erase", "created_at"]
+    list_display = [
+        "name", "organization", "status", "write_scope", "read_scopes", "can_erase", "requests_per_minute", "created_at"
+    ]
     list_filter = ["status", "can_erase"]
     list_select_related = ["organization"]
     search_fields = ["name", "write_scope"]
-    fields = ["organization", "name", "status", "write_scope", "read_scopes", "can_erase"]
+    fields = ["organization", "name", "status", "write_scope", "read_scopes", "can_erase", "requests_per_minute"]
     inlines = [ClientAPIKeyInline]
     actions = ["revoke_keys", "issue_new_key"]
 
@@ -52,10 +56,16 @@ class ClientAdmin(OrganizationScopedAdmin):
             write_scope=obj.write_scope,
             read_scopes=obj.read_scopes or None,
             can_erase=obj.can_erase,
+            requests_per_minute=obj.requests_per_minute,
         )
         obj.pk = client.pk
         obj._state.adding = False
-        self.message_user(request, f"API key for {client.name} (shown once, store it now): {raw_key}", messages.WARNING)
+        request.issued_api_keys = [(client, raw_key)]
+
+    def response_add(self, request, obj, post_url_continue=None):
+        """The new key is the answer to the POST itself, never a message: Django's messages travel in
+        a cookie (or the session table), and a key must not be stored anywhere but in the user's hands."""
+        return self._issued_keys_page(request, request.issued_api_keys)
 
     @admin.action(description="Revoke all API keys of the selected clients")
     def revoke_keys(self, request, queryset):
@@ -64,9 +74,15 @@ class ClientAdmin(OrganizationScopedAdmin):
 
     @admin.action(description="Issue a new API key (shown once)")
     def issue_new_key(self, request, queryset):
-        for client in queryset:
-            _, raw_key = api_key_create(client=client)
-            self.message_user(request, f"New API key for {client.name} (shown once): {raw_key}", messages.WARNING)
+        return self._issued_keys_page(
+            request, [(client, api_key_create(client=client)[1]) for client in queryset.select_related("organization")]
+        )
+
+    def _issued_keys_page(self, request, issued):
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "title": "API keys issued", "issued": issued}
+        response = TemplateResponse(request, "admin/tenancy/client/api_keys_issued.html", context)
+        add_never_cache_headers(response)  # no browser or proxy keeps a copy of the page
+        return response
 
 
 @admin.register(EndUser)

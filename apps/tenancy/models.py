@@ -41,6 +41,13 @@ class Client(BaseModel):
         "clients/…/memories) and see the organisation's erasures.",
     )
 
+    requests_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="API requests (REST and MCP) this client may make per minute; empty = the API_REQUESTS_PER_MINUTE "
+        "setting, 0 = no limit.",
+    )
+
     # DRF treats request.user as authenticated when this is true; the client is the API's principal.
     is_authenticated = True
 

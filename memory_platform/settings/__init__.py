@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc as local static files: the docs work offline
     "django_celery_beat",
+    "axes",  # admin login throttling
     "apps.core",
     "apps.tenancy",
     "apps.pipeline",
@@ -54,7 +55,34 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: it turns a locked-out admin login into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Admin logins (django-axes): after ADMIN_LOGIN_FAILURE_LIMIT wrong passwords for one username from one
+# address, that pair is locked out for ADMIN_LOGIN_COOLOFF_MINUTES, even with the right password.
+# Failed attempts are rows in the database, so every web process sees them.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("ADMIN_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("ADMIN_LOGIN_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # its log lines would name the username and address
+
+# HTTPS. Off by default, so `make run` and the compose file work over plain HTTP on localhost; the
+# production settings in docs/operations.md turn every one on (`manage.py check --deploy` is clean).
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
+# Behind a TLS-terminating proxy: the header (as in request.META) and value that mark an HTTPS request,
+# e.g. "HTTP_X_FORWARDED_PROTO,https". Set it only when the proxy always sets or strips that header.
+SECURE_PROXY_SSL_HEADER = env.tuple("SECURE_PROXY_SSL_HEADER", default=()) or None
 
 ROOT_URLCONF = "memory_platform.urls"
 WSGI_APPLICATION = "memory_platform.wsgi.application"
@@ -140,6 +168,15 @@ CACHES = {
 # Bodies above this are refused with 413 before any parsing (a JSON error under /api/).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=5 * 1024 * 1024)
 
+# Slow clients (apps.core.request_bodies, gunicorn.conf.py): a request's body must arrive within this
+# many seconds (408 otherwise), and at most WEB_REQUESTS_PER_WORKER requests of one web process run
+# the application (and hold a database connection) at once; the others wait, holding only a greenlet.
+REQUEST_BODY_TIMEOUT_SECONDS = env.float("REQUEST_BODY_TIMEOUT_SECONDS", default=30.0)
+WEB_REQUESTS_PER_WORKER = env.int("WEB_REQUESTS_PER_WORKER", default=8)
+# Of those, requests with the same API key run at most this many at once: a client's burst queues
+# behind itself, and other tenants still find a free slot.
+WEB_REQUESTS_PER_KEY = env.int("WEB_REQUESTS_PER_KEY", default=4)
+
 # Request JSON (bodies, and JSON in query parameters) nested deeper than this is refused with a 400.
 JSON_MAX_DEPTH = env.int("JSON_MAX_DEPTH", default=32)
 
@@ -153,7 +190,12 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_PAGINATION_CLASS": "apps.core.pagination.Pagination",
     "PAGE_SIZE": 50,
+    "DEFAULT_THROTTLE_CLASSES": ["apps.core.throttling.ClientRateThrottle"],
 }
+
+# Per-client rate limits (apps.core.throttling): requests a minute for a client whose own limit
+# (Client.requests_per_minute) is empty; 0 = no limit. Counted in Redis, shared by every process.
+API_REQUESTS_PER_MINUTE = env.int("API_REQUESTS_PER_MINUTE", default=600)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Memory Platform API",
@@ -187,6 +229,10 @@ SPECTACULAR_SETTINGS = {
 # Celery: JSON only, and redelivery that is real (a task is acknowledged after it ran).
 REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default=REDIS_URL)
+RATE_LIMIT_REDIS_URL = env("RATE_LIMIT_REDIS_URL", default=REDIS_URL)
+# A rate-limit count waits at most this long for Redis; unreachable, limits are off for RATE_LIMIT_RETRY_SECONDS.
+RATE_LIMIT_TIMEOUT_SECONDS = env.float("RATE_LIMIT_TIMEOUT_SECONDS", default=0.25)
+RATE_LIMIT_RETRY_SECONDS = env.float("RATE_LIMIT_RETRY_SECONDS", default=10.0)
 # Results live in the database (MemoryTask rows); the backend only serves probes like core.ping.
 CELERY_RESULT_BACKEND = env("CELERY_RESULT_BACKEND", default=REDIS_URL)
 CELERY_TASK_IGNORE_RESULT = True

@@ -1,5 +1,7 @@
 """/mcp authenticates exactly as the REST API does, before the MCP transport sees a byte."""
 
+import uuid
+
 import httpx2 as httpx
 import pytest
 from mcp.shared.exceptions import MCPError
@@ -7,6 +9,7 @@ from mcp.shared.exceptions import MCPError
 from apps.tenancy.services import api_key_revoke, client_set_status
 from tests.factories import ClientFactory
 from tests.mcp_server.mcp_client import call, http_transport, run, text
+from tests.pipeline.processes import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -89,3 +92,37 @@ def test_healthz_answers_without_a_key(mcp_server):
     response = httpx.get(mcp_server.url.removesuffix("/mcp") + "/healthz", timeout=10)
 
     assert response.status_code == 200 and response.json() == {"status": "ok"}
+
+
+def test_a_client_over_its_rate_limit_gets_429_with_retry_after(mcp_server, client_a):
+    greedy = ClientFactory(organization=client_a.organization, requests_per_minute=2)
+    headers = {"Authorization": f"Api-Key {greedy.raw_key}"}
+
+    statuses = [post(mcp_server, headers).status_code for _ in range(2)]
+    refused = post(mcp_server, headers)
+
+    assert statuses == [200, 200]
+    assert refused.status_code == 429
+    error = refused.json()["error"]
+    assert error["code"] == "rate_limited"
+    assert error["details"]["limit"] == "2/minute"
+    assert refused.headers["Retry-After"] == str(error["details"]["retry_after_seconds"])
+    assert post(mcp_server, {"Authorization": f"Api-Key {client_a.raw_key}"}).status_code == 200
+
+
+def test_the_access_log_names_the_route_never_the_query_string(mcp_server, client_a):
+    marker = f"mp_secret_{uuid.uuid4().hex}"
+    start = len(mcp_server.log_path.read_text())
+
+    response = post(mcp_server, {"Authorization": f"Api-Key {client_a.raw_key}"}, url=f"{mcp_server.url}?api_key={marker}")
+    httpx.get(mcp_server.url.removesuffix("/mcp") + f"/{marker}", timeout=10)
+
+    assert response.status_code == 200
+
+    def logged():
+        text = mcp_server.log_path.read_text()[start:]
+        return text if '"GET (no route) HTTP/1.1" 404' in text else None
+
+    log = wait_for(logged, timeout=10, message="the access log lines")
+    assert marker not in log
+    assert '"POST /mcp HTTP/1.1" 200' in log

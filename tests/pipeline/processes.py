@@ -275,8 +275,8 @@ class CeleryWorker:
 
 
 class WebServer:
-    """gunicorn serving the API (gthread workers, as `make run` and the compose file do) on a given
-    broker and database, in its own session."""
+    """gunicorn serving the API (with gunicorn.conf.py, as `make run` and the compose file do) on a
+    given broker and database, in its own session."""
 
     def __init__(
         self, *, broker_url: str, settings_dict: dict, log_path: Path, workers: int = 2, threads: int = 4,

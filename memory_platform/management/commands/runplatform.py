@@ -47,10 +47,8 @@ def _answers(bind: str, path: str = "/healthz") -> bool:
 
 def web_command(*, bind: str, workers: int) -> list[str]:
     """The web server's command line: the one place to change which HTTP server `make run` uses."""
-    return [
-        "gunicorn", "memory_platform.wsgi", "--bind", bind, "--workers", str(workers), "--threads", "4",
-        "--access-logfile", "-", "--logger-class", "apps.core.access_log.AccessLogger",
-    ]
+    # gunicorn.conf.py: the gevent worker, header and body timeouts, the redacted access log.
+    return ["gunicorn", "--config", str(settings.BASE_DIR / "gunicorn.conf.py"), "--bind", bind, "--workers", str(workers)]
 
 
 class Command(BaseCommand):
