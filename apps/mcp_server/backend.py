@@ -14,6 +14,7 @@ from memory_platform_client.errors import error_from_body
 from rest_framework import exceptions
 from rest_framework.utils.encoders import JSONEncoder
 
+from apps.agent import operations
 from apps.conversations.selectors import session_messages
 from apps.conversations.serializers import (
     MemoryAddInputSerializer,
@@ -27,8 +28,6 @@ from apps.conversations.turns import TurnError
 from apps.conversations.views import MemoryAddView, MessageDeleteView, SessionDetailView, SessionListView
 from apps.core.api import check_parameters, require_write_access
 from apps.core.errors import api_exception_handler, error_body
-from apps.memories.services.memories import memory_delete
-from apps.memories.views import EpisodicMemoryDeleteView, SemanticMemoryDeleteView
 from apps.privacy.serializers import ErasureAcceptedOutputSerializer
 from apps.privacy.services.erasure import erasure_request
 from apps.privacy.services.subjects import USER, Subject
@@ -45,8 +44,6 @@ logger = logging.getLogger(__name__)
 
 DELETIONS = {
     "message": (MessageDeleteView, lambda item: message_delete(message=item)),
-    "episodic": (EpisodicMemoryDeleteView, lambda item: memory_delete(memory=item)),
-    "semantic": (SemanticMemoryDeleteView, lambda item: memory_delete(memory=item)),
     "procedural": (ProceduralMemoryDeleteView, lambda item: skill_delete(skill=item)),
 }
 
@@ -185,6 +182,8 @@ class PlatformBackend:
         return await self._run(self._delete_memory, **arguments)
 
     def _delete_memory(self, *, memory_type, memory_id) -> None:
+        if memory_type in operations.MEMORY_TYPES:
+            return operations.memory_delete(client=self.client, memory_type=memory_type, memory_id=memory_id)
         if memory_type not in DELETIONS:
             raise exceptions.NotFound()
         view_class, delete = DELETIONS[memory_type]
@@ -200,3 +199,33 @@ class PlatformBackend:
         end_user = view.get_object(user_id=user_id)
         subject = Subject(organization=self.client.organization, kind=USER, subject_id=end_user.user_id, end_user=end_user)
         return ErasureAcceptedOutputSerializer(erasure_request(subject=subject, requested_by=self.client)).data
+
+    # The agent's API: each tool is one call of its operation (apps.agent.operations), as its REST view is.
+
+    async def get_context(self, **arguments) -> dict:
+        return await self._run(operations.context_get, client=self.client, data=arguments)
+
+    async def list_memories(self, *, memory_type, **filters) -> dict:
+        return await self._run(operations.memory_list, client=self.client, memory_type=memory_type, data=filters)
+
+    async def get_memory(self, *, memory_type, memory_id) -> dict:
+        return await self._run(operations.memory_get, client=self.client, memory_type=memory_type, memory_id=memory_id)
+
+    async def update_memory(self, *, memory_type, memory_id, **fields) -> dict:
+        return await self._run(
+            operations.memory_update, client=self.client, memory_type=memory_type, memory_id=memory_id, data=fields
+        )
+
+    async def memory_history(self, *, memory_type, memory_id) -> dict:
+        return await self._run(operations.memory_history, client=self.client, memory_type=memory_type, memory_id=memory_id)
+
+    async def get_profile(self, *, profile_id) -> dict:
+        return await self._run(operations.profile_get, client=self.client, profile_id=profile_id)
+
+    async def list_entities(self, **filters) -> dict:
+        return await self._run(operations.entity_list_page, client=self.client, data=filters)
+
+    async def delete_session(self, *, session_id, user_id, scope) -> dict:
+        return await self._run(
+            operations.session_delete, client=self.client, session_id=session_id, data={"user_id": user_id, "scope": scope}
+        )

@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "apps.memories",
     "apps.privacy",
     "apps.profiles",
+    "apps.agent",
     "apps.mcp_server",
     "memory_platform",
 ]
@@ -284,6 +285,11 @@ RERANK_LLM_TIMEOUT_SECONDS = env.float("RERANK_LLM_TIMEOUT_SECONDS", default=10.
 QUERY_DECOMPOSER = env("QUERY_DECOMPOSER", default="none")
 QUERY_DECOMPOSE_MAX = env.int("QUERY_DECOMPOSE_MAX", default=3)
 QUERY_DECOMPOSE_TIMEOUT_SECONDS = env.float("QUERY_DECOMPOSE_TIMEOUT_SECONDS", default=10.0)
+
+# The agent's context (apps.agent, POST memory/context): the largest `max_tokens` a caller may ask
+# for, and how many ranked candidates one request considers to fill its block.
+CONTEXT_MAX_TOKENS = env.int("CONTEXT_MAX_TOKENS", default=8000)
+CONTEXT_CANDIDATES = env.int("CONTEXT_CANDIDATES", default=40)
 
 # Memories (apps.memories): episodic and semantic extraction from conversation sessions.
 EXTRACTION_MAX_TURNS = env.int("EXTRACTION_MAX_TURNS", default=40)  # turns per LLM call

@@ -133,7 +133,7 @@ class Subject:
         return " UNION ALL ".join(f"({part})" for part in parts), params
 
     def _citing(self, model, column: str = "item_id") -> QuerySet:
-        if self.end_user is None and self.client is None:
+        if not self.exists:
             return model.objects.none()
         sql, params = self.item_ids_sql()
         return model.objects.filter(**{f"{column}__in": RawSQL(sql, params)})
@@ -147,7 +147,7 @@ class Subject:
 
     def quoting_revisions(self) -> QuerySet:
         """Profile revisions that quote one of the subject's items."""
-        if self.end_user is None and self.client is None:
+        if not self.exists:
             return ProfileRevision.objects.none()
         sql, params = self.item_ids_sql()
         return ProfileRevision.objects.filter(pk__in=RawSQL(
