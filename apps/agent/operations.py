@@ -157,7 +157,7 @@ def context_get(*, client, data: dict, from_query: bool = False) -> dict:
 
 
 def _memory(client, memory_type: str, memory_id: str):
-    check_ids(memory_id=memory_id)
+    check_ids(item_id=memory_id)  # named as in the REST path
     return found(MEMORY_READS[memory_type_checked(memory_type)](reader=client.reader), pk=memory_id)
 
 
