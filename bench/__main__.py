@@ -82,15 +82,23 @@ def _privacy_poisoning():
 
 
 def _scale():
+    """BENCH_SCALE_MESSAGES (default 1,000,000) messages, measured at 100k and at that size."""
     from bench import scale
 
-    scale.run(RESULTS_DIR)
+    scale.run(RESULTS_DIR, messages=int(os.environ.get("BENCH_SCALE_MESSAGES", "1000000")))
 
 
 def _rerank():
     from bench import rerank
 
     rerank.run(RESULTS_DIR)
+
+
+def _context():
+    """The context block's evidence coverage on LOCOMO against search top-10 at the same budget."""
+    from bench import context
+
+    context.run(RESULTS_DIR)
 
 
 def _broker_pause():
@@ -109,7 +117,7 @@ BENCHMARKS = {
     "ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure,
     "admin": _admin, "profiles": _profiles, "profiles_lint": _profiles_lint, "scale": _scale, "broker_pause": _broker_pause,
     "rerank": _rerank, "retrieval_study": _retrieval_study, "privacy_poisoning": _privacy_poisoning,
-    "faults": _faults,
+    "faults": _faults, "context": _context,
 }
 
 
