@@ -181,18 +181,18 @@ class Context:
 def _user_page(reader: Reader, user_id: str):
     """The user's own page: their entity's (the unnamed speaker of their turns), else the page of
     the name their latest `user` turn is spoken under."""
-    pages = (
-        reader.rows(SOURCES["profile"].model).select_related("end_user")
+    pages = list(
+        reader.rows(SOURCES["profile"].model).select_related("end_user", "entity")
         .filter(end_user__user_id=user_id, status="active").defer("embedding", "search_vector").order_by("-compiled_at")
     )
-    page = pages.filter(entity__is_user=True).first()
-    if page is not None:
+    page = next((page for page in pages if page.entity.is_user), None)
+    if page is not None or not pages:
         return page
     name = (
         reader.rows(SOURCES["message"].model).filter(end_user__user_id=user_id, role="user").exclude(name="")
         .order_by("-occurred_at").values_list("name", flat=True).first()
     )
-    return pages.filter(entity__aliases__contains=[name.lower()]).first() if name else None
+    return next((page for page in pages if name and name.lower() in page.entity.aliases), None)
 
 
 def context_build(
