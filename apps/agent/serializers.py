@@ -148,9 +148,19 @@ class EpisodicMemoryPatchInputSerializer(MemoryPatchMixin, InputSerializer):
     reason = _text(REASON_MAX_LENGTH, required=False, allow_blank=True, help_text="Recorded in the history.")
 
 
+class MemoryTypeField(serializers.ChoiceField):
+    """The type of every memory a serializer renders (a constant, named in the schema as an enum of one)."""
+
+    def __init__(self, memory_type: str):
+        super().__init__(choices=[memory_type], source="*")
+        self.memory_type = memory_type
+
+    def to_representation(self, value):
+        return self.memory_type
+
+
 class MemoryOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
-    memory_type = serializers.CharField()
     user_id = serializers.CharField(source="end_user.user_id")
     scope = serializers.CharField()
     summary = serializers.CharField()
@@ -162,13 +172,13 @@ class MemoryOutputSerializer(serializers.Serializer):
 
 
 class SemanticMemoryOutputSerializer(MemoryOutputSerializer):
-    memory_type = serializers.CharField(default="semantic")
+    memory_type = MemoryTypeField("semantic")
     name = serializers.CharField()
     source = serializers.CharField()
 
 
 class EpisodicMemoryOutputSerializer(MemoryOutputSerializer):
-    memory_type = serializers.CharField(default="episodic")
+    memory_type = MemoryTypeField("episodic")
     occurred_at = serializers.DateTimeField()
     time_granularity = serializers.CharField()
     actor = serializers.CharField()

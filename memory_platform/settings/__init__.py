@@ -164,6 +164,8 @@ SPECTACULAR_SETTINGS = {
     "OAS_VERSION": "3.1.0",
     # A PATCH body has the fields the view requires, not every field made optional.
     "COMPONENT_SPLIT_PATCH": False,
+    # The memory types the context uses, named once (search's `memory_types` is another set).
+    "ENUM_NAME_OVERRIDES": {"ContextMemoryTypeEnum": "apps.agent.context.CONTEXT_TYPES"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "apps.core.schema.add_storable_json_component",
