@@ -75,7 +75,7 @@ def check_ids(**ids) -> None:
     check_parameters([(name, [value]) for name, value in ids.items() if isinstance(value, str)])
 
 
-def found(queryset, **lookup):
+def get_or_404(queryset, **lookup):
     try:
         return queryset.get(**lookup)
     except (ObjectDoesNotExist, ValidationError, ValueError):
@@ -158,7 +158,7 @@ def context_get(*, client, data: dict, from_query: bool = False) -> dict:
 
 def _memory(client, memory_type: str, memory_id: str):
     check_ids(item_id=memory_id)  # named as in the REST path
-    return found(MEMORY_READS[memory_type_checked(memory_type)](reader=client.reader), pk=memory_id)
+    return get_or_404(MEMORY_READS[memory_type_checked(memory_type)](reader=client.reader), pk=memory_id)
 
 
 def _render_memory(memory_type: str, memory) -> dict:
@@ -202,6 +202,8 @@ def memory_update(*, client, memory_type: str, memory_id: str, data: dict) -> di
     reason = fields.pop("reason", "")
     if memory.is_deleted:
         raise ConflictError("This memory was retired by extraction; it can be deleted, not edited.")
+    if not fields:
+        return _render_memory(memory_type, memory)
     memory = memory_services.memory_edit(memory=memory, fields=fields, actor=actor_of(client), reason=reason)
     cascade.memory_edited(memory=memory, memory_type=memory_type)
     return _render_memory(memory_type, memory)
@@ -243,14 +245,14 @@ def session_delete(*, client, session_id: str, data: dict) -> dict:
 def experience_delete(*, client, experience_id: str) -> None:
     require_writer(client)
     check_ids(experience_id=experience_id)
-    experience = found(client.reader.rows(SkillExperience).select_related("organization"), pk=experience_id)
+    experience = get_or_404(client.reader.rows(SkillExperience).select_related("organization"), pk=experience_id)
     require_write_access(client, experience)
     cascade.experience_delete(experience=experience)
 
 
 def _profile(client, profile_id: str):
     check_ids(profile_id=profile_id)
-    return found(profile_detail_queryset(reader=client.reader), pk=profile_id)
+    return get_or_404(profile_detail_queryset(reader=client.reader), pk=profile_id)
 
 
 def profile_get(*, client, profile_id: str) -> dict:
@@ -287,6 +289,6 @@ def entity_list_page(*, client, data: dict) -> dict:
 def entity_delete(*, client, entity_id: str) -> None:
     require_writer(client)
     check_ids(entity_id=entity_id)
-    entity = found(entity_list(reader=client.reader), pk=entity_id)
+    entity = get_or_404(entity_list(reader=client.reader), pk=entity_id)
     require_write_access(client, entity)
     cascade.entity_delete(entity=entity)

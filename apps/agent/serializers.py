@@ -35,13 +35,15 @@ class ContextInputSerializer(InputSerializer):
         SESSION_ID_PATTERN, required=False, error_messages={"invalid": "Use 1-64 letters, digits, '_' or '-'."},
         help_text="The session the agent is in: a task session also gets its top skills.",
     )
-    scope = fields.RegexField(SCOPE_PATTERN, required=False, help_text="The session's scope, when its id exists in several.")
+    scope = fields.RegexField(SCOPE_PATTERN, required=False,
+                              help_text="The session's scope, when its id exists in several (used with session_id only).")
     messages = serializers.ListField(
         child=MessageField(), required=False, allow_empty=False, max_length=settings.MAX_MESSAGES_PER_ADD,
         help_text="The latest turns (OpenAI chat messages); the last one with text is what the context is for.",
     )
     query = fields.CharField(required=False, allow_blank=True, max_length=2000,
-                             help_text="Instead of messages: what the context is for. Empty: the most recent items.")
+                             help_text="What the context is for, instead of the latest message (it wins when both are "
+                                       "given). Empty: the most recent items.")
     max_tokens = fields.IntegerField(
         required=False, default=DEFAULT_MAX_TOKENS, min_value=MIN_MAX_TOKENS, max_value=settings.CONTEXT_MAX_TOKENS,
         help_text="The budget of `text`, in estimated tokens (see docs/api.md); never exceeded.",
@@ -53,14 +55,6 @@ class ContextInputSerializer(InputSerializer):
 
     def validate_memory_types(self, memory_types):
         return list(dict.fromkeys(memory_types))
-
-    def validate(self, attrs):
-        attrs = super().validate(attrs)
-        if "messages" in attrs and "query" in attrs:
-            raise serializers.ValidationError({"query": ["Give `messages` or `query`, not both."]})
-        if "scope" in attrs and "session_id" not in attrs:
-            raise serializers.ValidationError({"scope": ["`scope` names the session's scope: give `session_id` too."]})
-        return attrs
 
 
 class ContextItemSerializer(serializers.Serializer):
@@ -122,25 +116,18 @@ class EpisodicMemoryCreateInputSerializer(InputSerializer):
     reason = _text(REASON_MAX_LENGTH, required=False, allow_blank=True, help_text="Recorded in the history.")
 
 
-class MemoryPatchMixin:
-    """Every field is optional; at least one of the memory's own is needed."""
+class SemanticMemoryPatchInputSerializer(InputSerializer):
+    """The fields to change; none changes nothing (and records nothing)."""
 
-    def validate(self, attrs):
-        attrs = super().validate(attrs)
-        if not set(attrs) - {"reason"}:
-            own = ", ".join(name for name in self.fields if name != "reason")
-            raise serializers.ValidationError({"non_field_errors": [f"Give at least one of {own}."]})
-        return attrs
-
-
-class SemanticMemoryPatchInputSerializer(MemoryPatchMixin, InputSerializer):
     name = _text(NAME_MAX_LENGTH, required=False)
     summary = _text(SUMMARY_MAX_LENGTH, required=False)
     details = _text(DETAILS_MAX_LENGTH, required=False, allow_blank=True)
     reason = _text(REASON_MAX_LENGTH, required=False, allow_blank=True, help_text="Recorded in the history.")
 
 
-class EpisodicMemoryPatchInputSerializer(MemoryPatchMixin, InputSerializer):
+class EpisodicMemoryPatchInputSerializer(InputSerializer):
+    """The fields to change; none changes nothing (and records nothing)."""
+
     summary = _text(SUMMARY_MAX_LENGTH, required=False)
     details = _text(DETAILS_MAX_LENGTH, required=False, allow_blank=True)
     occurred_at = fields.DateTimeField(required=False)

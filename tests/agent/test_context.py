@@ -79,18 +79,22 @@ def test_a_read_only_client_may_ask_and_sees_only_its_scopes(pages, client_a):
 
 
 @pytest.mark.parametrize("body,field", [
-    ({"query": "x", "messages": [{"role": "user", "content": "x"}]}, "query"),
     ({"max_tokens": 10}, "max_tokens"),
     ({"max_tokens": 10**9}, "max_tokens"),
     ({"memory_types": ["skills"]}, "memory_types"),
     ({"messages": [{"role": "robot", "content": "x"}]}, "messages.0.role"),
-    ({"scope": "default"}, "scope"),
+    ({"session_id": "s1", "scope": "no such scope!"}, "scope"),
     ({"session_id": "no such/session"}, "session_id"),
 ])
 def test_bad_input_is_a_400_naming_the_field(api, body, field):
     response = api.post(URL, {"user_id": "caroline", **body}, format="json")
     assert response.status_code == 400, response.content
     assert field in response.json()["error"]["message"]
+
+
+def test_query_wins_over_messages(pages, api):
+    body = context(api, query="Yosemite camping", messages=[{"role": "user", "content": "adoption forms"}])
+    assert body["query"] == "Yosemite camping"
 
 
 def test_an_unknown_session_is_a_404(api):
