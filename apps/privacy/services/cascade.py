@@ -26,8 +26,7 @@ from django.db.models import QuerySet
 
 from apps.conversations.models import Message, Session
 from apps.conversations.routing import projection_enqueue
-from apps.memories.services.extract import extract_lock_key
-from apps.pipeline.locks import advisory_lock
+from apps.pipeline.locks import WorkOf, advisory_lock, work_lock_keys
 from apps.pipeline.services import enqueue
 from apps.privacy.services.purge import (
     purge_conversations,
@@ -42,8 +41,6 @@ from apps.profiles.models import ItemType
 from apps.profiles.services.entities import profiles_lint_enqueue
 from apps.profiles.services.lint import profiles_mark_stale
 from apps.skills.models import SkillExperience
-from apps.skills.services.distill import distill_lock_key
-from apps.skills.services.evolve.run import evolve_key
 
 logger = logging.getLogger(__name__)
 
@@ -131,12 +128,10 @@ def session_delete_request(*, session: Session, client) -> object:
 
 
 def _session_locks(session: Session, subject: Subject) -> list[str]:
-    """Distillation and extraction of the owner, and evolution of the scopes its experiences feed,
-    wait while the session goes (the locks erasure takes for a user)."""
-    keys = [distill_lock_key(session), extract_lock_key(session)]
-    for scope in sorted(set(subject.experiences().values_list("scope", flat=True))):
-        keys.append(evolve_key(organization=session.organization, scope=scope))
-    return keys
+    """The work on the owner and on the scopes its experiences feed waits while the session goes:
+    every lock the apps registered for them (the locks erasure takes for a user)."""
+    scopes = tuple(sorted(set(subject.experiences().values_list("scope", flat=True))))
+    return work_lock_keys(WorkOf(organization_id=session.organization_id, end_user_ids=(session.end_user_id,), scopes=scopes))
 
 
 def session_purge(*, session_pk) -> dict:
@@ -167,9 +162,10 @@ def experience_delete(*, experience: SkillExperience) -> dict:
     subject = ExperienceSubject(
         organization=experience.organization, kind=EXPERIENCE_KIND, subject_id=str(experience.pk), experience=experience,
     )
-    with advisory_lock(evolve_key(organization=experience.organization, scope=experience.scope)):
-        counts = purge_skills(subject, f"experience-delete:{experience.pk}")
-    return counts
+    with ExitStack() as locks:
+        for key in work_lock_keys(WorkOf(organization_id=experience.organization_id, end_user_ids=(), scopes=(experience.scope,))):
+            locks.enter_context(advisory_lock(key))
+        return purge_skills(subject, f"experience-delete:{experience.pk}")
 
 
 @transaction.atomic
