@@ -88,15 +88,23 @@ def _privacy_poisoning():
 
 
 def _scale():
+    """BENCH_SCALE_MESSAGES (default 1,000,000) messages, measured at 100k and at that size."""
     from bench import scale
 
-    scale.run(RESULTS_DIR)
+    scale.run(RESULTS_DIR, messages=int(os.environ.get("BENCH_SCALE_MESSAGES", "1000000")))
 
 
 def _rerank():
     from bench import rerank
 
     rerank.run(RESULTS_DIR)
+
+
+def _context():
+    """The context block's evidence coverage on LOCOMO against search top-10 at the same budget."""
+    from bench import context
+
+    context.run(RESULTS_DIR)
 
 
 def _broker_pause():
@@ -123,6 +131,7 @@ BENCHMARKS = {
     "rerank": _rerank, "retrieval_study": _retrieval_study, "privacy_poisoning": _privacy_poisoning,
     "faults": _faults, "privacy_erasure": _privacy_erasure,
     "privacy_slow_clients": _privacy_slow_clients,
+    "context": _context,
 }
 
 

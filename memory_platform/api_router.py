@@ -2,17 +2,16 @@
 
 from django.urls import path
 
+from apps.agent import views as agent
 from apps.conversations.views import (
     MemoryAddView,
     MessageDeleteView,
-    SessionDetailView,
     SessionListView,
     SessionSealView,
 )
-from apps.memories.views import EpisodicMemoryDeleteView, SemanticMemoryDeleteView
 from apps.pipeline.views import TaskDetailView
 from apps.privacy.views import ClientErasureView, ErasureDetailView, UserErasureView
-from apps.profiles.views import EntityListView, ProfileDetailView, ProfileListView
+from apps.profiles.views import EntityListView, ProfileListView
 from apps.search.views import MemorySearchView, SearchAllUsersView
 from apps.skills.views import (
     ExperienceListView,
@@ -32,20 +31,28 @@ urlpatterns = [
     path("memory/search_all_users", SearchAllUsersView.as_view(), name="memory-search-all-users"),
     path("memory/message/<str:item_id>", MessageDeleteView.as_view(), name="memory-message-delete"),
     path("sessions/", SessionListView.as_view(), name="session-list"),
-    path("sessions/<str:session_id>/", SessionDetailView.as_view(), name="session-detail"),
+    path("memory/context", agent.ContextView.as_view(), name="memory-context"),
+    path("sessions/<str:session_id>/", agent.SessionDetailView.as_view(), name="session-detail"),
     path("sessions/<str:session_id>/seal", SessionSealView.as_view(), name="session-seal"),
     path("sessions/<str:session_id>/distill", SessionDistillView.as_view(), name="session-distill"),
     path("memory/procedural/<str:item_id>", ProceduralMemoryDeleteView.as_view(), name="memory-procedural-delete"),
-    path("memory/episodic/<str:item_id>", EpisodicMemoryDeleteView.as_view(), name="memory-episodic-delete"),
-    path("memory/semantic/<str:item_id>", SemanticMemoryDeleteView.as_view(), name="memory-semantic-delete"),
+    path("memory/episodic/", agent.EpisodicMemoryListView.as_view(), name="memory-episodic-list"),
+    path("memory/episodic/<str:item_id>", agent.EpisodicMemoryDetailView.as_view(), name="memory-episodic-detail"),
+    path("memory/episodic/<str:item_id>/history", agent.EpisodicMemoryHistoryView.as_view(), name="memory-episodic-history"),
+    path("memory/semantic/", agent.SemanticMemoryListView.as_view(), name="memory-semantic-list"),
+    path("memory/semantic/<str:item_id>", agent.SemanticMemoryDetailView.as_view(), name="memory-semantic-detail"),
+    path("memory/semantic/<str:item_id>/history", agent.SemanticMemoryHistoryView.as_view(), name="memory-semantic-history"),
     path("skills/retrieve", SkillRetrieveView.as_view(), name="skill-retrieve"),
     path("skills/", SkillListView.as_view(), name="skill-list"),
     path("skills/<str:skill_id>/", SkillDetailView.as_view(), name="skill-detail"),
     path("experiences/", ExperienceListView.as_view(), name="experience-list"),
+    path("experiences/<str:experience_id>/", agent.ExperienceDetailView.as_view(), name="experience-detail"),
     path("users/<path:user_id>/memories", UserErasureView.as_view(), name="user-erasure"),
     path("clients/<str:client_id>/memories", ClientErasureView.as_view(), name="client-erasure"),
     path("erasures/<str:erasure_id>/", ErasureDetailView.as_view(), name="erasure-detail"),
     path("profiles/", ProfileListView.as_view(), name="profile-list"),
-    path("profiles/<str:profile_id>/", ProfileDetailView.as_view(), name="profile-detail"),
+    path("profiles/<str:profile_id>/", agent.ProfileDetailView.as_view(), name="profile-detail"),
+    path("profiles/<str:profile_id>/findings", agent.ProfileFindingsView.as_view(), name="profile-findings"),
     path("entities/", EntityListView.as_view(), name="entity-list"),
+    path("entities/<str:entity_id>/", agent.EntityDetailView.as_view(), name="entity-detail"),
 ]

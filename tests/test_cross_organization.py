@@ -7,8 +7,9 @@ Each answers as EXPECTED says; every refusal is byte-identical to the answer for
 an id is never confirmed to exist, and a refused request leaves every row of scope `alpha` as it was.
 
 To add an endpoint, add one entry to ENDPOINTS: (method, a function that creates an object owned
-by the given client and returns the URL that addresses it and the same URL with a missing id,
-and the expected status for each role).
+by the given client and returns the URL that addresses it and the same URL with a missing id (and,
+for an endpoint that names the object in its body, the body for each), and the expected status for
+each role).
 """
 
 import uuid
@@ -77,21 +78,50 @@ def _skill_url(template="/api/v1/skills/{}/"):
     return make
 
 
-def _memory_url(memory_type):
+def _memory_url(memory_type, suffix=""):
     def make(client, add):
         from tests.memories.makers import MAKERS
 
         memory = MAKERS[memory_type](client, "owner", f"{memory_type} memory of {client.name}")
-        return f"/api/v1/memory/{memory_type}/{memory.pk}", f"/api/v1/memory/{memory_type}/{uuid.uuid4()}"
+        return f"/api/v1/memory/{memory_type}/{memory.pk}{suffix}", f"/api/v1/memory/{memory_type}/{uuid.uuid4()}{suffix}"
 
     return make
 
 
-def _profile_url(client, add):
+def _memory_patch(memory_type):
+    def make(client, add):
+        url, missing_url = _memory_url(memory_type)(client, add)
+        body = {"summary": "corrected"}
+        return url, missing_url, body, body
+
+    return make
+
+
+def _context(client, add):
+    add(client, user_id="owner", session_id="sess-c")
+    body = {"user_id": "owner", "session_id": "sess-c", "query": "hello"}
+    return "/api/v1/memory/context", "/api/v1/memory/context", body, {**body, "session_id": f"sess-{uuid.uuid4().hex[:8]}"}
+
+
+def _experience_url(client, add):
+    from tests.skills.makers import make_experience
+
+    experience = make_experience(client, "owner", f"lesson of {client.name}")
+    return f"/api/v1/experiences/{experience.pk}/", f"/api/v1/experiences/{uuid.uuid4()}/"
+
+
+def _entity_url(client, add):
+    from tests.profiles.makers import make_profile
+
+    entity_id = make_profile(client, "owner", f"profile page of {client.name}").entity_id
+    return f"/api/v1/entities/{entity_id}/", f"/api/v1/entities/{uuid.uuid4()}/"
+
+
+def _profile_url(client, add, suffix=""):
     from tests.profiles.makers import make_profile
 
     profile = make_profile(client, "owner", f"profile page of {client.name}")
-    return f"/api/v1/profiles/{profile.pk}/", f"/api/v1/profiles/{uuid.uuid4()}/"
+    return f"/api/v1/profiles/{profile.pk}/{suffix}", f"/api/v1/profiles/{uuid.uuid4()}/{suffix}"
 
 
 def _user_erasure_url(client, add):
@@ -148,6 +178,18 @@ ENDPOINTS = {
     "episodic-delete": ("delete", _memory_url("episodic"), DELETE),
     "semantic-delete": ("delete", _memory_url("semantic"), DELETE),
     "profile-get": ("get", _profile_url, READ),
+    "context-session": ("post", _context, READ),
+    "episodic-get": ("get", _memory_url("episodic"), READ),
+    "semantic-get": ("get", _memory_url("semantic"), READ),
+    "episodic-patch": ("patch", _memory_patch("episodic"), WRITE),
+    "semantic-patch": ("patch", _memory_patch("semantic"), WRITE),
+    "episodic-history": ("get", _memory_url("episodic", "/history"), READ),
+    "semantic-history": ("get", _memory_url("semantic", "/history"), READ),
+    "session-delete": ("delete", _session_url, expect(202, 403, 404, 403, 404, 404)),
+    "experience-delete": ("delete", _experience_url, DELETE),
+    "profile-delete": ("delete", _profile_url, DELETE),
+    "profile-findings": ("get", lambda client, add: _profile_url(client, add, "findings"), READ),
+    "entity-delete": ("delete", _entity_url, DELETE),
     "user-erasure": ("delete", _user_erasure_url, ERASE),
     "client-erasure": ("delete", _client_erasure_url, ERASE),
     "erasure-get": ("get", _erasure_url, ERASURE_STATUS),
@@ -169,8 +211,9 @@ def alpha_rows(organization) -> dict:
     return rows
 
 
-def call(client, method, url):
-    body = {"outcome": "success"} if method == "patch" else None
+def call(client, method, url, body=None):
+    if body is None and method == "patch":
+        body = {"outcome": "success"}
     return getattr(api_for(client), method)(url, body, format="json")
 
 
@@ -180,14 +223,15 @@ def call(client, method, url):
 def test_each_neighbour_gets_only_what_the_rule_allows(endpoint, role, neighbours, add_messages):
     method, make, expected = ENDPOINTS[endpoint]
     owner, caller = neighbours["owner"], neighbours[role]
-    url, missing_url = make(owner, add_messages)
+    url, missing_url, *bodies = make(owner, add_messages)
+    body, missing_body = bodies or (None, None)
     before = alpha_rows(owner.organization)
 
-    response = call(caller, method, url)
+    response = call(caller, method, url, body)
 
     assert response.status_code == expected[role], response.content
     if response.status_code >= 400:
-        missing = call(caller, method, missing_url)
+        missing = call(caller, method, missing_url, missing_body)
         assert (missing.status_code, missing.content) == (response.status_code, response.content)
         assert alpha_rows(owner.organization) == before, "a refused request changes nothing"
 

@@ -14,11 +14,12 @@ from django.db import close_old_connections
 from memory_platform_client.errors import error_from_body
 from rest_framework.utils.encoders import JSONEncoder
 
+from apps.agent import operations as agent
 from apps.conversations import operations as conversations
 from apps.core.errors import ApplicationError, NotFound, as_application_error
 from apps.core.operations import Page
-from apps.memories import operations as memories
 from apps.privacy import operations as privacy
+from apps.profiles import operations as profiles
 from apps.search import operations as search
 from apps.skills import operations as skills
 
@@ -26,8 +27,6 @@ logger = logging.getLogger(__name__)
 
 DELETIONS = {
     "message": conversations.delete_message,
-    "episodic": memories.delete_episodic_memory,
-    "semantic": memories.delete_semantic_memory,
     "procedural": skills.delete_skill,
 }
 
@@ -103,11 +102,40 @@ class PlatformBackend:
         return await self._run(conversations.get_session, session_id=session_id, query=query)
 
     async def delete_memory(self, *, memory_type, memory_id) -> None:
+        if memory_type in agent.MEMORY_TYPES:  # episodic and semantic: with the cascade of an edit
+            return await self._run(agent.memory_delete, memory_type=memory_type, memory_id=memory_id)
         delete = DELETIONS.get(memory_type, _unknown_memory_type)
         return await self._run(delete, item_id=memory_id)
 
     async def erase_user(self, *, user_id) -> dict:
         return await self._run(privacy.erase_user, user_id=user_id)
+
+
+    # The agent's API: each tool is one call of the operation its REST view calls.
+
+    async def get_context(self, **arguments) -> dict:
+        return await self._run(agent.context_get, data=arguments)
+
+    async def list_memories(self, *, memory_type, **filters) -> dict:
+        return await self._run(agent.memory_list, memory_type=memory_type, data=filters)
+
+    async def get_memory(self, *, memory_type, memory_id) -> dict:
+        return await self._run(agent.memory_get, memory_type=memory_type, memory_id=memory_id)
+
+    async def update_memory(self, *, memory_type, memory_id, **fields) -> dict:
+        return await self._run(agent.memory_update, memory_type=memory_type, memory_id=memory_id, data=fields)
+
+    async def memory_history(self, *, memory_type, memory_id) -> dict:
+        return await self._run(agent.memory_history, memory_type=memory_type, memory_id=memory_id)
+
+    async def get_profile(self, *, profile_id) -> dict:
+        return await self._run(profiles.get_profile, profile_id=profile_id)
+
+    async def list_entities(self, **filters) -> dict:
+        return await self._run(profiles.list_entities, query=given(**filters))
+
+    async def delete_session(self, *, session_id, user_id, scope) -> dict:
+        return await self._run(agent.session_delete, session_id=session_id, data={"user_id": user_id, "scope": scope})
 
 
 def _unknown_memory_type(*, client, item_id):

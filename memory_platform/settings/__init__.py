@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "apps.memories",
     "apps.privacy",
     "apps.profiles",
+    "apps.agent",
     "apps.mcp_server",
     "memory_platform",
 ]
@@ -215,6 +216,8 @@ SPECTACULAR_SETTINGS = {
     "OAS_VERSION": "3.1.0",
     # A PATCH body has the fields the view requires, not every field made optional.
     "COMPONENT_SPLIT_PATCH": False,
+    # The memory types the context uses, named once (search's `memory_types` is another set).
+    "ENUM_NAME_OVERRIDES": {"ContextMemoryTypeEnum": "apps.agent.context.CONTEXT_TYPES"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "apps.core.schema.add_storable_json_component",
@@ -340,6 +343,11 @@ RERANK_LLM_TIMEOUT_SECONDS = env.float("RERANK_LLM_TIMEOUT_SECONDS", default=10.
 QUERY_DECOMPOSER = env("QUERY_DECOMPOSER", default="none")
 QUERY_DECOMPOSE_MAX = env.int("QUERY_DECOMPOSE_MAX", default=3)
 QUERY_DECOMPOSE_TIMEOUT_SECONDS = env.float("QUERY_DECOMPOSE_TIMEOUT_SECONDS", default=10.0)
+
+# The agent's context (apps.agent, POST memory/context): the largest `max_tokens` a caller may ask
+# for, and how many ranked candidates one request considers to fill its block.
+CONTEXT_MAX_TOKENS = env.int("CONTEXT_MAX_TOKENS", default=8000)
+CONTEXT_CANDIDATES = env.int("CONTEXT_CANDIDATES", default=40)
 
 # Memories (apps.memories): episodic and semantic extraction from conversation sessions.
 EXTRACTION_MAX_TURNS = env.int("EXTRACTION_MAX_TURNS", default=40)  # turns per LLM call

@@ -314,3 +314,56 @@ def test_the_sdk_imports_without_django():
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "['anyio', 'httpx2', 'mcp']"
+
+
+def test_the_agent_api(sdk, client_a):
+    """context, memories (create, page, iterate, get, update, history, delete), the deletes of a
+    session, an experience, a profile and an entity, and a page's findings."""
+    sdk.add("alice", "chat-1", [{"role": "user", "content": "My sister Ana lives in Lisbon."}])
+    fact = sdk.memories.create("semantic", "alice", name="Ana", summary="Ana lives in Lisbon.", reason="stated")
+    for day in range(1, 4):
+        sdk.memories.create("episodic", "alice", summary=f"Alice called Ana, call {day}.",
+                            occurred_at=f"2023-05-0{day}T10:00:00Z", actor="Alice")
+    context = sdk.context("alice", [{"role": "user", "content": "Where does Ana live?"}], max_tokens=200)
+    assert context["tokens"] <= 200 and any(item["id"] == fact["id"] for item in context["items"])
+
+    assert sdk.memories.page("episodic", "alice", limit=2)["count"] == 3
+    assert len(list(sdk.memories.iter("episodic", "alice", page_size=2))) == 3
+    assert [m["summary"] for m in sdk.memories.list("episodic", "alice", end="2023-05-01T23:00:00Z")] == [
+        "Alice called Ana, call 1."
+    ]
+    assert sdk.memories.get("semantic", fact["id"])["name"] == "Ana"
+    assert sdk.memories.update("semantic", fact["id"], summary="Ana lives in Porto.")["summary"] == "Ana lives in Porto."
+    assert [c["operation"] for c in sdk.memories.history("semantic", fact["id"])["changes"]] == ["add", "update"]
+    sdk.memories.delete("semantic", fact["id"])
+    with pytest.raises(NotFoundError):
+        sdk.memories.get("semantic", fact["id"])
+    with pytest.raises(ValueError):
+        sdk.memories.get("procedural", fact["id"])
+
+    profile = make_profile(client_a, "alice", "Ana lives in Lisbon and paints.")
+    assert sdk.profiles.findings(str(profile.pk))["findings"] == []
+    sdk.profiles.delete(str(profile.pk))
+    sdk.entities.delete(str(profile.entity_id))
+    experience = ExperienceFactory(organization=client_a.organization)
+    sdk.experiences.delete(str(experience.pk))
+    deletion = sdk.sessions.delete("chat-1", "alice")
+    task_execute(task_id=deletion["task_id"], worker="test")
+    assert sdk.wait_for_task(deletion["task_id"], timeout=5, poll_interval=0.05)["status"] == "succeeded"
+    with pytest.raises(NotFoundError):
+        sdk.sessions.get("chat-1", "alice")
+
+
+def test_the_async_agent_api(live_server, client_a):
+    async def scenario():
+        async with AsyncMemoryClient(live_server.url, client_a.raw_key, retries=FAST) as memory:
+            created = await memory.memories.create("semantic", "alice", name="Ana", summary="Ana lives in Lisbon.")
+            return {
+                "context": await memory.context("alice", query="Ana", max_tokens=100),
+                "memories": [m async for m in memory.memories.iter("semantic", "alice", page_size=1)],
+                "updated": await memory.memories.update("semantic", created["id"], name="Ana Silva"),
+            }
+
+    results = anyio.run(scenario)
+    assert results["context"]["items"][0]["memory_type"] == "semantic"
+    assert [m["name"] for m in results["memories"]] == ["Ana"] and results["updated"]["name"] == "Ana Silva"

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from apps.conversations.models import IngestRequest, Message, Session
+from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.pipeline.models import MemoryTask
 from apps.tenancy.models import EndUser
 from tests.conftest import api_for
@@ -61,6 +62,18 @@ def search_body(**overrides):
 ADD = ("POST", "/api/v1/memory/add")
 SEARCH = ("POST", "/api/v1/memory/search")
 RETRIEVE = ("POST", "/api/v1/skills/retrieve")
+CONTEXT = ("POST", "/api/v1/memory/context")
+SEMANTIC = ("POST", "/api/v1/memory/semantic/")
+EPISODIC = ("POST", "/api/v1/memory/episodic/")
+
+
+def fact(**overrides):
+    return {"user_id": "u1", "name": "Caroline", "summary": "Caroline is from Sweden.", **overrides}
+
+
+def event(**overrides):
+    return {"user_id": "u1", "summary": "Caroline went to a support group.", "occurred_at": "2023-05-07T00:00:00Z",
+            **overrides}
 
 
 def post(target, body):
@@ -136,6 +149,27 @@ CASES = [
     ("nul-experiences-session", get("/api/v1/experiences/?session_id=a%00"), "session_id"),
     ("nul-profiles-user", get("/api/v1/profiles/?user_id=a%00"), "user_id"),
     ("nul-entities-user", get("/api/v1/entities/?user_id=a%00"), "user_id"),
+    ("nul-context-user-id", post(CONTEXT, {"user_id": f"u{NUL}"}), "user_id"),
+    ("nul-context-query", post(CONTEXT, {"user_id": "u1", "query": f"a{NUL}"}), "query"),
+    ("nul-context-message", post(CONTEXT, {"user_id": "u1", "messages": [{"role": "user", "content": f"a{NUL}"}]}),
+     "messages.0.content"),
+    ("nul-context-session-id", post(CONTEXT, {"user_id": "u1", "session_id": f"s{NUL}"}), "session_id"),
+    ("nul-context-memory-types", post(CONTEXT, {"user_id": "u1", "memory_types": [f"message{NUL}"]}), "memory_types.0"),
+    ("nul-memory-list-user", get("/api/v1/memory/semantic/?user_id=a%00"), "user_id"),
+    ("nul-memory-list-q", get("/api/v1/memory/episodic/?user_id=u1&q=a%00"), "q"),
+    ("nul-memory-list-subject", get("/api/v1/memory/semantic/?user_id=u1&subject=a%00"), "subject"),
+    ("nul-memory-create-summary", post(SEMANTIC, fact(summary=f"a{NUL}")), "summary"),
+    ("nul-memory-create-name", post(SEMANTIC, fact(name=f"a{NUL}")), "name"),
+    ("nul-memory-create-actor", post(EPISODIC, event(actor=f"a{NUL}")), "actor"),
+    ("nul-path-memory-get", get("/api/v1/memory/semantic/a%00b"), "item_id"),
+    ("nul-path-memory-patch", ("PATCH", "/api/v1/memory/episodic/a%00b", {"summary": "x"}), "item_id"),
+    ("nul-path-memory-history", get("/api/v1/memory/episodic/a%00b/history"), "item_id"),
+    ("nul-path-session-delete", ("DELETE", "/api/v1/sessions/a%00b/?user_id=u1", None), "session_id"),
+    ("nul-path-session-delete-user", ("DELETE", "/api/v1/sessions/s1/?user_id=u%001", None), "user_id"),
+    ("nul-path-experience-delete", ("DELETE", "/api/v1/experiences/a%00b/", None), "experience_id"),
+    ("nul-path-profile-delete", ("DELETE", "/api/v1/profiles/a%00b/", None), "profile_id"),
+    ("nul-path-profile-findings", get("/api/v1/profiles/a%00b/findings"), "profile_id"),
+    ("nul-path-entity-delete", ("DELETE", "/api/v1/entities/a%00b/", None), "entity_id"),
     # --- lone surrogates ------------------------------------------------------------------------------
     ("surrogate-content", post(ADD, message(content=f"a{SURROGATE}")), "messages.0.content: Must not contain unpaired"),
     ("surrogate-low-content", post(ADD, message(content="a\udc00")), "messages.0.content"),
@@ -161,6 +195,11 @@ CASES = [
     ("surrogate-get-search-filter-tags", get("/api/v1/memory/search?user_id=u1&filter_tags=%7B%22a%22%3A%22%5Cud800%22%7D"),
      "filter_tags"),
     ("surrogate-retrieve-task", post(RETRIEVE, {"task": SURROGATE}), "task"),
+    ("surrogate-context-query", post(CONTEXT, {"user_id": "u1", "query": SURROGATE}), "query"),
+    ("surrogate-context-message", post(CONTEXT, {"user_id": "u1", "messages": [{"role": "user", "content": SURROGATE}]}),
+     "messages.0.content"),
+    ("surrogate-memory-create-name", post(SEMANTIC, fact(name=SURROGATE)), "name"),
+    ("surrogate-memory-create-details", post(EPISODIC, event(details=SURROGATE)), "details"),
     ("surrogate-patch-outcome", ("PATCH", "/api/v1/sessions/s1/?user_id=u1", {"outcome": SURROGATE}), "outcome"),
     ("invalid-utf8-body", ("POST", "/api/v1/memory/add", b'{"user_id": "\xed\xa0\x80"}'), "not valid utf-8"),
     # --- deep nesting -------------------------------------------------------------------------------
@@ -181,6 +220,9 @@ CASES = [
     ("deep-tool-arguments", post(ADD, tool_call(arguments=nested(2000, container="dict"))), "nested deeper than 32"),
     ("deep-raw-unclosed", ("POST", "/api/v1/memory/add", "[" * 100000), "nested deeper than 32"),
     ("deep-patch", ("PATCH", "/api/v1/sessions/s1/?user_id=u1", {"outcome": nested(5000)}), "nested deeper than 32"),
+    ("deep-context-messages", post(CONTEXT, {"user_id": "u1", "messages": [{"role": "user", "content": nested(3000)}]}),
+     "nested deeper than 32"),
+    ("deep-memory-create", post(SEMANTIC, fact(details=nested(3000, container="dict"))), "nested deeper than 32"),
     # --- numbers ------------------------------------------------------------------------------------
     ("offset-10e20-session", get("/api/v1/sessions/s1/?user_id=u1&offset=100000000000000000000"), "offset"),
     ("limit-10e20-session", get("/api/v1/sessions/s1/?user_id=u1&limit=100000000000000000000"), "limit"),
@@ -210,6 +252,13 @@ CASES = [
                                     '"metadata":{"a":' + "9" * 5000 + "}}]}"), "JSON"),
     ("nan-search-limit", ("POST", "/api/v1/memory/search", '{"user_id":"u1","query":"x","limit":NaN}'), "NaN"),
     ("k-10e20-retrieve", post(RETRIEVE, {"task": "x", "k": 10**20}), "k"),
+    ("nan-context-max-tokens", ("POST", "/api/v1/memory/context", '{"user_id":"u1","max_tokens":NaN}'), "NaN"),
+    ("infinity-context-max-tokens", ("POST", "/api/v1/memory/context", '{"user_id":"u1","max_tokens":Infinity}'),
+     "Infinity"),
+    ("max-tokens-10e20-context", post(CONTEXT, {"user_id": "u1", "max_tokens": 10**20}), "max_tokens"),
+    ("max-tokens-string-context", post(CONTEXT, {"user_id": "u1", "max_tokens": "500"}), "max_tokens"),
+    ("offset-10e20-memory-list", get("/api/v1/memory/semantic/?user_id=u1&offset=100000000000000000000"), "offset"),
+    ("limit-zero-memory-list", get("/api/v1/memory/episodic/?user_id=u1&limit=0"), "limit"),
     ("k-string-retrieve", post(RETRIEVE, {"task": "x", "k": "5"}), "k: Must be an integer"),
     ("k-float-retrieve", post(RETRIEVE, {"task": "x", "k": 2.5}), "k"),
     ("k-boolean-retrieve", post(RETRIEVE, {"task": "x", "k": True}), "k"),
@@ -260,6 +309,10 @@ CASES = [
     ("date-search-all-users-end-offset", get("/api/v1/memory/search_all_users?end=2024-01-01T00:00:00%2B25:00"), "end"),
     ("date-sessions-start-0001", get("/api/v1/sessions/?start=0001-01-01T00:00:00%2B05:00"), "start"),
     ("date-sessions-end-hour-24", get("/api/v1/sessions/?end=2024-01-01T24:00:00Z"), "end"),
+    ("date-memory-create-9999", post(EPISODIC, event(occurred_at="9999-12-31T23:59:59-05:00")), "occurred_at"),
+    ("date-memory-create-feb-30", post(EPISODIC, event(occurred_at="2024-02-30T00:00:00Z")), "occurred_at"),
+    ("date-memory-list-start-month-13", get("/api/v1/memory/episodic/?user_id=u1&start=2024-13-01T00:00:00Z"), "start"),
+    ("role-context-number", post(CONTEXT, {"user_id": "u1", "messages": [{"role": 5, "content": "x"}]}), "messages.0.role"),
 ]
 
 
@@ -279,6 +332,7 @@ def stored_state():
         "users": EndUser.objects.count(),
         "tasks": MemoryTask.objects.count(),
         "idempotency": IngestRequest.objects.count(),
+        "memories": (SemanticMemory.objects.count(), EpisodicMemory.objects.count()),
         "s1": (session.status, session.outcome, session.message_count, session.updated_at),
     }
 

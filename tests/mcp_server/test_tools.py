@@ -15,9 +15,16 @@ from tests.skills.factories import SkillFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TOOLS = {"add_memory", "search_memory", "retrieve_skills", "list_sessions", "get_session", "delete_memory", "erase_user"}
-READ_TOOLS = {"search_memory", "retrieve_skills", "list_sessions", "get_session"}
-DESTRUCTIVE_TOOLS = {"delete_memory", "erase_user"}
+TOOLS = {
+    "add_memory", "search_memory", "retrieve_skills", "list_sessions", "get_session", "delete_memory", "erase_user",
+    "get_context", "list_memories", "get_memory", "update_memory", "memory_history", "get_profile", "list_entities",
+    "delete_session",
+}
+READ_TOOLS = {
+    "search_memory", "retrieve_skills", "list_sessions", "get_session", "get_context", "list_memories", "get_memory",
+    "memory_history", "get_profile", "list_entities",
+}
+DESTRUCTIVE_TOOLS = {"delete_memory", "erase_user", "delete_session"}
 READ_ONLY = "Refused (403 permission_denied): This client is read-only (it has no write scope)."
 NO_ERASE = "Refused (403 permission_denied): This client may not erase: erasure needs the client's can_erase permission."
 NOT_FOUND = "Not found (404 not_found): Not found."
@@ -41,7 +48,7 @@ def connect_as(request):
     return lambda client: stdio_transport(live_server.url, client.raw_key)
 
 
-def test_lists_the_seven_tools_with_their_annotations_and_schemas(connect_as, client_a):
+def test_lists_every_tool_with_its_annotations_and_schemas(connect_as, client_a):
     async def scenario(session):
         return (await session.list_tools()).tools
 
@@ -154,6 +161,16 @@ def test_invalid_arguments_get_the_rest_api_message(connect_as, client_a):
          "messages.0.content"),
         ("erase_user", {"user_id": "a\x00b"}, "user_id"),
         ("delete_memory", {"memory_type": "message", "memory_id": "a\x00b"}, "item_id"),
+        ("get_context", {"user_id": "al\x00ice"}, "user_id"),
+        ("get_context", {"user_id": "alice", "query": "a\x00"}, "query"),
+        ("list_memories", {"memory_type": "semantic", "user_id": "a\x00"}, "user_id"),
+        ("list_memories", {"memory_type": "semantic", "user_id": "alice", "q": "a\x00"}, "q"),
+        ("get_memory", {"memory_type": "semantic", "memory_id": "a\x00b"}, "item_id"),
+        ("update_memory", {"memory_type": "semantic", "memory_id": "a\x00b", "summary": "x"}, "item_id"),
+        ("memory_history", {"memory_type": "episodic", "memory_id": "a\x00b"}, "item_id"),
+        ("get_profile", {"profile_id": "a\x00b"}, "profile_id"),
+        ("list_entities", {"user_id": "a\x00"}, "user_id"),
+        ("delete_session", {"session_id": "a\x00b", "user_id": "alice"}, "session_id"),
     ],
 )
 def test_a_nul_in_any_argument_is_refused_naming_it(connect_as, client_a, tool, arguments, field):
@@ -256,3 +273,80 @@ def test_a_session_id_in_several_readable_scopes_is_named_by_scope(connect_as, c
     assert "Failed (400 invalid): Invalid input: scope: Session 'chat-1' exists in several scopes" in text(ambiguous)
     assert named.structured_content["scope"] == "other"
     assert [m["content"] for m in named.structured_content["messages"]] == ["elsewhere"]
+
+
+def test_the_agent_tools(connect_as, client_a, add_messages):
+    """get_context, the memory management tools, get_profile, list_entities and delete_session, each
+    answering what its REST endpoint answers."""
+    add_messages(client_a, user_id="alice", session_id="chat-1", messages=CONVERSATION)
+    add_messages(client_a, user_id="alice", session_id="chat-2", messages=[{"role": "user", "content": "Ana paints."}])
+    sister = semantic(client_a.organization, "default", "alice", "sister", "Alice's sister lives in Lisbon")
+    profile = make_profile(client_a, "alice", "Alice's sister Ana lives in Lisbon and paints.")
+    memory = {"memory_type": "semantic", "memory_id": str(sister.pk)}
+
+    async def scenario(session):
+        return {
+            "context": await session.call_tool("get_context", {
+                "user_id": "alice", "messages": [{"role": "user", "content": "Where does my sister live?"}], "max_tokens": 300,
+            }),
+            "list": await session.call_tool("list_memories", {"memory_type": "semantic", "user_id": "alice"}),
+            "get": await session.call_tool("get_memory", memory),
+            "update": await session.call_tool("update_memory", {**memory, "summary": "Alice's sister lives in Porto",
+                                                                "reason": "she moved"}),
+            "history": await session.call_tool("memory_history", memory),
+            "profile": await session.call_tool("get_profile", {"profile_id": str(profile.pk)}),
+            "entities": await session.call_tool("list_entities", {"user_id": "alice"}),
+            "delete": await session.call_tool("delete_session", {"session_id": "chat-2", "user_id": "alice"}),
+        }
+
+    results = run(connect_as(client_a), scenario)
+
+    assert not any(result.is_error for result in results.values()), {k: text(r) for k, r in results.items()}
+    context = results["context"].structured_content
+    assert context["tokens"] <= 300 and text(results["context"]) == context["text"]
+    assert any(item["id"] == str(sister.pk) and item["memory_type"] == "semantic" for item in context["items"])
+    assert "sister: Alice's sister lives in Lisbon" in context["text"]
+    assert results["list"].structured_content["count"] == 1
+    assert f"[semantic] id={sister.pk} sister: Alice's sister lives in Lisbon" in text(results["list"])
+    assert results["get"].structured_content["summary"] == "Alice's sister lives in Lisbon"
+    assert results["update"].structured_content["summary"] == "Alice's sister lives in Porto"
+    sister.refresh_from_db()
+    assert sister.summary == "Alice's sister lives in Porto"
+    changes = results["history"].structured_content["changes"]
+    assert [change["operation"] for change in changes] == ["update"]
+    assert changes[0]["actor"] == f"client:{client_a.pk}" and "update by client:" in text(results["history"])
+    assert text(results["profile"]).startswith(f"Profile of {profile.name} (revision 1, active)")
+    assert results["entities"].structured_content["count"] == 1  # the page's entity
+    assert f"- {profile.name} (person, 0 mention(s)) id={profile.entity_id}" in text(results["entities"])
+    assert results["delete"].structured_content["status"] == "queued"
+    assert text(results["delete"]).startswith("Deletion of session chat-2 accepted: task ")
+
+
+def test_the_agent_tools_keep_to_the_callers_scopes(connect_as, client_a, foreign_client, add_messages):
+    add_messages(client_a, user_id="alice", session_id="chat-1")
+    sister = semantic(client_a.organization, "default", "alice", "sister", "Alice's sister lives in Lisbon")
+    profile = make_profile(client_a, "alice", "Alice's sister Ana lives in Lisbon and paints.")
+    reader = ClientFactory(organization=client_a.organization, write_scope=None, read_scopes=["default"])
+    memory = {"memory_type": "semantic", "memory_id": str(sister.pk)}
+
+    async def scenario(session):
+        return {
+            "context": await session.call_tool("get_context", {"user_id": "alice", "query": "sister"}),
+            "list": await session.call_tool("list_memories", {"memory_type": "semantic", "user_id": "alice"}),
+            "get": await session.call_tool("get_memory", memory),
+            "update": await session.call_tool("update_memory", {**memory, "summary": "changed"}),
+            "history": await session.call_tool("memory_history", memory),
+            "profile": await session.call_tool("get_profile", {"profile_id": str(profile.pk)}),
+            "delete": await session.call_tool("delete_session", {"session_id": "chat-1", "user_id": "alice"}),
+        }
+
+    foreign = run(connect_as(foreign_client), scenario)
+    assert foreign["context"].structured_content["items"] == [] and foreign["list"].structured_content["count"] == 0
+    for name in ("get", "update", "history", "profile", "delete"):
+        assert foreign[name].is_error and NOT_FOUND in text(foreign[name]), name
+    read_only = run(connect_as(reader), scenario)
+    assert not read_only["get"].is_error and not read_only["context"].is_error
+    for name in ("update", "delete"):
+        assert read_only[name].is_error and READ_ONLY in text(read_only[name]), name
+    sister.refresh_from_db()
+    assert sister.summary == "Alice's sister lives in Lisbon"

@@ -2,6 +2,7 @@
 
 import pytest
 
+from apps.agent.context import CONTEXT_TYPES, context_build
 from apps.search.engine import search
 from apps.search.registry import METHODS, SOURCES
 from tests.factories import ClientFactory
@@ -42,3 +43,23 @@ def test_scope_matrix(memory_type, method, plan, use_plan, client_a, foreign_cli
     # The empty query (most recent items) is scoped the same way.
     hits = search(reader=reading_client.reader, query="", memory_types=[memory_type], method=method, limit=10, filters={})
     assert {hit.instance.pk for hit in hits} == {readable.pk}
+
+
+@pytest.mark.parametrize("memory_type", CONTEXT_TYPES)
+def test_context_scope_matrix(memory_type, client_a, foreign_client, add_messages):
+    """The context reads what search reads: each type it uses, in the reader's scopes only."""
+    organization = client_a.organization
+    readable_writer = ClientFactory(organization=organization, write_scope="team")
+    hidden_writer = ClientFactory(organization=organization, write_scope="secret")
+    reading_client = ClientFactory(organization=organization, write_scope=None, read_scopes=["team"])
+    make = MAKERS[memory_type]
+    readable = make(readable_writer, "alice", TEXT + " readable", add_messages)
+    hidden = make(hidden_writer, "alice", TEXT + " hidden", add_messages)
+    foreign = make(foreign_client, "alice", TEXT + " foreign", add_messages)
+
+    for query in ("zebrafish aquarium", ""):
+        context = context_build(reader=reading_client.reader, user_id="alice", query=query, max_tokens=2000,
+                                memory_types=[memory_type])
+        found = {item.instance.pk for item in context.items}
+        assert readable.pk in found, (memory_type, query)
+        assert hidden.pk not in found and foreign.pk not in found, (memory_type, query)

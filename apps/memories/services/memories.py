@@ -55,11 +55,42 @@ def memory_create(
     actor: str, reason: str = "", task_id=None,
 ):
     """A new memory of the session's user, in the session's scope, with its first history row."""
+    return _memory_insert(
+        memory_type=memory_type, organization_id=session.organization_id, scope=session.scope,
+        end_user_id=session.end_user_id, created_by_id=session.client_id, fields=fields,
+        source_message_ids=source_message_ids, embedding=embedding, actor=actor, reason=reason, task_id=task_id,
+    )
+
+
+def memory_store(*, memory_type: str, client, end_user, fields: dict, actor: str, reason: str = ""):
+    """A memory stated directly (by an agent or the person), with no model involved: stored in the
+    client's write scope, embedded now, with its first history row naming `actor`."""
+    (embedding,) = memory_embed(memory_type, [fields])
+    with transaction.atomic():
+        return _memory_insert(
+            memory_type=memory_type, organization_id=client.organization_id, scope=client.write_scope,
+            end_user_id=end_user.pk, created_by_id=client.pk, fields=fields, source_message_ids=[],
+            embedding=embedding, actor=actor, reason=reason,
+        )
+
+
+def memory_edit(*, memory, fields: dict, actor: str, reason: str = ""):
+    """Changes a memory's own fields at a caller's request: re-embedded from its new text, recorded
+    as an update by `actor`. Its sources stay what they were."""
+    memory_type = memory_type_of(memory)
+    (embedding,) = memory_embed(memory_type, [{**memory_snapshot(memory), **fields}])
+    return memory_update(memory=memory, fields=fields, source_message_ids=[], embedding=embedding, actor=actor, reason=reason)
+
+
+def _memory_insert(
+    *, memory_type: str, organization_id, scope: str, end_user_id, created_by_id, fields: dict,
+    source_message_ids: list, embedding: list[float] | None, actor: str, reason: str, task_id=None,
+):
     memory = MODELS[memory_type].objects.create(
-        organization_id=session.organization_id,
-        scope=session.scope,
-        end_user_id=session.end_user_id,
-        created_by_id=session.client_id,
+        organization_id=organization_id,
+        scope=scope,
+        end_user_id=end_user_id,
+        created_by_id=created_by_id,
         source_message_ids=list(dict.fromkeys(source_message_ids)),
         embedding=embedding,
         embedding_model=embedding_model_name() if embedding is not None else "",

@@ -146,3 +146,17 @@ def finding_resolve(*, finding: LintFinding, actor: str) -> LintFinding:
         finding.status, finding.resolved_by, finding.resolved_at = LintFinding.Status.RESOLVED, actor[:255], timezone.now()
         finding.save(update_fields=["status", "resolved_by", "resolved_at", "updated_at"])
     return finding
+
+
+def profiles_mark_stale(*, item_type: str, item_id, detail: str) -> int:
+    """A page quoting an item that changed is out of date: a `stale` finding (unless one is open)
+    and a recompile, for every active page quoting it; returns how many pages."""
+    pages = Profile.objects.filter(
+        status=Profile.Status.ACTIVE, sources__item_type=item_type, sources__item_id=item_id
+    ).select_related("organization").distinct()
+    count = 0
+    for profile in pages:
+        _finding(profile, LintFinding.Kind.STALE, severity=LintFinding.Severity.INFO, detail=detail)
+        profile_compile_enqueue(entity_id=profile.entity_id, organization=profile.organization, scope=profile.scope)
+        count += 1
+    return count

@@ -29,6 +29,7 @@ from memory_platform_client.errors import TaskTimeoutError
 from memory_platform_client.messages import to_json, to_messages
 
 DELETABLE_MEMORY_TYPES = ("message", "episodic", "semantic", "procedural")
+MANAGED_MEMORY_TYPES = ("episodic", "semantic")
 TERMINAL_TASK_STATUSES = frozenset({"succeeded", "dead", "cancelled"})
 PAGE_SIZE = 100
 TRANSCRIPT_PAGE_SIZE = 1000
@@ -136,6 +137,12 @@ class Sessions(_Listing):
         call = Call("POST", self._path(session_id, "distill"), params={"user_id": user_id, "scope": scope})
         return self._client._driver.run(_one(call))
 
+    def delete(self, session_id: str, user_id: str, *, scope: str | None = None):
+        """Deletes the session's turns and what was learned only from them, in the background →
+        `{session_id, user_id, scope, task_id, status}` (`wait_for_task(task_id)` to wait)."""
+        call = Call("DELETE", self._path(session_id), params={"user_id": user_id, "scope": scope})
+        return self._client._driver.run(_one(call))
+
 
 class Skills(_Listing):
     """`GET skills/` filters: status, entry_type, scope, user_id, q."""
@@ -155,6 +162,10 @@ class Experiences(_Listing):
 
     path = "experiences/"
 
+    def delete(self, experience_id: str):
+        """Skills evolved from it alone go too; others lose its text and return to review."""
+        return self._client._driver.run(_one(Call("DELETE", f"experiences/{_segment(experience_id)}/")))
+
 
 class Profiles(_Listing):
     """`GET profiles/` (compiled person pages) filters: user_id and the others the API documents."""
@@ -165,11 +176,70 @@ class Profiles(_Listing):
         """The page with its revisions and sources."""
         return self._client._driver.run(_one(Call("GET", f"profiles/{_segment(profile_id)}/")))
 
+    def findings(self, profile_id: str):
+        """What lint found about the page: `{profile_id, findings: [{kind, severity, status, detail, …}]}`."""
+        return self._client._driver.run(_one(Call("GET", f"profiles/{_segment(profile_id)}/findings")))
+
+    def delete(self, profile_id: str):
+        return self._client._driver.run(_one(Call("DELETE", f"profiles/{_segment(profile_id)}/")))
+
 
 class Entities(_Listing):
-    """`GET entities/` (people, places, things and their co-occurrence edges) filters: user_id, …"""
+    """`GET entities/` (people, places, things and their co-occurrence edges) filters: user_id, kind."""
 
     path = "entities/"
+
+    def delete(self, entity_id: str):
+        """The entity with its mentions, edges and page."""
+        return self._client._driver.run(_one(Call("DELETE", f"entities/{_segment(entity_id)}/")))
+
+
+class Memories:
+    """Episodic and semantic memories, managed: `list`/`iter`/`page` one user's (filters: subject,
+    start, end, q), `get`, `create` (stored as given, no model involved), `update` (recorded in
+    the history with this client as actor), `delete`, `history`."""
+
+    def __init__(self, client):
+        self._client = client
+
+    @staticmethod
+    def _path(memory_type: str, memory_id: str | None = None, suffix: str = "") -> str:
+        if memory_type not in MANAGED_MEMORY_TYPES:
+            raise ValueError(f"memory_type must be one of {', '.join(MANAGED_MEMORY_TYPES)}")
+        return f"memory/{memory_type}/" + (f"{_segment(memory_id)}{suffix}" if memory_id is not None else "")
+
+    def _run(self, call: Call):
+        return self._client._driver.run(_one(call))
+
+    def page(self, memory_type: str, user_id: str, *, limit: int | None = None, offset: int | None = None, **filters):
+        params = {**filters, "user_id": user_id, "limit": limit, "offset": offset}
+        return self._run(Call("GET", self._path(memory_type), params=params))
+
+    def iter(self, memory_type: str, user_id: str, *, page_size: int = PAGE_SIZE, **filters):
+        return self._client._driver.iterate(_pages(self._path(memory_type), {**filters, "user_id": user_id}, page_size))
+
+    def list(self, memory_type: str, user_id: str, *, page_size: int = PAGE_SIZE, **filters):
+        return self._client._driver.collect(_pages(self._path(memory_type), {**filters, "user_id": user_id}, page_size))
+
+    def get(self, memory_type: str, memory_id: str):
+        return self._run(Call("GET", self._path(memory_type, memory_id)))
+
+    def create(self, memory_type: str, user_id: str, **fields):
+        """semantic: name, summary[, details, source, reason]; episodic: summary, occurred_at[, details,
+        time_granularity, actor, event_type, reason]."""
+        return self._run(Call("POST", self._path(memory_type), json=_body(user_id=user_id, **fields)))
+
+    def update(self, memory_type: str, memory_id: str, **fields):
+        """semantic: name, summary, details; episodic: summary, details, occurred_at, time_granularity;
+        and a `reason` for the history."""
+        return self._run(Call("PATCH", self._path(memory_type, memory_id), json=_body(**fields)))
+
+    def delete(self, memory_type: str, memory_id: str):
+        return self._run(Call("DELETE", self._path(memory_type, memory_id)))
+
+    def history(self, memory_type: str, memory_id: str):
+        """`{id, memory_type, changes: [{operation, actor, reason, previous_value, new_value, created_at}]}`."""
+        return self._run(Call("GET", self._path(memory_type, memory_id, "/history")))
 
 
 class _Methods:
@@ -185,6 +255,7 @@ class _Methods:
         self.experiences = Experiences(self)
         self.profiles = Profiles(self)
         self.entities = Entities(self)
+        self.memories = Memories(self)
 
     def _run(self, call: Call):
         return self._driver.run(_one(call))
@@ -259,6 +330,26 @@ class _Methods:
             "start": start, "end": end, "filter_tags": filter_tags,
         }
         return self._run(Call("GET", "memory/search_all_users", params=params))
+
+    def context(
+        self,
+        user_id: str,
+        messages: Iterable[Any] | None = None,
+        *,
+        query: str | None = None,
+        session_id: str | None = None,
+        scope: str | None = None,
+        max_tokens: int | None = None,
+        memory_types: Iterable[str] | None = None,
+    ):
+        """Prompt-ready context for a user (and session) within `max_tokens` estimated tokens:
+        `text` to put in the prompt, and `items` (each with its id and type) to cite."""
+        body = _body(
+            user_id=user_id, messages=to_messages(messages) if messages is not None else None, query=query,
+            session_id=session_id, scope=scope, max_tokens=max_tokens,
+            memory_types=list(memory_types) if memory_types else None,
+        )
+        return self._run(Call("POST", "memory/context", json=body))
 
     def retrieve_skills(self, task: str, k: int = 5, user_id: str | None = None):
         """Act time: the top-k active skills for a task description."""

@@ -43,6 +43,32 @@ class HTTPBackend:
     async def erase_user(self, *, user_id):
         return await self.client.erase_user(user_id)
 
+    async def get_context(self, *, user_id, messages, query, session_id, max_tokens, memory_types):
+        return await self.client.context(
+            user_id, messages, query=query, session_id=session_id, max_tokens=max_tokens, memory_types=memory_types
+        )
+
+    async def list_memories(self, *, memory_type, user_id, limit, offset, **filters):
+        return await self.client.memories.page(memory_type, user_id, limit=limit, offset=offset, **filters)
+
+    async def get_memory(self, *, memory_type, memory_id):
+        return await self.client.memories.get(memory_type, memory_id)
+
+    async def update_memory(self, *, memory_type, memory_id, **fields):
+        return await self.client.memories.update(memory_type, memory_id, **fields)
+
+    async def memory_history(self, *, memory_type, memory_id):
+        return await self.client.memories.history(memory_type, memory_id)
+
+    async def get_profile(self, *, profile_id):
+        return await self.client.profiles.get(profile_id)
+
+    async def list_entities(self, *, user_id, kind, limit, offset):
+        return await self.client.entities.page(limit=limit, offset=offset, user_id=user_id, kind=kind)
+
+    async def delete_session(self, *, session_id, user_id, scope):
+        return await self.client.sessions.delete(session_id, user_id, scope=scope)
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(

@@ -21,8 +21,10 @@ from memory_platform_client.messages import to_messages
 SERVER_NAME = "memory-platform"
 INSTRUCTIONS = (
     "Long-term memory shared by this agent's sessions. Store conversation turns with add_memory "
-    "(same user_id and session_id for one conversation), look things up with search_memory before "
-    "answering from memory, and call retrieve_skills at the start of a task for learned procedures."
+    "(same user_id and session_id for one conversation); before answering, get_context gives what "
+    "memory knows that bears on the latest message, within a token budget (search_memory looks up "
+    "something specific); call retrieve_skills at the start of a task for learned procedures. "
+    "list_memories, get_memory, update_memory and memory_history manage the facts and events learned."
 )
 CLIP = 300
 TRANSCRIPT_CLIP = 2000
@@ -31,12 +33,15 @@ MemoryType = Literal["message", "episodic", "semantic", "procedural", "experienc
 DeletableMemoryType = Literal["message", "episodic", "semantic", "procedural"]
 SearchMethod = Literal["bm25", "embedding", "hybrid", "fuzzy"]
 SessionTag = Literal["conversation", "task"]
+ManagedMemoryType = Literal["episodic", "semantic"]
+ContextType = Literal["profile", "semantic", "episodic", "message", "procedural"]
 
 UserId = Annotated[str, Field(description="Your application's id of the person (end user) the memory is about.")]
 SessionId = Annotated[str, Field(description="The conversation or task id: 1-64 letters, digits, '_' or '-'.")]
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+EDIT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
 
@@ -81,12 +86,32 @@ class Backend(Protocol):
 
     async def erase_user(self, *, user_id: str) -> dict: ...
 
+    async def get_context(self, *, user_id: str, messages: list[dict] | None, query: str | None,
+                          session_id: str | None, max_tokens: int, memory_types: list[str] | None) -> dict: ...
+
+    async def list_memories(self, *, memory_type: str, user_id: str, subject: str | None, start: str | None,
+                            end: str | None, q: str | None, limit: int, offset: int) -> dict:
+        """At least `count` (all matches) and `results` (this page)."""
+
+    async def get_memory(self, *, memory_type: str, memory_id: str) -> dict: ...
+
+    async def update_memory(self, *, memory_type: str, memory_id: str, **fields) -> dict: ...
+
+    async def memory_history(self, *, memory_type: str, memory_id: str) -> dict: ...
+
+    async def get_profile(self, *, profile_id: str) -> dict: ...
+
+    async def list_entities(self, *, user_id: str, kind: str | None, limit: int, offset: int) -> dict:
+        """At least `count` (all matches) and `results` (this page)."""
+
+    async def delete_session(self, *, session_id: str, user_id: str, scope: str | None) -> dict: ...
+
 
 BackendFor = Callable[[Context], Backend]
 
 
 def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: str = "") -> MCPServer:
-    """An MCPServer with the seven tools; `backend_for(ctx)` gives the backend of one call (on
+    """An MCPServer with the platform's tools; `backend_for(ctx)` gives the backend of one call (on
     the platform it is the caller's, resolved from the request's API key)."""
     server = MCPServer(name, instructions=INSTRUCTIONS, version=version)
 
@@ -214,6 +239,125 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
             body,
         )
 
+    @tool("get_context", "Get context", READ)
+    async def get_context(
+        user_id: UserId,
+        ctx: Context,
+        messages: Annotated[
+            list[ChatMessage] | None,
+            Field(description="The latest turns, oldest first; the context is for the last one with text."),
+        ] = None,
+        query: Annotated[str | None, Field(description="Instead of messages: what the context is for.")] = None,
+        session_id: Annotated[str | None, Field(description="The current session; a task session adds its top skills.")] = None,
+        max_tokens: Annotated[int, Field(ge=64, le=100_000, description="Token budget of the block (estimated).")] = 1500,
+        memory_types: Annotated[list[ContextType] | None, Field(description="Use only these types (default all).")] = None,
+    ) -> CallToolResult:
+        """What long-term memory knows that bears on the latest message, as a block ready for the prompt
+        (who the user is, relevant facts, dated events, earlier turns, skills for a task), within a token
+        budget. Each line is marked [n]; the structured result gives each item's id and type to cite."""
+        body = await call(ctx, "get_context", user_id=user_id, messages=to_messages(messages) if messages else None,
+                          query=query, session_id=session_id, max_tokens=max_tokens, memory_types=memory_types)
+        return result(body["text"] or f"Memory holds nothing yet about user {user_id} for this.", body)
+
+    @tool("list_memories", "List memories", READ)
+    async def list_memories(
+        memory_type: ManagedMemoryType,
+        user_id: UserId,
+        ctx: Context,
+        subject: Annotated[str | None, Field(description="A fact's subject or an event's actor.")] = None,
+        start: Annotated[str | None, Field(description="From this time (ISO 8601).")] = None,
+        end: Annotated[str | None, Field(description="Until this time (ISO 8601).")] = None,
+        q: Annotated[str | None, Field(description="Text the memory contains.")] = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
+        offset: Annotated[int, Field(ge=0)] = 0,
+    ) -> CallToolResult:
+        """One user's learned facts (semantic) or dated events (episodic), newest first, one page at a time."""
+        page = await call(ctx, "list_memories", memory_type=memory_type, user_id=user_id, subject=subject, start=start,
+                          end=end, q=q, limit=limit, offset=offset)
+        end_at = offset + len(page["results"])
+        body = {"count": page["count"], "next_offset": end_at if end_at < page["count"] else None, "results": page["results"]}
+        return result(render_memories(body, memory_type, offset), body)
+
+    @tool("get_memory", "Read a memory", READ)
+    async def get_memory(
+        memory_type: ManagedMemoryType,
+        memory_id: Annotated[str, Field(description="The memory's id.")],
+        ctx: Context,
+    ) -> CallToolResult:
+        """One episodic or semantic memory with every field."""
+        body = await call(ctx, "get_memory", memory_type=memory_type, memory_id=memory_id)
+        return result(_memory_text(body), body)
+
+    @tool("update_memory", "Correct a memory", EDIT)
+    async def update_memory(
+        memory_type: ManagedMemoryType,
+        memory_id: Annotated[str, Field(description="The memory's id.")],
+        ctx: Context,
+        name: Annotated[str | None, Field(description="semantic: the subject.")] = None,
+        summary: Annotated[str | None, Field(description="The statement itself.")] = None,
+        details: Annotated[str | None, Field(description="More about it.")] = None,
+        occurred_at: Annotated[str | None, Field(description="episodic: when it happened (ISO 8601).")] = None,
+        time_granularity: Annotated[
+            Literal["exact", "day", "week", "month", "year"] | None, Field(description="episodic: how precise occurred_at is.")
+        ] = None,
+        reason: Annotated[str | None, Field(description="Why, for the memory's history.")] = None,
+    ) -> CallToolResult:
+        """Correct a learned fact or event. The change is kept in the memory's history, and what was derived
+        from it (profile pages, entity links) is updated."""
+        fields = {"name": name, "summary": summary, "details": details, "occurred_at": occurred_at,
+                  "time_granularity": time_granularity, "reason": reason}
+        body = await call(ctx, "update_memory", memory_type=memory_type, memory_id=memory_id,
+                          **{key: value for key, value in fields.items() if value is not None})
+        return result("Updated. " + _memory_text(body), body)
+
+    @tool("memory_history", "Memory history", READ)
+    async def memory_history(
+        memory_type: ManagedMemoryType,
+        memory_id: Annotated[str, Field(description="The memory's id.")],
+        ctx: Context,
+    ) -> CallToolResult:
+        """Every change of a memory: who made it, when, and its value before and after."""
+        body = await call(ctx, "memory_history", memory_type=memory_type, memory_id=memory_id)
+        return result(render_history(body), body)
+
+    @tool("get_profile", "Read a profile", READ)
+    async def get_profile(
+        profile_id: Annotated[str, Field(description="The profile's id, as get_context or search_memory show it.")],
+        ctx: Context,
+    ) -> CallToolResult:
+        """The compiled page about one person in a user's memory, with its sources and revisions."""
+        body = await call(ctx, "get_profile", profile_id=profile_id)
+        return result(f"Profile of {body['name']} (revision {body['revision']}, {body['status']}):\n{body['markdown']}", body)
+
+    @tool("list_entities", "List entities", READ)
+    async def list_entities(
+        user_id: UserId,
+        ctx: Context,
+        kind: Annotated[Literal["person", "place", "organization"] | None, Field(description="Only this kind.")] = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
+        offset: Annotated[int, Field(ge=0)] = 0,
+    ) -> CallToolResult:
+        """The people, places and organisations one user's memory names, most mentioned first, with who
+        appears with whom."""
+        page = await call(ctx, "list_entities", user_id=user_id, kind=kind, limit=limit, offset=offset)
+        end_at = offset + len(page["results"])
+        body = {"count": page["count"], "next_offset": end_at if end_at < page["count"] else None, "results": page["results"]}
+        return result(render_entities(body, offset), body)
+
+    @tool("delete_session", "Delete a session", DESTRUCTIVE)
+    async def delete_session(
+        session_id: SessionId,
+        user_id: UserId,
+        ctx: Context,
+        scope: Annotated[
+            str | None, Field(description="Only when the same session id exists in several scopes you read.")
+        ] = None,
+    ) -> CallToolResult:
+        """Delete a whole session for good: its turns and everything learned only from it (facts, events,
+        lessons; skills and profile pages built on them are updated). Irreversible; it runs in the background."""
+        body = await call(ctx, "delete_session", session_id=session_id, user_id=user_id, scope=scope)
+        return result(f"Deletion of session {body['session_id']} accepted: task {body['task_id']}, status {body['status']}.", body)
+
     return server
 
 
@@ -323,4 +467,48 @@ def render_session(body: dict, offset: int) -> str:
         )
     if body.get("messages_next_offset") is not None:
         lines.append(f"More with offset={body['messages_next_offset']}.")
+    return "\n".join(lines)
+
+
+def _memory_text(memory: dict) -> str:
+    if memory["memory_type"] == "episodic":
+        actor = f"{memory['actor']}: " if memory.get("actor") else ""
+        line = f"{when(memory.get('occurred_at'))} {actor}{clip(memory['summary'])}"
+    else:
+        line = f"{memory['name']}: {clip(memory['summary'])}"
+    return f"[{memory['memory_type']}] id={memory['id']} {line}"
+
+
+def render_memories(body: dict, memory_type: str, offset: int) -> str:
+    memories = body["results"]
+    if not memories:
+        return f"No {memory_type} memories ({body['count']} in all)."
+    lines = [f"{body['count']} {memory_type} memor{'y' if body['count'] == 1 else 'ies'}; showing {offset + 1}–{offset + len(memories)}:"]
+    lines += [f"- {_memory_text(memory)}" for memory in memories]
+    if body["next_offset"] is not None:
+        lines.append(f"More with offset={body['next_offset']}.")
+    return "\n".join(lines)
+
+
+def render_history(body: dict) -> str:
+    lines = [f"{len(body['changes'])} change(s) of {body['memory_type']} memory {body['id']}:"]
+    for change in body["changes"]:
+        after = change.get("new_value") or {}
+        summary = clip(after.get("summary", ""), 120) if after else "(deleted)"
+        reason = f" ({clip(change['reason'], 120)})" if change.get("reason") else ""
+        lines.append(f"- {when(change['created_at'])} {change['operation']} by {change['actor']}{reason}: {summary}")
+    return "\n".join(lines)
+
+
+def render_entities(body: dict, offset: int) -> str:
+    entities = body["results"]
+    if not entities:
+        return f"No entities ({body['count']} in all)."
+    lines = [f"{body['count']} entit{'y' if body['count'] == 1 else 'ies'}; showing {offset + 1}–{offset + len(entities)}:"]
+    for entity in entities:
+        peers = ", ".join(f"{edge['name']} ×{edge['weight']}" for edge in entity.get("edges", [])[:5])
+        lines.append(f"- {entity['name']} ({entity['kind']}, {entity['mention_count']} mention(s)) id={entity['id']}"
+                     + (f"; with {peers}" if peers else ""))
+    if body["next_offset"] is not None:
+        lines.append(f"More with offset={body['next_offset']}.")
     return "\n".join(lines)

@@ -1,0 +1,9 @@
+"""Pipeline handlers of the agent's API: thin, they call a service."""
+
+from apps.pipeline.registry import register_handler
+from apps.privacy.services.cascade import DELETE_SESSION, session_purge
+
+
+@register_handler(DELETE_SESSION)
+def delete_session(task) -> dict:
+    return session_purge(session_pk=task.payload["deleted_session"])

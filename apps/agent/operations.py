@@ -1,0 +1,279 @@
+"""The agent's API, one function per operation: each takes the caller and the raw input, validates it
+with the operation's serializer, checks the caller's rights, calls one service or selector and
+returns the JSON answer. The REST views (apps.agent.views) and the MCP tools
+(apps.mcp_server.backend) are adapters around these, so both transports validate, refuse and
+answer alike. Errors are DRF's exceptions, which each transport maps once.
+
+Rights: reads need the item in a scope the client reads; writes need a write scope (read-only
+clients are refused before any lookup) and the item in that scope. A foreign id, a malformed id
+and a missing one are the same 404.
+"""
+
+from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist, ValidationError
+from django.utils import timezone
+from rest_framework import exceptions
+
+from apps.agent.context import context_build
+from apps.agent.serializers import (
+    ContextInputSerializer,
+    ContextOutputSerializer,
+    EpisodicMemoryCreateInputSerializer,
+    EpisodicMemoryOutputSerializer,
+    EpisodicMemoryPatchInputSerializer,
+    LintFindingOutputSerializer,
+    MemoryHistoryOutputSerializer,
+    MemoryListFilterSerializer,
+    ProfileFindingsOutputSerializer,
+    SemanticMemoryCreateInputSerializer,
+    SemanticMemoryOutputSerializer,
+    SemanticMemoryPatchInputSerializer,
+    SessionDeleteOutputSerializer,
+)
+from apps.conversations.models import Session, SessionTag
+from apps.conversations.selectors import AmbiguousSession, session_get
+from apps.conversations.serializers import OwnerQuerySerializer
+from apps.conversations.turns import TurnError, normalise_messages
+from apps.core.api import check_parameters, require_write_access
+from apps.core.errors import NOT_FOUND_MESSAGE, ConflictError
+from apps.core.pagination import DEFAULT_LIMIT
+from apps.core.permissions import WriteScopeForWrites
+from apps.memories import selectors as memory_selectors
+from apps.memories.services import memories as memory_services
+from apps.privacy.services import cascade
+from apps.profiles.models import LintFinding
+from apps.profiles.selectors import entity_list, profile_detail_queryset
+from apps.skills.models import SkillExperience
+from apps.tenancy.services import end_user_get_or_create
+
+MEMORY_TYPES = ("episodic", "semantic")
+MEMORY_SHAPES = {
+    "episodic": (EpisodicMemoryOutputSerializer, EpisodicMemoryCreateInputSerializer, EpisodicMemoryPatchInputSerializer),
+    "semantic": (SemanticMemoryOutputSerializer, SemanticMemoryCreateInputSerializer, SemanticMemoryPatchInputSerializer),
+}
+MEMORY_READS = {"episodic": memory_selectors.episodic_memory_list, "semantic": memory_selectors.semantic_memory_list}
+
+
+# Shared steps ------------------------------------------------------------------------------------
+
+
+def validated(serializer_class, data, **options) -> dict:
+    serializer = serializer_class(data={key: value for key, value in (data or {}).items() if value is not None}, **options)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def require_writer(client) -> None:
+    """Read-only clients are refused before any lookup, so a refusal says nothing about an id."""
+    if not client.write_scope:
+        raise exceptions.PermissionDenied(WriteScopeForWrites.message)
+
+
+def check_ids(**ids) -> None:
+    """Ids from a path (or an MCP argument naming one) obey the path rules: no NUL, no lone surrogate."""
+    check_parameters([(name, [value]) for name, value in ids.items() if isinstance(value, str)])
+
+
+def get_or_404(queryset, **lookup):
+    try:
+        return queryset.get(**lookup)
+    except (ObjectDoesNotExist, ValidationError, ValueError):
+        raise exceptions.NotFound(NOT_FOUND_MESSAGE) from None
+
+
+def memory_type_checked(memory_type: str) -> str:
+    if memory_type not in MEMORY_TYPES:
+        raise exceptions.NotFound(NOT_FOUND_MESSAGE)
+    return memory_type
+
+
+def actor_of(client) -> str:
+    return f"client:{client.pk}"
+
+
+def page_of(queryset, *, limit: int | None, offset: int | None, render) -> dict:
+    limit, offset = limit or DEFAULT_LIMIT, offset or 0
+    return {"count": queryset.count(), "limit": limit, "offset": offset, "results": render(queryset[offset : offset + limit])}
+
+
+def paging(data: dict) -> tuple[int | None, int | None]:
+    """`limit`/`offset`, or their aliases `page_size`/`page` (from 1)."""
+    limit = data.get("limit") or data.get("page_size")
+    offset = data.get("offset")
+    if offset is None and data.get("page"):
+        offset = (data["page"] - 1) * (limit or DEFAULT_LIMIT)
+    return limit, offset
+
+
+def owned_session(*, client, session_id: str, user_id: str, scope: str | None) -> Session:
+    try:
+        return session_get(client=client, user_id=user_id, session_id=session_id, scope=scope)
+    except Session.DoesNotExist:
+        raise exceptions.NotFound(NOT_FOUND_MESSAGE) from None
+    except AmbiguousSession as exc:
+        raise exceptions.ValidationError({"scope": [str(exc)]}) from None
+
+
+# Context -----------------------------------------------------------------------------------------
+
+
+def _latest_text(raw_messages: list) -> str:
+    try:
+        turns = normalise_messages(raw_messages, max_chars=settings.MESSAGE_MAX_CHARS, default_occurred_at=timezone.now())
+    except TurnError as exc:
+        raise exceptions.ValidationError({"messages": exc.errors}) from None
+    return next((turn.content for turn in reversed(turns) if turn.content.strip()), "")
+
+
+def context_get(*, client, data: dict, from_query: bool = False) -> dict:
+    """POST memory/context: the prompt-ready block for a user (and session) within `max_tokens`."""
+    params = validated(ContextInputSerializer, data, from_query=from_query)
+    session = None
+    if params.get("session_id"):
+        session = owned_session(client=client, session_id=params["session_id"], user_id=params["user_id"], scope=params.get("scope"))
+    query = params["query"] if "query" in params else _latest_text(params.get("messages") or [])
+    context = context_build(
+        reader=client.reader, user_id=params["user_id"], query=query, max_tokens=params["max_tokens"],
+        memory_types=params.get("memory_types"), task_session=session is not None and session.session_tag == SessionTag.TASK,
+    )
+    items = [
+        {
+            "ref": ref, "section": item.section, "memory_type": item.memory_type, "id": item.instance.pk,
+            "text": item.body, "tokens": item.tokens, "score": item.score,
+            "occurred_at": getattr(item.instance, "occurred_at", None) if item.memory_type in ("message", "episodic") else None,
+            "session_id": item.instance.session.session_id if item.memory_type == "message" else None,
+            "seq": item.instance.seq if item.memory_type == "message" else None,
+        }
+        for ref, item in enumerate(context.items, start=1)
+    ]
+    return ContextOutputSerializer({
+        "user_id": params["user_id"], "session_id": session.session_id if session else None, "query": query,
+        "max_tokens": params["max_tokens"], "tokens": context.tokens, "text": context.text, "items": items,
+    }).data
+
+
+# Memories ----------------------------------------------------------------------------------------
+
+
+def _memory(client, memory_type: str, memory_id: str):
+    check_ids(item_id=memory_id)  # named as in the REST path
+    return get_or_404(MEMORY_READS[memory_type_checked(memory_type)](reader=client.reader), pk=memory_id)
+
+
+def _render_memory(memory_type: str, memory) -> dict:
+    return MEMORY_SHAPES[memory_type][0](memory).data
+
+
+def memory_list(*, client, memory_type: str, data: dict) -> dict:
+    """GET memory/<type>/?user_id=: one user's memories of a type, a page at a time."""
+    memory_type_checked(memory_type)
+    filters = validated(MemoryListFilterSerializer, data)
+    queryset = memory_selectors.memory_list(reader=client.reader, memory_type=memory_type, filters=filters)
+    limit, offset = paging(filters)
+    return page_of(queryset, limit=limit, offset=offset, render=lambda page: MEMORY_SHAPES[memory_type][0](page, many=True).data)
+
+
+def memory_get(*, client, memory_type: str, memory_id: str) -> dict:
+    return _render_memory(memory_type, _memory(client, memory_type, memory_id))
+
+
+def memory_create(*, client, memory_type: str, data: dict) -> dict:
+    """POST memory/<type>/: a memory stated directly, with no model involved (mem0's infer=False)."""
+    memory_type_checked(memory_type)
+    require_writer(client)
+    fields = dict(validated(MEMORY_SHAPES[memory_type][1], data))
+    user_id, reason = fields.pop("user_id"), fields.pop("reason", "")
+    end_user = end_user_get_or_create(organization=client.organization, user_id=user_id)
+    memory = memory_services.memory_store(
+        memory_type=memory_type, client=client, end_user=end_user, fields=fields, actor=actor_of(client), reason=reason,
+    )
+    return _render_memory(memory_type, memory)
+
+
+def memory_update(*, client, memory_type: str, memory_id: str, data: dict) -> dict:
+    """PATCH memory/<type>/<id>: the memory's own fields, re-embedded, recorded with the client as actor;
+    its mentions are projected again and the pages quoting it recompiled."""
+    memory_type_checked(memory_type)
+    require_writer(client)
+    memory = _memory(client, memory_type, memory_id)
+    require_write_access(client, memory)
+    fields = dict(validated(MEMORY_SHAPES[memory_type][2], data))
+    reason = fields.pop("reason", "")
+    if memory.is_deleted:
+        raise ConflictError("This memory was retired by extraction; it can be deleted, not edited.")
+    if not fields:
+        return _render_memory(memory_type, memory)
+    memory = memory_services.memory_edit(memory=memory, fields=fields, actor=actor_of(client), reason=reason)
+    cascade.memory_edited(memory=memory, memory_type=memory_type)
+    return _render_memory(memory_type, memory)
+
+
+def memory_delete(*, client, memory_type: str, memory_id: str) -> None:
+    """DELETE memory/<type>/<id>: the memory and its history for good; what cited it follows."""
+    require_writer(client)
+    memory = _memory(client, memory_type, memory_id)
+    require_write_access(client, memory)
+    memory_services.memory_delete(memory=memory)
+    cascade.items_removed(organization=client.organization)
+
+
+def memory_history(*, client, memory_type: str, memory_id: str) -> dict:
+    memory = _memory(client, memory_type, memory_id)
+    return MemoryHistoryOutputSerializer(
+        {"id": memory.pk, "memory_type": memory_type, "changes": memory_selectors.memory_history(memory=memory)}
+    ).data
+
+
+# Sessions, experiences, profiles, entities -------------------------------------------------------
+
+
+def session_delete(*, client, session_id: str, data: dict) -> dict:
+    """DELETE sessions/<id>/?user_id=: its turns and what was learned only from them, in the background."""
+    require_writer(client)
+    check_ids(session_id=session_id)
+    owner = validated(OwnerQuerySerializer, data)
+    session = owned_session(client=client, session_id=session_id, user_id=owner["user_id"], scope=owner.get("scope"))
+    require_write_access(client, session)
+    task = cascade.session_delete_request(session=session, client=client)
+    return SessionDeleteOutputSerializer({
+        "session_id": session.session_id, "user_id": session.end_user.user_id, "scope": session.scope,
+        "task_id": task.pk, "status": task.status,
+    }).data
+
+
+def experience_delete(*, client, experience_id: str) -> None:
+    require_writer(client)
+    check_ids(experience_id=experience_id)
+    experience = get_or_404(client.reader.rows(SkillExperience).select_related("organization"), pk=experience_id)
+    require_write_access(client, experience)
+    cascade.experience_delete(experience=experience)
+
+
+def _profile(client, profile_id: str):
+    check_ids(profile_id=profile_id)
+    return get_or_404(profile_detail_queryset(reader=client.reader), pk=profile_id)
+
+
+def profile_delete(*, client, profile_id: str) -> None:
+    require_writer(client)
+    profile = _profile(client, profile_id)
+    require_write_access(client, profile)
+    cascade.profile_delete(profile=profile)
+
+
+def profile_findings(*, client, profile_id: str) -> dict:
+    """GET profiles/<id>/findings: what lint found about the page (stale, orphan, contradiction)."""
+    profile = _profile(client, profile_id)
+    findings = LintFinding.objects.filter(profile=profile).order_by("status", "-created_at", "id")
+    return ProfileFindingsOutputSerializer({
+        "profile_id": profile.pk,
+        "findings": LintFindingOutputSerializer(findings, many=True).data,
+    }).data
+
+
+def entity_delete(*, client, entity_id: str) -> None:
+    require_writer(client)
+    check_ids(entity_id=entity_id)
+    entity = get_or_404(entity_list(reader=client.reader), pk=entity_id)
+    require_write_access(client, entity)
+    cascade.entity_delete(entity=entity)

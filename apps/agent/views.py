@@ -1,0 +1,176 @@
+"""REST adapters of the agent's operations (apps.agent.operations): each method passes the caller
+and the request's input to one operation and renders its answer."""
+
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import status
+from rest_framework.response import Response
+
+from apps.agent import operations
+from apps.agent.serializers import (
+    ContextInputSerializer,
+    ContextOutputSerializer,
+    EpisodicMemoryCreateInputSerializer,
+    EpisodicMemoryOutputSerializer,
+    EpisodicMemoryPatchInputSerializer,
+    MemoryHistoryOutputSerializer,
+    MemoryListFilterSerializer,
+    ProfileFindingsOutputSerializer,
+    SemanticMemoryCreateInputSerializer,
+    SemanticMemoryOutputSerializer,
+    SemanticMemoryPatchInputSerializer,
+    SessionDeleteOutputSerializer,
+)
+from apps.conversations import views as conversation_views
+from apps.core.api import ClientAPIView
+from apps.core.pagination import Pagination
+from apps.core.permissions import IsActiveClient
+from apps.profiles import views as profile_views
+
+
+def paginated(request, page: dict) -> Response:
+    """An operation's page ({count, limit, offset, results}) as every list endpoint answers it."""
+    paginator = Pagination()
+    paginator.request, paginator.count, paginator.limit, paginator.offset = request, page["count"], page["limit"], page["offset"]
+    return paginator.get_paginated_response(page["results"])
+
+
+def no_content() -> Response:
+    return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ContextView(ClientAPIView):
+    """Prompt-ready context for a user (and session) within a token budget."""
+
+    permission_classes = [IsActiveClient]  # a read, even as a POST
+    error_statuses = (404,)  # a session_id the client does not read
+
+    @extend_schema(request=ContextInputSerializer, responses=ContextOutputSerializer)
+    def post(self, request):
+        return Response(operations.context_get(client=self.client, data=request.data))
+
+
+# Memories ---------------------------------------------------------------------------------------
+
+
+class MemoryListView(ClientAPIView):
+    memory_type = ""
+    pagination_class = Pagination  # also tells the OpenAPI schema the list is paginated
+
+    def get(self, request):
+        return paginated(request, operations.memory_list(client=self.client, memory_type=self.memory_type, data=request.query_params))
+
+    def post(self, request):
+        body = operations.memory_create(client=self.client, memory_type=self.memory_type, data=request.data)
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class MemoryDetailView(ClientAPIView):
+    memory_type = ""
+    error_statuses = (409,)  # an edit of a memory extraction retired
+
+    def get(self, request, item_id):
+        return Response(operations.memory_get(client=self.client, memory_type=self.memory_type, memory_id=item_id))
+
+    def patch(self, request, item_id):
+        return Response(operations.memory_update(
+            client=self.client, memory_type=self.memory_type, memory_id=item_id, data=request.data
+        ))
+
+    def delete(self, request, item_id):
+        operations.memory_delete(client=self.client, memory_type=self.memory_type, memory_id=item_id)
+        return no_content()
+
+
+class MemoryHistoryView(ClientAPIView):
+    memory_type = ""
+
+    @extend_schema(responses=MemoryHistoryOutputSerializer)
+    def get(self, request, item_id):
+        return Response(operations.memory_history(client=self.client, memory_type=self.memory_type, memory_id=item_id))
+
+
+def _list_schema(output, create):
+    return extend_schema_view(
+        get=extend_schema(parameters=[MemoryListFilterSerializer], responses=output(many=True)),
+        post=extend_schema(request=create, responses={201: output}),
+    )
+
+
+def _detail_schema(output, patch):
+    return extend_schema_view(
+        get=extend_schema(responses=output),
+        patch=extend_schema(request=patch, responses=output),
+        delete=extend_schema(responses={204: None}),
+    )
+
+
+@_list_schema(EpisodicMemoryOutputSerializer, EpisodicMemoryCreateInputSerializer)
+class EpisodicMemoryListView(MemoryListView):
+    memory_type = "episodic"
+
+
+@_list_schema(SemanticMemoryOutputSerializer, SemanticMemoryCreateInputSerializer)
+class SemanticMemoryListView(MemoryListView):
+    memory_type = "semantic"
+
+
+@_detail_schema(EpisodicMemoryOutputSerializer, EpisodicMemoryPatchInputSerializer)
+class EpisodicMemoryDetailView(MemoryDetailView):
+    memory_type = "episodic"
+
+
+@_detail_schema(SemanticMemoryOutputSerializer, SemanticMemoryPatchInputSerializer)
+class SemanticMemoryDetailView(MemoryDetailView):
+    memory_type = "semantic"
+
+
+class EpisodicMemoryHistoryView(MemoryHistoryView):
+    memory_type = "episodic"
+
+
+class SemanticMemoryHistoryView(MemoryHistoryView):
+    memory_type = "semantic"
+
+
+# Sessions, experiences, profiles, entities ------------------------------------------------------
+
+
+class SessionDetailView(conversation_views.SessionDetailView):
+    """The session endpoints of apps.conversations, and deletion of the whole session."""
+
+    @extend_schema(
+        parameters=[conversation_views.USER_ID_PARAMETER, conversation_views.SCOPE_PARAMETER],
+        responses={202: SessionDeleteOutputSerializer},
+    )
+    def delete(self, request, session_id):
+        body = operations.session_delete(client=self.client, session_id=session_id, data=request.query_params)
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+class ExperienceDetailView(ClientAPIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request, experience_id):
+        operations.experience_delete(client=self.client, experience_id=experience_id)
+        return no_content()
+
+
+class ProfileDetailView(profile_views.ProfileDetailView):
+    """The profile endpoint of apps.profiles, and deletion of the page."""
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, profile_id):
+        operations.profile_delete(client=self.client, profile_id=profile_id)
+        return no_content()
+
+
+class ProfileFindingsView(ClientAPIView):
+    @extend_schema(responses=ProfileFindingsOutputSerializer)
+    def get(self, request, profile_id):
+        return Response(operations.profile_findings(client=self.client, profile_id=profile_id))
+
+
+class EntityDetailView(ClientAPIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request, entity_id):
+        operations.entity_delete(client=self.client, entity_id=entity_id)
+        return no_content()

@@ -1,0 +1,169 @@
+"""What follows when a caller deletes or edits something the platform learned from or compiled,
+in one place. The rules are erasure's (the steps of apps.privacy.services.purge and the lint of
+compiled pages), applied to a smaller selection than a user or a client:
+
+- a memory deleted: `items_removed` lints the organisation's pages, as erasure does when it
+  finishes: mentions of items that are gone are pruned and their owners' edges rebuilt; pages
+  quoting them get a `stale` finding and are recompiled (archived when every source is gone);
+- a memory edited: `memory_edited` projects again the sessions it was learned from (its mentions
+  follow its new text) and marks every page quoting it stale, to be recompiled;
+- a session deleted: `session_delete_request` queues `session_purge`, which runs the provenance
+  cascade (apps.privacy.services.provenance.session_delete) over the session's turns under the
+  locks erasure takes for its owner;
+- an experience deleted: `experience_delete`, erasure's skill step for that one experience;
+- a page or an entity deleted: `profile_delete`, `entity_delete` (their revisions, sources,
+  findings, mentions and edges go with them).
+"""
+
+import logging
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db import transaction
+from django.db.models import QuerySet
+
+from apps.conversations.models import Message, Session
+from apps.conversations.routing import projection_enqueue
+from apps.pipeline.locks import WorkOf, advisory_lock, work_lock_keys
+from apps.pipeline.services import enqueue
+from apps.privacy.services.purge import purge_skills
+from apps.privacy.services.provenance import session_delete
+from apps.privacy.services.subjects import Subject
+from apps.profiles.models import ItemType
+from apps.profiles.services.entities import profiles_lint_enqueue
+from apps.profiles.services.lint import profiles_mark_stale
+from apps.skills.models import SkillExperience
+
+logger = logging.getLogger(__name__)
+
+DELETE_SESSION = "delete_session"
+SESSION_KIND = "session"
+EXPERIENCE_KIND = "experience"
+
+
+@dataclass(frozen=True)
+class SessionSubject(Subject):
+    """One session as the subject of erasure's steps: its turns, its experiences, and the memories
+    learned from its turns alone (a memory also learned from another session stays)."""
+
+    session: Session | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.session is not None
+
+    def sessions(self) -> QuerySet:
+        return Session.objects.filter(pk=self.session.pk) if self.exists else Session.objects.none()
+
+    def messages(self) -> QuerySet:
+        return Message.objects.filter(session_id=self.session.pk) if self.exists else Message.objects.none()
+
+    def experiences(self) -> QuerySet:
+        return SkillExperience.objects.filter(session_id=self.session.pk) if self.exists else SkillExperience.objects.none()
+
+    def memories(self, model) -> QuerySet:
+        if not self.exists:
+            return model.objects.none()
+        return model.objects.filter(
+            organization_id=self.session.organization_id, scope=self.session.scope, end_user_id=self.session.end_user_id,
+            source_message_ids__contained_by=ArraySubquery(self.messages().values("pk")),
+        ).exclude(source_message_ids=[])
+
+
+@dataclass(frozen=True)
+class ExperienceSubject(Subject):
+    """One experience as the subject of erasure's skill step."""
+
+    experience: SkillExperience | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.experience is not None
+
+    def experiences(self) -> QuerySet:
+        return SkillExperience.objects.filter(pk=self.experience.pk) if self.exists else SkillExperience.objects.none()
+
+
+# Memories --------------------------------------------------------------------------------------
+
+
+def items_removed(*, organization) -> None:
+    """Turns or memories are gone: what cited them follows (erasure's closing lint)."""
+    profiles_lint_enqueue(organization=organization)
+
+
+def memory_edited(*, memory, memory_type: str) -> dict:
+    """A memory's text changed: its mentions are projected again from the sessions it was learned
+    from, and the pages quoting it are marked stale and recompiled."""
+    sessions = Session.objects.filter(
+        pk__in=Message.objects.filter(pk__in=memory.source_message_ids).values("session_id")
+    ).select_related("organization", "end_user")
+    projected = sum(projection_enqueue(session) is not None for session in sessions)
+    stale = profiles_mark_stale(
+        item_type=ItemType(memory_type), item_id=memory.pk,
+        detail=f"A {memory_type} memory this page quotes was edited; the page is being recompiled.",
+    )
+    return {"sessions_projected": projected, "profiles_stale": stale}
+
+
+# Sessions --------------------------------------------------------------------------------------
+
+
+def session_delete_request(*, session: Session, client) -> object:
+    """Queues the purge of one session (202 + task: a session may hold thousands of turns)."""
+    return enqueue(
+        DELETE_SESSION, {"deleted_session": str(session.pk)}, organization=session.organization,
+        scope=session.scope, client=client, idempotency_key=f"{DELETE_SESSION}:{session.pk}",
+    )
+
+
+def _session_locks(session: Session, subject: Subject) -> list[str]:
+    """The work on the owner and on the scopes its experiences feed waits while the session goes:
+    every lock the apps registered for them (the locks erasure takes for a user)."""
+    scopes = tuple(sorted(set(subject.experiences().values_list("scope", flat=True))))
+    return work_lock_keys(WorkOf(organization_id=session.organization_id, end_user_ids=(session.end_user_id,), scopes=scopes))
+
+
+def session_purge(*, session_pk) -> dict:
+    """Deletes one session's turns and what was derived from them (the provenance cascade), under
+    the locks erasure takes for the session's owner; returns counts per table."""
+    session = Session.objects.select_related("organization", "end_user").filter(pk=session_pk).first()
+    if session is None:
+        return {"skipped": "session no longer exists"}
+    subject = SessionSubject(organization=session.organization, kind=SESSION_KIND, subject_id=str(session.pk), session=session)
+    with ExitStack() as locks:
+        for key in _session_locks(session, subject):
+            locks.enter_context(advisory_lock(key))
+        counts = session_delete(session=session, actor=f"session-delete:{session.pk}")
+    items_removed(organization=session.organization)
+    logger.info("session %s deleted: %s", session_pk, {table: n for table, n in counts.items() if n})
+    return counts
+
+
+# Experiences, pages, entities --------------------------------------------------------------------
+
+
+def experience_delete(*, experience: SkillExperience) -> dict:
+    """Skills evolved from it are deleted when it was their only source, otherwise scrubbed of its
+    text and returned to review (erasure's rule); then it goes."""
+    subject = ExperienceSubject(
+        organization=experience.organization, kind=EXPERIENCE_KIND, subject_id=str(experience.pk), experience=experience,
+    )
+    with ExitStack() as locks:
+        for key in work_lock_keys(WorkOf(organization_id=experience.organization_id, end_user_ids=(), scopes=(experience.scope,))):
+            locks.enter_context(advisory_lock(key))
+        return purge_skills(subject, f"experience-delete:{experience.pk}")
+
+
+@transaction.atomic
+def profile_delete(*, profile) -> None:
+    """The page with its revisions, sources and findings. Its entity stays: new mentions compile a new page."""
+    profile.delete()
+
+
+@transaction.atomic
+def entity_delete(*, entity) -> None:
+    """The entity with its mentions, edges and page; the owner's other entities keep their own."""
+    entity.delete()
+
