@@ -139,11 +139,11 @@ def run(
     from rank_bm25 import BM25Okapi
 
     from apps.conversations.models import Message
+    from apps.providers.embeddings import embed_query, embedding_model_name
+    from apps.providers.llm import llm_enabled
     from apps.search.engine import search
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create, organization_create
-    from apps.providers.embeddings import embed_query, embedding_model_name
-    from apps.providers.llm import llm_enabled
 
     decompose = llm_enabled() if decompose is None else decompose
     samples = json.loads(Path(file).read_text())

@@ -12,6 +12,10 @@ from memory_platform.embedded_db import start_embedded_database  # noqa: E402  (
 # not on its first request.
 start_embedded_database()
 
+from memory_platform.startup import refuse_to_start_on_errors  # noqa: E402
+
+refuse_to_start_on_errors()
+
 from apps.core.chunked import ChunkedBodies  # noqa: E402  (needs the settings configured above)
 
 application = ChunkedBodies(django_application)

@@ -2,6 +2,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from apps.conversations.models import Session
 from apps.conversations.selectors import AmbiguousSession, message_list, session_get, session_list, session_messages
 from apps.conversations.serializers import (
     MemoryAddInputSerializer,
@@ -20,7 +21,6 @@ from apps.conversations.services import (
     session_seal_now,
     session_set_outcome,
 )
-from apps.conversations.models import Session
 from apps.conversations.turns import TurnError
 from apps.core.api import ClientAPIView, require_write_access
 from apps.core.errors import NOT_FOUND_MESSAGE

@@ -15,9 +15,9 @@ from rest_framework import exceptions
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
-from apps.tenancy.auth import client_for_raw_key, raw_key_from_headers
 from apps.core.errors import error_body
 from apps.mcp_server.backend import PlatformBackend, in_request_cycle
+from apps.tenancy.auth import client_for_raw_key, raw_key_from_headers
 
 MCP_PATH = "/mcp"
 CLIENT_STATE = "memory_platform_client"

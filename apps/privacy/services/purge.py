@@ -17,8 +17,8 @@ from apps.pipeline.locks import WorkOf, advisory_lock, work_lock_keys
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import tasks_cancel
 from apps.privacy.services.skills import skills_release_subject
-from apps.profiles.services.compile import profiles_clear_for_recompile
 from apps.privacy.services.subjects import Subject
+from apps.profiles.services.compile import profiles_clear_for_recompile
 from apps.providers.models import LLMUsage
 from apps.tenancy.models import Client
 from apps.tenancy.services import client_revoke_keys, client_set_status
