@@ -88,10 +88,8 @@ class SessionListView(ClientAPIView):
 
 
 class SessionObjectMixin:
-    """Session endpoints name a session by its id and owner (`?user_id=`), and `?scope=` if ambiguous."""
-
-    def scoped_queryset(self, *, client):
-        return session_list(reader=client.reader).select_related("organization")
+    """Session endpoints name a session by its id and owner (`?user_id=`), and `?scope=` if ambiguous:
+    they read through `session_get`, which applies the caller's read scopes, not through get_object."""
 
     def owner_query(self):
         query = OwnerQuerySerializer(data=self.request.query_params)
