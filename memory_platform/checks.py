@@ -65,6 +65,7 @@ POSITIVE = Between(minimum=0, above=True)
 SETTING_RULES = {
     # Server and database
     "CONN_MAX_AGE": at_least(0),
+    "DATABASE_CONNECT_TIMEOUT_SECONDS": at_least(1),
     "DATA_UPLOAD_MAX_MEMORY_SIZE": at_least(1024),
     "JSON_MAX_DEPTH": Between(2, 500),
     "LOG_LEVEL": OneOf(("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")),
@@ -83,6 +84,7 @@ SETTING_RULES = {
     "IDEMPOTENCY_KEY_TTL_HOURS": at_least(1),
     # Skills
     "SKILL_REVIEW_MODE": OneOf(REVIEW_MODES),
+    "SKILL_SHARE_MIN_USERS": at_least(1),
     "DISTILLER_MAX_TRANSCRIPT_CHARS": at_least(1000),
     "DISTILLER_MAX_MESSAGE_CHARS": at_least(100),
     "EVIDENCE_MAX_CHARS": at_least(1),
