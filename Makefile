@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test fuzz bench clean chromium
+.PHONY: install run test lint fuzz bench clean chromium
 
 # The SDK in clients/python is installed too: the platform's /mcp tools are defined there.
 $(STAMP): pyproject.toml clients/python/pyproject.toml
@@ -24,6 +24,11 @@ chromium:
 
 test: $(STAMP) chromium
 	$(PY) -m pytest
+
+# Lint and import order (ruff), and the layer contract between the apps (import-linter, pyproject.toml).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-logo --no-cache
 
 # The schemathesis run of `make test` (tests/test_openapi_fuzz.py) with a larger budget per operation.
 FUZZ_MAX_EXAMPLES ?= 300

@@ -139,11 +139,11 @@ def run(
     from rank_bm25 import BM25Okapi
 
     from apps.conversations.models import Message
+    from apps.providers.embeddings import embed_query, embedding_model_name
+    from apps.providers.llm import llm_enabled
     from apps.search.engine import search
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create, organization_create
-    from apps.providers.embeddings import embed_query, embedding_model_name
-    from apps.providers.llm import llm_enabled
 
     decompose = llm_enabled() if decompose is None else decompose
     samples = json.loads(Path(file).read_text())
@@ -282,13 +282,58 @@ def run(
 PROVIDER_MODELS = {"local": "all-MiniLM-L6-v2", "e5": "multilingual-e5-small-q4", "openai": "text-embedding-3-small", "hash": ""}
 
 
-def run_providers(file: str, *, providers=("local", "e5"), output_dir: str | None = None, log=print, **options) -> dict:
-    """`run` once per embedding provider (in this process, each with its default model)."""
+# Providers that need no network: the rows a default may be chosen from.
+OFFLINE_PROVIDERS = ("e5", "local", "hash")
+
+
+def provider_available(provider: str) -> str | None:
+    """Why a provider cannot run in this install, or None."""
+    import importlib.util
+
+    if provider == "local" and importlib.util.find_spec("sentence_transformers") is None:
+        return "needs torch and sentence-transformers (`make bench` installs them)"
+    if provider == "openai":
+        from django.conf import settings
+
+        if not settings.OPENAI_API_KEY:
+            return "needs OPENAI_API_KEY"
+    return None
+
+
+def defaults_row(results: dict, *, provider: str, reranker: str) -> dict:
+    """The row the default configuration produces (its provider, a message search's default method and
+    its reranker) beside the best row of any offline provider, so a regression of the defaults shows."""
+    from apps.search.registry import SOURCES
+
+    method = SOURCES["message"].default_method
+    name = method if reranker == "none" else f"{method}+{reranker}"
+    rows = {
+        (row_provider, row_name): entry["overall"]["recall@10"]
+        for row_provider, result in results.items() if row_provider in OFFLINE_PROVIDERS
+        for row_name, entry in result["methods"].items()
+        if not row_name.startswith("baseline_") and not row_name.endswith("+decompose")
+    }
+    best = max(rows, key=rows.get) if rows else None
+    return {
+        "provider": provider, "method": name, "recall@10": rows.get((provider, name)),
+        "best": {"provider": best[0], "method": best[1], "recall@10": rows[best]} if best else None,
+        "is_best": best is not None and rows.get((provider, name)) == rows[best],
+    }
+
+
+def run_providers(file: str, *, providers=("e5", "local"), output_dir: str | None = None, log=print, **options) -> dict:
+    """`run` once per embedding provider (in this process, each with its default model); a provider this
+    install cannot run is reported and left out. Ends with the defaults' row against the best."""
     from django.conf import settings
     from django.test import override_settings
 
+    default_provider, default_reranker = settings.EMBEDDING_PROVIDER, settings.RERANKER
     results = {}
     for provider in providers:
+        missing = provider_available(provider)
+        if missing:
+            log(f"{provider}: left out, it {missing}")
+            continue
         with override_settings(EMBEDDING_PROVIDER=provider, EMBEDDING_MODEL=PROVIDER_MODELS.get(provider, settings.EMBEDDING_MODEL)):
             output = str(Path(output_dir) / f"locomo-{provider}.json") if output_dir else None
             results[provider] = run(file, output=output, log=log, **options)
@@ -299,7 +344,18 @@ def run_providers(file: str, *, providers=("local", "e5"), output_dir: str | Non
                 log(f"  {provider:<6} {name:<16} {entry['overall']['recall@10']:.3f} / "
                     + " / ".join(f"{entry['by_category'][str(c)].get('recall@10', 0):.3f}" for c in CATEGORIES)
                     + f"   p50 {entry['latency_ms']['p50']}")
-    return results
+    defaults = defaults_row(results, provider=default_provider, reranker=default_reranker)
+    best = defaults["best"]
+    log(
+        f"\ndefaults (EMBEDDING_PROVIDER={default_provider}, RERANKER={default_reranker}, {defaults['method']}): "
+        + ("not measured (provider left out)" if defaults["recall@10"] is None else f"recall@10 {defaults['recall@10']:.3f}")
+        + (f"; best offline row: {best['provider']} {best['method']} {best['recall@10']:.3f}" if best else "")
+        + (" (the defaults are the best offline row)" if defaults["is_best"] else "")
+    )
+    if output_dir:
+        Path(output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(output_dir) / "locomo-defaults.json").write_text(json.dumps(defaults, indent=2))
+    return {**results, "defaults": defaults}
 
 
 # Extraction mode -------------------------------------------------------------------------------

@@ -131,8 +131,8 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
     import numpy as np
     import psycopg
     from django.core.management import call_command
-    from psycopg.types.json import Jsonb
     from django.db import connection as django_connection
+    from psycopg.types.json import Jsonb
 
     from apps.conversations.models import Session
     from apps.search import engine

@@ -5,12 +5,11 @@ from django.urls import path
 from apps.agent import views as agent
 from apps.conversations.views import (
     MemoryAddView,
-    MessageDeleteView,
     SessionListView,
     SessionSealView,
 )
 from apps.pipeline.views import TaskDetailView
-from apps.privacy.views import ClientErasureView, ErasureDetailView, UserErasureView
+from apps.privacy.views import ClientErasureView, ErasureDetailView, MessageDeleteView, UserErasureView
 from apps.profiles.views import EntityListView, ProfileListView
 from apps.search.views import MemorySearchView, SearchAllUsersView
 from apps.skills.views import (

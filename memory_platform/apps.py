@@ -11,6 +11,7 @@ class PlatformConfig(AppConfig):
 
     def ready(self):
         from apps.core.extensions import register_dashboard_card
+        from memory_platform import checks  # noqa: F401  (registers the settings check)
         from memory_platform.dashboard import processes_card
 
         register_dashboard_card(processes_card, order=60)

@@ -3,7 +3,7 @@
 import os
 
 from celery import Celery
-from celery.signals import after_setup_logger, after_setup_task_logger, beat_init, worker_init
+from celery.signals import after_setup_logger, after_setup_task_logger, import_modules
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings")
 
@@ -12,14 +12,20 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
-@worker_init.connect
-@beat_init.connect
-def _start_embedded_database(**kwargs):
-    """Without DATABASE_URL, the worker's main process (before its pool forks) and beat start or
-    attach to the embedded PostgreSQL, as they did when importing the settings started it."""
+@import_modules.connect(sender=app)
+def _prepare_process(**kwargs):
+    """Sent when a worker or beat loads its task modules, before the worker's pool forks and before
+    beat builds its scheduler. Without DATABASE_URL both start or attach to the embedded PostgreSQL;
+    then both refuse to run on a configuration error or unapplied migrations, in a few lines and no
+    traceback (Celery would log and ignore an exception; SystemExit passes through)."""
     from memory_platform.embedded_db import start_embedded_database
+    from memory_platform.startup import StartRefused, refuse_to_start_on_errors
 
     start_embedded_database()
+    try:
+        refuse_to_start_on_errors(database=True)
+    except StartRefused as refused:
+        raise SystemExit(str(refused)) from None
 
 
 @after_setup_logger.connect

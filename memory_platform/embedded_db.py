@@ -15,7 +15,6 @@ from pathlib import Path
 
 import psutil
 
-
 DATABASE_NAME = "memory_platform"
 ENGINE = "memory_platform.embedded_postgresql"
 

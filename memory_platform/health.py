@@ -6,6 +6,7 @@ from django.db import connection
 from django.http import JsonResponse
 
 from apps.pipeline.selectors import machinery_status
+from apps.search.selectors import embedding_model_problem
 from memory_platform.supervisor import supervisor_status
 
 
@@ -31,7 +32,9 @@ def _redis_check() -> str:
 def readyz(request):
     """Ready when the database and the broker answer. Beat and workers are reported beside the
     checks (age of their last heartbeat) without deciding readiness: a web server can serve while
-    a worker restarts, but an operator must see a deploy that has no beat or no worker."""
+    a worker restarts, but an operator must see a deploy that has no beat or no worker. So are
+    vectors made by another embedding model than the configured one (`embeddings`): searches still
+    answer, by keywords for those items, until `manage.py reembed` moves them."""
     checks = {}
     for name, check in (("database", _database_check), ("redis", _redis_check)):
         try:
@@ -45,6 +48,7 @@ def readyz(request):
         body["failed"] = failed
     if checks["database"] == "ok":
         body["machinery"] = machinery_status()
+        body["embeddings"] = embedding_model_problem() or "ok"
     supervised = supervisor_status()
     if supervised is not None:
         body["processes"] = supervised  # under `runplatform`: each child's restarts

@@ -14,6 +14,10 @@ start_embedded_database()
 
 from django.conf import settings  # noqa: E402
 
+from memory_platform.startup import refuse_to_start_on_errors  # noqa: E402
+
+refuse_to_start_on_errors()
+
 from apps.core.request_bodies import RequestBodies  # noqa: E402  (needs the settings configured above)
 
 application = RequestBodies(

@@ -7,7 +7,6 @@ from rest_framework.test import APIClient
 
 from tests.factories import ClientFactory, OrganizationFactory
 
-
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -7,14 +7,9 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
-from apps.core.models import BaseModel
+from apps.core.models import BaseModel, SessionTag
 
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
-
-
-class SessionTag(models.TextChoices):
-    TASK = "task", "Task"
-    CONVERSATION = "conversation", "Conversation"
 
 
 class Session(BaseModel):

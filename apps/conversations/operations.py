@@ -22,14 +22,12 @@ from apps.core.operations import (
     Access,
     Page,
     check_ids,
-    get_or_404,
     operation,
     paginate,
     require_write_access,
     validated,
 )
 from apps.core.pagination import DEFAULT_LIMIT
-from apps.privacy.services.provenance import turn_delete
 
 MAX_IDEMPOTENCY_KEY = 255
 
@@ -108,12 +106,3 @@ def seal_session(*, client, session_id: str, query) -> dict:
     tasks = session_seal_now(session=session, client=client)
     session.refresh_from_db()
     return SessionSealOutputSerializer({"session": session, "task_ids": [task.pk for task in tasks]}).data
-
-
-@operation(access=Access.WRITE)
-def delete_message(*, client, item_id: str) -> None:
-    """Delete one transcript turn for good, and what was derived from it (neighbours' context, memories citing it…)."""
-    check_ids(item_id=item_id)
-    message = get_or_404(selectors.message_list(reader=client.reader), pk=item_id)
-    require_write_access(client, message)
-    turn_delete(message=message)

@@ -3,6 +3,7 @@ idempotency keys are defined here once; the apps that do the work register handl
 names and enqueue through these functions."""
 
 import logging
+
 from django.conf import settings
 
 from apps.pipeline.models import MemoryTask

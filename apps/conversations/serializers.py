@@ -5,9 +5,9 @@ from rest_framework import serializers
 from apps.conversations.models import SESSION_ID_PATTERN, Session, SessionTag
 from apps.conversations.turns import IGNORED_FIELDS, ROLES
 from apps.core import fields
-from apps.core.validation import TEXT_PATTERN, InputError, check_json
 from apps.core.api import InputSerializer
 from apps.core.pagination import MAX_OFFSET, PageQuerySerializer
+from apps.core.validation import TEXT_PATTERN, InputError, check_json
 from apps.tenancy.models import SCOPE_PATTERN
 
 

@@ -22,6 +22,7 @@ from apps.core.validation import InputError, check_tags, check_text
 from apps.pipeline.models import MemoryTask
 from apps.tenancy.services import end_user_get_or_create
 
+
 def request_fingerprint(body) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -49,35 +50,41 @@ def _session_for_add(*, client, end_user, session_id: str, session_tag: str | No
     organization = client.organization
     lookup = {"organization": organization, "end_user": end_user, "scope": client.write_scope, "session_id": session_id}
     session = Session.objects.select_for_update().filter(**lookup).first()
-    if session is not None:
-        if session.status == Session.Status.SEALED:
-            raise ConflictError(f"Session {session_id!r} is sealed; send new messages under a new session_id.")
-        if session_tag and session.session_tag != session_tag:
-            raise ConflictError(
-                f"Session {session_id!r} is a {session.session_tag} session; it cannot receive {session_tag} messages."
-            )
-        return session, False, []
-    try:
-        with transaction.atomic():
-            session = Session.objects.create(
-                **lookup,
-                client=client,
-                session_tag=session_tag or settings.DEFAULT_SESSION_TAG,
-                filter_tags=filter_tags,
-            )
-    except IntegrityError:  # a concurrent add created it first
-        return _session_for_add(
-            client=client, end_user=end_user, session_id=session_id, session_tag=session_tag, filter_tags=filter_tags
+    if session is None:
+        try:
+            with transaction.atomic():
+                session = Session.objects.create(
+                    **lookup,
+                    client=client,
+                    session_tag=session_tag or settings.DEFAULT_SESSION_TAG,
+                    filter_tags=filter_tags,
+                )
+        except IntegrityError:
+            # A concurrent add created it first: take that one. Any other violation (a CHECK) is raised.
+            session = Session.objects.select_for_update().filter(**lookup).first()
+            if session is None:
+                raise
+        else:
+            return session, True, _seal_older_sessions(session=session, client=client)
+    if session.status == Session.Status.SEALED:
+        raise ConflictError(f"Session {session_id!r} is sealed; send new messages under a new session_id.")
+    if session_tag and session.session_tag != session_tag:
+        raise ConflictError(
+            f"Session {session_id!r} is a {session.session_tag} session; it cannot receive {session_tag} messages."
         )
-    # A newer session of the same user and tag closes the older open ones of the same scope.
+    return session, False, []
+
+
+def _seal_older_sessions(*, session, client) -> list:
+    """A newer session of the same user and tag closes the older open ones of the same scope."""
     tasks = []
     older = Session.objects.select_for_update().filter(
-        organization=organization, end_user=end_user, scope=client.write_scope, session_tag=session.session_tag,
-        status=Session.Status.OPEN,
+        organization=session.organization_id, end_user=session.end_user_id, scope=session.scope,
+        session_tag=session.session_tag, status=Session.Status.OPEN,
     ).exclude(pk=session.pk)
     for previous in older:
         tasks.extend(session_seal(session=previous, client=client))
-    return session, True, tasks
+    return tasks
 
 
 def _check_add_arguments(*, user_id, session_id, session_tag, outcome, filter_tags, idempotency_key) -> None:

@@ -14,7 +14,7 @@ from apps.conversations.serializers import (
     SessionPatchInputSerializer,
     SessionSealOutputSerializer,
 )
-from apps.core.adapters import delete_view, list_view
+from apps.core.adapters import list_view
 from apps.core.api import ClientAPIView, serves
 from apps.tenancy.models import SCOPE_PATTERN
 
@@ -81,8 +81,3 @@ class SessionSealView(ClientAPIView):
     @serves(operations.seal_session, example="POST /api/v1/sessions/book-flight-17/seal?user_id=alice")
     def post(self, request, session_id):
         return Response(operations.seal_session(client=self.client, session_id=session_id, query=request.query_params))
-
-
-MessageDeleteView = delete_view(
-    operations.delete_message, example="DELETE /api/v1/memory/message/6f1c2a9e-5d7b-4e0a-9c4d-2b8e1f3a7c55"
-)

@@ -1,4 +1,4 @@
-"""The abstract base every platform model inherits."""
+"""The abstract base every platform model inherits, and the session tag every layer routes by."""
 
 import uuid
 
@@ -12,3 +12,11 @@ class BaseModel(models.Model):
 
     class Meta:
         abstract = True
+
+
+class SessionTag(models.TextChoices):
+    """What a session is (conversations.Session.session_tag): task sessions are distilled into skills,
+    conversation sessions into episodic and semantic memories. Search filters by it too."""
+
+    TASK = "task", "Task"
+    CONVERSATION = "conversation", "Conversation"

@@ -29,7 +29,6 @@ DATE_WINDOW = f"years {FIRST_YEAR} to {LAST_YEAR}"
 
 # Column ranges: bigint for offsets and counters stored or used in SQL.
 BIGINT_MAX = 2**63 - 1
-INT_MAX = 2**31 - 1
 
 
 class InputError(ValueError):
@@ -214,7 +213,3 @@ def parse_datetime_strict(text, *, field: str, default_tz=timezone.utc) -> datet
     return check_datetime(parsed, field=field)
 
 
-def check_integer(value: int, *, field: str, minimum: int = 0, maximum: int = BIGINT_MAX) -> int:
-    if not minimum <= value <= maximum:
-        raise InputError(field, f"Must be between {minimum} and {maximum}.")
-    return value

@@ -26,7 +26,7 @@ from apps.skills import operations as skills
 logger = logging.getLogger(__name__)
 
 DELETIONS = {
-    "message": conversations.delete_message,
+    "message": privacy.delete_message,
     "procedural": skills.delete_skill,
 }
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 DAY, WEEK, MONTH, YEAR = "day", "week", "month", "year"
-GRANULARITIES = (DAY, WEEK, MONTH, YEAR)
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 MONTHS = (

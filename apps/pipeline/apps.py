@@ -7,8 +7,9 @@ class PipelineConfig(AppConfig):
     verbose_name = "Background tasks"
 
     def ready(self):
-        from apps.core.schedules import register_schedule
         from django.conf import settings
+
+        from apps.core.schedules import register_schedule
 
         register_schedule(
             name="pipeline: re-publish due tasks",

@@ -27,14 +27,14 @@ class MemoryTask(BaseModel):
     )
     # Who may see the task through the API (apps.pipeline.selectors.task_list): clients reading its
     # scope, and the client whose request created it. No scope = organisation-wide work (erasure).
-    scope = models.CharField(max_length=64, null=True, blank=True)
+    scope = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001  (NULL: no scope, not an empty one)
     client = models.ForeignKey(
         "tenancy.Client", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
         help_text="The API client whose request created this task; empty for background follow-ups.",
     )
     payload = models.JSONField(default=dict, blank=True, help_text="Ids and small parameters only, never memory text.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
-    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001  (unique among non-NULL keys)
     attempts = models.PositiveIntegerField(default=0)
     max_attempts = models.PositiveIntegerField(default=5)
     run_after = models.DateTimeField(default=timezone.now)

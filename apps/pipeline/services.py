@@ -4,8 +4,8 @@ import logging
 import os
 import random
 import socket
-import time
 import threading
+import time
 import traceback
 from datetime import timedelta
 

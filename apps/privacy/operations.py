@@ -4,10 +4,12 @@ Erasure is a permission of its own (can_erase), not a write: it reaches every sc
 organisation. It is checked before the subject is looked up, so refused callers learn nothing
 about which subjects exist."""
 
-from apps.core.operations import Access, check_ids, get_or_404, operation
+from apps.conversations.selectors import message_list
+from apps.core.operations import Access, check_ids, get_or_404, operation, require_write_access
 from apps.privacy.selectors import erasable_clients, erasable_users, erasure_list
 from apps.privacy.serializers import ErasureAcceptedOutputSerializer, ErasureOutputSerializer
 from apps.privacy.services.erasure import erasure_request
+from apps.privacy.services.provenance import turn_delete
 from apps.privacy.services.subjects import CLIENT, USER, Subject
 
 
@@ -42,3 +44,12 @@ def get_erasure(*, client, erasure_id: str) -> dict:
     Visible to the client that requested it and to clients with can_erase."""
     check_ids(erasure_id=erasure_id)
     return ErasureOutputSerializer(get_or_404(erasure_list(client=client), pk=erasure_id)).data
+
+
+@operation(access=Access.WRITE)
+def delete_message(*, client, item_id: str) -> None:
+    """Delete one transcript turn for good, and what was derived from it (neighbours' context, memories citing it…)."""
+    check_ids(item_id=item_id)
+    message = get_or_404(message_list(reader=client.reader), pk=item_id)
+    require_write_access(client, message)
+    turn_delete(message=message)

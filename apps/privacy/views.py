@@ -4,6 +4,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
+from apps.core.adapters import delete_view
 from apps.core.api import ClientAPIView, serves
 from apps.privacy import operations
 from apps.privacy.serializers import ErasureAcceptedOutputSerializer, ErasureOutputSerializer
@@ -34,3 +35,9 @@ class ErasureDetailView(ClientAPIView):
     @serves(operations.get_erasure, example="GET /api/v1/erasures/7c8d9e0f-1a2b-4c3d-9e4f-5a6b7c8d9e0f/")
     def get(self, request, erasure_id):
         return Response(operations.get_erasure(client=self.client, erasure_id=erasure_id))
+
+
+# A turn goes with what was derived from it (the provenance cascade), so its deletion lives here.
+MessageDeleteView = delete_view(
+    operations.delete_message, example="DELETE /api/v1/memory/message/6f1c2a9e-5d7b-4e0a-9c4d-2b8e1f3a7c55"
+)

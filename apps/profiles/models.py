@@ -91,6 +91,9 @@ class Mention(models.Model):
         ]
         indexes = [models.Index(fields=["item_id"], name="mention_item_idx")]
 
+    def __str__(self):
+        return f"{self.item_type} {self.item_id}"
+
 
 class Edge(models.Model):
     """Two entities seen in the same item; `source` sorts before `target`, so a pair has one row."""
@@ -110,6 +113,9 @@ class Edge(models.Model):
             models.UniqueConstraint(fields=["source", "target"], name="edge_unique_per_pair"),
             models.CheckConstraint(condition=Q(source__lt=models.F("target")), name="edge_source_before_target"),
         ]
+
+    def __str__(self):
+        return f"{self.source_id} -> {self.target_id}"
 
 
 class Profile(Owned):
@@ -175,6 +181,9 @@ class ProfileSource(models.Model):
             ),
         ]
         indexes = [models.Index(fields=["item_id"], name="profile_source_item_idx")]
+
+    def __str__(self):
+        return f"{self.item_type} {self.item_id}"
 
 
 class ProfileRevision(BaseModel):

@@ -14,7 +14,6 @@ from apps.profiles.serializers import (
     ProfileOutputSerializer,
 )
 
-
 ProfileListView = list_view(
     operations.list_profiles, filters=ProfileListFilterSerializer, output=ProfileOutputSerializer,
     example="GET /api/v1/profiles/?user_id=alice",

@@ -19,6 +19,9 @@ from django.conf import settings
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
+# EMBEDDING_PROVIDER: the first is the default, the best offline choice (see bench/README.md).
+EMBEDDING_PROVIDERS = ("e5", "openai", "local", "hash")
+
 
 def embedding_model_name() -> str:
     provider = settings.EMBEDDING_PROVIDER
@@ -96,7 +99,7 @@ def _embed(texts: list[str], *, queries: bool) -> list[list[float]]:
         return [vector.tolist() for vector in vectors]
     if provider == "openai":
         return _openai_embed(texts)
-    raise ValueError(f"Unknown EMBEDDING_PROVIDER {provider!r}; use openai, e5, local or hash.")
+    raise ValueError(f"Unknown EMBEDDING_PROVIDER {provider!r}; use one of {', '.join(EMBEDDING_PROVIDERS)}.")
 
 
 def embed_texts(texts: list[str]) -> list[list[float]]:

@@ -12,6 +12,9 @@ from django.conf import settings
 
 logger = logging.getLogger(__name__)
 
+# LLM_PROVIDER: `rules` is the offline rule-based learning; `openai` is any OpenAI-compatible endpoint.
+LLM_PROVIDERS = ("rules", "openai")
+
 
 class LLMError(Exception):
     """The model endpoint could not be reached or failed after the SDK's retries."""

@@ -1,8 +1,8 @@
 from rest_framework import serializers
 
-from apps.conversations.models import SessionTag
 from apps.core import fields
 from apps.core.api import InputSerializer
+from apps.core.models import SessionTag
 from apps.search.registry import METHODS, SOURCES
 
 

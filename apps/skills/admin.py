@@ -19,9 +19,9 @@ from apps.skills.history import experience_evidence, skill_history
 from apps.skills.models import SignalType, Skill, SkillExperience, SkillVersion
 from apps.skills.services.distill import distill_request
 from apps.skills.services.review import (
-    person_actor,
     experience_approve,
     experience_reject,
+    person_actor,
     skill_approve,
     skill_archive_by_person,
     skill_edit_by_person,

@@ -8,7 +8,7 @@ class SkillsConfig(AppConfig):
 
     def ready(self):
         from apps.pipeline.locks import register_work_locks
-        from apps.skills import checks, handlers  # noqa: F401  (registers the settings check and pipeline handlers)
+        from apps.skills import handlers  # noqa: F401  (registers pipeline handlers)
         from apps.skills.search import register_sources
         from apps.skills.services.distill import distill_locks
         from apps.skills.services.evolve.run import evolve_locks

@@ -6,7 +6,7 @@ import hmac
 from django.conf import settings
 from django.utils import timezone
 
-from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization
+from apps.tenancy.models import Client, ClientAPIKey, Organization
 
 KEY_PREFIX_LENGTH = 8
 
@@ -48,5 +48,3 @@ def organization_for_staff(*, user) -> Organization | None:
     return membership.organization if membership else None
 
 
-def end_user_find(*, organization, user_id: str) -> EndUser | None:
-    return EndUser.objects.filter(organization=organization, user_id=user_id).first()

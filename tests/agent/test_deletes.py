@@ -20,7 +20,7 @@ def test_a_session_goes_with_what_was_learned_only_from_it(pages, api, client_a,
     chat1, chat2 = (Session.objects.get(session_id=sid) for sid in ("chat-1", "chat-2"))
     turn1 = Message.objects.filter(session=chat1).first()
     turn2 = Message.objects.get(session=chat2)
-    only_here = semantic(client_a.organization, "default", "caroline", "Jon", "Jon helped with forms.",
+    semantic(client_a.organization, "default", "caroline", "Jon", "Jon helped with forms.",
                          source_message_ids=[turn1.pk])
     shared = semantic(client_a.organization, "default", "caroline", "Jon", "Jon is kind.",
                       source_message_ids=[turn1.pk, turn2.pk])

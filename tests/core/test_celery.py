@@ -9,6 +9,8 @@ from apps.core.tasks import ping
 from memory_platform.celery import app
 
 
+# A worker checks the configuration and the migrations against the database before it consumes.
+@pytest.mark.django_db
 @pytest.mark.worker
 def test_ping_round_trip_through_a_real_worker():
     token = uuid.uuid4().hex

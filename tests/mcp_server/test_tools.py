@@ -120,7 +120,7 @@ def test_every_tool(connect_as, client_a):
 
     skills = results["skills"].structured_content["skills"]
     assert skills[0]["id"] == str(skill.pk)
-    assert f"book-flight (workflow, v1, score" in text(results["skills"])
+    assert "book-flight (workflow, v1, score" in text(results["skills"])
     assert "Instructions: Steps: 1. get_user_details(user_id)" in text(results["skills"])
 
     assert results["sessions"].structured_content["count"] == 1

@@ -97,6 +97,8 @@ def test_the_api_names_the_parts_and_no_llm_means_no_call(client_a, turns, llm, 
 
 def test_checks_refuse_an_unknown_decomposer_and_warn_without_an_llm(settings):
     settings.QUERY_DECOMPOSER = "magic"
-    assert [message.id for message in run_checks() if message.id.startswith("search.")] == ["search.E003"]
+    assert [message.msg for message in run_checks() if message.id == "platform.E001"] == [
+        "QUERY_DECOMPOSER='magic' is not valid; use one of none, llm."
+    ]
     settings.QUERY_DECOMPOSER, settings.LLM_PROVIDER = "llm", "rules"
     assert [message.id for message in run_checks() if message.id.startswith("search.")] == ["search.W001"]

@@ -60,3 +60,18 @@ def test_with_an_llm_the_harness_measures_decomposed_searches(dataset, settings,
     assert results["methods"]["hybrid+context+decompose"]["decomposed_share"] == 0.5
     asked = [request["messages"][1]["content"] for request in fake_openai.chat_requests()]
     assert asked == ["Question: What books has Tim read?"] * 2 + ["Question: Where did John go surfing?"] * 2
+
+
+def test_the_defaults_row_is_reported_beside_the_best_offline_row(dataset, settings):
+    settings.LLM_PROVIDER, settings.RERANKER = "rules", "context"
+    results = locomo.run_providers(dataset, providers=("hash",), log=lambda *args: None, methods=("bm25", "hybrid"))
+    defaults = locomo.defaults_row(results, provider="hash", reranker="context")
+    assert results["defaults"] == defaults
+    hybrid_context = results["hash"]["methods"]["hybrid+context"]["overall"]["recall@10"]
+    assert defaults["method"] == "hybrid+context" and defaults["recall@10"] == hybrid_context
+    best = max(
+        entry["overall"]["recall@10"] for name, entry in results["hash"]["methods"].items() if not name.startswith("baseline_")
+    )
+    assert defaults["best"]["recall@10"] == best and defaults["is_best"] == (hybrid_context == best)
+    # A default provider that was not measured has no row, and is not called the best.
+    assert locomo.defaults_row(results, provider="e5", reranker="context")["is_best"] is False

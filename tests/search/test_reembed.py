@@ -12,9 +12,9 @@ from apps.search.models import StagedEmbedding
 from apps.search.registry import SOURCES
 from apps.search.services import source_stage
 from apps.skills.models import SkillExperience
+from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 from tests.fixtures import tau_trajectories
 from tests.search.makers import MAKERS
-from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 from tests.skills.factories import tau_session
 
 pytestmark = pytest.mark.django_db

@@ -86,7 +86,7 @@ def test_the_llm_reranker_reorders_by_the_models_ranking(client_a, turns, fake_o
     assert [hit.score for hit in reranked] == [1.0, 0.0, 0.0]
     (request,) = fake_openai.chat_requests()
     prompt = request["messages"][1]["content"]
-    assert prompt.startswith("Question: puppy Max shoe") and f"[3] " in prompt and fused[2].instance.content in prompt
+    assert prompt.startswith("Question: puppy Max shoe") and "[3] " in prompt and fused[2].instance.content in prompt
     assert LLMUsage.objects.get(purpose="rerank").organization_id == client_a.organization_id
 
 

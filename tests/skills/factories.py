@@ -8,7 +8,6 @@ from apps.skills.models import Skill, SkillExperience
 from tests.factories import ClientFactory, EndUserFactory, OrganizationFactory
 
 
-
 def task_session(client, *, messages, session_id="task-1", user_id="user-1", outcome="success", seal=True) -> Session:
     """A task session stored through the real ingest service."""
     messages_ingest(

@@ -27,8 +27,8 @@ from apps.conversations.models import Message, Session
 from apps.conversations.routing import projection_enqueue
 from apps.pipeline.locks import WorkOf, advisory_lock, work_lock_keys
 from apps.pipeline.services import enqueue
-from apps.privacy.services.purge import purge_skills
 from apps.privacy.services.provenance import session_delete
+from apps.privacy.services.purge import purge_skills
 from apps.privacy.services.subjects import Subject
 from apps.profiles.models import ItemType
 from apps.profiles.services.entities import profiles_lint_enqueue

@@ -23,8 +23,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import transaction
 from django.core.exceptions import EmptyResultSet
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone

@@ -22,7 +22,6 @@ from django.db import models
 from django.db.models import QuerySet
 
 from apps.conversations.models import Message
-
 from apps.privacy.services.subjects import USER, Subject
 from apps.providers.models import LLMUsage
 

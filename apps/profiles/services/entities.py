@@ -19,7 +19,7 @@ from apps.conversations.models import Message, Session
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import enqueue, enqueue_debounced, task_run_sooner
-from apps.profiles.models import Edge, Entity, ItemType, Mention, NAME_MAX_LENGTH
+from apps.profiles.models import NAME_MAX_LENGTH, Edge, Entity, ItemType, Mention
 
 COMPILE_PROFILE = "compile_profile"
 LINT_PROFILES = "lint_profiles"

@@ -33,6 +33,10 @@ def skill_snapshot(skill: Skill) -> dict:
     return snapshot
 
 
+# SKILL_REVIEW_MODE: `auto` puts evolved skills live; `manual` holds them in pending_review.
+REVIEW_MODES = ("auto", "manual")
+
+
 def evolved_status() -> str:
     """SKILL_REVIEW_MODE=manual holds evolved creations and edits for a person's approval."""
     return Skill.Status.PENDING_REVIEW if settings.SKILL_REVIEW_MODE == "manual" else Skill.Status.ACTIVE

@@ -33,7 +33,8 @@ class Command(BaseCommand):
         embedded = {}
         for source in sources:
             done = embedded[source.memory_type] = 0
-            for done, total, embedded[source.memory_type] in source_stage(source=source, batch_size=batch_size):
+            for done, total, count in source_stage(source=source, batch_size=batch_size):
+                embedded[source.memory_type] = count
                 if not options["json"]:
                     width = 30 * done // max(total, 1)
                     sys.stderr.write(f"\r{source.memory_type:<12} [{'#' * width:<30}] {done}/{total}")

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Case, F, When
-from django.utils import timezone
 
 from apps.pipeline.locks import advisory_lock
 from apps.pipeline.models import MemoryTask
