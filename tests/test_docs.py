@@ -10,12 +10,14 @@ from django.core.management import get_commands
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 SETTINGS_FILE = BASE_DIR / "memory_platform" / "settings" / "__init__.py"
+SERVER_CONFIG = BASE_DIR / "gunicorn.conf.py"  # the web server's own settings, read with os.environ
 CONFIGURATION = BASE_DIR / "docs" / "configuration.md"
 DOCUMENTS = [BASE_DIR / "README.md", *sorted((BASE_DIR / "docs").glob("*.md")), BASE_DIR / "bench" / "README.md"]
 
 
 def environment_settings() -> set[str]:
-    """Names the settings module reads with `env(...)`, `env.int(...)`, `env.db(...)`…"""
+    """Names the settings module reads with `env(...)`, `env.int(...)`, `env.db(...)`…, and the
+    ones gunicorn.conf.py reads."""
     names = set()
     for node in ast.walk(ast.parse(SETTINGS_FILE.read_text())):
         if not isinstance(node, ast.Call) or not node.args:
@@ -27,7 +29,7 @@ def environment_settings() -> set[str]:
         first = node.args[0]
         if reads_env and isinstance(first, ast.Constant) and isinstance(first.value, str):
             names.add(first.value)
-    return names
+    return names | set(re.findall(r"os\.environ\.get\(\"([A-Z][A-Z0-9_]+)\"", SERVER_CONFIG.read_text()))
 
 
 def documented_settings() -> set[str]:

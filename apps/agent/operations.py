@@ -10,7 +10,6 @@ and a missing one are the same 404.
 """
 
 from django.conf import settings
-from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.utils import timezone
 from rest_framework import exceptions
 
@@ -34,10 +33,9 @@ from apps.conversations.models import Session, SessionTag
 from apps.conversations.selectors import AmbiguousSession, session_get
 from apps.conversations.serializers import OwnerQuerySerializer
 from apps.conversations.turns import TurnError, normalise_messages
-from apps.core.api import check_parameters, require_write_access
 from apps.core.errors import NOT_FOUND_MESSAGE, ConflictError
+from apps.core.operations import Access, check_ids, get_or_404, require, require_write_access
 from apps.core.pagination import DEFAULT_LIMIT
-from apps.core.permissions import WriteScopeForWrites
 from apps.memories import selectors as memory_selectors
 from apps.memories.services import memories as memory_services
 from apps.privacy.services import cascade
@@ -65,20 +63,7 @@ def validated(serializer_class, data, **options) -> dict:
 
 def require_writer(client) -> None:
     """Read-only clients are refused before any lookup, so a refusal says nothing about an id."""
-    if not client.write_scope:
-        raise exceptions.PermissionDenied(WriteScopeForWrites.message)
-
-
-def check_ids(**ids) -> None:
-    """Ids from a path (or an MCP argument naming one) obey the path rules: no NUL, no lone surrogate."""
-    check_parameters([(name, [value]) for name, value in ids.items() if isinstance(value, str)])
-
-
-def get_or_404(queryset, **lookup):
-    try:
-        return queryset.get(**lookup)
-    except (ObjectDoesNotExist, ValidationError, ValueError):
-        raise exceptions.NotFound(NOT_FOUND_MESSAGE) from None
+    require(client, Access.WRITE)
 
 
 def memory_type_checked(memory_type: str) -> str:

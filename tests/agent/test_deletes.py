@@ -39,7 +39,10 @@ def test_a_session_goes_with_what_was_learned_only_from_it(pages, api, client_a,
 
     assert MemoryTask.objects.get(pk=body["task_id"]).status == "succeeded"
     assert not Session.objects.filter(pk=chat1.pk).exists() and not Message.objects.filter(session_id=chat1.pk).exists()
-    assert set(SemanticMemory.objects.values_list("pk", flat=True)) == {shared.pk, elsewhere.pk, stated.pk}
+    # A memory citing one of its turns goes too (the provenance rule, as in erasure); the other
+    # turn it cited is learned again, so what it says of chat-2 comes back from chat-2 alone.
+    assert set(SemanticMemory.objects.values_list("pk", flat=True)) == {elsewhere.pk, stated.pk}
+    assert not SemanticMemory.objects.filter(pk=shared.pk).exists()
     assert not SkillExperience.objects.filter(pk=experience.pk).exists()
     assert not Mention.objects.filter(session_id=chat1.pk).exists()
     assert Session.objects.filter(pk=chat2.pk).exists() and Message.objects.filter(pk=turn2.pk).exists()

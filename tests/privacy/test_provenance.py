@@ -5,6 +5,7 @@ neighbours' stored context, a task's result); erasing the client, erasing the us
 turn leaves none of them in any column of any table, and no other party's turn goes."""
 
 import pytest
+from asgiref.sync import async_to_sync
 
 from apps.conversations.models import Message, Session
 from apps.mcp_server.backend import PlatformBackend
@@ -119,7 +120,7 @@ def _delete_over_rest(client, message):
 
 
 def _delete_over_mcp(client, message):
-    PlatformBackend(client=client, executor=None)._delete_memory(memory_type="message", memory_id=str(message.pk))
+    async_to_sync(PlatformBackend(client=client, executor=None).delete_memory)(memory_type="message", memory_id=str(message.pk))
 
 
 @pytest.mark.parametrize("delete", [_delete_over_rest, _delete_over_mcp], ids=["rest", "mcp"])

@@ -27,8 +27,7 @@ from apps.conversations.models import Message, Session
 from apps.conversations.routing import projection_enqueue
 from apps.pipeline.locks import WorkOf, advisory_lock, work_lock_keys
 from apps.pipeline.services import enqueue
-from apps.privacy.services.provenance import session_delete
-from apps.privacy.services.purge import purge_skills
+from apps.privacy.services.provenance import Derived, forget_skills, session_delete
 from apps.privacy.services.subjects import Subject
 from apps.profiles.models import ItemType
 from apps.profiles.services.entities import profiles_lint_enqueue
@@ -39,7 +38,6 @@ logger = logging.getLogger(__name__)
 
 DELETE_SESSION = "delete_session"
 SESSION_KIND = "session"
-EXPERIENCE_KIND = "experience"
 
 
 @dataclass(frozen=True)
@@ -69,20 +67,6 @@ class SessionSubject(Subject):
             organization_id=self.session.organization_id, scope=self.session.scope, end_user_id=self.session.end_user_id,
             source_message_ids__contained_by=ArraySubquery(self.messages().values("pk")),
         ).exclude(source_message_ids=[])
-
-
-@dataclass(frozen=True)
-class ExperienceSubject(Subject):
-    """One experience as the subject of erasure's skill step."""
-
-    experience: SkillExperience | None = None
-
-    @property
-    def exists(self) -> bool:
-        return self.experience is not None
-
-    def experiences(self) -> QuerySet:
-        return SkillExperience.objects.filter(pk=self.experience.pk) if self.exists else SkillExperience.objects.none()
 
 
 # Memories --------------------------------------------------------------------------------------
@@ -147,13 +131,14 @@ def session_purge(*, session_pk) -> dict:
 def experience_delete(*, experience: SkillExperience) -> dict:
     """Skills evolved from it are deleted when it was their only source, otherwise scrubbed of its
     text and returned to review (erasure's rule); then it goes."""
-    subject = ExperienceSubject(
-        organization=experience.organization, kind=EXPERIENCE_KIND, subject_id=str(experience.pk), experience=experience,
-    )
     with ExitStack() as locks:
         for key in work_lock_keys(WorkOf(organization_id=experience.organization_id, end_user_ids=(), scopes=(experience.scope,))):
             locks.enter_context(advisory_lock(key))
-        return purge_skills(subject, f"experience-delete:{experience.pk}")
+        derived = Derived(
+            organization_id=experience.organization_id, turns=Message.objects.none(),
+            extra_experiences=SkillExperience.objects.filter(pk=experience.pk),
+        )
+        return forget_skills(derived, actor=f"experience-delete:{experience.pk}")
 
 
 @transaction.atomic
