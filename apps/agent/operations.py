@@ -34,7 +34,7 @@ from apps.conversations.selectors import AmbiguousSession, session_get
 from apps.conversations.serializers import OwnerQuerySerializer
 from apps.conversations.turns import TurnError, normalise_messages
 from apps.core.errors import NOT_FOUND_MESSAGE, ConflictError
-from apps.core.operations import Access, check_ids, get_or_404, require, require_write_access
+from apps.core.operations import Access, check_ids, get_or_404, operation, require, require_write_access
 from apps.core.pagination import DEFAULT_LIMIT
 from apps.memories import selectors as memory_selectors
 from apps.memories.services import memories as memory_services
@@ -110,8 +110,13 @@ def _latest_text(raw_messages: list) -> str:
     return next((turn.content for turn in reversed(turns) if turn.content.strip()), "")
 
 
+@operation(access=Access.READ)
 def context_get(*, client, data: dict, from_query: bool = False) -> dict:
-    """POST memory/context: the prompt-ready block for a user (and session) within `max_tokens`."""
+    """Prompt-ready context for a user within a token budget.
+
+    Who the user is (their profile page, trimmed), the facts, dated events and earlier turns that bear on
+    the latest messages (or `query`), and for a task session its top skills: a `text` block and the same
+    items as JSON, each with its id and type. The budget (`max_tokens`) is never exceeded."""
     params = validated(ContextInputSerializer, data, from_query=from_query)
     session = None
     if params.get("session_id"):
@@ -149,8 +154,11 @@ def _render_memory(memory_type: str, memory) -> dict:
     return MEMORY_SHAPES[memory_type][0](memory).data
 
 
+@operation(access=Access.READ)
 def memory_list(*, client, memory_type: str, data: dict) -> dict:
-    """GET memory/<type>/?user_id=: one user's memories of a type, a page at a time."""
+    """List one user's memories of a type, a page at a time.
+
+    Filters: subject (`name`), a time window and text."""
     memory_type_checked(memory_type)
     filters = validated(MemoryListFilterSerializer, data)
     queryset = memory_selectors.memory_list(reader=client.reader, memory_type=memory_type, filters=filters)
@@ -158,12 +166,17 @@ def memory_list(*, client, memory_type: str, data: dict) -> dict:
     return page_of(queryset, limit=limit, offset=offset, render=lambda page: MEMORY_SHAPES[memory_type][0](page, many=True).data)
 
 
+@operation(access=Access.READ)
 def memory_get(*, client, memory_type: str, memory_id: str) -> dict:
+    """Read one memory."""
     return _render_memory(memory_type, _memory(client, memory_type, memory_id))
 
 
+@operation(access=Access.WRITE)
 def memory_create(*, client, memory_type: str, data: dict) -> dict:
-    """POST memory/<type>/: a memory stated directly, with no model involved (mem0's infer=False)."""
+    """Store a memory directly, with no model involved.
+
+    A fact or an event the agent or the person states (mem0's infer=False), in the client's write scope."""
     memory_type_checked(memory_type)
     require_writer(client)
     fields = dict(validated(MEMORY_SHAPES[memory_type][1], data))
@@ -175,9 +188,11 @@ def memory_create(*, client, memory_type: str, data: dict) -> dict:
     return _render_memory(memory_type, memory)
 
 
+@operation(access=Access.WRITE)
 def memory_update(*, client, memory_type: str, memory_id: str, data: dict) -> dict:
-    """PATCH memory/<type>/<id>: the memory's own fields, re-embedded, recorded with the client as actor;
-    its mentions are projected again and the pages quoting it recompiled."""
+    """Edit a memory's own fields.
+
+    Re-embedded, and recorded in its history with the client as actor; the pages quoting it are recompiled."""
     memory_type_checked(memory_type)
     require_writer(client)
     memory = _memory(client, memory_type, memory_id)
@@ -193,8 +208,11 @@ def memory_update(*, client, memory_type: str, memory_id: str, data: dict) -> di
     return _render_memory(memory_type, memory)
 
 
+@operation(access=Access.WRITE)
 def memory_delete(*, client, memory_type: str, memory_id: str) -> None:
-    """DELETE memory/<type>/<id>: the memory and its history for good; what cited it follows."""
+    """Delete a memory and its history for good.
+
+    The pages quoting it are linted and recompiled."""
     require_writer(client)
     memory = _memory(client, memory_type, memory_id)
     require_write_access(client, memory)
@@ -202,7 +220,9 @@ def memory_delete(*, client, memory_type: str, memory_id: str) -> None:
     cascade.items_removed(organization=client.organization)
 
 
+@operation(access=Access.READ)
 def memory_history(*, client, memory_type: str, memory_id: str) -> dict:
+    """Every change of a memory, with actor and before/after."""
     memory = _memory(client, memory_type, memory_id)
     return MemoryHistoryOutputSerializer(
         {"id": memory.pk, "memory_type": memory_type, "changes": memory_selectors.memory_history(memory=memory)}
@@ -212,8 +232,11 @@ def memory_history(*, client, memory_type: str, memory_id: str) -> dict:
 # Sessions, experiences, profiles, entities -------------------------------------------------------
 
 
+@operation(access=Access.WRITE)
 def session_delete(*, client, session_id: str, data: dict) -> dict:
-    """DELETE sessions/<id>/?user_id=: its turns and what was learned only from them, in the background."""
+    """Delete a whole session and what was derived from its turns.
+
+    Runs in the background (202 with the task's id): the provenance cascade of erasure, for one session."""
     require_writer(client)
     check_ids(session_id=session_id)
     owner = validated(OwnerQuerySerializer, data)
@@ -226,7 +249,11 @@ def session_delete(*, client, session_id: str, data: dict) -> dict:
     }).data
 
 
+@operation(access=Access.WRITE)
 def experience_delete(*, client, experience_id: str) -> None:
+    """Delete a skill experience.
+
+    A skill evolved from it alone goes too; one with other sources is scrubbed and returned to review."""
     require_writer(client)
     check_ids(experience_id=experience_id)
     experience = get_or_404(client.reader.rows(SkillExperience).select_related("organization"), pk=experience_id)
@@ -239,15 +266,20 @@ def _profile(client, profile_id: str):
     return get_or_404(profile_detail_queryset(reader=client.reader), pk=profile_id)
 
 
+@operation(access=Access.WRITE)
 def profile_delete(*, client, profile_id: str) -> None:
+    """Delete a compiled profile page with its revisions and sources.
+
+    Its entity stays: new mentions compile a new page."""
     require_writer(client)
     profile = _profile(client, profile_id)
     require_write_access(client, profile)
     cascade.profile_delete(profile=profile)
 
 
+@operation(access=Access.READ)
 def profile_findings(*, client, profile_id: str) -> dict:
-    """GET profiles/<id>/findings: what lint found about the page (stale, orphan, contradiction)."""
+    """What lint found about a profile page (stale, orphan, contradiction)."""
     profile = _profile(client, profile_id)
     findings = LintFinding.objects.filter(profile=profile).order_by("status", "-created_at", "id")
     return ProfileFindingsOutputSerializer({
@@ -256,7 +288,9 @@ def profile_findings(*, client, profile_id: str) -> dict:
     }).data
 
 
+@operation(access=Access.WRITE)
 def entity_delete(*, client, entity_id: str) -> None:
+    """Delete an entity with its mentions, edges and page."""
     require_writer(client)
     check_ids(entity_id=entity_id)
     entity = get_or_404(entity_list(reader=client.reader), pk=entity_id)

@@ -21,7 +21,7 @@ from apps.agent.serializers import (
     SessionDeleteOutputSerializer,
 )
 from apps.conversations import views as conversation_views
-from apps.core.api import ClientAPIView
+from apps.core.api import ClientAPIView, serves
 from apps.core.pagination import Pagination
 from apps.core.permissions import IsActiveClient
 from apps.profiles import views as profile_views
@@ -45,6 +45,8 @@ class ContextView(ClientAPIView):
     error_statuses = (404,)  # a session_id the client does not read
 
     @extend_schema(request=ContextInputSerializer, responses=ContextOutputSerializer)
+    @serves(operations.context_get, example="POST /api/v1/memory/context",
+            body={"user_id": "alice", "query": "Where is Alice flying next?", "max_tokens": 500})
     def post(self, request):
         return Response(operations.context_get(client=self.client, data=request.data))
 
@@ -56,9 +58,12 @@ class MemoryListView(ClientAPIView):
     memory_type = ""
     pagination_class = Pagination  # also tells the OpenAPI schema the list is paginated
 
+    @serves(operations.memory_list, example="GET /api/v1/memory/semantic/?user_id=alice")
     def get(self, request):
         return paginated(request, operations.memory_list(client=self.client, memory_type=self.memory_type, data=request.query_params))
 
+    @serves(operations.memory_create, example="POST /api/v1/memory/semantic/",
+            body={"user_id": "alice", "name": "Alice", "summary": "Alice prefers aisle seats."})
     def post(self, request):
         body = operations.memory_create(client=self.client, memory_type=self.memory_type, data=request.data)
         return Response(body, status=status.HTTP_201_CREATED)
@@ -68,14 +73,18 @@ class MemoryDetailView(ClientAPIView):
     memory_type = ""
     error_statuses = (409,)  # an edit of a memory extraction retired
 
+    @serves(operations.memory_get, example="GET /api/v1/memory/semantic/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b")
     def get(self, request, item_id):
         return Response(operations.memory_get(client=self.client, memory_type=self.memory_type, memory_id=item_id))
 
+    @serves(operations.memory_update, example="PATCH /api/v1/memory/semantic/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b",
+            body={"summary": "Alice prefers window seats."})
     def patch(self, request, item_id):
         return Response(operations.memory_update(
             client=self.client, memory_type=self.memory_type, memory_id=item_id, data=request.data
         ))
 
+    @serves(operations.memory_delete, example="DELETE /api/v1/memory/semantic/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b")
     def delete(self, request, item_id):
         operations.memory_delete(client=self.client, memory_type=self.memory_type, memory_id=item_id)
         return no_content()
@@ -85,6 +94,7 @@ class MemoryHistoryView(ClientAPIView):
     memory_type = ""
 
     @extend_schema(responses=MemoryHistoryOutputSerializer)
+    @serves(operations.memory_history, example="GET /api/v1/memory/semantic/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/history")
     def get(self, request, item_id):
         return Response(operations.memory_history(client=self.client, memory_type=self.memory_type, memory_id=item_id))
 
@@ -142,6 +152,7 @@ class SessionDetailView(conversation_views.SessionDetailView):
         parameters=[conversation_views.USER_ID_PARAMETER, conversation_views.SCOPE_PARAMETER],
         responses={202: SessionDeleteOutputSerializer},
     )
+    @serves(operations.session_delete, example="DELETE /api/v1/sessions/book-flight-17/?user_id=alice")
     def delete(self, request, session_id):
         body = operations.session_delete(client=self.client, session_id=session_id, data=request.query_params)
         return Response(body, status=status.HTTP_202_ACCEPTED)
@@ -149,6 +160,7 @@ class SessionDetailView(conversation_views.SessionDetailView):
 
 class ExperienceDetailView(ClientAPIView):
     @extend_schema(responses={204: None})
+    @serves(operations.experience_delete, example="DELETE /api/v1/experiences/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
     def delete(self, request, experience_id):
         operations.experience_delete(client=self.client, experience_id=experience_id)
         return no_content()
@@ -158,6 +170,7 @@ class ProfileDetailView(profile_views.ProfileDetailView):
     """The profile endpoint of apps.profiles, and deletion of the page."""
 
     @extend_schema(responses={204: None})
+    @serves(operations.profile_delete, example="DELETE /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
     def delete(self, request, profile_id):
         operations.profile_delete(client=self.client, profile_id=profile_id)
         return no_content()
@@ -165,12 +178,14 @@ class ProfileDetailView(profile_views.ProfileDetailView):
 
 class ProfileFindingsView(ClientAPIView):
     @extend_schema(responses=ProfileFindingsOutputSerializer)
+    @serves(operations.profile_findings, example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/findings")
     def get(self, request, profile_id):
         return Response(operations.profile_findings(client=self.client, profile_id=profile_id))
 
 
 class EntityDetailView(ClientAPIView):
     @extend_schema(responses={204: None})
+    @serves(operations.entity_delete, example="DELETE /api/v1/entities/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
     def delete(self, request, entity_id):
         operations.entity_delete(client=self.client, entity_id=entity_id)
         return no_content()

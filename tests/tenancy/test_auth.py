@@ -83,6 +83,8 @@ def test_last_used_at_is_recorded(client_a):
 
 def test_read_only_client_is_refused_writes_with_403(organization):
     reader = ClientFactory(organization=organization, write_scope=None, read_scopes=["default"])
-    response = api_for(reader).post("/api/v1/me", {}, format="json")
+    response = api_for(reader).post(
+        "/api/v1/memory/add", {"user_id": "u", "messages": [{"role": "user", "content": "hi"}]}, format="json"
+    )
     assert response.status_code == 403
     assert "read-only" in response.json()["error"]["message"]
