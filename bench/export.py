@@ -71,7 +71,10 @@ def _ranked(organization, question: str) -> list:
     from apps.tenancy.readers import Reader
 
     reader = Reader(organization_id=organization.pk, read_scopes=("locomo",))
-    hits = search(reader=reader, query=question, memory_types=None, method="hybrid", limit=ROUND_TRIP_LIMIT, filters={})
+    # Retrieval without the reranker, whose context features move with the clock between the two searches.
+    hits = search(
+        reader=reader, query=question, memory_types=None, method="hybrid", limit=ROUND_TRIP_LIMIT, filters={}, reranker="none",
+    )
     return [(hit.source.memory_type, hit.instance.pk, round(hit.score, 6)) for hit in hits]
 
 

@@ -93,7 +93,7 @@ class Selection:
         named_versions = subject.named_skill_versions()
         skills = Skill.objects.filter(Q(pk__in=subject.own_skills().values("pk")) | Q(pk__in=named_versions.values("skill_id")))
         entities, profiles = subject.entities(), subject.profiles()
-        changes = dict(subject.memory_querysets())
+        memories = dict(subject.memory_querysets())  # keyed by model label: the memories and their history
         tasks = subject.tasks()
         return {
             # The sessions a client wrote turns into, besides those it opened: a turn needs its session.
@@ -103,10 +103,10 @@ class Selection:
             k.SKILLS: skills,
             k.SKILL_VERSIONS: SkillVersion.objects.filter(Q(skill__in=skills) | Q(pk__in=named_versions.values("pk"))),
             k.SKILL_LINEAGE: subject.lineage_links(),
-            k.EPISODIC: subject.memories(EpisodicMemory),
-            k.EPISODIC_CHANGES: changes[EpisodicMemoryChange._meta.label],
-            k.SEMANTIC: subject.memories(SemanticMemory),
-            k.SEMANTIC_CHANGES: changes[SemanticMemoryChange._meta.label],
+            k.EPISODIC: memories[EpisodicMemory._meta.label],
+            k.EPISODIC_CHANGES: memories[EpisodicMemoryChange._meta.label],
+            k.SEMANTIC: memories[SemanticMemory._meta.label],
+            k.SEMANTIC_CHANGES: memories[SemanticMemoryChange._meta.label],
             k.ENTITIES: entities,
             k.MENTIONS: Mention.objects.filter(Q(entity__in=entities) | Q(pk__in=subject.mentions().values("pk"))),
             k.EDGES: Edge.objects.filter(source__in=entities),
