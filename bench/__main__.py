@@ -126,6 +126,12 @@ def _privacy_slow_clients():
     privacy_slow_clients.run(RESULTS_DIR)
 
 
+def _export():
+    from bench import export
+
+    export.run(RESULTS_DIR)
+
+
 BENCHMARKS = {
     "ingest": _ingest, "pipeline": _pipeline, "skills": _skills, "locomo": _locomo, "erasure": _erasure,
     "admin": _admin, "profiles": _profiles, "profiles_lint": _profiles_lint, "scale": _scale, "broker_pause": _broker_pause,
@@ -133,6 +139,7 @@ BENCHMARKS = {
     "faults": _faults, "privacy_erasure": _privacy_erasure,
     "privacy_slow_clients": _privacy_slow_clients,
     "context": _context,
+    "export": _export,
 }
 
 

@@ -9,6 +9,7 @@ from apps.conversations.views import (
     SessionSealView,
 )
 from apps.pipeline.views import TaskDetailView
+from apps.portability.views import ExportCreateView, ExportDetailView, ExportDownloadView
 from apps.privacy.views import ClientErasureView, ErasureDetailView, MessageDeleteView, UserErasureView
 from apps.profiles.views import EntityListView, ProfileListView
 from apps.search.views import MemorySearchView, SearchAllUsersView
@@ -49,6 +50,9 @@ urlpatterns = [
     path("users/<path:user_id>/memories", UserErasureView.as_view(), name="user-erasure"),
     path("clients/<str:client_id>/memories", ClientErasureView.as_view(), name="client-erasure"),
     path("erasures/<str:erasure_id>/", ErasureDetailView.as_view(), name="erasure-detail"),
+    path("exports", ExportCreateView.as_view(), name="export-create"),
+    path("exports/<str:export_id>", ExportDetailView.as_view(), name="export-detail"),
+    path("exports/<str:export_id>/download", ExportDownloadView.as_view(), name="export-download"),
     path("profiles/", ProfileListView.as_view(), name="profile-list"),
     path("profiles/<str:profile_id>/", agent.ProfileDetailView.as_view(), name="profile-detail"),
     path("profiles/<str:profile_id>/findings", agent.ProfileFindingsView.as_view(), name="profile-findings"),

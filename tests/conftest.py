@@ -35,6 +35,13 @@ def chromium(monkeypatch):
         connections.close_all()
 
 
+@pytest.fixture(autouse=True)
+def export_dir(settings, tmp_path):
+    """Archives written by export requests go to the test's own directory."""
+    settings.EXPORT_DIR = tmp_path / "exports"
+    return settings.EXPORT_DIR
+
+
 @pytest.fixture
 def organization(db):
     return OrganizationFactory()

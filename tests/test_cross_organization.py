@@ -20,6 +20,7 @@ from apps.conversations.models import Message, Session
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
+from apps.portability.models import ExportRequest
 from apps.privacy.models import ErasureRequest
 from apps.profiles.models import Entity, Profile
 from apps.skills.models import Skill, SkillExperience
@@ -34,7 +35,8 @@ ROLES = ("owner", "alpha_reader", "beta_writer", "beta_reader", "beta_eraser", "
 def neighbours(organization):
     def client(name, write_scope, read_scopes, can_erase=False, organization=organization):
         return ClientFactory(
-            organization=organization, name=name, write_scope=write_scope, read_scopes=read_scopes, can_erase=can_erase
+            organization=organization, name=name, write_scope=write_scope, read_scopes=read_scopes, can_erase=can_erase,
+            can_export=can_erase,  # the erasers may also export
         )
 
     return {
@@ -43,7 +45,7 @@ def neighbours(organization):
         "beta_writer": client("beta-writer", "beta", ["beta"]),
         "beta_reader": client("beta-reader", None, ["beta"]),
         "beta_eraser": client("beta-eraser", "beta", ["beta"], can_erase=True),
-        "foreign": ClientFactory(name="foreign", write_scope="alpha", read_scopes=["alpha"], can_erase=True),
+        "foreign": ClientFactory(name="foreign", write_scope="alpha", read_scopes=["alpha"], can_erase=True, can_export=True),
     }
 
 
@@ -152,6 +154,36 @@ def _erasure_task_url(client, add):
     return f"/api/v1/tasks/{_erasure(client, add).task_id}/", f"/api/v1/tasks/{uuid.uuid4()}/"
 
 
+def _user_export_url(client, add):
+    add(client, user_id="export-me", session_id="sess-x")
+    return "/api/v1/exports", "/api/v1/exports", {"user_id": "export-me"}, {"user_id": f"export-{uuid.uuid4().hex[:8]}"}
+
+
+def _client_export_url(client, add):
+    target = ClientFactory(organization=client.organization, write_scope=client.write_scope)
+    return "/api/v1/exports", "/api/v1/exports", {"client_id": str(target.pk)}, {"client_id": str(uuid.uuid4())}
+
+
+def _export(client, add) -> ExportRequest:
+    from apps.portability.services.requests import export_request
+
+    add(client, user_id="exported", session_id="sess-x")
+    export = export_request(client=client, selection="user", value="exported")
+    task_execute(task_id=export.task_id, worker="test")
+    return export
+
+
+def _export_url(suffix=""):
+    def make(client, add):
+        return f"/api/v1/exports/{_export(client, add).pk}{suffix}", f"/api/v1/exports/{uuid.uuid4()}{suffix}"
+
+    return make
+
+
+def _export_task_url(client, add):
+    return f"/api/v1/tasks/{_export(client, add).task_id}/", f"/api/v1/tasks/{uuid.uuid4()}/"
+
+
 def expect(owner, alpha_reader, beta_writer, beta_reader, beta_eraser, foreign) -> dict:
     return dict(zip(ROLES, (owner, alpha_reader, beta_writer, beta_reader, beta_eraser, foreign)))
 
@@ -164,6 +196,11 @@ WRITE = expect(200, 403, 404, 403, 404, 404)
 DELETE = expect(204, 403, 404, 403, 404, 404)
 ERASE = expect(202, 403, 403, 403, 202, 404)
 ERASURE_STATUS = expect(200, 404, 404, 404, 200, 404)
+# Exports: like erasure, a permission of its own (can_export, held here by the erasers) that spans
+# every scope; an export and its archive are the requester's alone (its organisation-wide task, like
+# an erasure's, is also seen by clients allowed to erase).
+EXPORT = expect(202, 403, 403, 403, 202, 404)
+EXPORT_STATUS = expect(200, 403, 403, 403, 404, 404)
 
 ENDPOINTS = {
     "session-get": ("get", _session_url, READ),
@@ -194,6 +231,11 @@ ENDPOINTS = {
     "client-erasure": ("delete", _client_erasure_url, ERASE),
     "erasure-get": ("get", _erasure_url, ERASURE_STATUS),
     "erasure-task-get": ("get", _erasure_task_url, ERASURE_STATUS),
+    "user-export": ("post", _user_export_url, EXPORT),
+    "client-export": ("post", _client_export_url, EXPORT),
+    "export-get": ("get", _export_url(), EXPORT_STATUS),
+    "export-download": ("get", _export_url("/download"), EXPORT_STATUS),
+    "export-task-get": ("get", _export_task_url, ERASURE_STATUS),
 }
 
 
@@ -208,6 +250,7 @@ def alpha_rows(organization) -> dict:
     rows["tenancy.Client"] = sorted(map(repr, alpha_clients.values()))
     rows["tenancy.ClientAPIKey"] = sorted(map(repr, ClientAPIKey.objects.filter(client__in=alpha_clients).values()))
     rows["privacy.ErasureRequest"] = sorted(map(repr, ErasureRequest.objects.filter(organization=organization).values()))
+    rows["portability.ExportRequest"] = sorted(map(repr, ExportRequest.objects.filter(organization=organization).values()))
     return rows
 
 

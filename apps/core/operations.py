@@ -19,6 +19,7 @@ class Access(enum.Enum):
     READ = "read"  # any active client, within its read scopes
     WRITE = "write"  # a client with a write scope; read-only clients get 403
     ERASE = "erase"  # a client with can_erase: erasure reaches every scope
+    EXPORT = "export"  # a client with can_export: an export reaches every scope
 
 
 ACCESS_REFUSALS = {
@@ -26,6 +27,10 @@ ACCESS_REFUSALS = {
     Access.ERASE: (
         lambda client: bool(client.can_erase),
         "This client may not erase: erasure needs the client's can_erase permission.",
+    ),
+    Access.EXPORT: (
+        lambda client: bool(client.can_export),
+        "This client may not export: exports need the client's can_export permission.",
     ),
 }
 

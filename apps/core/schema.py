@@ -35,7 +35,7 @@ ERROR_SCHEMA = {
 ERROR_DESCRIPTIONS = {
     400: "Invalid input: the message names each field (a body, query or path value, or a stored header).",
     401: "No API key, or an invalid, revoked or disabled one.",
-    403: "The client may not do this (read-only client, another scope's item, or no can_erase).",
+    403: "The client may not do this (read-only client, another scope's item, or no can_erase / can_export).",
     404: "No such item among those the client reads (a foreign id and a missing one look the same).",
     409: "The request conflicts with stored state (a sealed session, a reused Idempotency-Key).",
     411: "A chunked body sent to a server that cannot read one; send a Content-Length.",
@@ -160,6 +160,7 @@ class PlatformAutoSchema(AutoSchema):
         schema = super()._map_basic_serializer(serializer, direction)
         if isinstance(serializer, InputSerializer):
             schema["additionalProperties"] = False  # unknown fields are refused by name
+            schema.update(getattr(serializer, "schema_extra", {}))  # rules across fields, e.g. "exactly one of"
             if type(serializer).__dict__.get("__doc__") is None:
                 schema.pop("description", None)  # the base class's docstring says nothing to a client
             for name, field_schema in schema.get("properties", {}).items():
@@ -167,6 +168,12 @@ class PlatformAutoSchema(AutoSchema):
                 if "oneOf" in field_schema and field_schema["oneOf"][-1] == {"type": "string", "maxLength": 0}:
                     schema["properties"][name] = {**field_schema.pop("oneOf")[0], **field_schema}
         return schema
+
+    def _get_request_for_media_type(self, serializer, direction="request"):
+        schema, required = super()._get_request_for_media_type(serializer, direction)
+        if getattr(serializer, "schema_extra", {}).get("minProperties"):
+            required = True  # no field is required on its own, but an empty body breaks the rule across them
+        return schema, required
 
     def _resolve_path_parameters(self, variables):
         parameters = super()._resolve_path_parameters(variables)

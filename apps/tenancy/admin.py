@@ -34,12 +34,13 @@ class ClientAPIKeyInline(admin.TabularInline):
 @admin.register(Client)
 class ClientAdmin(OrganizationScopedAdmin):
     list_display = [
-        "name", "organization", "status", "write_scope", "read_scopes", "can_erase", "requests_per_minute", "created_at"
+        "name", "organization", "status", "write_scope", "read_scopes", "can_erase", "can_export", "requests_per_minute",
+        "created_at",
     ]
-    list_filter = ["status", "can_erase"]
+    list_filter = ["status", "can_erase", "can_export"]
     list_select_related = ["organization"]
     search_fields = ["name", "write_scope"]
-    fields = ["organization", "name", "status", "write_scope", "read_scopes", "can_erase", "requests_per_minute"]
+    fields = ["organization", "name", "status", "write_scope", "read_scopes", "can_erase", "can_export", "requests_per_minute"]
     inlines = [ClientAPIKeyInline]
     actions = ["revoke_keys", "issue_new_key"]
 
@@ -56,6 +57,7 @@ class ClientAdmin(OrganizationScopedAdmin):
             write_scope=obj.write_scope,
             read_scopes=obj.read_scopes or None,
             can_erase=obj.can_erase,
+            can_export=obj.can_export,
             requests_per_minute=obj.requests_per_minute,
         )
         obj.pk = client.pk

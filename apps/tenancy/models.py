@@ -40,6 +40,11 @@ class Client(BaseModel):
         help_text="May erase any end user or client of the organisation, in every scope (DELETE users/…/memories, "
         "clients/…/memories) and see the organisation's erasures.",
     )
+    can_export = models.BooleanField(
+        default=False,
+        help_text="May export any end user's, client's or scope's data of the organisation, in every scope "
+        "(POST exports); the archive is downloadable by this client only.",
+    )
 
     requests_per_minute = models.PositiveIntegerField(
         null=True,

@@ -8,3 +8,4 @@ class CurrentClientOutputSerializer(serializers.Serializer):
     write_scope = serializers.CharField(allow_null=True)
     read_scopes = serializers.ListField(child=serializers.CharField())
     can_erase = serializers.BooleanField()
+    can_export = serializers.BooleanField()

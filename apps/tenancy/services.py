@@ -50,10 +50,11 @@ def client_create(
     write_scope: str | None = None,
     read_scopes: list[str] | None = None,
     can_erase: bool = False,
+    can_export: bool = False,
     requests_per_minute: int | None = None,
 ) -> tuple[Client, str]:
     """Creates a client and its first API key. Without read_scopes it reads its own write scope;
-    it may erase only when can_erase is given; without requests_per_minute it has the default limit."""
+    it may erase only when can_erase is given, export only when can_export is; without requests_per_minute it has the default limit."""
     name = name.strip()
     if not name:
         raise ValidationError("Client name must not be empty.")
@@ -66,7 +67,7 @@ def client_create(
         raise ValidationError(f"Client {name!r} already exists in organisation {organization.name!r}.")
     client = Client.objects.create(
         organization=organization, name=name, write_scope=write_scope or None, read_scopes=read_scopes,
-        can_erase=can_erase, requests_per_minute=requests_per_minute,
+        can_erase=can_erase, can_export=can_export, requests_per_minute=requests_per_minute,
     )
     _, raw_key = api_key_create(client=client)
     return client, raw_key

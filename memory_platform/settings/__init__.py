@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "apps.memories",
     "apps.privacy",
     "apps.profiles",
+    "apps.portability",
     "apps.agent",
     "apps.mcp_server",
     "memory_platform",
@@ -384,6 +385,13 @@ DELETED_MEMORY_RETENTION_DAYS = env.int("DELETED_MEMORY_RETENTION_DAYS", default
 CONVERSATION_RETENTION_DAYS = env.int("CONVERSATION_RETENTION_DAYS", default=30)
 # Rows per transaction when erasing or pruning: short transactions, no table locks.
 ERASURE_BATCH_SIZE = env.int("ERASURE_BATCH_SIZE", default=1000)
+
+# Portability (apps.portability): where archives requested through the API are written, and for
+# how long the requesting client may download one before it is deleted.
+EXPORT_DIR = Path(env("EXPORT_DIR", default=str(DATA_DIR / "exports")))
+EXPORT_TTL_SECONDS = env.int("EXPORT_TTL_SECONDS", default=86400)
+# Rows per database round trip when exporting (streamed) and importing (validated and inserted).
+PORTABILITY_BATCH_SIZE = env.int("PORTABILITY_BATCH_SIZE", default=2000)
 # How many of a subject's most recent turns verification fingerprints to look for their words.
 ERASURE_SCAN_MAX_TURNS = env.int("ERASURE_SCAN_MAX_TURNS", default=20000)
 

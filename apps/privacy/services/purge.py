@@ -122,6 +122,19 @@ STEPS = [
     stop_tasks, purge_skills, purge_profiles, purge_memories, purge_derived_records, purge_conversations, purge_tasks,
     purge_access,
 ]
+# Steps of apps above privacy whose rows or files hold a subject's data (e.g. export archives waiting
+# for download); each app registers its own in its ready(). They run before purge_access.
+EXTRA_STEPS: list = []
+
+
+def register_purge_step(step) -> None:
+    """`step(subject, erasure_id) -> {table: count}`, idempotent like every step."""
+    if step not in EXTRA_STEPS:
+        EXTRA_STEPS.append(step)
+
+
+def purge_steps() -> list:
+    return [*STEPS[:-1], *EXTRA_STEPS, STEPS[-1]]
 
 
 def _cancel_and_scrub(queryset, erasure_id) -> int:
@@ -159,7 +172,7 @@ def subject_purge(*, subject: Subject, erasure_id, on_step=None) -> dict:
     with ExitStack() as locks:
         for key in subject_locks(subject):
             locks.enter_context(advisory_lock(key))
-        for step in STEPS:
+        for step in purge_steps():
             for table, count in step(subject, erasure_id).items():
                 counts[table] += count
             logger.info("erasure %s: %s done", erasure_id, step.__name__)

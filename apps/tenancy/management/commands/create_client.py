@@ -22,6 +22,11 @@ class Command(BaseCommand):
             action="store_true",
             help="Allow it to erase any end user or client of the organisation (off by default).",
         )
+        parser.add_argument(
+            "--can-export",
+            action="store_true",
+            help="Allow it to export any end user's, client's or scope's data of the organisation (off by default).",
+        )
         parser.add_argument("--json", action="store_true", help="Print machine-readable JSON.")
 
     def handle(self, *args, **options):
@@ -38,6 +43,7 @@ class Command(BaseCommand):
                 write_scope=options["write_scope"],
                 read_scopes=read_scopes,
                 can_erase=options["can_erase"],
+                can_export=options["can_export"],
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
@@ -51,6 +57,7 @@ class Command(BaseCommand):
                         "write_scope": client.write_scope,
                         "read_scopes": client.read_scopes,
                         "can_erase": client.can_erase,
+                        "can_export": client.can_export,
                         "api_key": raw_key,
                     }
                 )
@@ -59,6 +66,6 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"Created client {client.name} ({client.id}) in {organization.name}"))
         self.stdout.write(
             f"write scope: {client.write_scope or '(read-only)'}; read scopes: {client.read_scopes}; "
-            f"can erase: {'yes' if client.can_erase else 'no'}"
+            f"can erase: {'yes' if client.can_erase else 'no'}; can export: {'yes' if client.can_export else 'no'}"
         )
         self.stdout.write(f"API key (shown once, store it now): {raw_key}")

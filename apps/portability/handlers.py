@@ -1,0 +1,18 @@
+"""Pipeline handlers of portability: thin, they load by id and call a service."""
+
+from apps.pipeline.registry import register_handler
+from apps.portability.models import ExportRequest
+from apps.portability.services.requests import EXPIRE_EXPORTS, EXPORT_ARCHIVE, export_run, exports_expire
+
+
+@register_handler(EXPORT_ARCHIVE)
+def export_archive(task) -> dict:
+    export = ExportRequest.objects.select_related("organization").filter(pk=task.payload["export"]).first()
+    if export is None:
+        return {"skipped": "export request no longer exists"}
+    return export_run(export=export)
+
+
+@register_handler(EXPIRE_EXPORTS)
+def expire_exports(task) -> dict:
+    return exports_expire()

@@ -1,0 +1,158 @@
+"""Every kind of row an archive holds: its file, its model, and how its references are rewritten
+when it is imported. The order of KINDS is the import order (parents before children).
+
+A row is written with every concrete column of its model but the organisation (the importer's
+own), generated search vectors and secrets. Importing rewrites every id into the target
+organisation's namespace (`remap`), so ids in JSON values and id arrays move with their rows.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from apps.conversations.models import IngestRequest, Message, Session
+from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
+from apps.pipeline.models import MemoryTask
+from apps.profiles.models import Edge, Entity, LintFinding, Mention, Profile, ProfileRevision, ProfileSource
+from apps.providers.models import LLMUsage
+from apps.skills.models import Skill, SkillExperience, SkillVersion
+from apps.tenancy.models import Client, ClientAPIKey, EndUser
+
+# What the importer does with a row whose parent is neither in the archive nor already imported.
+REFUSE = "refuse"  # the archive is refused: the row cannot exist without it
+SKIP = "skip"  # the row is left out: it links the archive to something outside it (e.g. another user's skill)
+NULL = "null"  # the reference is cleared, as deleting the parent would
+
+
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: kinds key dicts
+class Kind:
+    name: str
+    model: type
+    # Foreign keys (attnames) to the model of the parent and what a missing parent means.
+    parents: dict[str, tuple[type, str]] = field(default_factory=dict)
+    # UUID columns and UUID arrays holding ids of other rows (not foreign keys).
+    id_columns: tuple[str, ...] = ()
+    id_arrays: tuple[str, ...] = ()
+    # Arrays of EndUser ids (matched like end_user_id; ids of users outside the archive are dropped).
+    end_user_arrays: tuple[str, ...] = ()
+    # Rewrites ids inside a row's JSON values: fn(values, remap).
+    remap_json: Callable | None = None
+    # Columns emptied on import (ids of rows that are never imported, such as pipeline tasks).
+    cleared: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ("organization",)
+    # Records only: in a person's archive because erasure covers them, never imported.
+    importable: bool = True
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}.jsonl"
+
+    @property
+    def columns(self) -> list[str]:
+        return [
+            f.attname for f in self.model._meta.concrete_fields
+            if f.name not in self.exclude and not getattr(f, "generated", False)
+        ]
+
+    @property
+    def keeps_ids(self) -> bool:
+        """UUID rows keep their (remapped) id; rows with a serial id get a new one (unique keys dedupe them)."""
+        return self.model._meta.pk.get_internal_type() == "UUIDField"
+
+
+def _remap_items(items, remap, keys=("item_id", "session_id")):
+    if not isinstance(items, list):
+        return items
+    return [
+        {**item, **{key: remap(item[key]) for key in keys if isinstance(item, dict) and item.get(key)}}
+        if isinstance(item, dict) else item
+        for item in items
+    ]
+
+
+def _remap_change(values, remap):
+    for column in ("previous_value", "new_value"):
+        value = values.get(column)
+        if isinstance(value, dict) and isinstance(value.get("source_message_ids"), list):
+            values[column] = {**value, "source_message_ids": [remap(item) for item in value["source_message_ids"]]}
+
+
+def _remap_edge(values, remap):
+    values["evidence"] = _remap_items(values.get("evidence"), remap)
+
+
+def _remap_profile(values, remap):
+    values["source_refs"] = _remap_items(values.get("source_refs"), remap)
+
+
+def _remap_revision(values, remap):
+    values["sources"] = _remap_items(values.get("sources"), remap)
+
+
+USER = (EndUser, REFUSE)
+WRITER = (Client, REFUSE)
+
+END_USERS = Kind("end_users", EndUser)
+CLIENTS = Kind("clients", Client)
+SESSIONS = Kind("sessions", Session, parents={"end_user_id": USER, "client_id": WRITER})
+MESSAGES = Kind(
+    "messages", Message, parents={"end_user_id": USER, "session_id": (Session, REFUSE), "created_by_id": WRITER}
+)
+EXPERIENCES = Kind(
+    "experiences", SkillExperience,
+    parents={"end_user_id": USER, "session_id": (Session, NULL), "created_by_id": WRITER}, id_arrays=("source_message_ids",),
+)
+SKILLS = Kind("skills", Skill, parents={"end_user_id": USER}, end_user_arrays=("supporters",))
+SKILL_VERSIONS = Kind("skill_versions", SkillVersion, parents={"skill_id": (Skill, REFUSE)})
+SKILL_LINEAGE = Kind(
+    "skill_lineage", SkillVersion.experiences.through, exclude=(),
+    parents={"skillversion_id": (SkillVersion, SKIP), "skillexperience_id": (SkillExperience, SKIP)},
+)
+EPISODIC = Kind(
+    "episodic_memories", EpisodicMemory, parents={"end_user_id": USER, "created_by_id": (Client, NULL)},
+    id_arrays=("source_message_ids",),
+)
+EPISODIC_CHANGES = Kind(
+    "episodic_memory_changes", EpisodicMemoryChange, parents={"memory_id": (EpisodicMemory, REFUSE)},
+    remap_json=_remap_change, cleared=("task_id",), exclude=(),
+)
+SEMANTIC = Kind(
+    "semantic_memories", SemanticMemory, parents={"end_user_id": USER, "created_by_id": (Client, NULL)},
+    id_arrays=("source_message_ids",),
+)
+SEMANTIC_CHANGES = Kind(
+    "semantic_memory_changes", SemanticMemoryChange, parents={"memory_id": (SemanticMemory, REFUSE)},
+    remap_json=_remap_change, cleared=("task_id",), exclude=(),
+)
+ENTITIES = Kind("entities", Entity, parents={"end_user_id": USER})
+MENTIONS = Kind(
+    "mentions", Mention, parents={"entity_id": (Entity, SKIP)}, id_columns=("item_id", "session_id"), exclude=()
+)
+EDGES = Kind(
+    "edges", Edge, parents={"source_id": (Entity, SKIP), "target_id": (Entity, SKIP)}, remap_json=_remap_edge, exclude=()
+)
+PROFILES = Kind(
+    "profiles", Profile, parents={"end_user_id": USER, "entity_id": (Entity, REFUSE)}, remap_json=_remap_profile
+)
+PROFILE_SOURCES = Kind(
+    "profile_sources", ProfileSource, parents={"profile_id": (Profile, SKIP)}, id_columns=("item_id",), exclude=()
+)
+PROFILE_REVISIONS = Kind(
+    "profile_revisions", ProfileRevision, parents={"profile_id": (Profile, SKIP)}, remap_json=_remap_revision, exclude=()
+)
+LINT_FINDINGS = Kind(
+    "lint_findings", LintFinding, parents={"profile_id": (Profile, SKIP), "peer_id": (Profile, NULL)}, exclude=()
+)
+# Records of a person's archive (what erasure also removes); never imported into another deployment.
+INGEST_REQUESTS = Kind("ingest_requests", IngestRequest, exclude=(), importable=False)
+API_KEYS = Kind("api_keys", ClientAPIKey, exclude=("hashed_key",), importable=False)
+TASKS = Kind("tasks", MemoryTask, importable=False)
+LLM_USAGE = Kind("llm_usage", LLMUsage, importable=False)
+
+KINDS = [
+    END_USERS, CLIENTS, SESSIONS, MESSAGES, EXPERIENCES, SKILLS, SKILL_VERSIONS, SKILL_LINEAGE,
+    EPISODIC, EPISODIC_CHANGES, SEMANTIC, SEMANTIC_CHANGES,
+    ENTITIES, MENTIONS, EDGES, PROFILES, PROFILE_SOURCES, PROFILE_REVISIONS, LINT_FINDINGS,
+    INGEST_REQUESTS, API_KEYS, TASKS, LLM_USAGE,
+]
+# Matched by natural key (user id, client name) before the other kinds, which name them.
+NATURAL = (END_USERS, CLIENTS)

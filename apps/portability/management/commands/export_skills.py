@@ -1,0 +1,33 @@
+import json
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.portability.services.skill_files import skills_export_files
+from apps.tenancy.models import Organization
+from apps.tenancy.services import validate_scope
+
+
+class Command(BaseCommand):
+    help = "Write a scope's active shared skills as a folder of <name>/SKILL.md files (front matter + instructions)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--org", required=True, help="Organisation name.")
+        parser.add_argument("--scope", required=True, help="The scope whose skills to write.")
+        parser.add_argument("--out", required=True, help="Folder to write into (created if missing).")
+        parser.add_argument("--json", action="store_true", help="Print machine-readable JSON.")
+
+    def handle(self, *args, **options):
+        organization = Organization.objects.filter(name=options["org"]).first()
+        if organization is None:
+            raise CommandError(f"No organisation named {options['org']!r}.")
+        try:
+            scope = validate_scope(options["scope"])
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from None
+        written = skills_export_files(organization=organization, scope=scope, directory=Path(options["out"]))
+        if options["json"]:
+            self.stdout.write(json.dumps({"files": [str(path) for path in written]}))
+            return
+        self.stdout.write(self.style.SUCCESS(f"Wrote {len(written)} skill file(s) under {options['out']}."))

@@ -1,0 +1,177 @@
+"""Exports: what a selection (an organisation, a scope, an end user, a client) holds, streamed
+into an archive file one batch of rows at a time.
+
+An end user's or a client's archive is exactly what erasing them would delete: its querysets
+are the erasure's own (apps.privacy.services.subjects.Subject), plus the compiled rows that go
+with the subject's entities and profiles by cascade.
+"""
+
+from dataclasses import dataclass
+from functools import reduce
+from operator import or_
+from pathlib import Path
+
+from django.conf import settings
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from apps.conversations.models import Message, Session
+from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
+from apps.portability import kinds as k
+from apps.portability.archive import FORMAT, FORMAT_VERSION, ArchiveWriter, platform_version, vector_encode
+from apps.privacy.services.subjects import CLIENT, USER, Subject
+from apps.profiles.models import Edge, Entity, LintFinding, Mention, Profile, ProfileRevision, ProfileSource
+from apps.providers.embeddings import embedding_model_name
+from apps.providers.models import LLMUsage
+from apps.skills.models import Skill, SkillExperience, SkillVersion
+from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization
+
+ORGANIZATION, SCOPE = "organization", "scope"
+SELECTION_KINDS = (ORGANIZATION, SCOPE, USER, CLIENT)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to export. `subject` is set for an end user or a client (their erasure's definition)."""
+
+    organization: Organization
+    kind: str = ORGANIZATION
+    scope: str = ""
+    subject: Subject | None = None
+
+    def describe(self) -> dict:
+        described = {"kind": self.kind, "organization": self.organization.name}
+        if self.kind == SCOPE:
+            described["scope"] = self.scope
+        elif self.subject is not None:
+            described["user_id" if self.kind == USER else "client_id"] = self.subject.subject_id
+        return described
+
+    def querysets(self) -> dict[k.Kind, QuerySet]:
+        rows = self._subject_rows() if self.subject is not None else self._organization_rows()
+        owners = {kind: "end_user_id" for kind in (k.SESSIONS, k.MESSAGES, k.EXPERIENCES, k.SKILLS, k.EPISODIC, k.SEMANTIC, k.ENTITIES)}
+        rows[k.END_USERS] = EndUser.objects.filter(organization=self.organization).filter(_referenced(rows, owners))
+        writers = _referenced(rows, {
+            k.SESSIONS: "client_id", k.MESSAGES: "created_by_id", k.EXPERIENCES: "created_by_id",
+            k.EPISODIC: "created_by_id", k.SEMANTIC: "created_by_id",
+        })
+        if self.kind == CLIENT and self.subject.client is not None:
+            writers |= Q(pk=self.subject.client.pk)
+        rows[k.CLIENTS] = Client.objects.filter(organization=self.organization).filter(writers)
+        return {kind: rows[kind] for kind in k.KINDS if kind in rows}
+
+    def _organization_rows(self) -> dict:
+        owned = {"organization": self.organization, **({"scope": self.scope} if self.kind == SCOPE else {})}
+        skills = Skill.objects.filter(**owned)
+        versions = SkillVersion.objects.filter(skill__in=skills)
+        entities = Entity.objects.filter(**owned)
+        profiles = Profile.objects.filter(**owned)
+        episodic, semantic = EpisodicMemory.objects.filter(**owned), SemanticMemory.objects.filter(**owned)
+        return {
+            k.SESSIONS: Session.objects.filter(**owned),
+            k.MESSAGES: Message.objects.filter(**owned),
+            k.EXPERIENCES: SkillExperience.objects.filter(**owned),
+            k.SKILLS: skills,
+            k.SKILL_VERSIONS: versions,
+            k.SKILL_LINEAGE: SkillVersion.experiences.through.objects.filter(skillversion__in=versions),
+            k.EPISODIC: episodic,
+            k.EPISODIC_CHANGES: EpisodicMemoryChange.objects.filter(memory__in=episodic),
+            k.SEMANTIC: semantic,
+            k.SEMANTIC_CHANGES: SemanticMemoryChange.objects.filter(memory__in=semantic),
+            k.ENTITIES: entities,
+            k.MENTIONS: Mention.objects.filter(entity__in=entities),
+            k.EDGES: Edge.objects.filter(source__in=entities),
+            k.PROFILES: profiles,
+            k.PROFILE_SOURCES: ProfileSource.objects.filter(profile__in=profiles),
+            k.PROFILE_REVISIONS: ProfileRevision.objects.filter(profile__in=profiles),
+            k.LINT_FINDINGS: LintFinding.objects.filter(profile__in=profiles),
+        }
+
+    def _subject_rows(self) -> dict:
+        subject = self.subject
+        messages = subject.messages()
+        named_versions = subject.named_skill_versions()
+        skills = Skill.objects.filter(Q(pk__in=subject.own_skills().values("pk")) | Q(pk__in=named_versions.values("skill_id")))
+        entities, profiles = subject.entities(), subject.profiles()
+        memories = dict(subject.memory_querysets())  # keyed by model label: the memories and their history
+        tasks = subject.tasks()
+        return {
+            # The sessions a client wrote turns into, besides those it opened: a turn needs its session.
+            k.SESSIONS: Session.objects.filter(Q(pk__in=subject.sessions().values("pk")) | Q(pk__in=messages.values("session_id"))),
+            k.MESSAGES: messages,
+            k.EXPERIENCES: subject.experiences(),
+            k.SKILLS: skills,
+            k.SKILL_VERSIONS: SkillVersion.objects.filter(Q(skill__in=skills) | Q(pk__in=named_versions.values("pk"))),
+            k.SKILL_LINEAGE: subject.lineage_links(),
+            k.EPISODIC: memories[EpisodicMemory._meta.label],
+            k.EPISODIC_CHANGES: memories[EpisodicMemoryChange._meta.label],
+            k.SEMANTIC: memories[SemanticMemory._meta.label],
+            k.SEMANTIC_CHANGES: memories[SemanticMemoryChange._meta.label],
+            k.ENTITIES: entities,
+            k.MENTIONS: Mention.objects.filter(Q(entity__in=entities) | Q(pk__in=subject.mentions().values("pk"))),
+            k.EDGES: Edge.objects.filter(source__in=entities),
+            k.PROFILES: profiles,
+            k.PROFILE_SOURCES: ProfileSource.objects.filter(
+                Q(profile__in=profiles) | Q(pk__in=subject.profile_sources().values("pk"))
+            ),
+            k.PROFILE_REVISIONS: ProfileRevision.objects.filter(
+                Q(profile__in=profiles) | Q(pk__in=subject.quoting_revisions().values("pk"))
+            ),
+            k.LINT_FINDINGS: LintFinding.objects.filter(profile__in=profiles),
+            k.INGEST_REQUESTS: subject.ingest_requests(),
+            k.API_KEYS: ClientAPIKey.objects.filter(client=subject.client) if subject.client else ClientAPIKey.objects.none(),
+            k.TASKS: tasks,
+            k.LLM_USAGE: LLMUsage.objects.filter(task_id__in=tasks.values("pk")),
+        }
+
+
+def _referenced(rows: dict, references: dict) -> Q:
+    """Rows whose primary key one of the querysets `rows[kind]` names in its column `references[kind]`."""
+    return reduce(or_, (Q(pk__in=rows[kind].values(column)) for kind, column in references.items()), Q(pk__in=[]))
+
+
+def _rows(kind: k.Kind, queryset: QuerySet, batch_size: int, on_row):
+    vectors = "embedding" in kind.columns
+    for row in queryset.order_by().values(*kind.columns).iterator(chunk_size=batch_size):
+        if vectors and row["embedding"] is not None:
+            row["embedding"] = vector_encode(row["embedding"])
+        on_row()
+        yield row
+
+
+def archive_export(*, selection: Selection, path: Path, on_progress=None) -> dict:
+    """Writes the selection's archive to `path` and returns its manifest.
+
+    `on_progress(kind_name, done, total)` is called as rows are written (every batch and at the
+    end of each file). Memory stays bounded: rows are read in batches of PORTABILITY_BATCH_SIZE
+    and written as they arrive.
+    """
+    batch_size = settings.PORTABILITY_BATCH_SIZE
+    writer = ArchiveWriter(path)
+    try:
+        for kind, queryset in selection.querysets().items():
+            total = queryset.count() if on_progress else 0
+            done = 0
+
+            def tick(kind=kind, total=total):
+                nonlocal done
+                done += 1
+                if on_progress and done % batch_size == 0:
+                    on_progress(kind.name, done, total)
+
+            writer.write_rows(kind.file, _rows(kind, queryset, batch_size, tick))
+            if on_progress:
+                on_progress(kind.name, done, total)
+    except BaseException:
+        writer.zip.close()
+        Path(path).unlink(missing_ok=True)
+        raise
+    return writer.close({
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "platform_version": platform_version(),
+        "created_at": timezone.now().isoformat(),
+        "selection": selection.describe(),
+        "embedding_model": embedding_model_name(),
+        "embedding_dimensions": settings.EMBEDDING_DIMENSIONS,
+    })

@@ -1,0 +1,124 @@
+"""POST exports → 202 and a task; GET exports/<id> → status and a download_url for the requester only,
+until the archive expires and is deleted."""
+
+import io
+import time
+import zipfile
+from datetime import timedelta
+
+import pytest
+from celery.contrib.testing.worker import start_worker
+from django.utils import timezone
+
+from apps.pipeline.services import task_execute
+from apps.portability.models import ExportRequest
+from apps.portability.services.requests import export_path, exports_expire
+from memory_platform.celery import app
+from tests.conftest import api_for
+from tests.factories import ClientFactory
+from tests.portability.conftest import archive_rows
+from tests.privacy.conftest import ALICE, BOB_WORD
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def exporter(world):
+    world.client_a.can_export = True
+    world.client_a.save(update_fields=["can_export"])
+    return world.client_a
+
+
+def _download(api, body) -> bytes:
+    return b"".join(api.get(body["download_url"]).streaming_content)
+
+
+def test_a_users_export_runs_and_only_its_requester_downloads_it(world, exporter, tmp_path):
+    api = api_for(exporter)
+    accepted = api.post("/api/v1/exports", {"user_id": ALICE}, format="json")
+    assert accepted.status_code == 202, accepted.content
+    export_id, task_id = accepted.json()["id"], accepted.json()["task_id"]
+    queued = api.get(f"/api/v1/exports/{export_id}").json()
+    assert queued["status"] == "queued" and queued["download_url"] is None
+    assert api.get(f"/api/v1/exports/{export_id}/download").status_code == 409
+
+    task_execute(task_id=task_id, worker="test")
+    ready = api.get(f"/api/v1/exports/{export_id}").json()
+    assert ready["status"] == "succeeded" and ready["download_url"].endswith(f"/api/v1/exports/{export_id}/download")
+    assert ready["counts"]["messages"] > 0 and ready["expires_at"] and ready["selection"] == "user"
+    archive = tmp_path / "downloaded.zip"
+    archive.write_bytes(_download(api, ready))
+    rows = archive_rows(archive)
+    assert [row["user_id"] for row in rows["end_users"]] == [ALICE] and BOB_WORD not in archive.read_bytes().decode("latin-1")
+
+    # Another client allowed to export in the same organisation sees nothing of it.
+    other = ClientFactory(organization=world.organization, name="other-exporter", can_export=True)
+    for url in (f"/api/v1/exports/{export_id}", f"/api/v1/exports/{export_id}/download"):
+        assert api_for(other).get(url).status_code == 404
+
+
+def test_an_expired_archive_is_deleted_and_no_longer_offered(world, exporter):
+    api = api_for(exporter)
+    body = api.post("/api/v1/exports", {"scope": "default"}, format="json").json()
+    task_execute(task_id=body["task_id"], worker="test")
+    export = ExportRequest.objects.get(pk=body["id"])
+    path = export_path(export)
+    assert path.is_file()
+    ExportRequest.objects.filter(pk=export.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert api.get(f"/api/v1/exports/{export.pk}").json()["download_url"] is None
+    assert exports_expire() == {"expired": 1}
+    assert not path.exists() and api.get(f"/api/v1/exports/{export.pk}").json()["status"] == "expired"
+    assert api.get(f"/api/v1/exports/{export.pk}/download").status_code == 404
+
+
+@pytest.mark.parametrize("body, field", [
+    ({}, "non_field_errors"),
+    ({"user_id": ALICE, "scope": "default"}, "non_field_errors"),
+    ({"scope": "not a scope"}, "scope"),
+    ({"user_id": "a\u0000b"}, "user_id"),
+    ({"user": ALICE}, "user"),
+])
+def test_bad_input_is_a_400_naming_the_field(exporter, body, field):
+    response = api_for(exporter).post("/api/v1/exports", body, format="json")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert field in str(error.get("details", error["message"]))
+
+
+def test_unknown_subjects_are_404_and_clients_without_the_permission_are_refused_first(world, exporter):
+    api = api_for(exporter)
+    for body in ({"user_id": "nobody"}, {"client_id": "not-a-uuid"}, {"client_id": str(world.foreign_client.pk)}):
+        assert api.post("/api/v1/exports", body, format="json").status_code == 404
+    assert api.post("/api/v1/exports", {"client_id": str(world.client_c.pk)}, format="json").status_code == 202
+    refused = api_for(world.client_c).post("/api/v1/exports", {"user_id": "nobody"}, format="json")
+    assert refused.status_code == 403 and "can_export" in refused.json()["error"]["message"]
+    assert api_for(world.client_c).post("/api/v1/exports", {"user_id": ALICE}, format="json").content == refused.content
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_writes_the_archive(add_messages, settings):
+    client = ClientFactory(can_export=True)
+    add_messages(client, "dana", "chat", [{"role": "user", "content": "my export please"}])
+    api = api_for(client)
+    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+        export_id = api.post("/api/v1/exports", {"user_id": "dana"}, format="json").json()["id"]
+        deadline = time.monotonic() + 120  # generous: a loaded machine runs workers slowly
+        while (body := api.get(f"/api/v1/exports/{export_id}").json())["status"] != "succeeded":
+            assert time.monotonic() < deadline and body["status"] in ("queued", "running"), body
+            time.sleep(0.5)
+    with zipfile.ZipFile(io.BytesIO(_download(api, body))) as archive:
+        assert b"my export please" in archive.read("messages.jsonl")
+
+
+def test_erasing_a_person_deletes_their_archives_waiting_for_download(world, exporter):
+    api = api_for(exporter)
+    body = api.post("/api/v1/exports", {"user_id": ALICE}, format="json").json()
+    task_execute(task_id=body["task_id"], worker="test")
+    path = export_path(ExportRequest.objects.get(pk=body["id"]))
+    assert path.is_file()
+    erasure = api.delete(f"/api/v1/users/{ALICE}/memories").json()
+    task_execute(task_id=erasure["task_id"], worker="test")
+    assert not path.exists()
+    assert api.get(f"/api/v1/exports/{body['id']}").json()["status"] == "expired"
+    assert api.get(f"/api/v1/erasures/{erasure['erasure_id']}/").json()["counts"]["portability.ExportRequest (archive deleted)"] == 1
