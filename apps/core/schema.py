@@ -98,7 +98,7 @@ def add_storable_json_component(result, generator, request, public):
 PATH_TAGS = (
     ("memory/", "memory"), ("sessions/", "sessions"), ("skills/", "skills"), ("experiences/", "skills"),
     ("profiles/", "profiles"), ("entities/", "profiles"), ("users/", "privacy"), ("clients/", "privacy"),
-    ("erasures/", "privacy"), ("tasks/", "tasks"), ("me", "account"),
+    ("erasures/", "privacy"), ("exports", "privacy"), ("tasks/", "tasks"), ("me", "account"),
 )
 
 

@@ -8,13 +8,13 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from apps.conversations.models import Message
 from apps.portability.archive import FORMAT, FORMAT_VERSION, vector_decode
 from apps.portability.kinds import KINDS
 from apps.portability.services.export import Selection, archive_export
 from apps.privacy.services.subjects import subject_resolve
 from apps.privacy.services.verify import subject_checks
 from apps.providers.embeddings import embedding_model_name
-from apps.conversations.models import Message
 from tests.factories import ClientFactory
 from tests.portability.conftest import archive_rows, manifest_of
 from tests.privacy.conftest import ALICE, ALICE_WORD, BOB, BOB_WORD

@@ -3,8 +3,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.portability.services.export import ORGANIZATION, SCOPE, Selection, archive_export
 from apps.portability.management.commands._progress import progress_bar
+from apps.portability.services.export import ORGANIZATION, SCOPE, Selection, archive_export
 from apps.privacy.services.subjects import CLIENT, USER, subject_resolve
 from apps.tenancy.models import Organization
 from apps.tenancy.services import validate_scope
