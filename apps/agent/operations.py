@@ -35,6 +35,7 @@ from apps.conversations.serializers import OwnerQuerySerializer
 from apps.conversations.turns import TurnError, normalise_messages
 from apps.core.errors import NOT_FOUND_MESSAGE, ConflictError
 from apps.core.operations import Access, check_ids, get_or_404, operation, require, require_write_access
+from apps.core.operations import validated as validated_input
 from apps.core.pagination import DEFAULT_LIMIT
 from apps.memories import selectors as memory_selectors
 from apps.memories.services import memories as memory_services
@@ -56,9 +57,11 @@ MEMORY_READS = {"episodic": memory_selectors.episodic_memory_list, "semantic": m
 
 
 def validated(serializer_class, data, **options) -> dict:
-    serializer = serializer_class(data={key: value for key, value in (data or {}).items() if value is not None}, **options)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
+    """Arguments left unset (None, as MCP sends them) are left out; a body that is not an object is
+    refused by the serializer (a 400 naming it), never read as one."""
+    if isinstance(data, dict):
+        data = {key: value for key, value in data.items() if value is not None}
+    return validated_input(serializer_class, data if data is not None else {}, **options)
 
 
 def require_writer(client) -> None:

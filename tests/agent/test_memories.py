@@ -149,3 +149,12 @@ def test_a_delete_reaches_the_pages_that_quote_the_memory(pages, api, client_a, 
     findings = api.get(f"/api/v1/profiles/{page.pk}/findings").json()["findings"]
     assert [finding["kind"] for finding in findings] == ["stale"]
     assert api.get(f"/api/v1/memory/semantic/{memory.pk}").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/api/v1/memory/context", "/api/v1/memory/episodic/", "/api/v1/memory/semantic/"])
+@pytest.mark.parametrize("body", [[None, None], "text", 3])
+def test_a_body_that_is_not_an_object_is_a_400(api, path, body):
+    response = api.post(path, body, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["code"] == "invalid"
+    assert not SemanticMemory.objects.exists()
