@@ -57,10 +57,8 @@ MEMORY_READS = {"episodic": memory_selectors.episodic_memory_list, "semantic": m
 
 
 def validated(serializer_class, data, **options) -> dict:
-    """Arguments left unset (None, as MCP sends them) are left out; a body that is not an object is
-    refused by the serializer (a 400 naming it), never read as one."""
-    if isinstance(data, dict):
-        data = {key: value for key, value in data.items() if value is not None}
+    """A missing body is an empty one; anything else is the serializer's to accept or refuse (a 400
+    naming the field). MCP leaves unset arguments out before calling (apps.mcp_server.backend.given)."""
     return validated_input(serializer_class, data if data is not None else {}, **options)
 
 

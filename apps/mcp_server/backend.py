@@ -114,16 +114,16 @@ class PlatformBackend:
     # The agent's API: each tool is one call of the operation its REST view calls.
 
     async def get_context(self, **arguments) -> dict:
-        return await self._run(agent.context_get, data=arguments)
+        return await self._run(agent.context_get, data=given(**arguments))
 
     async def list_memories(self, *, memory_type, **filters) -> dict:
-        return await self._run(agent.memory_list, memory_type=memory_type, data=filters)
+        return await self._run(agent.memory_list, memory_type=memory_type, data=given(**filters))
 
     async def get_memory(self, *, memory_type, memory_id) -> dict:
         return await self._run(agent.memory_get, memory_type=memory_type, memory_id=memory_id)
 
     async def update_memory(self, *, memory_type, memory_id, **fields) -> dict:
-        return await self._run(agent.memory_update, memory_type=memory_type, memory_id=memory_id, data=fields)
+        return await self._run(agent.memory_update, memory_type=memory_type, memory_id=memory_id, data=given(**fields))
 
     async def memory_history(self, *, memory_type, memory_id) -> dict:
         return await self._run(agent.memory_history, memory_type=memory_type, memory_id=memory_id)
@@ -135,7 +135,7 @@ class PlatformBackend:
         return await self._run(profiles.list_entities, query=given(**filters))
 
     async def delete_session(self, *, session_id, user_id, scope) -> dict:
-        return await self._run(agent.session_delete, session_id=session_id, data={"user_id": user_id, "scope": scope})
+        return await self._run(agent.session_delete, session_id=session_id, data=given(user_id=user_id, scope=scope))
 
 
 def _unknown_memory_type(*, client, item_id):
