@@ -25,9 +25,10 @@ chromium:
 test: $(STAMP) chromium
 	$(PY) -m pytest
 
-# Lint and import order (ruff), and the layer contract between the apps (import-linter, pyproject.toml).
+# Lint, import order and formatting (ruff), and the layer contract between the apps (import-linter, pyproject.toml).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-logo --no-cache
 
 # The schemathesis run of `make test` (tests/test_openapi_fuzz.py) with a larger budget per operation.

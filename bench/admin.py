@@ -32,10 +32,24 @@ def _seed(organization, count: int) -> None:
             for n in range(count):
                 moment = started - timedelta(seconds=n)
                 copy.write_row(
-                    (str(uuid.uuid4()), moment, moment, str(organization.pk), f"scope-{n % 2}", f"skill-{n}",
-                     f"How to handle request kind {n % 977} for flights and bookings",
-                     f"Step one for case {n}. Step two: confirm with the user. Step three: call the tool.",
-                     json.dumps([f"case {n % 977}"]), "[]", "workflow", statuses[n % len(statuses)], 1, "{}", n % 50, "")
+                    (
+                        str(uuid.uuid4()),
+                        moment,
+                        moment,
+                        str(organization.pk),
+                        f"scope-{n % 2}",
+                        f"skill-{n}",
+                        f"How to handle request kind {n % 977} for flights and bookings",
+                        f"Step one for case {n}. Step two: confirm with the user. Step three: call the tool.",
+                        json.dumps([f"case {n % 977}"]),
+                        "[]",
+                        "workflow",
+                        statuses[n % len(statuses)],
+                        1,
+                        "{}",
+                        n % 50,
+                        "",
+                    )
                 )
     # What autovacuum does to a table this size on its own: statistics and the visibility map.
     with connection.cursor() as cursor:
@@ -56,8 +70,11 @@ def _time(client, url: str, requests: int) -> dict:
     with CaptureQueriesContext(connection) as queries:
         client.get(url)
     ordered = sorted(timings)
-    return {"p50_ms": round(statistics.median(ordered), 1), "p95_ms": round(ordered[int(len(ordered) * 0.95)], 1),
-            "queries": len(queries)}
+    return {
+        "p50_ms": round(statistics.median(ordered), 1),
+        "p95_ms": round(ordered[int(len(ordered) * 0.95)], 1),
+        "queries": len(queries),
+    }
 
 
 def run(output_dir: Path, *, skills: int = SKILLS) -> dict:

@@ -33,10 +33,14 @@ def run(output_dir: Path) -> dict:
     redis_server = RedisServer().start()
     worker = server = None
     try:
-        worker = CeleryWorker(broker_url=redis_server.url, settings_dict=connection.settings_dict, log_path=logs / "worker.log")
+        worker = CeleryWorker(
+            broker_url=redis_server.url, settings_dict=connection.settings_dict, log_path=logs / "worker.log"
+        )
         worker.start()
         server = WebServer(
-            broker_url=redis_server.url, settings_dict=connection.settings_dict, log_path=logs / "web.log",
+            broker_url=redis_server.url,
+            settings_dict=connection.settings_dict,
+            log_path=logs / "web.log",
             env={"LOG_LEVEL": "ERROR"},
         ).start()
         pause = run_pause(server=server, redis_server=redis_server, api_key=api_key, pause_seconds=PAUSE_SECONDS)
@@ -48,8 +52,12 @@ def run(output_dir: Path) -> dict:
         with celery_broker(redis_server.url):
             republish_due_tasks()
         tasks = MemoryTask.objects.filter(pk__in=task_ids)
-        wait_for(lambda: not tasks.exclude(status=MemoryTask.Status.SUCCEEDED).exists(), timeout=300, interval=0.5,
-                 message="every task of the run to succeed")
+        wait_for(
+            lambda: not tasks.exclude(status=MemoryTask.Status.SUCCEEDED).exists(),
+            timeout=300,
+            interval=0.5,
+            message="every task of the run to succeed",
+        )
         summary.update(
             tasks=len(task_ids),
             tasks_succeeded=tasks.filter(status=MemoryTask.Status.SUCCEEDED).count(),

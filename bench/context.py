@@ -47,8 +47,11 @@ def _covered(items, dia_by_message: dict, quotes_by_profile: dict) -> set[str]:
         elif item.memory_type in ("episodic", "semantic"):
             covered |= {dia_by_message.get(message_id) for message_id in instance.source_message_ids}
         elif item.memory_type == "profile":
-            covered |= {dia_by_message.get(message_id) for message_id, quote in quotes_by_profile.get(instance.pk, [])
-                        if quote and quote in item.body}
+            covered |= {
+                dia_by_message.get(message_id)
+                for message_id, quote in quotes_by_profile.get(instance.pk, [])
+                if quote and quote in item.body
+            }
     covered.discard(None)
     return covered
 
@@ -84,7 +87,9 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
     organization = organization_create(name=f"bench-context-{uuid.uuid4().hex[:8]}")
     client, _ = client_create(organization=organization, name="bench", write_scope="bench")
     encoders = _encoders()
-    recall = {name: defaultdict(list) for name in [f"context@{b}" for b in BUDGETS] + [f"search_top10@{b}" for b in BUDGETS]}
+    recall = {
+        name: defaultdict(list) for name in [f"context@{b}" for b in BUDGETS] + [f"search_top10@{b}" for b in BUDGETS]
+    }
     sections = defaultdict(list)
     tokens_used = defaultdict(list)
     under_estimated = defaultdict(int)
@@ -108,8 +113,14 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
                     continue
                 questions += 1
                 question, category = str(qa["question"]), qa["category"]
-                hits = search(reader=client.reader, query=question, memory_types=["message"], method=None, limit=10,
-                              filters={"user_id": user_id})
+                hits = search(
+                    reader=client.reader,
+                    query=question,
+                    memory_types=["message"],
+                    method=None,
+                    limit=10,
+                    filters={"user_id": user_id},
+                )
                 for budget in BUDGETS:
                     context = context_build(reader=client.reader, user_id=user_id, query=question, max_tokens=budget)
                     assert context.tokens <= budget
@@ -142,27 +153,41 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
         "reranker": settings.RERANKER,
         "context_candidates": settings.CONTEXT_CANDIDATES,
         "recall": {
-            name: {"overall": mean([v for values in by_category.values() for v in values]),
-                   **{f"c{category}": mean(by_category[category]) for category in CATEGORIES}}
+            name: {
+                "overall": mean([v for values in by_category.values() for v in values]),
+                **{f"c{category}": mean(by_category[category]) for category in CATEGORIES},
+            }
             for name, by_category in recall.items()
         },
-        "tokens_used": {str(budget): {"mean": mean(values), "max": max(values)} for budget, values in tokens_used.items()},
+        "tokens_used": {
+            str(budget): {"mean": mean(values), "max": max(values)} for budget, values in tokens_used.items()
+        },
         "items_per_block": {
-            str(budget): {section: round(len(sections[(budget, section)]) / max(questions, 1), 2)
-                          for (b, section) in sections if b == budget}
+            str(budget): {
+                section: round(len(sections[(budget, section)]) / max(questions, 1), 2)
+                for (b, section) in sections
+                if b == budget
+            }
             for budget in BUDGETS
         },
         "estimate_vs_encoders": {
-            name: {"blocks": blocks, "blocks_under_estimated": under_estimated[name],
-                   "estimate_over_real_mean": mean(ratio[name]), "estimate_over_real_min": round(min(ratio[name]), 4)}
+            name: {
+                "blocks": blocks,
+                "blocks_under_estimated": under_estimated[name],
+                "estimate_over_real_mean": mean(ratio[name]),
+                "estimate_over_real_min": round(min(ratio[name]), 4),
+            }
             for name in encoders
-        } or "bpe-openai not installed (pip install -e '.[bench]')",
+        }
+        or "bpe-openai not installed (pip install -e '.[bench]')",
     }
     target = results["recall"]["context@1000"]["overall"] >= results["recall"]["search_top10@1000"]["overall"]
     results["meets"] = {"context_at_1000_at_least_search_top10": target}
 
-    log(f"\nLOCOMO context coverage ({questions} questions, categories 1-4, {results['embedding_provider']}, "
-        f"reranker {results['reranker']})")
+    log(
+        f"\nLOCOMO context coverage ({questions} questions, categories 1-4, {results['embedding_provider']}, "
+        f"reranker {results['reranker']})"
+    )
     log(f"{'block':<22}{'overall':>9}" + "".join(f"{'c' + str(c):>8}" for c in CATEGORIES))
     for name, entry in results["recall"].items():
         log(f"{name:<22}{entry['overall']:>9.3f}" + "".join(f"{entry[f'c{c}']:>8.3f}" for c in CATEGORIES))

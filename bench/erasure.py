@@ -72,7 +72,12 @@ def _seed(organization, client, end_user, *, messages: int, memories: int, exper
             params,
         )
         for memory_model, change_model, extra_columns, extra_values in (
-            (EpisodicMemory, EpisodicMemoryChange, "occurred_at, time_granularity, actor, event_type", "now(), 'day', 'subject', 'trip'"),
+            (
+                EpisodicMemory,
+                EpisodicMemoryChange,
+                "occurred_at, time_granularity, actor, event_type",
+                "now(), 'day', 'subject', 'trip'",
+            ),
             (SemanticMemory, SemanticMemoryChange, "name, source", "'subject fact ' || n, 'bench'"),
         ):
             cursor.execute(
@@ -125,9 +130,13 @@ class _Ingest(threading.Thread):
                 started = time.perf_counter()
                 phase = self.phase
                 messages_ingest(
-                    client=self.client, user_id=f"other-{index % 20}", session_id=f"live-{index}",
-                    messages=[{"role": "user", "content": f"Ingest {index}: what is the weather in town {index % 97}?"},
-                              {"role": "assistant", "content": "Sunny with a light breeze."}],
+                    client=self.client,
+                    user_id=f"other-{index % 20}",
+                    session_id=f"live-{index}",
+                    messages=[
+                        {"role": "user", "content": f"Ingest {index}: what is the weather in town {index % 97}?"},
+                        {"role": "assistant", "content": "Sunny with a light breeze."},
+                    ],
                 )
                 elapsed = time.perf_counter() - started
                 self.latencies[phase].append(elapsed * 1000)
@@ -174,13 +183,16 @@ def run(output_dir, *, messages: int = MESSAGES, memories: int = MEMORIES, log=p
     redis_server = RedisServer()
     try:
         redis_server.start()
-        with celery_broker(redis_server.url), override_settings(
-            CELERY_BROKER_URL=redis_server.url, CELERY_RESULT_BACKEND=redis_server.url
+        with (
+            celery_broker(redis_server.url),
+            override_settings(CELERY_BROKER_URL=redis_server.url, CELERY_RESULT_BACKEND=redis_server.url),
         ):
             started = time.perf_counter()
             _seed(organization, subject_client, end_user, messages=messages, memories=memories, experiences=EXPERIENCES)
             seed_seconds = time.perf_counter() - started
-            log(f"erasure: seeded {messages} messages, {memories} memories, {EXPERIENCES} experiences in {seed_seconds:.1f}s")
+            log(
+                f"erasure: seeded {messages} messages, {memories} memories, {EXPERIENCES} experiences in {seed_seconds:.1f}s"
+            )
 
             ingest = _Ingest(other_client)
             ingest.start()
@@ -207,15 +219,25 @@ def run(output_dir, *, messages: int = MESSAGES, memories: int = MEMORIES, log=p
     removed = {table: count for table, count in erasure.counts.items() if count}
     result = {
         "benchmark": "erasure",
-        "subject": {"messages": messages, "memories": memories, "experiences": EXPERIENCES, "embedded_share": EMBEDDED_SHARE},
+        "subject": {
+            "messages": messages,
+            "memories": memories,
+            "experiences": EXPERIENCES,
+            "embedded_share": EMBEDDED_SHARE,
+        },
         "seed_seconds": round(seed_seconds, 1),
         "erasure_seconds": round(erasure_seconds, 2),
         "rows_removed": removed,
         "rows_per_second": round(sum(count for table, count in removed.items() if "(" not in table) / erasure_seconds),
         "residual_total": erasure.residual["total"],
         "batch_size": _setting("ERASURE_BATCH_SIZE"),
-        "ingest": {"paced_requests_per_second": INGEST_PER_SECOND, "turns_per_request": 2,
-                   "without_erasure": baseline, "during_erasure": during, "p95_ratio": ratio},
+        "ingest": {
+            "paced_requests_per_second": INGEST_PER_SECOND,
+            "turns_per_request": 2,
+            "without_erasure": baseline,
+            "during_erasure": during,
+            "p95_ratio": ratio,
+        },
         "target": f"ingest p95 during erasure <= {TARGET_P95_RATIO}x its p95 without",
         "meets_target": ratio <= TARGET_P95_RATIO,
         "machine": {

@@ -73,7 +73,13 @@ def _ranked(organization, question: str) -> list:
     reader = Reader(organization_id=organization.pk, read_scopes=("locomo",))
     # Retrieval without the reranker, whose context features move with the clock between the two searches.
     hits = search(
-        reader=reader, query=question, memory_types=None, method="hybrid", limit=ROUND_TRIP_LIMIT, filters={}, reranker="none",
+        reader=reader,
+        query=question,
+        memory_types=None,
+        method="hybrid",
+        limit=ROUND_TRIP_LIMIT,
+        filters={},
+        reranker="none",
     )
     return [(hit.source.memory_type, hit.instance.pk, round(hit.score, 6)) for hit in hits]
 
@@ -87,9 +93,17 @@ def _skill_history(organization) -> list:
     from apps.skills.models import SkillVersion
 
     return sorted(
-        (version.skill.scope, version.skill.name, version.version, version.operation, json.dumps(version.snapshot, sort_keys=True),
-         len(version.experiences.all()))
-        for version in SkillVersion.objects.filter(skill__organization=organization).select_related("skill").prefetch_related("experiences")
+        (
+            version.skill.scope,
+            version.skill.name,
+            version.version,
+            version.operation,
+            json.dumps(version.snapshot, sort_keys=True),
+            len(version.experiences.all()),
+        )
+        for version in SkillVersion.objects.filter(skill__organization=organization)
+        .select_related("skill")
+        .prefetch_related("experiences")
     )
 
 
@@ -112,8 +126,13 @@ def round_trip(directory: Path, log=print) -> dict:
     agent, _ = client_create(organization=source, name="airline", write_scope="bench-airline")
     for item in trajectory_sessions(trajectories):
         messages_ingest(
-            client=agent, user_id=item["user_id"], session_id=item["session_id"], messages=item["messages"],
-            session_tag="task", seal=True, outcome=item["outcome"],
+            client=agent,
+            user_id=item["user_id"],
+            session_id=item["session_id"],
+            messages=item["messages"],
+            session_tag="task",
+            seal=True,
+            outcome=item["outcome"],
         )
     run_pending_tasks(source)
     seed_seconds = time.perf_counter() - started
@@ -213,9 +232,15 @@ def run(output_dir, *, messages: int | None = None, log=print) -> dict:
     messages = messages or int(os.environ.get("BENCH_EXPORT_MESSAGES", "200000"))
     provider = os.environ.get("BENCH_EXPORT_EMBEDDINGS", "hash")
     load_before = round(os.getloadavg()[0], 2)
-    with tempfile.TemporaryDirectory() as directory, override_settings(
-        LLM_PROVIDER="rules", SKILL_REVIEW_MODE="auto", EMBEDDING_PROVIDER=provider, QUERY_DECOMPOSER="none",
-        DEBUG=False,  # as in production: with DEBUG, Django keeps the SQL of every bulk insert in memory
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        override_settings(
+            LLM_PROVIDER="rules",
+            SKILL_REVIEW_MODE="auto",
+            EMBEDDING_PROVIDER=provider,
+            QUERY_DECOMPOSER="none",
+            DEBUG=False,  # as in production: with DEBUG, Django keeps the SQL of every bulk insert in memory
+        ),
     ):
         trip = round_trip(Path(directory), log=log)
         log(f"export: round trip {json.dumps(trip)}")

@@ -33,8 +33,18 @@ def _serve(port: int, broker_url: str) -> subprocess.Popen:
 
     env = dict(os.environ, **{ATTACH_ENV: "1", "REDIS_URL": broker_url, "CELERY_BROKER_URL": broker_url})
     return subprocess.Popen(
-        [os.path.join(os.path.dirname(sys.executable), "gunicorn"), "memory_platform.wsgi", "--bind",
-         f"127.0.0.1:{port}", "--workers", "2", "--threads", "2", "--log-level", "warning"],
+        [
+            os.path.join(os.path.dirname(sys.executable), "gunicorn"),
+            "memory_platform.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--threads",
+            "2",
+            "--log-level",
+            "warning",
+        ],
         env=env,
         start_new_session=True,
     )
@@ -53,15 +63,37 @@ def _floor(client, trajectories) -> float:
     now = datetime.now(timezone.utc)
     for number, trajectory in enumerate(trajectories):
         session = Session.objects.create(
-            organization=client.organization, end_user=end_user, client=client, scope=client.write_scope,
-            session_id=f"floor-{number}", session_tag="task",
+            organization=client.organization,
+            end_user=end_user,
+            client=client,
+            scope=client.write_scope,
+            session_id=f"floor-{number}",
+            session_tag="task",
         )
         turns = normalise_messages(trajectory["traj"], max_chars=32000, default_occurred_at=now)
         for seq, turn in enumerate(turns, start=1):
             rows.append(
-                (str(uuid.uuid4()), now, now, client.organization_id, end_user.pk, client.write_scope, session.pk, seq,
-                 turn.role, turn.name, turn.content, json.dumps(turn.tool_calls) if turn.tool_calls else None,
-                 turn.tool_call_id, json.dumps(turn.metadata), turn.truncated, turn.occurred_at, client.pk, "", "")
+                (
+                    str(uuid.uuid4()),
+                    now,
+                    now,
+                    client.organization_id,
+                    end_user.pk,
+                    client.write_scope,
+                    session.pk,
+                    seq,
+                    turn.role,
+                    turn.name,
+                    turn.content,
+                    json.dumps(turn.tool_calls) if turn.tool_calls else None,
+                    turn.tool_call_id,
+                    json.dumps(turn.metadata),
+                    turn.truncated,
+                    turn.occurred_at,
+                    client.pk,
+                    "",
+                    "",
+                )
             )
     table = Message._meta.db_table
     sql = (
@@ -91,6 +123,7 @@ def run(output_dir: Path) -> dict:
     base = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"Api-Key {api_key}"}
     try:
+
         def answers() -> bool:
             try:
                 return httpx.get(f"{base}/healthz").status_code == 200
@@ -124,15 +157,21 @@ def run(output_dir: Path) -> dict:
 
         intact = 0
         for number, trajectory in enumerate(trajectories):
-            transcript = http.get(f"/api/v1/sessions/tau-{number}/", params={"user_id": "bench-user", "limit": 1000}).json()
+            transcript = http.get(
+                f"/api/v1/sessions/tau-{number}/", params={"user_id": "bench-user", "limit": 1000}
+            ).json()
             messages = transcript["messages"]
-            assert len(messages) == len(trajectory["traj"]), f"tau-{number}: {len(messages)} of {len(trajectory['traj'])}"
+            assert len(messages) == len(trajectory["traj"]), (
+                f"tau-{number}: {len(messages)} of {len(trajectory['traj'])}"
+            )
             for sent, got in zip(trajectory["traj"], messages):
                 assert got["role"] == sent["role"]
                 if sent["role"] == "tool":
                     assert got["name"] == sent["name"] and got["content"].startswith(f"[{sent['name']}] ")
                 if sent.get("tool_calls"):
-                    assert [call["function"] for call in got["tool_calls"]] == [call["function"] for call in sent["tool_calls"]]
+                    assert [call["function"] for call in got["tool_calls"]] == [
+                        call["function"] for call in sent["tool_calls"]
+                    ]
                 intact += 1
         http.close()
         floor_seconds, floor_rows = _floor(client, trajectories)

@@ -29,7 +29,7 @@ DIA_ID = re.compile(r"D(\d+):(\d+)")
 
 
 def normalise_evidence(evidence: list, known: set[str]) -> list[str]:
-    """"D8:6; D9:17", "D:11:26", "D30:05" → D<int>:<int>; drops what does not resolve."""
+    """ "D8:6; D9:17", "D:11:26", "D30:05" → D<int>:<int>; drops what does not resolve."""
     found = []
     for item in evidence:
         for session, turn in re.findall(r"D:?(\d+):(\d+)", str(item)):
@@ -131,8 +131,13 @@ def recall(ranked: list[str], evidence: list[str], k: int) -> float:
 
 
 def run(
-    file: str, *, methods=("bm25", "embedding", "hybrid", "fuzzy"), rerankers=("none", "context"),
-    decompose: bool | None = None, output: str | None = None, log=print,
+    file: str,
+    *,
+    methods=("bm25", "embedding", "hybrid", "fuzzy"),
+    rerankers=("none", "context"),
+    decompose: bool | None = None,
+    output: str | None = None,
+    log=print,
 ) -> dict:
     import numpy as np
     from django.conf import settings
@@ -159,7 +164,12 @@ def run(
 
     per_method = {
         name: defaultdict(list)
-        for name in (*(variant_name(*variant) for variant in variants), "baseline_bm25", "baseline_dense", "baseline_rrf")
+        for name in (
+            *(variant_name(*variant) for variant in variants),
+            "baseline_bm25",
+            "baseline_dense",
+            "baseline_rrf",
+        )
     }
     latencies = defaultdict(list)
     ingest_seconds = embed_seconds = 0.0
@@ -270,7 +280,10 @@ def run(
         )
     log("recall@10 by category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop):")
     for name, entry in results["methods"].items():
-        log(f"  {name:<20}" + " ".join(f"c{c}={entry['by_category'][str(c)].get('recall@10', 0):.3f}" for c in CATEGORIES))
+        log(
+            f"  {name:<20}"
+            + " ".join(f"c{c}={entry['by_category'][str(c)].get('recall@10', 0):.3f}" for c in CATEGORIES)
+        )
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         Path(output).write_text(json.dumps(results, indent=2))
@@ -279,7 +292,12 @@ def run(
 
 
 # Each embedding provider's default model, for running one provider after another in one process.
-PROVIDER_MODELS = {"local": "all-MiniLM-L6-v2", "e5": "multilingual-e5-small-q4", "openai": "text-embedding-3-small", "hash": ""}
+PROVIDER_MODELS = {
+    "local": "all-MiniLM-L6-v2",
+    "e5": "multilingual-e5-small-q4",
+    "openai": "text-embedding-3-small",
+    "hash": "",
+}
 
 
 # Providers that need no network: the rows a default may be chosen from.
@@ -309,13 +327,16 @@ def defaults_row(results: dict, *, provider: str, reranker: str) -> dict:
     name = method if reranker == "none" else f"{method}+{reranker}"
     rows = {
         (row_provider, row_name): entry["overall"]["recall@10"]
-        for row_provider, result in results.items() if row_provider in OFFLINE_PROVIDERS
+        for row_provider, result in results.items()
+        if row_provider in OFFLINE_PROVIDERS
         for row_name, entry in result["methods"].items()
         if not row_name.startswith("baseline_") and not row_name.endswith("+decompose")
     }
     best = max(rows, key=rows.get) if rows else None
     return {
-        "provider": provider, "method": name, "recall@10": rows.get((provider, name)),
+        "provider": provider,
+        "method": name,
+        "recall@10": rows.get((provider, name)),
         "best": {"provider": best[0], "method": best[1], "recall@10": rows[best]} if best else None,
         "is_best": best is not None and rows.get((provider, name)) == rows[best],
     }
@@ -334,21 +355,31 @@ def run_providers(file: str, *, providers=("e5", "local"), output_dir: str | Non
         if missing:
             log(f"{provider}: left out, it {missing}")
             continue
-        with override_settings(EMBEDDING_PROVIDER=provider, EMBEDDING_MODEL=PROVIDER_MODELS.get(provider, settings.EMBEDDING_MODEL)):
+        with override_settings(
+            EMBEDDING_PROVIDER=provider, EMBEDDING_MODEL=PROVIDER_MODELS.get(provider, settings.EMBEDDING_MODEL)
+        ):
             output = str(Path(output_dir) / f"locomo-{provider}.json") if output_dir else None
             results[provider] = run(file, output=output, log=log, **options)
-    log("\nhybrid recall@10 per provider (overall / c1 multi-hop / c2 temporal / c3 open-domain / c4 single-hop), p50 ms")
+    log(
+        "\nhybrid recall@10 per provider (overall / c1 multi-hop / c2 temporal / c3 open-domain / c4 single-hop), p50 ms"
+    )
     for provider, result in results.items():
         for name, entry in result["methods"].items():
             if name.startswith("hybrid"):
-                log(f"  {provider:<6} {name:<16} {entry['overall']['recall@10']:.3f} / "
+                log(
+                    f"  {provider:<6} {name:<16} {entry['overall']['recall@10']:.3f} / "
                     + " / ".join(f"{entry['by_category'][str(c)].get('recall@10', 0):.3f}" for c in CATEGORIES)
-                    + f"   p50 {entry['latency_ms']['p50']}")
+                    + f"   p50 {entry['latency_ms']['p50']}"
+                )
     defaults = defaults_row(results, provider=default_provider, reranker=default_reranker)
     best = defaults["best"]
     log(
         f"\ndefaults (EMBEDDING_PROVIDER={default_provider}, RERANKER={default_reranker}, {defaults['method']}): "
-        + ("not measured (provider left out)" if defaults["recall@10"] is None else f"recall@10 {defaults['recall@10']:.3f}")
+        + (
+            "not measured (provider left out)"
+            if defaults["recall@10"] is None
+            else f"recall@10 {defaults['recall@10']:.3f}"
+        )
         + (f"; best offline row: {best['provider']} {best['method']} {best['recall@10']:.3f}" if best else "")
         + (" (the defaults are the best offline row)" if defaults["is_best"] else "")
     )
@@ -407,8 +438,14 @@ def run_extract(file: str, *, methods=("hybrid",), output: str | None = None, lo
             if qa.get("category") not in CATEGORIES or not evidence:
                 continue
             for method in methods:
-                hits = search(reader=client.reader, query=str(qa["question"]), memory_types=memory_types, method=method,
-                              limit=max(KS), filters={"user_id": sample["sample_id"]})
+                hits = search(
+                    reader=client.reader,
+                    query=str(qa["question"]),
+                    memory_types=memory_types,
+                    method=method,
+                    limit=max(KS),
+                    filters={"user_id": sample["sample_id"]},
+                )
                 ranking = _dia_ranking(hits, dia_by_message)
                 for k in KS:
                     scores[(variant, method)][(qa["category"], k)].append(recall(ranking, evidence, k))
@@ -418,7 +455,9 @@ def run_extract(file: str, *, methods=("hybrid",), output: str | None = None, lo
             texts = ingest(client, sample)
             run_pending_tasks(organization, task_types=["embed_messages"])
             user_messages = Message.objects.filter(organization=organization, end_user__user_id=sample["sample_id"])
-            dia_by_message = {pk: metadata.get("dia_id") for pk, metadata in user_messages.values_list("pk", "metadata")}
+            dia_by_message = {
+                pk: metadata.get("dia_id") for pk, metadata in user_messages.values_list("pk", "metadata")
+            }
             evaluate(sample, "messages_before_extraction", ["message"], texts, dia_by_message)
 
             started = time.perf_counter()
@@ -430,10 +469,13 @@ def run_extract(file: str, *, methods=("hybrid",), output: str | None = None, lo
             evaluate(sample, "messages_after_extraction", ["message"], texts, dia_by_message)
             evaluate(sample, "messages_episodic_semantic", ["message", "episodic", "semantic"], texts, dia_by_message)
             questions += sum(
-                1 for qa in sample["qa"]
+                1
+                for qa in sample["qa"]
                 if qa.get("category") in CATEGORIES and normalise_evidence(qa.get("evidence") or [], set(texts))
             )
-            log(f"{sample['sample_id']}: {len(dia_by_message)} turns, {resolved} with resolved dates, {questions} questions so far")
+            log(
+                f"{sample['sample_id']}: {len(dia_by_message)} turns, {resolved} with resolved dates, {questions} questions so far"
+            )
         for name, model in (("episodic", EpisodicMemory), ("semantic", SemanticMemory)):
             extraction[name] = model.objects.filter(organization=organization, deleted_at__isnull=True).count()
     finally:
@@ -456,22 +498,31 @@ def run_extract(file: str, *, methods=("hybrid",), output: str | None = None, lo
                 for k in KS
             },
             "by_category": {
-                str(category): {f"recall@{k}": round(statistics.mean(values[(category, k)]), 4) for k in KS if values[(category, k)]}
+                str(category): {
+                    f"recall@{k}": round(statistics.mean(values[(category, k)]), 4) for k in KS if values[(category, k)]
+                }
                 for category in CATEGORIES
             },
         }
 
-    log(f"\nLOCOMO with extraction ({questions} questions, categories 1-4, LLM {settings.LLM_PROVIDER}, {results['embedding_model']})")
+    log(
+        f"\nLOCOMO with extraction ({questions} questions, categories 1-4, LLM {settings.LLM_PROVIDER}, {results['embedding_model']})"
+    )
     log(f"extraction: {results['extraction']}")
     log(f"{'variant/method':<40}" + "".join(f"{'R@' + str(k):>8}" for k in KS) + f"{'c2 R@10':>9}")
     for name, entry in results["variants"].items():
-        log(f"{name:<40}" + "".join(f"{entry['overall'][f'recall@{k}']:>8.3f}" for k in KS)
-            + f"{entry['by_category']['2'].get('recall@10', 0):>9.3f}")
+        log(
+            f"{name:<40}"
+            + "".join(f"{entry['overall'][f'recall@{k}']:>8.3f}" for k in KS)
+            + f"{entry['by_category']['2'].get('recall@10', 0):>9.3f}"
+        )
     for method in methods:
         before = results["variants"][f"messages_before_extraction/{method}"]["by_category"]["2"]
         after = results["variants"][f"messages_after_extraction/{method}"]["by_category"]["2"]
-        log(f"category 2 (temporal), {method}, messages without -> with resolved dates: "
-            + ", ".join(f"R@{k} {before[f'recall@{k}']:.3f} -> {after[f'recall@{k}']:.3f}" for k in KS))
+        log(
+            f"category 2 (temporal), {method}, messages without -> with resolved dates: "
+            + ", ".join(f"R@{k} {before[f'recall@{k}']:.3f} -> {after[f'recall@{k}']:.3f}" for k in KS)
+        )
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         Path(output).write_text(json.dumps(results, indent=2))
@@ -490,9 +541,12 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.locomo", description=main.__doc__)
     parser.add_argument("file", help="A LOCOMO-format JSON file, e.g. ../shared/data/locomo-dev.json")
     parser.add_argument("--methods", default=None, help="default: bm25,embedding,hybrid,fuzzy (with --extract: hybrid)")
-    parser.add_argument("--output", default=None, help="default: bench/results/locomo.json (with --extract: locomo-extract.json)")
     parser.add_argument(
-        "--extract", action="store_true",
+        "--output", default=None, help="default: bench/results/locomo.json (with --extract: locomo-extract.json)"
+    )
+    parser.add_argument(
+        "--extract",
+        action="store_true",
         help="run memory extraction with the configured LLM (rules: the temporal normaliser) and report recall "
         "before and after it, and over messages + episodic + semantic",
     )
@@ -505,12 +559,14 @@ def main(argv: list[str]) -> int:
     results_dir = Path(__file__).resolve().parent / "results"
     if arguments.extract:
         run_extract(
-            arguments.file, methods=tuple((arguments.methods or "hybrid").split(",")),
+            arguments.file,
+            methods=tuple((arguments.methods or "hybrid").split(",")),
             output=arguments.output or str(results_dir / "locomo-extract.json"),
         )
     else:
         run(
-            arguments.file, methods=tuple((arguments.methods or "bm25,embedding,hybrid,fuzzy").split(",")),
+            arguments.file,
+            methods=tuple((arguments.methods or "bm25,embedding,hybrid,fuzzy").split(",")),
             output=arguments.output or str(results_dir / "locomo.json"),
         )
     return 0

@@ -23,7 +23,11 @@ import uuid
 from pathlib import Path
 
 KINDS = ("client_erasure", "user_erasure", "turn_delete_rest", "turn_delete_mcp", "session_delete", "retention")
-TRANSCRIPT_COLUMNS = ("conversations.Message.content", "conversations.Message.context", "conversations.Message.search_vector")
+TRANSCRIPT_COLUMNS = (
+    "conversations.Message.content",
+    "conversations.Message.context",
+    "conversations.Message.search_vector",
+)
 
 
 def _word(prefix: str) -> str:
@@ -63,12 +67,19 @@ def _act(world, kind: str, target) -> dict:
     api = APIClient(SERVER_NAME="localhost")
     api.credentials(HTTP_AUTHORIZATION=f"Api-Key {world.one_key}")
     if kind in ("client_erasure", "user_erasure"):
-        url = f"/api/v1/clients/{world.two.pk}/memories" if kind == "client_erasure" else f"/api/v1/users/{target}/memories"
+        url = (
+            f"/api/v1/clients/{world.two.pk}/memories"
+            if kind == "client_erasure"
+            else f"/api/v1/users/{target}/memories"
+        )
         body = api.delete(url).json()
         task_execute(task_id=body["task_id"], worker="bench")
         erasure = ErasureRequest.objects.get(pk=body["erasure_id"])
-        return {"status": erasure.status, "verification_total": (erasure.residual or {}).get("total"),
-                "fingerprint_runs": ((erasure.residual or {}).get("text") or {}).get("fingerprint")}
+        return {
+            "status": erasure.status,
+            "verification_total": (erasure.residual or {}).get("total"),
+            "fingerprint_runs": ((erasure.residual or {}).get("text") or {}).get("fingerprint"),
+        }
     if kind == "turn_delete_rest":
         api.credentials(HTTP_AUTHORIZATION=f"Api-Key {world.two_key}")
         return {"status": api.delete(f"/api/v1/memory/message/{target.pk}").status_code}
@@ -114,7 +125,8 @@ def _scenario(kind: str) -> dict:
             world.one_key, world.two_key = one_key, two_key
             turn = Message.objects.get(organization=organization, content__contains=world.turn_word)
             target = {
-                "user_erasure": URSULA, "session_delete": Session.objects.get(pk=turn.session_id),
+                "user_erasure": URSULA,
+                "session_delete": Session.objects.get(pk=turn.session_id),
             }.get(kind, turn)
             watched = world.word if kind in ("client_erasure", "user_erasure") else world.turn_word
             only = TRANSCRIPT_COLUMNS if kind == "retention" else None
@@ -127,10 +139,16 @@ def _scenario(kind: str) -> dict:
             left = _other_turns(world, kind, target)
             # A keyword search as the client that stays, for the word that went, over every memory type.
             # (Retention keeps learned memory by design: only the transcript is searched after it.)
-            keyword_hits = len(search(
-                reader=one.reader, query=watched, memory_types=["message"] if kind == "retention" else list(SOURCES),
-                method="bm25", limit=50, filters={},
-            ))
+            keyword_hits = len(
+                search(
+                    reader=one.reader,
+                    query=watched,
+                    memory_types=["message"] if kind == "retention" else list(SOURCES),
+                    method="bm25",
+                    limit=50,
+                    filters={},
+                )
+            )
     finally:
         organization.delete()
     return {
@@ -159,8 +177,9 @@ def run(output_dir, *, kinds=KINDS, log=print) -> dict:
     redis_server = RedisServer()
     try:
         redis_server.start()  # the platform publishes on commit; nothing of this run reaches a shared broker
-        with celery_broker(redis_server.url), override_settings(
-            CELERY_BROKER_URL=redis_server.url, CELERY_RESULT_BACKEND=redis_server.url
+        with (
+            celery_broker(redis_server.url),
+            override_settings(CELERY_BROKER_URL=redis_server.url, CELERY_RESULT_BACKEND=redis_server.url),
         ):
             for kind in kinds:
                 results[kind] = _scenario(kind)
@@ -177,7 +196,9 @@ def run(output_dir, *, kinds=KINDS, log=print) -> dict:
     result = {
         "benchmark": "privacy_erasure",
         "kinds": results,
-        "all_clean": all(r["columns_with_the_words_after"] == 0 and r["other_parties_turns_deleted"] == 0 for r in results.values()),
+        "all_clean": all(
+            r["columns_with_the_words_after"] == 0 and r["other_parties_turns_deleted"] == 0 for r in results.values()
+        ),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

@@ -66,7 +66,8 @@ def _serve(*, port: int, broker_url: str, before: bool) -> subprocess.Popen:
 
     gunicorn = os.path.join(os.path.dirname(sys.executable), "gunicorn")
     env = dict(
-        os.environ, **{ATTACH_ENV: "1", "REDIS_URL": broker_url, "CELERY_BROKER_URL": broker_url, "LOG_LEVEL": "WARNING"},
+        os.environ,
+        **{ATTACH_ENV: "1", "REDIS_URL": broker_url, "CELERY_BROKER_URL": broker_url, "LOG_LEVEL": "WARNING"},
         PYTHONPATH=str(BASE_DIR),
     )
     if before:
@@ -78,7 +79,9 @@ def _serve(*, port: int, broker_url: str, before: bool) -> subprocess.Popen:
         cwd = BASE_DIR
     return subprocess.Popen(
         [*command, "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
-        cwd=cwd, env=env, start_new_session=True,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
     )
 
 
@@ -118,7 +121,9 @@ def _victim(port: int, api_key: str, deadline: float) -> list[dict]:
         if turn % 2:
             calls.append(_timed(port, "GET", "/api/v1/me", api_key))
         else:
-            calls.append(_timed(port, "POST", "/api/v1/memory/search", api_key, {"query": "lisbon", "user_id": "victim"}))
+            calls.append(
+                _timed(port, "POST", "/api/v1/memory/search", api_key, {"query": "lisbon", "user_id": "victim"})
+            )
         time.sleep(0.25)
     return calls
 
@@ -170,7 +175,9 @@ def _slow_run(*, before: bool, broker_url: str, api_key: str, seconds: float) ->
         deadline = time.monotonic() + seconds
         stats, lock = {"connections": 0, "dropped_by_server": 0}, threading.Lock()
         attackers = [
-            threading.Thread(target=_trickle, args=(port, deadline), kwargs={"body": n % 2 == 1, "stats": stats, "lock": lock})
+            threading.Thread(
+                target=_trickle, args=(port, deadline), kwargs={"body": n % 2 == 1, "stats": stats, "lock": lock}
+            )
             for n in range(SLOW_SOCKETS)
         ]
         for thread in attackers:
@@ -271,9 +278,13 @@ def run(output_dir: Path) -> dict:
             "before": _slow_run(before=True, broker_url=redis_server.url, api_key=victim_key, seconds=seconds),
             "after": _slow_run(before=False, broker_url=redis_server.url, api_key=victim_key, seconds=seconds),
             "burst": _bursts(
-                broker_url=redis_server.url, limited_key=limited_key, unlimited_key=unlimited_key,
-                victim_key=victim_key, requests=burst,
-            ) | {"limit_per_minute": burst_limit},
+                broker_url=redis_server.url,
+                limited_key=limited_key,
+                unlimited_key=unlimited_key,
+                victim_key=victim_key,
+                requests=burst,
+            )
+            | {"limit_per_minute": burst_limit},
         }
     finally:
         redis_server.stop()
@@ -281,7 +292,9 @@ def run(output_dir: Path) -> dict:
     result["p95_before_over_after"] = round(before["p95_seconds"] / after["p95_seconds"], 1)
     bursts = result["burst"]
     result["burst_other_tenant_p95_without_over_with_limit"] = round(
-        bursts["without_limit"]["other_tenant_me"]["p95_seconds"] / bursts["with_limit"]["other_tenant_me"]["p95_seconds"], 1
+        bursts["without_limit"]["other_tenant_me"]["p95_seconds"]
+        / bursts["with_limit"]["other_tenant_me"]["p95_seconds"],
+        1,
     )
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / "privacy_slow_clients.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -30,7 +30,9 @@ def _ranking(hits, dia_by_message: dict) -> list[str]:
         if hit.source.memory_type == "message":
             dia_ids = [hit.instance.metadata.get("dia_id")]
         else:
-            dia_ids = [dia_by_message.get(ref["item_id"]) for ref in hit.instance.source_refs if ref["item_type"] == "message"]
+            dia_ids = [
+                dia_by_message.get(ref["item_id"]) for ref in hit.instance.source_refs if ref["item_type"] == "message"
+            ]
         for dia_id in dia_ids:
             if dia_id and dia_id not in ranking:
                 ranking.append(dia_id)
@@ -102,8 +104,12 @@ def run(output_dir: Path, *, log=print) -> dict:
                     questions += 1
                     for variant in VARIANTS:
                         hits = search(
-                            reader=client.reader, query=str(qa["question"]), memory_types=variant.split("+"),
-                            method="hybrid", limit=K, filters={"user_id": sample["sample_id"]},
+                            reader=client.reader,
+                            query=str(qa["question"]),
+                            memory_types=variant.split("+"),
+                            method="hybrid",
+                            limit=K,
+                            filters={"user_id": sample["sample_id"]},
                         )
                         ranking = _ranking(hits, dia_by_message)
                         recalls[variant][qa["category"]].append(recall(ranking, evidence, len(ranking) or K))
@@ -140,7 +146,9 @@ def run(output_dir: Path, *, log=print) -> dict:
     log(f"\nLOCOMO recall@{K}, hybrid, {questions} questions ({results['embedding_model']}), by category 1-4:")
     for variant in VARIANTS:
         row = results[f"recall@{K}"][variant]
-        log(f"  {variant:<17} overall {row['overall']:.3f}  " + "  ".join(f"c{c} {row[str(c)]:.3f}" for c in CATEGORIES))
+        log(
+            f"  {variant:<17} overall {row['overall']:.3f}  " + "  ".join(f"c{c} {row[str(c)]:.3f}" for c in CATEGORIES)
+        )
     log(f"  turns returned by message+profile: {results['turns_returned_by_message+profile']}")
     log(
         f"{entities} entities, {pages} pages; compile {results['compile_seconds_per_1000_turns_offline']} s per 1,000 turns "
@@ -246,9 +254,8 @@ def run_lint(output_dir: Path, *, log=print) -> dict:
                 "pages_of_other_users_citing_the_user": len(citing),
                 "stale_findings": stale,
                 "pages_left": Profile.objects.filter(organization=organization).count(),
-                "side_a_pages_unchanged": unchanged == dict(
-                    Profile.objects.filter(end_user__user_id="side-a").values_list("pk", "revision")
-                ),
+                "side_a_pages_unchanged": unchanged
+                == dict(Profile.objects.filter(end_user__user_id="side-a").values_list("pk", "revision")),
                 "erasure_seconds": round(seconds, 2),
                 "beat_cycle_seconds": round(cycle, 2),
                 **_lint_state(organization, citing),

@@ -41,9 +41,14 @@ def random_cross_encoder(directory: Path) -> Path:
     names = ["input_ids", "attention_mask", "token_type_ids"]
     example = torch.ones((2, 16), dtype=torch.long)
     torch.onnx.export(
-        model, (example, example, torch.zeros_like(example)), str(directory / "model.onnx"), input_names=names,
-        output_names=["logits"], dynamic_axes={**{name: {0: "batch", 1: "tokens"} for name in names}, "logits": {0: "batch"}},
-        opset_version=17, dynamo=False,
+        model,
+        (example, example, torch.zeros_like(example)),
+        str(directory / "model.onnx"),
+        input_names=names,
+        output_names=["logits"],
+        dynamic_axes={**{name: {0: "batch", 1: "tokens"} for name in names}, "logits": {0: "batch"}},
+        opset_version=17,
+        dynamo=False,
     )
     shutil.copy(source / "tokenizer.json", directory / "tokenizer.json")
     return directory
@@ -59,33 +64,53 @@ def _load(organization, client, *, messages: int, users: int, rng) -> list[str]:
     words, probabilities = _vocabulary(np.random.default_rng(7))
     word_vectors = _word_vectors(words)
     numpy_rng = np.random.default_rng(11)
-    end_users = EndUser.objects.bulk_create([EndUser(organization=organization, user_id=f"user-{n}") for n in range(users)])
+    end_users = EndUser.objects.bulk_create(
+        [EndUser(organization=organization, user_id=f"user-{n}") for n in range(users)]
+    )
     per_user = messages // users
     start = datetime(2024, 1, 1, tzinfo=timezone.utc)
     for user in end_users:
-        sessions = Session.objects.bulk_create([
-            Session(organization=organization, end_user=user, client=client, scope=client.write_scope,
-                    session_id=f"s-{number}", session_tag="conversation", status="sealed")
-            for number in range(per_user // TURNS_PER_SESSION)
-        ])
+        sessions = Session.objects.bulk_create(
+            [
+                Session(
+                    organization=organization,
+                    end_user=user,
+                    client=client,
+                    scope=client.write_scope,
+                    session_id=f"s-{number}",
+                    session_tag="conversation",
+                    status="sealed",
+                )
+                for number in range(per_user // TURNS_PER_SESSION)
+            ]
+        )
         texts, vectors = _texts_and_vectors(numpy_rng, words, probabilities, word_vectors, per_user)
         rows = []
         for index, (text, vector) in enumerate(zip(texts, vectors)):
             session = sessions[index // TURNS_PER_SESSION]
-            rows.append(Message(
-                organization=organization, end_user=user, scope=client.write_scope, session=session,
-                seq=index % TURNS_PER_SESSION + 1, role="user" if index % 2 == 0 else "assistant",
-                name="Ana" if index % 2 == 0 else "Ben", content=text,
-                occurred_at=start + timedelta(days=index // TURNS_PER_SESSION, minutes=index % TURNS_PER_SESSION),
-                created_by=client, embedding=vector.tolist(), embedding_model="hash-384",
-            ))
+            rows.append(
+                Message(
+                    organization=organization,
+                    end_user=user,
+                    scope=client.write_scope,
+                    session=session,
+                    seq=index % TURNS_PER_SESSION + 1,
+                    role="user" if index % 2 == 0 else "assistant",
+                    name="Ana" if index % 2 == 0 else "Ben",
+                    content=text,
+                    occurred_at=start + timedelta(days=index // TURNS_PER_SESSION, minutes=index % TURNS_PER_SESSION),
+                    created_by=client,
+                    embedding=vector.tolist(),
+                    embedding_model="hash-384",
+                )
+            )
         Message.objects.bulk_create(rows, batch_size=2000)
-    return [
-        " ".join(rng.choices(words, weights=probabilities, k=rng.randint(2, 5))) for _ in range(1000)
-    ]
+    return [" ".join(rng.choices(words, weights=probabilities, k=rng.randint(2, 5))) for _ in range(1000)]
 
 
-def run(output_dir: Path, *, messages: int = 100_000, users: int = 100, queries: int = 200, model_path: str | None = None) -> dict:
+def run(
+    output_dir: Path, *, messages: int = 100_000, users: int = 100, queries: int = 200, model_path: str | None = None
+) -> dict:
     from django.conf import settings
     from django.db import connection
     from django.test import override_settings
@@ -94,7 +119,9 @@ def run(output_dir: Path, *, messages: int = 100_000, users: int = 100, queries:
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create, organization_create
 
-    model_path = model_path or settings.RERANKER_MODEL_PATH or str(random_cross_encoder(ROOT / ".data" / "bench-rerank-model"))
+    model_path = (
+        model_path or settings.RERANKER_MODEL_PATH or str(random_cross_encoder(ROOT / ".data" / "bench-rerank-model"))
+    )
     rerankers = ("none", "context", "cross-encoder")
     rng = random.Random(5)
     organization = organization_create(name=f"bench-rerank-{uuid.uuid4().hex[:8]}")
@@ -112,8 +139,15 @@ def run(output_dir: Path, *, messages: int = 100_000, users: int = 100, queries:
                 query, user = rng.choice(texts), f"user-{rng.randrange(users)}"
                 for reranker in rerankers:
                     started = time.perf_counter()
-                    hits = search(reader=client.reader, query=query, memory_types=["message"], method="hybrid", limit=10,
-                                  filters={"user_id": user}, reranker=reranker)
+                    hits = search(
+                        reader=client.reader,
+                        query=query,
+                        memory_types=["message"],
+                        method="hybrid",
+                        limit=10,
+                        filters={"user_id": user},
+                        reranker=reranker,
+                    )
                     elapsed = (time.perf_counter() - started) * 1000
                     assert hits.reranked_by == (None if reranker == "none" else reranker), hits.reranked_by
                     if number >= 10:
@@ -126,16 +160,24 @@ def run(output_dir: Path, *, messages: int = 100_000, users: int = 100, queries:
         return {"p50": round(statistics.median(ordered), 2), "p95": round(ordered[int(len(ordered) * 0.95)], 2)}
 
     results = {
-        "messages": messages, "users": users, "queries": queries, "rerank_candidates": candidates,
-        "cross_encoder_model": model_path, "load_seconds": round(load_seconds, 1),
+        "messages": messages,
+        "users": users,
+        "queries": queries,
+        "rerank_candidates": candidates,
+        "cross_encoder_model": model_path,
+        "load_seconds": round(load_seconds, 1),
         "latency_ms": {reranker: percentiles(values) for reranker, values in timings.items()},
     }
     base = results["latency_ms"]["none"]["p50"]
-    results["p50_ratio_to_hybrid"] = {reranker: round(entry["p50"] / base, 2) for reranker, entry in results["latency_ms"].items()}
+    results["p50_ratio_to_hybrid"] = {
+        reranker: round(entry["p50"] / base, 2) for reranker, entry in results["latency_ms"].items()
+    }
     print(f"\nRerank latency: {messages:,} messages, {users} users, hybrid limit 10, {candidates} candidates reranked")
     for reranker, entry in results["latency_ms"].items():
-        print(f"  {'hybrid' if reranker == 'none' else 'hybrid+' + reranker:<22} p50 {entry['p50']:>8} ms  p95 {entry['p95']:>8} ms"
-              f"  ({results['p50_ratio_to_hybrid'][reranker]}x)")
+        print(
+            f"  {'hybrid' if reranker == 'none' else 'hybrid+' + reranker:<22} p50 {entry['p50']:>8} ms  p95 {entry['p95']:>8} ms"
+            f"  ({results['p50_ratio_to_hybrid'][reranker]}x)"
+        )
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / "rerank.json").write_text(json.dumps(results, indent=2))
     return results

@@ -62,11 +62,18 @@ def collect(file: str, *, log=print) -> list[dict]:
                 run_pending_tasks(organization, task_types=["project_entities"])
                 run_pending_tasks(organization, task_types=["compile_profile"])
                 turns = {}
-                for message in Message.objects.filter(organization=organization, end_user__user_id=user).select_related("session"):
+                for message in Message.objects.filter(organization=organization, end_user__user_id=user).select_related(
+                    "session"
+                ):
                     turns[message.pk] = {
-                        "dia": message.metadata["dia_id"], "session": message.session.session_id, "seq": message.seq,
-                        "at": message.occurred_at, "name": message.name, "content": message.content,
-                        "text": message.embedding_text(), "vector": message.embedding,
+                        "dia": message.metadata["dia_id"],
+                        "session": message.session.session_id,
+                        "seq": message.seq,
+                        "at": message.occurred_at,
+                        "name": message.name,
+                        "content": message.content,
+                        "text": message.embedding_text(),
+                        "vector": message.embedding,
                     }
                 ids = list(turns)
                 by_turn = {(turns[pk]["session"], turns[pk]["seq"]): turns[pk] for pk in ids}
@@ -96,23 +103,57 @@ def collect(file: str, *, log=print) -> list[dict]:
                     question = str(qa["question"])
                     rankings = {}
                     for method in ("hybrid", "bm25"):
-                        hits = search(reader=client.reader, query=question, memory_types=["message"], method=method,
-                                      limit=POOL, filters={"user_id": user}, reranker="none", decomposer="none")
+                        hits = search(
+                            reader=client.reader,
+                            query=question,
+                            memory_types=["message"],
+                            method=method,
+                            limit=POOL,
+                            filters={"user_id": user},
+                            reranker="none",
+                            decomposer="none",
+                        )
                         rankings[method] = [(hit.instance.pk, hit.score) for hit in hits]
-                    pages = search(reader=client.reader, query=question, memory_types=["profile"], method="hybrid",
-                                   limit=2, filters={"user_id": user}, reranker="none", decomposer="none")
-                    cited = [[dia_of.get(str(ref["item_id"])) for ref in page.instance.source_refs if ref["item_type"] == "message"]
-                             for page in pages]
+                    pages = search(
+                        reader=client.reader,
+                        query=question,
+                        memory_types=["profile"],
+                        method="hybrid",
+                        limit=2,
+                        filters={"user_id": user},
+                        reranker="none",
+                        decomposer="none",
+                    )
+                    cited = [
+                        [
+                            dia_of.get(str(ref["item_id"]))
+                            for ref in page.instance.source_refs
+                            if ref["item_type"] == "message"
+                        ]
+                        for page in pages
+                    ]
                     vector = np.array(embed_query(question), dtype=np.float32)
-                    questions.append({
-                        "question": question, "category": qa["category"], "evidence": evidence, **rankings,
-                        "vector": vector / np.linalg.norm(vector), "pages": cited,
-                    })
-                conversations.append({
-                    "id": user, "turns": turns, "ids": ids, "index": {pk: i for i, pk in enumerate(ids)},
-                    "vectors": vectors, "speakers": (sample["conversation"]["speaker_a"], sample["conversation"]["speaker_b"]),
-                    "questions": questions,
-                })
+                    questions.append(
+                        {
+                            "question": question,
+                            "category": qa["category"],
+                            "evidence": evidence,
+                            **rankings,
+                            "vector": vector / np.linalg.norm(vector),
+                            "pages": cited,
+                        }
+                    )
+                conversations.append(
+                    {
+                        "id": user,
+                        "turns": turns,
+                        "ids": ids,
+                        "index": {pk: i for i, pk in enumerate(ids)},
+                        "vectors": vectors,
+                        "speakers": (sample["conversation"]["speaker_a"], sample["conversation"]["speaker_b"]),
+                        "questions": questions,
+                    }
+                )
                 log(f"{user}: {len(turns)} turns, {len(questions)} questions, {time.perf_counter() - started:.0f} s")
     finally:
         Organization.objects.filter(pk=organization.pk).delete()
@@ -144,8 +185,14 @@ def candidates(conversation, pairs):
     from apps.search.rerank import Candidate
 
     return [
-        Candidate(text=turn["content"], score=score, session=turn["session"], position=turn["seq"], occurred_at=turn["at"],
-                  speaker=turn["name"] or "")
+        Candidate(
+            text=turn["content"],
+            score=score,
+            session=turn["session"],
+            position=turn["seq"],
+            occurred_at=turn["at"],
+            speaker=turn["name"] or "",
+        )
         for turn, score in ((conversation["turns"][pk], score) for pk, score in pairs)
     ]
 
@@ -163,7 +210,9 @@ def fused(conversation, question, vector_name="turn", query_vector=None, keyword
     import numpy as np
 
     vector = question["vector"] if query_vector is None else query_vector
-    dense = [conversation["ids"][index] for index in np.argsort(-(conversation["vectors"][vector_name] @ vector))[:POOL]]
+    dense = [
+        conversation["ids"][index] for index in np.argsort(-(conversation["vectors"][vector_name] @ vector))[:POOL]
+    ]
     keyword = [pk for pk, _ in question["bm25"][:POOL]]
     return rrf_scores([keyword, dense], [keyword_weight, 1.0])
 
@@ -178,7 +227,9 @@ def named_speakers(conversation, question) -> list[str]:
 
 def study_pool(conversations, results, log):
     for size in (30, 50, 100, 150):
-        results[f"context, {size} candidates"] = summary(conversations, recalls(conversations, lambda c, q: context_order(c, q, q["hybrid"][:size])))
+        results[f"context, {size} candidates"] = summary(
+            conversations, recalls(conversations, lambda c, q: context_order(c, q, q["hybrid"][:size]))
+        )
 
 
 def study_held_out_weights(conversations, results, log):
@@ -188,7 +239,13 @@ def study_held_out_weights(conversations, results, log):
     from apps.search import rerank
 
     grid = list(itertools.product((0.15, 0.3, 0.45), (0.1, 0.2, 0.3), (0.05, 0.15, 0.3), (0.15, 0.3, 0.5), (1, 2)))
-    names = ("CONTEXT_NEIGHBOUR_WEIGHT", "CONTEXT_SESSION_WEIGHT", "CONTEXT_SPEAKER_WEIGHT", "CONTEXT_DATE_WEIGHT", "CONTEXT_NEIGHBOUR_DISTANCE")
+    names = (
+        "CONTEXT_NEIGHBOUR_WEIGHT",
+        "CONTEXT_SESSION_WEIGHT",
+        "CONTEXT_SPEAKER_WEIGHT",
+        "CONTEXT_DATE_WEIGHT",
+        "CONTEXT_NEIGHBOUR_DISTANCE",
+    )
     shipped = tuple(getattr(rerank, name) for name in names)
     matrix = []
     try:
@@ -207,7 +264,9 @@ def study_held_out_weights(conversations, results, log):
         held_out[owner == fold] = matrix[best, owner == fold]
         log(f"  fold {conversations[fold]['id']}: weights picked on the others {grid[best]}")
     if shipped in grid:
-        results["context, shipped weights (chosen on all five)"] = summary(conversations, list(matrix[grid.index(shipped)]))
+        results["context, shipped weights (chosen on all five)"] = summary(
+            conversations, list(matrix[grid.index(shipped)])
+        )
     results["context, weights chosen without the scored conversation"] = summary(conversations, list(held_out))
 
 
@@ -235,13 +294,19 @@ def _features(conversation, question, size):
         turn = conversation["turns"][pk]
         session, seq = turn["session"], turn["seq"]
         candidate = candidates(conversation, [(pk, score)])[0]
-        rows.append([
-            score / top, keyword.get(pk, 0.0) / keyword_top, 1.0 / (1 + rank),
-            max(by_turn.get((session, seq + offset), 0.0) for offset in (-2, -1, 1, 2)),
-            max(by_turn.get((session, seq + offset), 0.0) for offset in (-1, 1)),
-            (session_total[session] - score / top) / best_session,
-            _names_speaker(words, candidate), _date_match(candidate, months, years), math.log1p(len(turn["content"])),
-        ])
+        rows.append(
+            [
+                score / top,
+                keyword.get(pk, 0.0) / keyword_top,
+                1.0 / (1 + rank),
+                max(by_turn.get((session, seq + offset), 0.0) for offset in (-2, -1, 1, 2)),
+                max(by_turn.get((session, seq + offset), 0.0) for offset in (-1, 1)),
+                (session_total[session] - score / top) / best_session,
+                _names_speaker(words, candidate),
+                _date_match(candidate, months, years),
+                math.log1p(len(turn["content"])),
+            ]
+        )
     labels = [conversation["turns"][pk]["dia"] in question["evidence"] for pk, _ in pairs]
     return [pk for pk, _ in pairs], np.array(rows, dtype=np.float64), np.array(labels)
 
@@ -251,11 +316,15 @@ def study_learned(conversations, results, log):
     from sklearn.linear_model import LogisticRegression
 
     for size in (50, 100):
-        data = {(n, m): _features(c, q, size) for n, c in enumerate(conversations) for m, q in enumerate(c["questions"])}
+        data = {
+            (n, m): _features(c, q, size) for n, c in enumerate(conversations) for m, q in enumerate(c["questions"])
+        }
         models = {}
         for fold in range(len(conversations)):
             train = [value for key, value in data.items() if key[0] != fold]
-            models[fold] = LogisticRegression(max_iter=3000).fit(np.vstack([x for _, x, _ in train]), np.concatenate([y for _, _, y in train]))
+            models[fold] = LogisticRegression(max_iter=3000).fit(
+                np.vstack([x for _, x, _ in train]), np.concatenate([y for _, _, y in train])
+            )
         index = {id(q): (n, m) for n, c in enumerate(conversations) for m, q in enumerate(c["questions"])}
 
         def ranker(conversation, question):
@@ -265,7 +334,8 @@ def study_learned(conversations, results, log):
             return [pks[i] for i in np.argsort(-scores, kind="stable")]
 
         results[f"logistic regression, {size} candidates, trained without the scored conversation"] = summary(
-            conversations, recalls(conversations, ranker))
+            conversations, recalls(conversations, ranker)
+        )
 
 
 def study_speaker(conversations, results, log):
@@ -283,7 +353,9 @@ def study_speaker(conversations, results, log):
     try:
         for weight in (0.3, 1.0):
             rerank.CONTEXT_SPEAKER_WEIGHT = weight
-            results[f"context, speaker bonus {weight}"] = summary(conversations, recalls(conversations, lambda c, q: context_order(c, q, q["hybrid"][:50])))
+            results[f"context, speaker bonus {weight}"] = summary(
+                conversations, recalls(conversations, lambda c, q: context_order(c, q, q["hybrid"][:50]))
+            )
     finally:
         rerank.CONTEXT_SPEAKER_WEIGHT = shipped
 
@@ -298,15 +370,23 @@ def study_diversity(conversations, results, log):
             top = max(scores)
             remaining, chosen, per_session = list(range(len(pairs))), [], defaultdict(int)
             while remaining and len(chosen) < K:
-                best = max(remaining, key=lambda i: scores[i] / top - penalty * per_session[conversation["turns"][pairs[i][0]]["session"]])
+                best = max(
+                    remaining,
+                    key=lambda i: (
+                        scores[i] / top - penalty * per_session[conversation["turns"][pairs[i][0]]["session"]]
+                    ),
+                )
                 remaining.remove(best)
                 chosen.append(pairs[best][0])
                 per_session[conversation["turns"][pairs[best][0]]["session"]] += 1
             return chosen
+
         return ranker
 
     for penalty in (0.02, 0.05, 0.1):
-        results[f"context, session diversity penalty {penalty}"] = summary(conversations, recalls(conversations, diverse(penalty)))
+        results[f"context, session diversity penalty {penalty}"] = summary(
+            conversations, recalls(conversations, diverse(penalty))
+        )
 
 
 def study_feedback(conversations, results, log):
@@ -316,18 +396,23 @@ def study_feedback(conversations, results, log):
             vector = question["vector"] + beta * conversation["vectors"]["turn"][rows].mean(0)
             vector = vector / (vector @ vector) ** 0.5
             return context_order(conversation, question, fused(conversation, question, query_vector=vector)[:50])
+
         return ranker
 
     results["hybrid re-fused here (check: matches the platform)"] = summary(
-        conversations, recalls(conversations, lambda c, q: context_order(c, q, fused(c, q)[:50])))
+        conversations, recalls(conversations, lambda c, q: context_order(c, q, fused(c, q)[:50]))
+    )
     for top, beta in ((3, 0.5), (5, 0.5), (10, 0.5)):
-        results[f"context, Rocchio feedback from the best {top} (beta {beta})"] = summary(conversations, recalls(conversations, rocchio(top, beta)))
+        results[f"context, Rocchio feedback from the best {top} (beta {beta})"] = summary(
+            conversations, recalls(conversations, rocchio(top, beta))
+        )
 
 
 def study_neighbour_vectors(conversations, results, log):
     import numpy as np
 
     for name in ("previous+turn", "previous+turn+next"):
+
         def dense_only(conversation, question, name=name):
             order = np.argsort(-(conversation["vectors"][name] @ question["vector"]))
             return [conversation["ids"][i] for i in order]
@@ -335,9 +420,16 @@ def study_neighbour_vectors(conversations, results, log):
         results[f"embedding alone, {name} vectors"] = summary(conversations, recalls(conversations, dense_only))
         for keyword_weight in (3.0, 2.0):
             results[f"context over hybrid, {name} vectors, keyword {keyword_weight:g}:1"] = summary(
-                conversations, recalls(conversations, lambda c, q, n=name, w=keyword_weight: context_order(c, q, fused(c, q, n, keyword_weight=w)[:50])))
-    results["embedding alone, turn vectors"] = summary(conversations, recalls(
-        conversations, lambda c, q: [c["ids"][i] for i in np.argsort(-(c["vectors"]["turn"] @ q["vector"]))]))
+                conversations,
+                recalls(
+                    conversations,
+                    lambda c, q, n=name, w=keyword_weight: context_order(c, q, fused(c, q, n, keyword_weight=w)[:50]),
+                ),
+            )
+    results["embedding alone, turn vectors"] = summary(
+        conversations,
+        recalls(conversations, lambda c, q: [c["ids"][i] for i in np.argsort(-(c["vectors"]["turn"] @ q["vector"]))]),
+    )
 
 
 def study_profile_pages(conversations, results, log):
@@ -355,14 +447,25 @@ def study_profile_pages(conversations, results, log):
                         pairs.append((pk, fused_scores.get(pk, floor)))
                         seen.add(pk)
             return context_order(conversation, question, pairs)
+
         return ranker
 
     for pages in (1, 2):
-        results[f"context, plus the turns cited by the best {pages} profile page(s)"] = summary(conversations, recalls(conversations, injected(pages)))
+        results[f"context, plus the turns cited by the best {pages} profile page(s)"] = summary(
+            conversations, recalls(conversations, injected(pages))
+        )
 
 
-STUDIES = (study_pool, study_held_out_weights, study_learned, study_speaker, study_diversity, study_feedback,
-           study_neighbour_vectors, study_profile_pages)
+STUDIES = (
+    study_pool,
+    study_held_out_weights,
+    study_learned,
+    study_speaker,
+    study_diversity,
+    study_feedback,
+    study_neighbour_vectors,
+    study_profile_pages,
+)
 
 
 def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
@@ -378,11 +481,18 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
         study(conversations, results, log)
         log(f"{study.__name__}: {time.perf_counter() - started:.0f} s")
     questions = sum(len(conversation["questions"]) for conversation in conversations)
-    log(f"\nLOCOMO recall@{K} ({questions} questions, {embedding_model_name()}): overall / c1 multi-hop / c2 temporal / c3 open-domain / c4 single-hop")
+    log(
+        f"\nLOCOMO recall@{K} ({questions} questions, {embedding_model_name()}): overall / c1 multi-hop / c2 temporal / c3 open-domain / c4 single-hop"
+    )
     for name, row in results.items():
         log(f"  {name:<78} {row['overall']:.3f} / " + " / ".join(f"{row[str(c)]:.3f}" for c in CATEGORIES))
-    report = {"questions": questions, "embedding_provider": settings.EMBEDDING_PROVIDER, "embedding_model": embedding_model_name(),
-              "measured_at": datetime.now().isoformat(timespec="seconds"), "recall@10": results}
+    report = {
+        "questions": questions,
+        "embedding_provider": settings.EMBEDDING_PROVIDER,
+        "embedding_model": embedding_model_name(),
+        "measured_at": datetime.now().isoformat(timespec="seconds"),
+        "recall@10": results,
+    }
     output = Path(output_dir) / "retrieval_study.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report, indent=2))

@@ -43,7 +43,9 @@ def run(output_dir: Path, *, messages: int = 1_000_000, users: int = 1000, skill
     env.pop("DATABASE_URL", None)
     subprocess.run(
         [sys.executable, "-m", "bench.scale", str(output_dir), str(messages), str(users), str(skills)],
-        env=env, cwd=ROOT, check=True,
+        env=env,
+        cwd=ROOT,
+        check=True,
     )
     shutil.rmtree(data_dir, ignore_errors=True)
     return json.loads((output_dir / "scale.json").read_text())
@@ -93,9 +95,33 @@ def _copy_messages(connection, rows_iter):
         "id, created_at, updated_at, organization_id, end_user_id, scope, session_id, seq, role, name, content,"
         " tool_call_id, metadata, truncated, occurred_at, created_by_id, embedding, embedding_model, context"
     )
-    with connection.cursor() as cursor, cursor.copy(f"COPY conversations_message ({columns}) FROM STDIN WITH (FORMAT BINARY)") as copy:
-        copy.set_types(["uuid", "timestamptz", "timestamptz", "uuid", "uuid", "varchar", "uuid", "int4", "varchar",
-                        "varchar", "text", "varchar", "jsonb", "bool", "timestamptz", "uuid", "vector", "varchar", "text"])
+    with (
+        connection.cursor() as cursor,
+        cursor.copy(f"COPY conversations_message ({columns}) FROM STDIN WITH (FORMAT BINARY)") as copy,
+    ):
+        copy.set_types(
+            [
+                "uuid",
+                "timestamptz",
+                "timestamptz",
+                "uuid",
+                "uuid",
+                "varchar",
+                "uuid",
+                "int4",
+                "varchar",
+                "varchar",
+                "text",
+                "varchar",
+                "jsonb",
+                "bool",
+                "timestamptz",
+                "uuid",
+                "vector",
+                "varchar",
+                "text",
+            ]
+        )
         for row in rows_iter:
             copy.write_row(row)
     connection.commit()
@@ -109,9 +135,31 @@ def _copy_skills(connection, rows_iter):
         "id, created_at, updated_at, organization_id, scope, name, description, instructions, triggers, examples,"
         " entry_type, status, version, action_signature, retrieval_count, embedding, embedding_model"
     )
-    with connection.cursor() as cursor, cursor.copy(f"COPY skills_skill ({columns}) FROM STDIN WITH (FORMAT BINARY)") as copy:
-        copy.set_types(["uuid", "timestamptz", "timestamptz", "uuid", "varchar", "varchar", "text", "text", "jsonb",
-                        "jsonb", "varchar", "varchar", "int4", "varchar[]", "int4", "vector", "varchar"])
+    with (
+        connection.cursor() as cursor,
+        cursor.copy(f"COPY skills_skill ({columns}) FROM STDIN WITH (FORMAT BINARY)") as copy,
+    ):
+        copy.set_types(
+            [
+                "uuid",
+                "timestamptz",
+                "timestamptz",
+                "uuid",
+                "varchar",
+                "varchar",
+                "text",
+                "text",
+                "jsonb",
+                "jsonb",
+                "varchar",
+                "varchar",
+                "int4",
+                "varchar[]",
+                "int4",
+                "vector",
+                "varchar",
+            ]
+        )
         for row in rows_iter:
             copy.write_row(row)
     connection.commit()
@@ -149,19 +197,32 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
     organization = organization_create(name="scale")
     client_a, key_a = client_create(organization=organization, name="a", write_scope="scope-a")
     client_create(organization=organization, name="b", write_scope="scope-b")
-    reader, reader_key = client_create(organization=organization, name="reader", write_scope=None, read_scopes=["scope-a"])
-    end_users = EndUser.objects.bulk_create([EndUser(organization=organization, user_id=f"user-{n}") for n in range(users)])
+    reader, reader_key = client_create(
+        organization=organization, name="reader", write_scope=None, read_scopes=["scope-a"]
+    )
+    end_users = EndUser.objects.bulk_create(
+        [EndUser(organization=organization, user_id=f"user-{n}") for n in range(users)]
+    )
     sessions = Session.objects.bulk_create(
         [
-            Session(organization=organization, end_user=user, client=client_a, scope="scope-a" if n % 2 == 0 else "scope-b",
-                    session_id=f"s-{n}", session_tag="conversation")
+            Session(
+                organization=organization,
+                end_user=user,
+                client=client_a,
+                scope="scope-a" if n % 2 == 0 else "scope-b",
+                session_id=f"s-{n}",
+                session_tag="conversation",
+            )
             for n, user in enumerate(end_users)
         ]
     )
     settings_dict = django_connection.settings_dict
     raw = psycopg.connect(
-        dbname=settings_dict["NAME"], user=settings_dict["USER"], host=settings_dict["HOST"],
-        port=settings_dict["PORT"], options=settings_dict["OPTIONS"]["options"],
+        dbname=settings_dict["NAME"],
+        user=settings_dict["USER"],
+        host=settings_dict["HOST"],
+        port=settings_dict["PORT"],
+        options=settings_dict["OPTIONS"]["options"],
     )
 
     def drop_message_indexes():
@@ -203,25 +264,70 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
             for text, vector, owner in zip(texts, vectors, owners):
                 next_seq[owner] += 1
                 session = sessions[owner]
-                yield (uuid.uuid4(), now, now, organization.pk, session.end_user_id, session.scope, session.pk,
-                       next_seq[owner], "user", "", text, "", Jsonb({}), False,
-                       base_time + timedelta(minutes=next_seq[owner]), client_a.pk, vector, "hash-384", "")
+                yield (
+                    uuid.uuid4(),
+                    now,
+                    now,
+                    organization.pk,
+                    session.end_user_id,
+                    session.scope,
+                    session.pk,
+                    next_seq[owner],
+                    "user",
+                    "",
+                    text,
+                    "",
+                    Jsonb({}),
+                    False,
+                    base_time + timedelta(minutes=next_seq[owner]),
+                    client_a.pk,
+                    vector,
+                    "hash-384",
+                    "",
+                )
 
     def skill_rows(count):
         texts, vectors = _texts_and_vectors(rng, words, probabilities, word_vectors, count, 20, 60)
         now = datetime.now(timezone.utc)
         for n, (text, vector) in enumerate(zip(texts, vectors)):
             name_words = text.split()[:3]
-            yield (uuid.uuid4(), now, now, organization.pk, "scope-a" if n % 2 == 0 else "scope-b",
-                   f"{'-'.join(name_words)}-{n}", " ".join(text.split()[:12]), text, Jsonb(name_words), Jsonb([]),
-                   "workflow", "active", 1, [], 0, vector, "hash-384")
+            yield (
+                uuid.uuid4(),
+                now,
+                now,
+                organization.pk,
+                "scope-a" if n % 2 == 0 else "scope-b",
+                f"{'-'.join(name_words)}-{n}",
+                " ".join(text.split()[:12]),
+                text,
+                Jsonb(name_words),
+                Jsonb([]),
+                "workflow",
+                "active",
+                1,
+                [],
+                0,
+                vector,
+                "hash-384",
+            )
 
     port = free_port()
     env = dict(os.environ, **{ATTACH_ENV: "1"})
     server = subprocess.Popen(
-        [os.path.join(os.path.dirname(sys.executable), "gunicorn"), "memory_platform.wsgi", "--bind",
-         f"127.0.0.1:{port}", "--workers", "2", "--threads", "2", "--log-level", "warning"],
-        env=env, start_new_session=True,
+        [
+            os.path.join(os.path.dirname(sys.executable), "gunicorn"),
+            "memory_platform.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--threads",
+            "2",
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        start_new_session=True,
     )
     http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
 
@@ -233,7 +339,9 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
 
     def direct(source, query, filters, limit, client):
         """The engine's own SQL, executed with plain psycopg (no Django, no HTTP)."""
-        sql, sql_params = engine.search_sql(source, reader=client.reader, query=query, method="hybrid", limit=limit, filters=filters)
+        sql, sql_params = engine.search_sql(
+            source, reader=client.reader, query=query, method="hybrid", limit=limit, filters=filters
+        )
         started = time.perf_counter()
         with raw.cursor() as cursor:
             cursor.execute(sql, sql_params)
@@ -248,7 +356,17 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
         pairs = list(zip(queries, owners))
         api_search, sql_search, api_retrieve, sql_retrieve, api_context = [], [], [], [], []
         for warm in pairs[:10]:  # warm the caches and connections
-            http.post("/api/v1/memory/search", json={"user_id": warm[1], "query": warm[0], "search_method": "hybrid", "memory_types": ["message"], "limit": 10}, headers={"Authorization": f"Api-Key {reader_key}"})
+            http.post(
+                "/api/v1/memory/search",
+                json={
+                    "user_id": warm[1],
+                    "query": warm[0],
+                    "search_method": "hybrid",
+                    "memory_types": ["message"],
+                    "limit": 10,
+                },
+                headers={"Authorization": f"Api-Key {reader_key}"},
+            )
         # The API and the direct SQL each get their own users and queries, alternately, so
         # neither finds pages the other just read.
         sql_rng = np.random.default_rng(13)
@@ -258,19 +376,32 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
             started = time.perf_counter()
             response = http.post(
                 "/api/v1/memory/search",
-                json={"user_id": owner, "query": query, "search_method": "hybrid", "memory_types": ["message"], "limit": 10},
+                json={
+                    "user_id": owner,
+                    "query": query,
+                    "search_method": "hybrid",
+                    "memory_types": ["message"],
+                    "limit": 10,
+                },
                 headers={"Authorization": f"Api-Key {reader_key}"},
             )
             api_search.append((time.perf_counter() - started) * 1000)
             assert response.status_code == 200, response.text
             sql_search.append(direct(SOURCES["message"], sql_query, {"user_id": sql_owner}, 10, reader))
             started = time.perf_counter()
-            response = http.post("/api/v1/memory/context", json={"user_id": owner, "query": query, "max_tokens": 1000},
-                                 headers={"Authorization": f"Api-Key {reader_key}"})
+            response = http.post(
+                "/api/v1/memory/context",
+                json={"user_id": owner, "query": query, "max_tokens": 1000},
+                headers={"Authorization": f"Api-Key {reader_key}"},
+            )
             api_context.append((time.perf_counter() - started) * 1000)
             assert response.status_code == 200, response.text
             started = time.perf_counter()
-            response = http.post("/api/v1/skills/retrieve", json={"task": query, "k": 5}, headers={"Authorization": f"Api-Key {reader_key}"})
+            response = http.post(
+                "/api/v1/skills/retrieve",
+                json={"task": query, "k": 5},
+                headers={"Authorization": f"Api-Key {reader_key}"},
+            )
             api_retrieve.append((time.perf_counter() - started) * 1000)
             assert response.status_code == 200, response.text
             sql_retrieve.append(direct(SOURCES["procedural"], sql_query, {}, 5, reader))
@@ -285,10 +416,13 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
         figures["context_over_search"] = {
             key: round(figures["context_api_ms"][key] / figures["search_api_ms"][key], 2) for key in ("p50", "p95")
         }
-        print(f"scale [{stage}]: search API p50 {figures['search_api_ms']['p50']} ms (SQL {figures['search_sql_ms']['p50']} ms), "
-              f"retrieve API p50 {figures['retrieve_api_ms']['p50']} ms (SQL {figures['retrieve_sql_ms']['p50']} ms), "
-              f"context API p50/p95 {figures['context_api_ms']['p50']}/{figures['context_api_ms']['p95']} ms "
-              f"({figures['context_over_search']['p95']}x search at p95)", flush=True)
+        print(
+            f"scale [{stage}]: search API p50 {figures['search_api_ms']['p50']} ms (SQL {figures['search_sql_ms']['p50']} ms), "
+            f"retrieve API p50 {figures['retrieve_api_ms']['p50']} ms (SQL {figures['retrieve_sql_ms']['p50']} ms), "
+            f"context API p50/p95 {figures['context_api_ms']['p50']}/{figures['context_api_ms']['p95']} ms "
+            f"({figures['context_over_search']['p95']}x search at p95)",
+            flush=True,
+        )
         return figures
 
     results = {"users": users, "skills": skills, "stages": {}}
@@ -346,9 +480,15 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
     results["api_over_sql_search_p50"] = round(last["search_api_ms"]["p50"] / last["search_sql_ms"]["p50"], 2)
     results["api_over_sql_retrieve_p50"] = round(last["retrieve_api_ms"]["p50"] / last["retrieve_sql_ms"]["p50"], 2)
     if len(stages) > 1:
-        results["search_p50_growth_from_first_stage"] = round(last["search_api_ms"]["p50"] / stages[0]["search_api_ms"]["p50"], 2)
-    results["targets"] = {"api_over_sql_at_most": 2.0, "hybrid_p50_under_ms": 50, "growth_at_most": 2.0,
-                          "context_over_search_p95_at_most": 2.0}
+        results["search_p50_growth_from_first_stage"] = round(
+            last["search_api_ms"]["p50"] / stages[0]["search_api_ms"]["p50"], 2
+        )
+    results["targets"] = {
+        "api_over_sql_at_most": 2.0,
+        "hybrid_p50_under_ms": 50,
+        "growth_at_most": 2.0,
+        "context_over_search_p95_at_most": 2.0,
+    }
     results["meets"] = {
         "api_over_sql_search": results["api_over_sql_search_p50"] <= 2.0,
         "api_over_sql_retrieve": results["api_over_sql_retrieve_p50"] <= 2.0,

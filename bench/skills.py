@@ -34,11 +34,18 @@ def _import(client, trajectories) -> tuple[list, int]:
     messages = 0
     for item in trajectory_sessions(trajectories):
         body = messages_ingest(
-            client=client, user_id=item["user_id"], session_id=item["session_id"], messages=item["messages"], session_tag="task",
-            seal=True, outcome=item["outcome"],
+            client=client,
+            user_id=item["user_id"],
+            session_id=item["session_id"],
+            messages=item["messages"],
+            session_tag="task",
+            seal=True,
+            outcome=item["outcome"],
         )
         messages += body["messages_stored"]
-    sessions = list(Session.objects.filter(organization=client.organization).select_related("organization").order_by("session_id"))
+    sessions = list(
+        Session.objects.filter(organization=client.organization).select_related("organization").order_by("session_id")
+    )
     return sessions, messages
 
 
@@ -90,7 +97,9 @@ def run(output_dir) -> dict:
                 # those that user taught (apps.skills.trust).
                 user_id = trajectory["info"]["task"].get("user_id") or "imported"
                 started = time.perf_counter()
-                hits = skills_retrieve(reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K, user_id=user_id)
+                hits = skills_retrieve(
+                    reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K, user_id=user_id
+                )
                 latencies.append(time.perf_counter() - started)
                 shared_hits = skills_retrieve(reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K)
                 if not gold:

@@ -148,10 +148,11 @@ def setting_problems(rules: dict = SETTING_RULES) -> list[str]:
 def settings_check(app_configs, **kwargs):
     errors = [Error(problem, id="platform.E001") for problem in setting_problems()]
     if settings.CELERY_TASK_SOFT_TIME_LIMIT >= settings.CELERY_TASK_TIME_LIMIT:
-        errors.append(Error(
-            f"CELERY_TASK_SOFT_TIME_LIMIT={settings.CELERY_TASK_SOFT_TIME_LIMIT} must be below "
-            f"CELERY_TASK_TIME_LIMIT={settings.CELERY_TASK_TIME_LIMIT}, or the soft limit never fires.",
-            id="platform.E002",
-        ))
+        errors.append(
+            Error(
+                f"CELERY_TASK_SOFT_TIME_LIMIT={settings.CELERY_TASK_SOFT_TIME_LIMIT} must be below "
+                f"CELERY_TASK_TIME_LIMIT={settings.CELERY_TASK_TIME_LIMIT}, or the soft limit never fires.",
+                id="platform.E002",
+            )
+        )
     return errors
-

@@ -24,8 +24,15 @@ def processes_card(*, user, organization):
     supervised = supervisor_status()
     if supervised is None:
         return None
-    return ("Processes (make run)", [
-        Tile(f"{name}: restarts", child["restarts"], reverse("readyz"),
-             attention=child["restarts"] > 0 or child["status"] != "running")
-        for name, child in supervised.items()
-    ])
+    return (
+        "Processes (make run)",
+        [
+            Tile(
+                f"{name}: restarts",
+                child["restarts"],
+                reverse("readyz"),
+                attention=child["restarts"] > 0 or child["status"] != "running",
+            )
+            for name, child in supervised.items()
+        ],
+    )

@@ -113,7 +113,11 @@ class Supervisor:
                 _kill_group(child.process.pid)  # a prefork worker's pool processes must not outlive it
                 ran = now - child.started_at
                 child.failures_in_a_row = 0 if ran >= RESTART_RESET_AFTER_SECONDS else child.failures_in_a_row + 1
-                delay = min(RESTART_MAX_DELAY_SECONDS, 2 ** (child.failures_in_a_row - 1)) if child.failures_in_a_row else 0.0
+                delay = (
+                    min(RESTART_MAX_DELAY_SECONDS, 2 ** (child.failures_in_a_row - 1))
+                    if child.failures_in_a_row
+                    else 0.0
+                )
                 child.restart_at = now + delay
                 self.say(
                     f"{child.name} exited with code {code} after {ran:.0f} s; restarting it in {delay:.0f} s "
@@ -180,7 +184,11 @@ def supervisor_status() -> dict | None:
     except (OSError, ValueError):
         return None
     return {
-        name: {"status": child["status"], "restarts": child["restarts"], "last_exit_code": child["last_exit_code"],
-               "last_restart_at": child["last_restart_at"]}
+        name: {
+            "status": child["status"],
+            "restarts": child["restarts"],
+            "last_exit_code": child["last_exit_code"],
+            "last_restart_at": child["last_restart_at"],
+        }
         for name, child in state.get("children", {}).items()
     }

@@ -40,7 +40,11 @@ def test_the_defaults_pass_and_every_rule_names_a_real_setting():
         ("RERANKER", "Context", "RERANKER='Context' is not valid; use one of none, context, cross-encoder, llm."),
         ("RERANK_CANDIDATES", 0, "RERANK_CANDIDATES=0 is not valid; use a number from 1 to 1000."),
         ("QUERY_DECOMPOSE_MAX", 11, "QUERY_DECOMPOSE_MAX=11 is not valid; use a number from 1 to 10."),
-        ("EVOLUTION_MIN_EDIT_SIMILARITY", float("nan"), "EVOLUTION_MIN_EDIT_SIMILARITY=nan is not valid; use a number from 0 to 1."),
+        (
+            "EVOLUTION_MIN_EDIT_SIMILARITY",
+            float("nan"),
+            "EVOLUTION_MIN_EDIT_SIMILARITY=nan is not valid; use a number from 0 to 1.",
+        ),
         ("LLM_TIMEOUT_SECONDS", 0.0, "LLM_TIMEOUT_SECONDS=0.0 is not valid; use a number above 0."),
         ("BROKER_SOCKET_TIMEOUT_SECONDS", 1.0, "BROKER_SOCKET_TIMEOUT_SECONDS=1.0 is not valid; use a number above 1."),
         ("TASK_MAX_ATTEMPTS", -1, "TASK_MAX_ATTEMPTS=-1 is not valid; use a number at least 1."),
@@ -84,14 +88,29 @@ def test_boolean_words_still_read_as_before(monkeypatch, raw, value):
 
 
 def _run(command: list[str], *, env: dict, timeout: float = 90) -> subprocess.CompletedProcess:
-    environment = dict(os.environ, DJANGO_SETTINGS_MODULE="memory_platform.settings", PYTHONPATH=str(BASE_DIR),
-                       EMBEDDED_POSTGRES_ATTACH="1", **env)
+    environment = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="memory_platform.settings",
+        PYTHONPATH=str(BASE_DIR),
+        EMBEDDED_POSTGRES_ATTACH="1",
+        **env,
+    )
     return subprocess.run(command, cwd=BASE_DIR, env=environment, capture_output=True, text=True, timeout=timeout)
 
 
 CELERY = {
-    "worker": [sys.executable, "-m", "celery", "-A", "memory_platform", "worker", "--pool=solo", "--without-mingle",
-               "--without-gossip", "--loglevel=INFO"],
+    "worker": [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "memory_platform",
+        "worker",
+        "--pool=solo",
+        "--without-mingle",
+        "--without-gossip",
+        "--loglevel=INFO",
+    ],
     "beat": [sys.executable, "-m", "celery", "-A", "memory_platform", "beat", "--loglevel=INFO"],
 }
 
@@ -99,9 +118,13 @@ CELERY = {
 @pytest.mark.django_db
 @pytest.mark.parametrize("process", ["worker", "beat"])
 def test_worker_and_beat_refuse_to_start_on_a_bad_setting(process):
-    result = _run(CELERY[process], env={
-        "DATABASE_URL": database_url(connection.settings_dict), "SKILL_REVIEW_MODE": "Manual",
-    })
+    result = _run(
+        CELERY[process],
+        env={
+            "DATABASE_URL": database_url(connection.settings_dict),
+            "SKILL_REVIEW_MODE": "Manual",
+        },
+    )
     assert result.returncode != 0
     assert "platform.E001: SKILL_REVIEW_MODE='Manual' is not valid; use one of auto, manual." in result.stderr
     assert "Traceback" not in result.stderr
@@ -110,7 +133,11 @@ def test_worker_and_beat_refuse_to_start_on_a_bad_setting(process):
 @pytest.fixture
 def unmigrated_database_url():
     """An empty database on the test server: every migration is unapplied there."""
-    params = {key: value for key, value in connection.get_connection_params().items() if key in ("host", "port", "user", "password")}
+    params = {
+        key: value
+        for key, value in connection.get_connection_params().items()
+        if key in ("host", "port", "user", "password")
+    }
     name = f"unmigrated_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(dbname="postgres", autocommit=True, **params) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
@@ -133,8 +160,12 @@ def test_worker_and_beat_refuse_to_start_on_unapplied_migrations(process, unmigr
 @pytest.mark.django_db
 def test_the_web_server_refuses_to_start_on_a_bad_setting():
     gunicorn = str(Path(sys.executable).with_name("gunicorn"))
-    result = _run([gunicorn, "memory_platform.wsgi", "--bind", f"127.0.0.1:{free_port()}", "--workers", "1"], env={
-        "DATABASE_URL": database_url(connection.settings_dict), "EMBEDDING_PROVIDER": "bert",
-    })
+    result = _run(
+        [gunicorn, "memory_platform.wsgi", "--bind", f"127.0.0.1:{free_port()}", "--workers", "1"],
+        env={
+            "DATABASE_URL": database_url(connection.settings_dict),
+            "EMBEDDING_PROVIDER": "bert",
+        },
+    )
     assert result.returncode != 0  # gunicorn stops when a worker cannot boot, instead of retrying it
     assert "platform.E001: EMBEDDING_PROVIDER='bert' is not valid" in result.stderr

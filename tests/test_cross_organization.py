@@ -35,7 +35,11 @@ ROLES = ("owner", "alpha_reader", "beta_writer", "beta_reader", "beta_eraser", "
 def neighbours(organization):
     def client(name, write_scope, read_scopes, can_erase=False, organization=organization):
         return ClientFactory(
-            organization=organization, name=name, write_scope=write_scope, read_scopes=read_scopes, can_erase=can_erase,
+            organization=organization,
+            name=name,
+            write_scope=write_scope,
+            read_scopes=read_scopes,
+            can_erase=can_erase,
             can_export=can_erase,  # the erasers may also export
         )
 
@@ -45,18 +49,26 @@ def neighbours(organization):
         "beta_writer": client("beta-writer", "beta", ["beta"]),
         "beta_reader": client("beta-reader", None, ["beta"]),
         "beta_eraser": client("beta-eraser", "beta", ["beta"], can_erase=True),
-        "foreign": ClientFactory(name="foreign", write_scope="alpha", read_scopes=["alpha"], can_erase=True, can_export=True),
+        "foreign": ClientFactory(
+            name="foreign", write_scope="alpha", read_scopes=["alpha"], can_erase=True, can_export=True
+        ),
     }
 
 
 def _session_url(client, add, suffix=""):
     add(client, user_id="owner", session_id="sess-x")
-    return f"/api/v1/sessions/sess-x/{suffix}?user_id=owner", f"/api/v1/sessions/sess-{uuid.uuid4().hex[:8]}/{suffix}?user_id=owner"
+    return (
+        f"/api/v1/sessions/sess-x/{suffix}?user_id=owner",
+        f"/api/v1/sessions/sess-{uuid.uuid4().hex[:8]}/{suffix}?user_id=owner",
+    )
 
 
 def _distill_url(client, add):
     add(client, user_id="owner", session_id="sess-d", session_tag="task", seal=True)
-    return "/api/v1/sessions/sess-d/distill?user_id=owner", f"/api/v1/sessions/sess-{uuid.uuid4().hex[:8]}/distill?user_id=owner"
+    return (
+        "/api/v1/sessions/sess-d/distill?user_id=owner",
+        f"/api/v1/sessions/sess-{uuid.uuid4().hex[:8]}/distill?user_id=owner",
+    )
 
 
 def _message_url(client, add):
@@ -85,7 +97,10 @@ def _memory_url(memory_type, suffix=""):
         from tests.memories.makers import MAKERS
 
         memory = MAKERS[memory_type](client, "owner", f"{memory_type} memory of {client.name}")
-        return f"/api/v1/memory/{memory_type}/{memory.pk}{suffix}", f"/api/v1/memory/{memory_type}/{uuid.uuid4()}{suffix}"
+        return (
+            f"/api/v1/memory/{memory_type}/{memory.pk}{suffix}",
+            f"/api/v1/memory/{memory_type}/{uuid.uuid4()}{suffix}",
+        )
 
     return make
 
@@ -102,7 +117,12 @@ def _memory_patch(memory_type):
 def _context(client, add):
     add(client, user_id="owner", session_id="sess-c")
     body = {"user_id": "owner", "session_id": "sess-c", "query": "hello"}
-    return "/api/v1/memory/context", "/api/v1/memory/context", body, {**body, "session_id": f"sess-{uuid.uuid4().hex[:8]}"}
+    return (
+        "/api/v1/memory/context",
+        "/api/v1/memory/context",
+        body,
+        {**body, "session_id": f"sess-{uuid.uuid4().hex[:8]}"},
+    )
 
 
 def _experience_url(client, add):
@@ -242,15 +262,16 @@ ENDPOINTS = {
 def alpha_rows(organization) -> dict:
     """Every row of scope alpha (and the alpha clients and keys), all columns: what "unchanged" compares."""
     scoped = (Session, Message, MemoryTask, Skill, SkillExperience, EpisodicMemory, SemanticMemory, Entity, Profile)
-    rows = {
-        model._meta.label: sorted(map(repr, model.objects.filter(scope="alpha").values()))
-        for model in scoped
-    }
+    rows = {model._meta.label: sorted(map(repr, model.objects.filter(scope="alpha").values())) for model in scoped}
     alpha_clients = Client.objects.filter(organization=organization, write_scope="alpha")
     rows["tenancy.Client"] = sorted(map(repr, alpha_clients.values()))
     rows["tenancy.ClientAPIKey"] = sorted(map(repr, ClientAPIKey.objects.filter(client__in=alpha_clients).values()))
-    rows["privacy.ErasureRequest"] = sorted(map(repr, ErasureRequest.objects.filter(organization=organization).values()))
-    rows["portability.ExportRequest"] = sorted(map(repr, ExportRequest.objects.filter(organization=organization).values()))
+    rows["privacy.ErasureRequest"] = sorted(
+        map(repr, ErasureRequest.objects.filter(organization=organization).values())
+    )
+    rows["portability.ExportRequest"] = sorted(
+        map(repr, ExportRequest.objects.filter(organization=organization).values())
+    )
     return rows
 
 
@@ -337,7 +358,9 @@ def test_a_write_by_one_scope_leaves_every_row_of_another_scope_unchanged(neighb
     assert _add(beta, session_id="beta-chat-2").status_code == 202  # seals beta-chat, not alpha-chat
     assert _add(beta, session_id="alpha-job", session_tag="task", outcome="success").status_code == 202
     assert _add(beta, session_id="beta-job", session_tag="task", seal=True, outcome="success").status_code == 202
-    assert api.patch("/api/v1/sessions/alpha-chat/?user_id=p9", {"outcome": "failure"}, format="json").status_code == 404
+    assert (
+        api.patch("/api/v1/sessions/alpha-chat/?user_id=p9", {"outcome": "failure"}, format="json").status_code == 404
+    )
     assert api.post("/api/v1/sessions/alpha-job/seal?user_id=p9").status_code == 200  # beta's own alpha-job
     for _ in range(3):  # distillation queues evolution: run until nothing of beta's is left queued
         for task_id in MemoryTask.objects.filter(scope="beta", status="queued").values_list("pk", flat=True):

@@ -31,11 +31,26 @@ def fuzz_client(transactional_db, add_messages):
 def test_every_operation_passes_every_check(live_server, fuzz_client, tmp_path):
     examples = os.environ.get("FUZZ_MAX_EXAMPLES", "10")
     command = [
-        str(ST), "--config-file", str(CONFIG), "run", f"{live_server.url}/api/schema/",
-        "--header", f"Authorization: Api-Key {fuzz_client.raw_key}",
-        "--checks", "all", "--max-examples", examples, "--seed", os.environ.get("FUZZ_SEED", "1"),
-        "--workers", "1", "--no-color",
-        "--report", "junit", "--report-dir", str(tmp_path),
+        str(ST),
+        "--config-file",
+        str(CONFIG),
+        "run",
+        f"{live_server.url}/api/schema/",
+        "--header",
+        f"Authorization: Api-Key {fuzz_client.raw_key}",
+        "--checks",
+        "all",
+        "--max-examples",
+        examples,
+        "--seed",
+        os.environ.get("FUZZ_SEED", "1"),
+        "--workers",
+        "1",
+        "--no-color",
+        "--report",
+        "junit",
+        "--report-dir",
+        str(tmp_path),
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=tmp_path)
     output = result.stdout + result.stderr

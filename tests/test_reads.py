@@ -30,7 +30,7 @@ USER_ID = "ü" * 255
 SESSION_ID = "S" * 64
 TEXTS = [
     "Zoë met 王小明 in Kraków 🎉 (family: 👨‍👩‍👧) — e\u0301 combining",
-    "\U0010FFFD plane-16 private use and 𝄞 musical symbol",
+    "\U0010fffd plane-16 private use and 𝄞 musical symbol",
     "tabs\tand\nnewlines\r\n and a backslash \\ and quotes \"'",
     "x" * 32000,
 ]
@@ -41,21 +41,42 @@ def stored(db):
     client = ClientFactory(can_erase=True)
     api = api_for(client)
     messages = [
-        {"role": "user", "content": f"{TEXTS[index % len(TEXTS)]} on {date}", "occurred_at": date,
-         "metadata": {"date": date, "deep": {"a": [{"b": ["ü", 1.5e308, -(2**63), None, True]}]}}}
+        {
+            "role": "user",
+            "content": f"{TEXTS[index % len(TEXTS)]} on {date}",
+            "occurred_at": date,
+            "metadata": {"date": date, "deep": {"a": [{"b": ["ü", 1.5e308, -(2**63), None, True]}]}},
+        }
         for index, date in enumerate(EDGE_DATES)
     ]
-    messages.append({"role": "assistant", "content": "", "tool_calls": [
-        {"id": "c" * 255, "type": "function", "function": {"name": "lookup_🎉", "arguments": '{"q": "王"}'}}]})
+    messages.append(
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c" * 255, "type": "function", "function": {"name": "lookup_🎉", "arguments": '{"q": "王"}'}}
+            ],
+        }
+    )
     messages.append({"role": "tool", "tool_call_id": "c" * 255, "content": "found 王小明"})
     for session_id, occurred_at, tag in [
         (SESSION_ID, "1900-01-01T00:00:00+23:59", "conversation"),
         ("task-1", "2199-12-31T23:59:59-23:59", "task"),
     ]:
-        response = api.post("/api/v1/memory/add", {
-            "user_id": USER_ID, "session_id": session_id, "session_tag": tag, "messages": messages,
-            "occurred_at": occurred_at, "filter_tags": {"team": "王", "n": 2**62}, "seal": True, "outcome": "success",
-        }, format="json")
+        response = api.post(
+            "/api/v1/memory/add",
+            {
+                "user_id": USER_ID,
+                "session_id": session_id,
+                "session_tag": tag,
+                "messages": messages,
+                "occurred_at": occurred_at,
+                "filter_tags": {"team": "王", "n": 2**62},
+                "seal": True,
+                "outcome": "success",
+            },
+            format="json",
+        )
         assert response.status_code == 202, response.content
     # The background work (embedding, extraction, projection, distillation) runs on what was stored.
     for _ in range(3):
@@ -73,8 +94,13 @@ def test_the_transcript_reads_back_every_edge(stored):
     assert response.status_code == 200, response.content
     turns = response.json()["messages"]
     assert [turn["occurred_at"] for turn in turns[: len(EDGE_DATES)]] == [
-        "1899-12-31T00:01:00Z", "1900-01-01T23:59:00Z", "2200-01-01T23:58:59Z", "2199-12-31T00:00:59Z",
-        "1970-01-01T00:00:00Z", "2024-02-29T06:15:00.999999Z", "2038-01-19T03:14:08Z",
+        "1899-12-31T00:01:00Z",
+        "1900-01-01T23:59:00Z",
+        "2200-01-01T23:58:59Z",
+        "2199-12-31T00:00:59Z",
+        "1970-01-01T00:00:00Z",
+        "2024-02-29T06:15:00.999999Z",
+        "2038-01-19T03:14:08Z",
     ]
     assert turns[0]["content"].startswith(TEXTS[0]) and turns[0]["metadata"]["deep"]["a"][0]["b"][2] == -(2**63)
     assert response.json()["filter_tags"]["team"] == "王"
@@ -85,12 +111,28 @@ def test_the_transcript_reads_back_every_edge(stored):
 def test_every_search_method_reads_every_type(stored, method, query):
     _, api = stored
     for memory_type in SOURCES:
-        response = api.post("/api/v1/memory/search", {
-            "user_id": USER_ID, "query": query, "search_method": method, "memory_types": [memory_type], "limit": 100,
-        }, format="json")
+        response = api.post(
+            "/api/v1/memory/search",
+            {
+                "user_id": USER_ID,
+                "query": query,
+                "search_method": method,
+                "memory_types": [memory_type],
+                "limit": 100,
+            },
+            format="json",
+        )
         assert response.status_code == 200, (memory_type, response.content[:300])
-    response = api.get("/api/v1/memory/search", {"user_id": USER_ID, "query": query, "search_method": method,
-                                                 "start": "1900-01-01T00:00:00+23:59", "end": "2199-12-31T23:59:59-23:59"})
+    response = api.get(
+        "/api/v1/memory/search",
+        {
+            "user_id": USER_ID,
+            "query": query,
+            "search_method": method,
+            "start": "1900-01-01T00:00:00+23:59",
+            "end": "2199-12-31T23:59:59-23:59",
+        },
+    )
     assert response.status_code == 200 and response.json()["count"] > 0
     response = api.get("/api/v1/memory/search_all_users", {"query": query, "search_method": method, "limit": 100})
     assert response.status_code == 200 and response.json()["count"] > 0
@@ -108,7 +150,9 @@ def test_the_lists_and_retrieval_read_every_edge(stored):
         response = api.get(path, params)
         assert response.status_code == 200, (path, response.content[:300])
     assert api.get("/api/v1/sessions/", {"user_id": USER_ID}).json()["count"] == 2
-    response = api.post("/api/v1/skills/retrieve", {"task": "lookup 王小明", "k": 50, "user_id": USER_ID}, format="json")
+    response = api.post(
+        "/api/v1/skills/retrieve", {"task": "lookup 王小明", "k": 50, "user_id": USER_ID}, format="json"
+    )
     assert response.status_code == 200
 
 
@@ -116,10 +160,17 @@ def test_the_admin_pages_read_every_edge(stored, admin_client):
     session = Session.objects.get(session_id=SESSION_ID)
     message = Message.objects.filter(session=session).order_by("seq").first()
     pages = [
-        "/admin/", "/admin/conversations/session/", f"/admin/conversations/session/{session.pk}/change/",
-        f"/admin/conversations/session/{session.pk}/transcript/", "/admin/conversations/session/?q=" + SESSION_ID,
-        "/admin/skills/skill/", "/admin/skills/skillexperience/", "/admin/memories/episodicmemory/",
-        "/admin/memories/semanticmemory/", "/admin/profiles/profile/", "/admin/profiles/entity/",
+        "/admin/",
+        "/admin/conversations/session/",
+        f"/admin/conversations/session/{session.pk}/change/",
+        f"/admin/conversations/session/{session.pk}/transcript/",
+        "/admin/conversations/session/?q=" + SESSION_ID,
+        "/admin/skills/skill/",
+        "/admin/skills/skillexperience/",
+        "/admin/memories/episodicmemory/",
+        "/admin/memories/semanticmemory/",
+        "/admin/profiles/profile/",
+        "/admin/profiles/entity/",
         "/admin/pipeline/memorytask/",
     ]
     for page in pages:

@@ -17,13 +17,18 @@ def test_a_child_that_exits_is_restarted_with_backoff_and_counted(tmp_path, sett
     settings.SUPERVISOR_STATE_FILE = str(state)
     lines = []
     failing = Child(
-        name="worker", argv=[sys.executable, "-c", "print('ERROR/MainProcess boom', flush=True); raise SystemExit(3)"],
-        log_path=tmp_path / "worker.log", env={},
+        name="worker",
+        argv=[sys.executable, "-c", "print('ERROR/MainProcess boom', flush=True); raise SystemExit(3)"],
+        log_path=tmp_path / "worker.log",
+        env={},
     )
-    steady = Child(name="web", argv=[sys.executable, "-c", "import time; time.sleep(60)"], log_path=tmp_path / "web.log", env={})
+    steady = Child(
+        name="web", argv=[sys.executable, "-c", "import time; time.sleep(60)"], log_path=tmp_path / "web.log", env={}
+    )
     supervisor = Supervisor(children=[failing, steady], state_path=state, say=lines.append)
     supervisor.start()
     try:
+
         def restarted(times):
             supervisor.poll()
             return failing.restarts >= times
@@ -44,11 +49,16 @@ def test_readyz_and_the_dashboard_show_the_restarts(tmp_path, settings, client, 
     state = tmp_path / "supervisor.json"
     settings.SUPERVISOR_STATE_FILE = str(state)
     supervisor = Supervisor(
-        children=[Child(name="beat", argv=[sys.executable, "-c", "raise SystemExit(1)"], log_path=tmp_path / "b.log", env={})],
-        state_path=state, say=lambda line: None,
+        children=[
+            Child(name="beat", argv=[sys.executable, "-c", "raise SystemExit(1)"], log_path=tmp_path / "b.log", env={})
+        ],
+        state_path=state,
+        say=lambda line: None,
     )
     supervisor.start()
-    wait_for(lambda: supervisor.poll() or supervisor.children[0].restarts, timeout=10, interval=0.1, message="a restart")
+    wait_for(
+        lambda: supervisor.poll() or supervisor.children[0].restarts, timeout=10, interval=0.1, message="a restart"
+    )
     supervisor.children[0].process.wait()
     supervisor.write_state()
 

@@ -10,9 +10,14 @@ from apps.agent.serializers import MIN_MAX_TOKENS
 def context_settings_check(app_configs, **kwargs):
     errors = []
     if not MIN_MAX_TOKENS <= settings.CONTEXT_MAX_TOKENS <= 100_000:
-        errors.append(Error(
-            f"CONTEXT_MAX_TOKENS must be between {MIN_MAX_TOKENS} and 100000, not {settings.CONTEXT_MAX_TOKENS}.", id="agent.E001"
-        ))
+        errors.append(
+            Error(
+                f"CONTEXT_MAX_TOKENS must be between {MIN_MAX_TOKENS} and 100000, not {settings.CONTEXT_MAX_TOKENS}.",
+                id="agent.E001",
+            )
+        )
     if not 1 <= settings.CONTEXT_CANDIDATES <= 100:
-        errors.append(Error(f"CONTEXT_CANDIDATES must be between 1 and 100, not {settings.CONTEXT_CANDIDATES}.", id="agent.E002"))
+        errors.append(
+            Error(f"CONTEXT_CANDIDATES must be between 1 and 100, not {settings.CONTEXT_CANDIDATES}.", id="agent.E002")
+        )
     return errors

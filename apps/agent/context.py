@@ -28,7 +28,13 @@ SECTIONS = {
     "turns": "Earlier conversation",
     "skills": "Skills for this task",
 }
-SECTION_OF_TYPE = {"profile": "people", "semantic": "facts", "episodic": "events", "message": "turns", "procedural": "skills"}
+SECTION_OF_TYPE = {
+    "profile": "people",
+    "semantic": "facts",
+    "episodic": "events",
+    "message": "turns",
+    "procedural": "skills",
+}
 # Shares of the budget one item may take at most: the user's page, another person's page, a skill, anything else.
 USER_PAGE_SHARE = 0.25
 PAGE_SHARE = 0.2
@@ -111,8 +117,15 @@ def _item(section: str, memory_type: str, instance, score, cap: int) -> Item | N
     body = trim_to_tokens(item_body(memory_type, instance), cap - prefix_tokens)
     if not body:
         return None
-    return Item(section=section, memory_type=memory_type, instance=instance, body=body, score=score,
-                tokens=prefix_tokens + estimate_tokens(body), sort_key=_sort_key(memory_type, instance))
+    return Item(
+        section=section,
+        memory_type=memory_type,
+        instance=instance,
+        body=body,
+        score=score,
+        tokens=prefix_tokens + estimate_tokens(body),
+        sort_key=_sort_key(memory_type, instance),
+    )
 
 
 class Block:
@@ -182,22 +195,35 @@ def _user_page(reader: Reader, user_id: str):
     """The user's own page: their entity's (the unnamed speaker of their turns), else the page of
     the name their latest `user` turn is spoken under."""
     pages = list(
-        reader.rows(SOURCES["profile"].model).select_related("end_user", "entity")
-        .filter(end_user__user_id=user_id, status="active").defer("embedding", "search_vector").order_by("-compiled_at")
+        reader.rows(SOURCES["profile"].model)
+        .select_related("end_user", "entity")
+        .filter(end_user__user_id=user_id, status="active")
+        .defer("embedding", "search_vector")
+        .order_by("-compiled_at")
     )
     page = next((page for page in pages if page.entity.is_user), None)
     if page is not None or not pages:
         return page
     name = (
-        reader.rows(SOURCES["message"].model).filter(end_user__user_id=user_id, role="user").exclude(name="")
-        .order_by("-occurred_at").values_list("name", flat=True).first()
+        reader.rows(SOURCES["message"].model)
+        .filter(end_user__user_id=user_id, role="user")
+        .exclude(name="")
+        .order_by("-occurred_at")
+        .values_list("name", flat=True)
+        .first()
     )
     return next((page for page in pages if name and name.lower() in page.entity.aliases), None)
 
 
 def context_build(
-    *, reader: Reader, user_id: str, query: str, max_tokens: int, memory_types: list[str] | None = None,
-    task_session: bool = False, session_filter: str | None = None,
+    *,
+    reader: Reader,
+    user_id: str,
+    query: str,
+    max_tokens: int,
+    memory_types: list[str] | None = None,
+    task_session: bool = False,
+    session_filter: str | None = None,
 ) -> Context:
     """The block for `query` (the latest message) within `max_tokens` estimated tokens.
 
@@ -220,8 +246,14 @@ def context_build(
         filters = {"user_id": user_id}
         if session_filter:
             filters["session_id"] = session_filter
-        hits = search(reader=reader, query=query, memory_types=ranked_types, method=None,
-                      limit=settings.CONTEXT_CANDIDATES, filters=filters)
+        hits = search(
+            reader=reader,
+            query=query,
+            memory_types=ranked_types,
+            method=None,
+            limit=settings.CONTEXT_CANDIDATES,
+            filters=filters,
+        )
         item_cap = max(int(max_tokens * ITEM_SHARE), MIN_ITEM_TOKENS)
         page_cap = max(int(max_tokens * PAGE_SHARE), MIN_ITEM_TOKENS)
         for hit in hits:

@@ -47,8 +47,16 @@ from apps.tenancy.services import end_user_get_or_create
 
 MEMORY_TYPES = ("episodic", "semantic")
 MEMORY_SHAPES = {
-    "episodic": (EpisodicMemoryOutputSerializer, EpisodicMemoryCreateInputSerializer, EpisodicMemoryPatchInputSerializer),
-    "semantic": (SemanticMemoryOutputSerializer, SemanticMemoryCreateInputSerializer, SemanticMemoryPatchInputSerializer),
+    "episodic": (
+        EpisodicMemoryOutputSerializer,
+        EpisodicMemoryCreateInputSerializer,
+        EpisodicMemoryPatchInputSerializer,
+    ),
+    "semantic": (
+        SemanticMemoryOutputSerializer,
+        SemanticMemoryCreateInputSerializer,
+        SemanticMemoryPatchInputSerializer,
+    ),
 }
 MEMORY_READS = {"episodic": memory_selectors.episodic_memory_list, "semantic": memory_selectors.semantic_memory_list}
 
@@ -79,7 +87,12 @@ def actor_of(client) -> str:
 
 def page_of(queryset, *, limit: int | None, offset: int | None, render) -> dict:
     limit, offset = limit or DEFAULT_LIMIT, offset or 0
-    return {"count": queryset.count(), "limit": limit, "offset": offset, "results": render(queryset[offset : offset + limit])}
+    return {
+        "count": queryset.count(),
+        "limit": limit,
+        "offset": offset,
+        "results": render(queryset[offset : offset + limit]),
+    }
 
 
 def paging(data: dict) -> tuple[int | None, int | None]:
@@ -105,7 +118,9 @@ def owned_session(*, client, session_id: str, user_id: str, scope: str | None) -
 
 def _latest_text(raw_messages: list) -> str:
     try:
-        turns = normalise_messages(raw_messages, max_chars=settings.MESSAGE_MAX_CHARS, default_occurred_at=timezone.now())
+        turns = normalise_messages(
+            raw_messages, max_chars=settings.MESSAGE_MAX_CHARS, default_occurred_at=timezone.now()
+        )
     except TurnError as exc:
         raise exceptions.ValidationError({"messages": exc.errors}) from None
     return next((turn.content for turn in reversed(turns) if turn.content.strip()), "")
@@ -121,26 +136,46 @@ def context_get(*, client, data: dict, from_query: bool = False) -> dict:
     params = validated(ContextInputSerializer, data, from_query=from_query)
     session = None
     if params.get("session_id"):
-        session = owned_session(client=client, session_id=params["session_id"], user_id=params["user_id"], scope=params.get("scope"))
+        session = owned_session(
+            client=client, session_id=params["session_id"], user_id=params["user_id"], scope=params.get("scope")
+        )
     query = params["query"] if "query" in params else _latest_text(params.get("messages") or [])
     context = context_build(
-        reader=client.reader, user_id=params["user_id"], query=query, max_tokens=params["max_tokens"],
-        memory_types=params.get("memory_types"), task_session=session is not None and session.session_tag == SessionTag.TASK,
+        reader=client.reader,
+        user_id=params["user_id"],
+        query=query,
+        max_tokens=params["max_tokens"],
+        memory_types=params.get("memory_types"),
+        task_session=session is not None and session.session_tag == SessionTag.TASK,
     )
     items = [
         {
-            "ref": ref, "section": item.section, "memory_type": item.memory_type, "id": item.instance.pk,
-            "text": item.body, "tokens": item.tokens, "score": item.score,
-            "occurred_at": getattr(item.instance, "occurred_at", None) if item.memory_type in ("message", "episodic") else None,
+            "ref": ref,
+            "section": item.section,
+            "memory_type": item.memory_type,
+            "id": item.instance.pk,
+            "text": item.body,
+            "tokens": item.tokens,
+            "score": item.score,
+            "occurred_at": getattr(item.instance, "occurred_at", None)
+            if item.memory_type in ("message", "episodic")
+            else None,
             "session_id": item.instance.session.session_id if item.memory_type == "message" else None,
             "seq": item.instance.seq if item.memory_type == "message" else None,
         }
         for ref, item in enumerate(context.items, start=1)
     ]
-    return ContextOutputSerializer({
-        "user_id": params["user_id"], "session_id": session.session_id if session else None, "query": query,
-        "max_tokens": params["max_tokens"], "tokens": context.tokens, "text": context.text, "items": items,
-    }).data
+    return ContextOutputSerializer(
+        {
+            "user_id": params["user_id"],
+            "session_id": session.session_id if session else None,
+            "query": query,
+            "max_tokens": params["max_tokens"],
+            "tokens": context.tokens,
+            "text": context.text,
+            "items": items,
+        }
+    ).data
 
 
 # Memories ----------------------------------------------------------------------------------------
@@ -164,7 +199,9 @@ def memory_list(*, client, memory_type: str, data: dict) -> dict:
     filters = validated(MemoryListFilterSerializer, data)
     queryset = memory_selectors.memory_list(reader=client.reader, memory_type=memory_type, filters=filters)
     limit, offset = paging(filters)
-    return page_of(queryset, limit=limit, offset=offset, render=lambda page: MEMORY_SHAPES[memory_type][0](page, many=True).data)
+    return page_of(
+        queryset, limit=limit, offset=offset, render=lambda page: MEMORY_SHAPES[memory_type][0](page, many=True).data
+    )
 
 
 @operation(access=Access.READ)
@@ -184,7 +221,12 @@ def memory_create(*, client, memory_type: str, data: dict) -> dict:
     user_id, reason = fields.pop("user_id"), fields.pop("reason", "")
     end_user = end_user_get_or_create(organization=client.organization, user_id=user_id)
     memory = memory_services.memory_store(
-        memory_type=memory_type, client=client, end_user=end_user, fields=fields, actor=actor_of(client), reason=reason,
+        memory_type=memory_type,
+        client=client,
+        end_user=end_user,
+        fields=fields,
+        actor=actor_of(client),
+        reason=reason,
     )
     return _render_memory(memory_type, memory)
 
@@ -244,10 +286,15 @@ def session_delete(*, client, session_id: str, data: dict) -> dict:
     session = owned_session(client=client, session_id=session_id, user_id=owner["user_id"], scope=owner.get("scope"))
     require_write_access(client, session)
     task = cascade.session_delete_request(session=session, client=client)
-    return SessionDeleteOutputSerializer({
-        "session_id": session.session_id, "user_id": session.end_user.user_id, "scope": session.scope,
-        "task_id": task.pk, "status": task.status,
-    }).data
+    return SessionDeleteOutputSerializer(
+        {
+            "session_id": session.session_id,
+            "user_id": session.end_user.user_id,
+            "scope": session.scope,
+            "task_id": task.pk,
+            "status": task.status,
+        }
+    ).data
 
 
 @operation(access=Access.WRITE)
@@ -283,10 +330,12 @@ def profile_findings(*, client, profile_id: str) -> dict:
     """What lint found about a profile page (stale, orphan, contradiction)."""
     profile = _profile(client, profile_id)
     findings = LintFinding.objects.filter(profile=profile).order_by("status", "-created_at", "id")
-    return ProfileFindingsOutputSerializer({
-        "profile_id": profile.pk,
-        "findings": LintFindingOutputSerializer(findings, many=True).data,
-    }).data
+    return ProfileFindingsOutputSerializer(
+        {
+            "profile_id": profile.pk,
+            "findings": LintFindingOutputSerializer(findings, many=True).data,
+        }
+    ).data
 
 
 @operation(access=Access.WRITE)

@@ -32,24 +32,41 @@ REASON_MAX_LENGTH = 1000
 class ContextInputSerializer(InputSerializer):
     user_id = fields.CharField(max_length=255, help_text="The person the context is about.")
     session_id = fields.RegexField(
-        SESSION_ID_PATTERN, required=False, error_messages={"invalid": "Use 1-64 letters, digits, '_' or '-'."},
+        SESSION_ID_PATTERN,
+        required=False,
+        error_messages={"invalid": "Use 1-64 letters, digits, '_' or '-'."},
         help_text="The session the agent is in: a task session also gets its top skills.",
     )
-    scope = fields.RegexField(SCOPE_PATTERN, required=False,
-                              help_text="The session's scope, when its id exists in several (used with session_id only).")
+    scope = fields.RegexField(
+        SCOPE_PATTERN,
+        required=False,
+        help_text="The session's scope, when its id exists in several (used with session_id only).",
+    )
     messages = serializers.ListField(
-        child=MessageField(), required=False, allow_empty=False, max_length=settings.MAX_MESSAGES_PER_ADD,
+        child=MessageField(),
+        required=False,
+        allow_empty=False,
+        max_length=settings.MAX_MESSAGES_PER_ADD,
         help_text="The latest turns (OpenAI chat messages); the last one with text is what the context is for.",
     )
-    query = fields.CharField(required=False, allow_blank=True, max_length=2000,
-                             help_text="What the context is for, instead of the latest message (it wins when both are "
-                                       "given). Empty: the most recent items.")
+    query = fields.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=2000,
+        help_text="What the context is for, instead of the latest message (it wins when both are "
+        "given). Empty: the most recent items.",
+    )
     max_tokens = fields.IntegerField(
-        required=False, default=DEFAULT_MAX_TOKENS, min_value=MIN_MAX_TOKENS, max_value=settings.CONTEXT_MAX_TOKENS,
+        required=False,
+        default=DEFAULT_MAX_TOKENS,
+        min_value=MIN_MAX_TOKENS,
+        max_value=settings.CONTEXT_MAX_TOKENS,
         help_text="The budget of `text`, in estimated tokens (see docs/api.md); never exceeded.",
     )
     memory_types = CommaSeparatedListField(
-        child=fields.ChoiceField(choices=CONTEXT_TYPES), required=False, allow_empty=False,
+        child=fields.ChoiceField(choices=CONTEXT_TYPES),
+        required=False,
+        allow_empty=False,
         help_text="Use only these types (default: all; procedural skills are shown for a task session).",
     )
 
@@ -85,11 +102,16 @@ class ContextOutputSerializer(serializers.Serializer):
 
 class MemoryListFilterSerializer(PageQuerySerializer):
     user_id = fields.CharField(max_length=255)
-    subject = fields.CharField(required=False, max_length=NAME_MAX_LENGTH,
-                               help_text="A fact's name or an event's actor (case-insensitive).")
-    start = fields.DateTimeField(required=False, help_text="From this time (events: when they happened; facts: last changed).")
+    subject = fields.CharField(
+        required=False, max_length=NAME_MAX_LENGTH, help_text="A fact's name or an event's actor (case-insensitive)."
+    )
+    start = fields.DateTimeField(
+        required=False, help_text="From this time (events: when they happened; facts: last changed)."
+    )
     end = fields.DateTimeField(required=False, help_text="Until this time.")
-    q = fields.CharField(required=False, max_length=255, help_text="Text the summary, details (or a fact's name) contain.")
+    q = fields.CharField(
+        required=False, max_length=255, help_text="Text the summary, details (or a fact's name) contain."
+    )
 
 
 def _text(max_length: int, **kwargs):
@@ -152,10 +174,14 @@ class MemoryOutputSerializer(serializers.Serializer):
     scope = serializers.CharField()
     summary = serializers.CharField()
     details = serializers.CharField()
-    source_message_ids = serializers.ListField(child=serializers.UUIDField(), help_text="The turns it was learned from.")
+    source_message_ids = serializers.ListField(
+        child=serializers.UUIDField(), help_text="The turns it was learned from."
+    )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
-    deleted_at = serializers.DateTimeField(allow_null=True, help_text="Set when extraction retired it (hidden from search).")
+    deleted_at = serializers.DateTimeField(
+        allow_null=True, help_text="Set when extraction retired it (hidden from search)."
+    )
 
 
 class SemanticMemoryOutputSerializer(MemoryOutputSerializer):

@@ -30,7 +30,12 @@ from apps.profiles import views as profile_views
 def paginated(request, page: dict) -> Response:
     """An operation's page ({count, limit, offset, results}) as every list endpoint answers it."""
     paginator = Pagination()
-    paginator.request, paginator.count, paginator.limit, paginator.offset = request, page["count"], page["limit"], page["offset"]
+    paginator.request, paginator.count, paginator.limit, paginator.offset = (
+        request,
+        page["count"],
+        page["limit"],
+        page["offset"],
+    )
     return paginator.get_paginated_response(page["results"])
 
 
@@ -45,8 +50,11 @@ class ContextView(ClientAPIView):
     error_statuses = (404,)  # a session_id the client does not read
 
     @extend_schema(request=ContextInputSerializer, responses=ContextOutputSerializer)
-    @serves(operations.context_get, example="POST /api/v1/memory/context",
-            body={"user_id": "alice", "query": "Where is Alice flying next?", "max_tokens": 500})
+    @serves(
+        operations.context_get,
+        example="POST /api/v1/memory/context",
+        body={"user_id": "alice", "query": "Where is Alice flying next?", "max_tokens": 500},
+    )
     def post(self, request):
         return Response(operations.context_get(client=self.client, data=request.data))
 
@@ -60,10 +68,15 @@ class MemoryListView(ClientAPIView):
 
     @serves(operations.memory_list, example="GET /api/v1/memory/semantic/?user_id=alice")
     def get(self, request):
-        return paginated(request, operations.memory_list(client=self.client, memory_type=self.memory_type, data=request.query_params))
+        return paginated(
+            request, operations.memory_list(client=self.client, memory_type=self.memory_type, data=request.query_params)
+        )
 
-    @serves(operations.memory_create, example="POST /api/v1/memory/semantic/",
-            body={"user_id": "alice", "name": "Alice", "summary": "Alice prefers aisle seats."})
+    @serves(
+        operations.memory_create,
+        example="POST /api/v1/memory/semantic/",
+        body={"user_id": "alice", "name": "Alice", "summary": "Alice prefers aisle seats."},
+    )
     def post(self, request):
         body = operations.memory_create(client=self.client, memory_type=self.memory_type, data=request.data)
         return Response(body, status=status.HTTP_201_CREATED)
@@ -77,12 +90,17 @@ class MemoryDetailView(ClientAPIView):
     def get(self, request, item_id):
         return Response(operations.memory_get(client=self.client, memory_type=self.memory_type, memory_id=item_id))
 
-    @serves(operations.memory_update, example="PATCH /api/v1/memory/semantic/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b",
-            body={"summary": "Alice prefers window seats."})
+    @serves(
+        operations.memory_update,
+        example="PATCH /api/v1/memory/semantic/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b",
+        body={"summary": "Alice prefers window seats."},
+    )
     def patch(self, request, item_id):
-        return Response(operations.memory_update(
-            client=self.client, memory_type=self.memory_type, memory_id=item_id, data=request.data
-        ))
+        return Response(
+            operations.memory_update(
+                client=self.client, memory_type=self.memory_type, memory_id=item_id, data=request.data
+            )
+        )
 
     @serves(operations.memory_delete, example="DELETE /api/v1/memory/semantic/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b")
     def delete(self, request, item_id):
@@ -94,7 +112,9 @@ class MemoryHistoryView(ClientAPIView):
     memory_type = ""
 
     @extend_schema(responses=MemoryHistoryOutputSerializer)
-    @serves(operations.memory_history, example="GET /api/v1/memory/semantic/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/history")
+    @serves(
+        operations.memory_history, example="GET /api/v1/memory/semantic/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/history"
+    )
     def get(self, request, item_id):
         return Response(operations.memory_history(client=self.client, memory_type=self.memory_type, memory_id=item_id))
 

@@ -16,16 +16,36 @@ from apps.tenancy.admin_base import OrganizationScopedAdmin
 @admin.register(Session)
 class SessionAdmin(OrganizationScopedAdmin):
     list_display = [
-        "session_id", "end_user", "session_tag", "status", "outcome", "message_count", "scope", "last_message_at",
-        "distilled_at", "transcript_link",
+        "session_id",
+        "end_user",
+        "session_tag",
+        "status",
+        "outcome",
+        "message_count",
+        "scope",
+        "last_message_at",
+        "distilled_at",
+        "transcript_link",
     ]
     list_filter = ["session_tag", "status", "outcome", "scope"]
     list_select_related = ["end_user", "organization"]
     search_fields = ["session_id", "end_user__user_id"]
     date_hierarchy = "last_message_at"
     readonly_fields = [
-        "organization", "end_user", "client", "scope", "session_id", "session_tag", "status", "message_count",
-        "last_message_at", "sealed_at", "distilled_at", "extracted_at", "filter_tags", "transcript_link",
+        "organization",
+        "end_user",
+        "client",
+        "scope",
+        "session_id",
+        "session_tag",
+        "status",
+        "message_count",
+        "last_message_at",
+        "sealed_at",
+        "distilled_at",
+        "extracted_at",
+        "filter_tags",
+        "transcript_link",
     ]
     fields = readonly_fields[:-1] + ["outcome", "transcript_link"]
 
@@ -62,18 +82,26 @@ class SessionAdmin(OrganizationScopedAdmin):
 def sessions_card(*, user, organization):
     if not user.has_perm("conversations.view_session"):
         return None
-    awaiting = of_organization(Session.objects, organization).filter(
-        session_tag=SessionTag.TASK, status=Session.Status.SEALED, distilled_at__isnull=True
-    ).count()
-    return ("Sessions", [
-        Tile(
-            "Awaiting distillation", awaiting,
-            admin_url(
-                "admin:conversations_session_changelist", session_tag__exact="task", status__exact="sealed",
-                distilled_at__isnull="True",
+    awaiting = (
+        of_organization(Session.objects, organization)
+        .filter(session_tag=SessionTag.TASK, status=Session.Status.SEALED, distilled_at__isnull=True)
+        .count()
+    )
+    return (
+        "Sessions",
+        [
+            Tile(
+                "Awaiting distillation",
+                awaiting,
+                admin_url(
+                    "admin:conversations_session_changelist",
+                    session_tag__exact="task",
+                    status__exact="sealed",
+                    distilled_at__isnull="True",
+                ),
             ),
-        ),
-    ])
+        ],
+    )
 
 
 register_dashboard_card(sessions_card, order=30)

@@ -30,7 +30,9 @@ def embed_messages(task) -> dict:
             if not first - 1 <= message.seq <= last:
                 continue
             previous = window[index - 1] if index > 0 and window[index - 1].seq == message.seq - 1 else None
-            following = window[index + 1] if index + 1 < len(window) and window[index + 1].seq == message.seq + 1 else None
+            following = (
+                window[index + 1] if index + 1 < len(window) and window[index + 1].seq == message.seq + 1 else None
+            )
             context = neighbour_context(previous, following, message.metadata)
             if context != message.context:
                 message.context = context

@@ -89,7 +89,9 @@ class Message(BaseModel):
     occurred_at = models.DateTimeField()
     created_by = models.ForeignKey("tenancy.Client", on_delete=models.CASCADE, related_name="+")
     context = models.TextField(
-        blank=True, default="", help_text="The neighbouring turns, filled in the background and indexed for keyword search."
+        blank=True,
+        default="",
+        help_text="The neighbouring turns, filled in the background and indexed for keyword search.",
     )
     # The speaker and the turn weigh A; the neighbouring turns weigh B (half, in the BM25 scoring).
     search_vector = models.GeneratedField(

@@ -31,9 +31,7 @@ def _enqueue_if_handled(task_type: str, payload: dict, *, session, client=None, 
     request caused it, if any."""
     if not _handled(task_type):
         return None
-    return enqueue(
-        task_type, payload, organization=session.organization, scope=session.scope, client=client, **options
-    )
+    return enqueue(task_type, payload, organization=session.organization, scope=session.scope, client=client, **options)
 
 
 def _enqueue_debounced(task_type: str, session, *, key: str, delay: float, client=None) -> MemoryTask | None:
@@ -41,21 +39,31 @@ def _enqueue_debounced(task_type: str, session, *, key: str, delay: float, clien
     if not _handled(task_type):
         return None
     return enqueue_debounced(
-        task_type, {"session": str(session.pk)}, key=key, delay=delay, organization=session.organization,
-        scope=session.scope, client=client,
+        task_type,
+        {"session": str(session.pk)},
+        key=key,
+        delay=delay,
+        organization=session.organization,
+        scope=session.scope,
+        client=client,
     )
 
 
 def embedding_enqueue(session, *, from_seq: int, to_seq: int, client=None) -> MemoryTask | None:
     return _enqueue_if_handled(
-        EMBED_MESSAGES, {"session": str(session.pk), "from_seq": from_seq, "to_seq": to_seq}, session=session,
+        EMBED_MESSAGES,
+        {"session": str(session.pk), "from_seq": from_seq, "to_seq": to_seq},
+        session=session,
         client=client,
     )
 
 
 def extraction_enqueue(session, *, client=None) -> MemoryTask | None:
     return _enqueue_debounced(
-        EXTRACT_MEMORIES, session, key=f"extract:{session.pk}", delay=settings.EXTRACTION_DEBOUNCE_SECONDS,
+        EXTRACT_MEMORIES,
+        session,
+        key=f"extract:{session.pk}",
+        delay=settings.EXTRACTION_DEBOUNCE_SECONDS,
         client=client,
     )
 
@@ -63,7 +71,10 @@ def extraction_enqueue(session, *, client=None) -> MemoryTask | None:
 def projection_enqueue(session, *, client=None) -> MemoryTask | None:
     """Entity projection reads the memories extraction learns, so it waits for extraction's debounce first."""
     return _enqueue_debounced(
-        PROJECT_ENTITIES, session, key=f"project:{session.pk}", delay=2 * settings.EXTRACTION_DEBOUNCE_SECONDS,
+        PROJECT_ENTITIES,
+        session,
+        key=f"project:{session.pk}",
+        delay=2 * settings.EXTRACTION_DEBOUNCE_SECONDS,
         client=client,
     )
 
@@ -71,6 +82,9 @@ def projection_enqueue(session, *, client=None) -> MemoryTask | None:
 def distillation_enqueue(session, *, client=None) -> MemoryTask | None:
     """One distillation per session, whether sealing or a caller asked for it."""
     return _enqueue_if_handled(
-        DISTILL_SESSION, {"session": str(session.pk)}, session=session, client=client,
+        DISTILL_SESSION,
+        {"session": str(session.pk)},
+        session=session,
+        client=client,
         idempotency_key=f"distill:{session.pk}",
     )

@@ -27,10 +27,14 @@ class AmbiguousSession(InvalidInput):
 
     def __init__(self, session_id: str, scopes: list[str]):
         self.scopes = scopes
-        super().__init__({"scope": [
-            f"Session {session_id!r} exists in several scopes this client reads ({', '.join(scopes)}); "
-            "name one with ?scope=."
-        ]})
+        super().__init__(
+            {
+                "scope": [
+                    f"Session {session_id!r} exists in several scopes this client reads ({', '.join(scopes)}); "
+                    "name one with ?scope=."
+                ]
+            }
+        )
 
 
 def session_get(*, client, user_id: str, session_id: str, scope: str | None = None) -> Session:
@@ -41,8 +45,10 @@ def session_get(*, client, user_id: str, session_id: str, scope: str | None = No
     readable and AmbiguousSession when several are (all of them readable, so naming them
     leaks nothing).
     """
-    queryset = session_list(reader=client.reader).select_related("organization").filter(
-        end_user__user_id=user_id, session_id=session_id
+    queryset = (
+        session_list(reader=client.reader)
+        .select_related("organization")
+        .filter(end_user__user_id=user_id, session_id=session_id)
     )
     if scope is not None:
         queryset = queryset.filter(scope=scope)

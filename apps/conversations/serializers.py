@@ -36,7 +36,10 @@ def message_schema() -> dict:
         "required": ["role"],
         "additionalProperties": False,
         "anyOf": [
-            {"properties": {"role": {"enum": tool_roles}, "content": {"anyOf": [text, parts]}}, "required": ["content"]},
+            {
+                "properties": {"role": {"enum": tool_roles}, "content": {"anyOf": [text, parts]}},
+                "required": ["content"],
+            },
             {
                 "properties": {
                     "role": {"enum": other_roles},

@@ -78,10 +78,17 @@ def _session_for_add(*, client, end_user, session_id: str, session_tag: str | No
 def _seal_older_sessions(*, session, client) -> list:
     """A newer session of the same user and tag closes the older open ones of the same scope."""
     tasks = []
-    older = Session.objects.select_for_update().filter(
-        organization=session.organization_id, end_user=session.end_user_id, scope=session.scope,
-        session_tag=session.session_tag, status=Session.Status.OPEN,
-    ).exclude(pk=session.pk)
+    older = (
+        Session.objects.select_for_update()
+        .filter(
+            organization=session.organization_id,
+            end_user=session.end_user_id,
+            scope=session.scope,
+            session_tag=session.session_tag,
+            status=Session.Status.OPEN,
+        )
+        .exclude(pk=session.pk)
+    )
     for previous in older:
         tasks.extend(session_seal(session=previous, client=client))
     return tasks
@@ -134,7 +141,11 @@ def messages_ingest(
         messages, max_chars=settings.MESSAGE_MAX_CHARS, default_occurred_at=occurred_at or timezone.now()
     )
     _check_add_arguments(
-        user_id=user_id, session_id=session_id, session_tag=session_tag, outcome=outcome, filter_tags=filter_tags,
+        user_id=user_id,
+        session_id=session_id,
+        session_tag=session_tag,
+        outcome=outcome,
+        filter_tags=filter_tags,
         idempotency_key=idempotency_key,
     )
     record = None
@@ -145,9 +156,7 @@ def messages_ingest(
         except IntegrityError:
             previous = IngestRequest.objects.get(client=client, key=idempotency_key)
             if previous.request_hash != request_hash:
-                raise ConflictError(
-                    "This Idempotency-Key was already used with a different request body."
-                ) from None
+                raise ConflictError("This Idempotency-Key was already used with a different request body.") from None
             return previous.response
 
     filter_tags = dict(filter_tags or {})
@@ -241,7 +250,9 @@ def session_lock(*, session_id) -> None:
 
 def sessions_lock(*, session_ids) -> None:
     """session_lock of several sessions, always in the same order (no deadlock between two callers)."""
-    list(Session.objects.select_for_update().filter(pk__in=list(session_ids)).order_by("pk").values_list("pk", flat=True))
+    list(
+        Session.objects.select_for_update().filter(pk__in=list(session_ids)).order_by("pk").values_list("pk", flat=True)
+    )
 
 
 def _refresh_neighbours(*, places: set[tuple]) -> int:
@@ -259,7 +270,9 @@ def _refresh_neighbours(*, places: set[tuple]) -> int:
         message = window.get((session_id, seq))
         if message is None:
             continue
-        context = neighbour_context(window.get((session_id, seq - 1)), window.get((session_id, seq + 1)), message.metadata)
+        context = neighbour_context(
+            window.get((session_id, seq - 1)), window.get((session_id, seq + 1)), message.metadata
+        )
         if context != message.context:
             message.context = context
             changed.append(message)
@@ -278,7 +291,9 @@ def messages_delete(*, message_ids) -> dict:
     sessions_lock(session_ids={session_id for _, session_id, _ in rows})
     _, per_model = Message.objects.filter(pk__in=[pk for pk, _, _ in rows]).delete()
     gone = {(session_id, seq) for _, session_id, seq in rows}
-    contexts = _refresh_neighbours(places={(session_id, seq + step) for session_id, seq in gone for step in (-1, 1)} - gone)
+    contexts = _refresh_neighbours(
+        places={(session_id, seq + step) for session_id, seq in gone for step in (-1, 1)} - gone
+    )
     by_count: dict[int, list] = {}
     for session_id, count in Counter(session_id for _, session_id, _ in rows).items():
         by_count.setdefault(count, []).append(session_id)
@@ -366,7 +381,10 @@ def messages_set_dates(*, dates: dict) -> int:
 
 
 def messages_mark_learned(
-    *, session: Session, by: Literal["distillation", "extraction"], message_ids: list | None = None,
+    *,
+    session: Session,
+    by: Literal["distillation", "extraction"],
+    message_ids: list | None = None,
     through_seq: int | None = None,
 ) -> datetime:
     """Marks the session distilled or extracted (`by`) and its turns not learned from yet as learned

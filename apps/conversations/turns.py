@@ -73,12 +73,20 @@ def _flatten_content(content) -> str | None:
 
 def _tool_call_text(call) -> tuple[dict | None, str]:
     """Returns (structured call or None when malformed, its text form)."""
-    if isinstance(call, dict) and isinstance(call.get("function"), dict) and isinstance(call["function"].get("name"), str):
+    if (
+        isinstance(call, dict)
+        and isinstance(call.get("function"), dict)
+        and isinstance(call["function"].get("name"), str)
+    ):
         function = call["function"]
         arguments = function.get("arguments", "")
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False, default=str)
-        structured = {"id": str(call.get("id", "")), "type": "function", "function": {"name": function["name"], "arguments": arguments}}
+        structured = {
+            "id": str(call.get("id", "")),
+            "type": "function",
+            "function": {"name": function["name"], "arguments": arguments},
+        }
         return structured, f"[tool_call {function['name']}({arguments})]"
     # Malformed: keep what was sent, as text.
     return None, f"[tool_call {json.dumps(call, ensure_ascii=False, default=str)}]"

@@ -19,11 +19,15 @@ from apps.core.api import ClientAPIView, serves
 from apps.tenancy.models import SCOPE_PATTERN
 
 USER_ID_PARAMETER = OpenApiParameter(
-    "user_id", {"type": "string", "minLength": 1, "maxLength": 255}, required=True,
+    "user_id",
+    {"type": "string", "minLength": 1, "maxLength": 255},
+    required=True,
     description="The session owner's user id.",
 )
 SCOPE_PARAMETER = OpenApiParameter(
-    "scope", {"type": "string", "pattern": SCOPE_PATTERN}, required=False,
+    "scope",
+    {"type": "string", "pattern": SCOPE_PATTERN},
+    required=False,
     description="The session's scope, needed only when the id exists in several scopes the client reads "
     "(default: the client's write scope, else the only readable one).",
 )
@@ -37,13 +41,19 @@ class MemoryAddView(ClientAPIView):
         responses={202: MemoryAddOutputSerializer},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
     )
-    @serves(operations.add_memory, example="POST /api/v1/memory/add", body={
-        "user_id": "alice", "session_id": "chat-2024-06-01", "session_tag": "conversation",
-        "messages": [
-            {"role": "user", "content": "My sister Ana moved to Lisbon last month."},
-            {"role": "assistant", "content": "Lovely! Do you plan to visit her?"},
-        ],
-    })
+    @serves(
+        operations.add_memory,
+        example="POST /api/v1/memory/add",
+        body={
+            "user_id": "alice",
+            "session_id": "chat-2024-06-01",
+            "session_tag": "conversation",
+            "messages": [
+                {"role": "user", "content": "My sister Ana moved to Lisbon last month."},
+                {"role": "assistant", "content": "Lovely! Do you plan to visit her?"},
+            ],
+        },
+    )
     def post(self, request):
         body = operations.add_memory(
             client=self.client, data=request.data, idempotency_key=request.headers.get("Idempotency-Key")
@@ -52,7 +62,9 @@ class MemoryAddView(ClientAPIView):
 
 
 SessionListView = list_view(
-    operations.list_sessions, filters=SessionListFilterSerializer, output=SessionOutputSerializer,
+    operations.list_sessions,
+    filters=SessionListFilterSerializer,
+    output=SessionOutputSerializer,
     example="GET /api/v1/sessions/?user_id=alice&status=open&limit=20",
 )
 
@@ -68,12 +80,17 @@ class SessionDetailView(ClientAPIView):
         request=SessionPatchInputSerializer,
         responses=SessionOutputSerializer,
     )
-    @serves(operations.update_session, example="PATCH /api/v1/sessions/book-flight-17/?user_id=alice",
-            body={"outcome": "success"})
+    @serves(
+        operations.update_session,
+        example="PATCH /api/v1/sessions/book-flight-17/?user_id=alice",
+        body={"outcome": "success"},
+    )
     def patch(self, request, session_id):
-        return Response(operations.update_session(
-            client=self.client, session_id=session_id, query=request.query_params, data=request.data
-        ))
+        return Response(
+            operations.update_session(
+                client=self.client, session_id=session_id, query=request.query_params, data=request.data
+            )
+        )
 
 
 class SessionSealView(ClientAPIView):

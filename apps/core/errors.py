@@ -156,7 +156,9 @@ def as_application_error(exc: Exception) -> ApplicationError | None:
         message = "; ".join(_flatten(detail)) if isinstance(detail, (dict, list)) else str(detail)
         # What an exception adds for the caller (a rate limit names its limit: apps.core.throttling).
         return ApplicationError(
-            message, status=exc.status_code, code=codes if isinstance(codes, str) else "error",
+            message,
+            status=exc.status_code,
+            code=codes if isinstance(codes, str) else "error",
             details=getattr(exc, "error_details", None),
         )
     return None
@@ -169,14 +171,18 @@ def api_exception_handler(exc, context):
         # Not a bug but an outage: one line with the error class; the connection is replaced on the next request.
         request = context.get("request")
         logger.warning(
-            "database unavailable on %s %s: %s", getattr(request, "method", "-"),
-            request_route(request) if request is not None else "(no route)", error_class(exc),
+            "database unavailable on %s %s: %s",
+            getattr(request, "method", "-"),
+            request_route(request) if request is not None else "(no route)",
+            error_class(exc),
         )
         return database_unavailable_response()
     error = as_application_error(exc)
     if error is None:
         return None  # an unexpected error: the middleware renders the JSON 500
-    response = exception_handler(exc if isinstance(exc, exceptions.APIException) else exceptions.APIException(), context)
+    response = exception_handler(
+        exc if isinstance(exc, exceptions.APIException) else exceptions.APIException(), context
+    )
     headers = _kept_headers(response) if response is not None else {}
     return Response(error.body(), status=error.status, headers=headers)
 

@@ -57,27 +57,29 @@ def error_class(exc: BaseException) -> str:
 
 # Exception classes (and their subclasses) whose message is the library's own description of a
 # connection, a timeout or the configuration. Named, not imported: each library is optional here.
-READABLE = frozenset({
-    "builtins.ConnectionError",  # ConnectionRefusedError, ConnectionResetError, BrokenPipeError …
-    "builtins.TimeoutError",
-    "socket.gaierror",
-    "redis.exceptions.ConnectionError",
-    "redis.exceptions.TimeoutError",
-    "redis.exceptions.BusyLoadingError",
-    "kombu.exceptions.OperationalError",
-    "amqp.exceptions.ConnectionError",
-    "billiard.exceptions.WorkerLostError",
-    "celery.exceptions.TimeLimitExceeded",
-    "celery.exceptions.SoftTimeLimitExceeded",
-    # Connection and server state errors; their first line says what happened to the connection.
-    # IntegrityError, DataError and ProgrammingError (which quote rows and statements) are not here.
-    "psycopg.OperationalError",
-    "psycopg.InterfaceError",
-    "django.db.utils.OperationalError",
-    "django.db.utils.InterfaceError",
-    "django.core.exceptions.ImproperlyConfigured",
-    "openai.APIConnectionError",  # includes APITimeoutError
-})
+READABLE = frozenset(
+    {
+        "builtins.ConnectionError",  # ConnectionRefusedError, ConnectionResetError, BrokenPipeError …
+        "builtins.TimeoutError",
+        "socket.gaierror",
+        "redis.exceptions.ConnectionError",
+        "redis.exceptions.TimeoutError",
+        "redis.exceptions.BusyLoadingError",
+        "kombu.exceptions.OperationalError",
+        "amqp.exceptions.ConnectionError",
+        "billiard.exceptions.WorkerLostError",
+        "celery.exceptions.TimeLimitExceeded",
+        "celery.exceptions.SoftTimeLimitExceeded",
+        # Connection and server state errors; their first line says what happened to the connection.
+        # IntegrityError, DataError and ProgrammingError (which quote rows and statements) are not here.
+        "psycopg.OperationalError",
+        "psycopg.InterfaceError",
+        "django.db.utils.OperationalError",
+        "django.db.utils.InterfaceError",
+        "django.core.exceptions.ImproperlyConfigured",
+        "openai.APIConnectionError",  # includes APITimeoutError
+    }
+)
 # Readable only when raised inside a dependency (its message names types and attributes of that
 # library's code, as kombu's "'NoneType' object has no attribute 'client'" did).
 READABLE_FROM_DEPENDENCIES = frozenset({"builtins.AttributeError"})
@@ -104,7 +106,7 @@ def readable_message(exc: BaseException) -> str | None:
 
 
 def exception_line(exc: BaseException) -> str:
-    """"class: message" when the message is readable, else "class: (message withheld …)"."""
+    """ "class: message" when the message is readable, else "class: (message withheld …)"."""
     return f"{error_class(exc)}: {readable_message(exc) or WITHHELD}"
 
 

@@ -41,17 +41,22 @@ class JSONErrorsForAPIMiddleware:
         if response.status_code == 404:
             return not_found_response()
         code, message = MESSAGES.get(response.status_code, ("error", "The request failed."))
-        return JsonResponse(error_body(status_code=response.status_code, code=code, message=message), status=response.status_code)
+        return JsonResponse(
+            error_body(status_code=response.status_code, code=code, message=message), status=response.status_code
+        )
 
     def process_exception(self, request, exception):
         if isinstance(exception, DATABASE_UNAVAILABLE):
             # Not a bug but an outage: one line with the library's own message (no request data in it).
-            logger.warning("database unavailable on %s %s: %s", request.method, request_route(request), error_class(exception))
+            logger.warning(
+                "database unavailable on %s %s: %s", request.method, request_route(request), error_class(exception)
+            )
             if request.path.startswith(JSON_PREFIXES):
                 return database_unavailable_response()
             response = HttpResponse(
                 "The database is briefly unavailable; reload the page in a few seconds.\n",
-                status=503, content_type="text/plain; charset=utf-8",
+                status=503,
+                content_type="text/plain; charset=utf-8",
             )
             response["Retry-After"] = str(RETRY_AFTER_SECONDS)
             return response

@@ -20,14 +20,25 @@ class PageQuerySerializer(InputSerializer):
 
     from_query = True
 
-    limit = fields.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT,
-                                help_text=f"Items per page (default {DEFAULT_LIMIT}); `page_size` is an alias.")
-    offset = fields.IntegerField(required=False, min_value=0, max_value=MAX_OFFSET,
-                                 help_text="Items to skip; `page` (from 1) is an alias: offset = (page - 1) × limit.")
-    page_size = fields.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT,
-                                         help_text="Alias of `limit`.")
-    page = fields.IntegerField(required=False, min_value=1, max_value=MAX_OFFSET,
-                                    help_text="Page number from 1: `offset` = (page - 1) × limit.")
+    limit = fields.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_LIMIT,
+        help_text=f"Items per page (default {DEFAULT_LIMIT}); `page_size` is an alias.",
+    )
+    offset = fields.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_OFFSET,
+        help_text="Items to skip; `page` (from 1) is an alias: offset = (page - 1) × limit.",
+    )
+    page_size = fields.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, help_text="Alias of `limit`.")
+    page = fields.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_OFFSET,
+        help_text="Page number from 1: `offset` = (page - 1) × limit.",
+    )
 
     def validate(self, attrs):
         attrs = super().validate(attrs)

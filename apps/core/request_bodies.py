@@ -98,7 +98,10 @@ class RequestBodies:
         length = environ.get("CONTENT_LENGTH") or ""
         if chunked and not length and not environ.get("wsgi.input_terminated"):
             return _json_response(
-                start_response, "411 Length Required", 411, "length_required",
+                start_response,
+                "411 Length Required",
+                411,
+                "length_required",
                 "This server needs a Content-Length header; send the body without chunked transfer encoding.",
             )
         # A declared length over the limit is left to Django, which refuses it (413) without reading.
@@ -109,12 +112,18 @@ class RequestBodies:
                     body = _read(environ["wsgi.input"], limit + 1 if chunked else declared)
             except BodyTimeout:
                 return _json_response(
-                    start_response, "408 Request Timeout", 408, "request_timeout",
+                    start_response,
+                    "408 Request Timeout",
+                    408,
+                    "request_timeout",
                     f"The request body did not arrive within {settings.REQUEST_BODY_TIMEOUT_SECONDS:g} seconds.",
                 )
             if len(body) > limit:
                 return _json_response(
-                    start_response, "413 Request Entity Too Large", 413, "payload_too_large",
+                    start_response,
+                    "413 Request Entity Too Large",
+                    413,
+                    "payload_too_large",
                     "The request body is larger than the limit.",
                 )
             environ["wsgi.input"] = io.BytesIO(body)

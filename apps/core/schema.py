@@ -51,8 +51,7 @@ DATETIME_PATTERN = (
     "(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?$"
 )
 DATETIME_DESCRIPTION = (
-    f"ISO 8601 date-time in {validation.DATE_WINDOW} with a UTC offset up to ±23:59 (Z or none for UTC); "
-    "stored as UTC."
+    f"ISO 8601 date-time in {validation.DATE_WINDOW} with a UTC offset up to ±23:59 (Z or none for UTC); stored as UTC."
 )
 
 
@@ -96,9 +95,18 @@ def add_storable_json_component(result, generator, request, public):
 
 # The path prefixes under /api/v1/ of each group of the API docs (SPECTACULAR_SETTINGS["TAGS"]).
 PATH_TAGS = (
-    ("memory/", "memory"), ("sessions/", "sessions"), ("skills/", "skills"), ("experiences/", "skills"),
-    ("profiles/", "profiles"), ("entities/", "profiles"), ("users/", "privacy"), ("clients/", "privacy"),
-    ("erasures/", "privacy"), ("exports", "privacy"), ("tasks/", "tasks"), ("me", "account"),
+    ("memory/", "memory"),
+    ("sessions/", "sessions"),
+    ("skills/", "skills"),
+    ("experiences/", "skills"),
+    ("profiles/", "profiles"),
+    ("entities/", "profiles"),
+    ("users/", "privacy"),
+    ("clients/", "privacy"),
+    ("erasures/", "privacy"),
+    ("exports", "privacy"),
+    ("tasks/", "tasks"),
+    ("me", "account"),
 )
 
 
@@ -145,8 +153,11 @@ class PlatformAutoSchema(AutoSchema):
             schema.pop("format", None)
             schema.update(type="string", pattern=DATETIME_PATTERN, description=DATETIME_DESCRIPTION)
         elif isinstance(field, fields.TagsField):
-            schema.update(type="object", propertyNames={"pattern": validation.TEXT_PATTERN},
-                          additionalProperties={"anyOf": SCALARS})
+            schema.update(
+                type="object",
+                propertyNames={"pattern": validation.TEXT_PATTERN},
+                additionalProperties={"anyOf": SCALARS},
+            )
         elif isinstance(field, fields.StringInput):
             if not isinstance(field, serializers.RegexField):  # whose own pattern excludes NUL already
                 schema.setdefault("pattern", validation.TEXT_PATTERN)
@@ -185,7 +196,8 @@ class PlatformAutoSchema(AutoSchema):
         # The schema names the canonical spelling only: `page`/`page_size` are aliases of `offset`/`limit`
         # that must not contradict them (a 400), a rule between parameters JSON Schema cannot state.
         parameters = [
-            parameter for parameter in super()._get_parameters()
+            parameter
+            for parameter in super()._get_parameters()
             if not (parameter["in"] == "query" and parameter["name"] in PAGE_ALIASES)
         ]
         for parameter in parameters:

@@ -205,11 +205,11 @@ def parse_datetime_strict(text, *, field: str, default_tz=timezone.utc) -> datet
     try:
         parsed = parse_datetime(text.strip())
     except ValueError:  # the shape is right, a part is not (month 13, Feb 30, hour 24, offset ±24:00 or more)
-        raise InputError(field, "Not a valid date-time: a month, day, hour, minute or UTC offset is out of range.") from None
+        raise InputError(
+            field, "Not a valid date-time: a month, day, hour, minute or UTC offset is out of range."
+        ) from None
     if parsed is None:
         raise InputError(field, "Not an ISO 8601 date-time.")
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=default_tz)
     return check_datetime(parsed, field=field)
-
-

@@ -47,7 +47,9 @@ def _error_headers(exc: APIError) -> dict | None:
 
 
 def _authenticate(*, headers: Headers):
-    raw_key = raw_key_from_headers(authorization=headers.get("authorization", ""), x_api_key=headers.get("x-api-key", ""))
+    raw_key = raw_key_from_headers(
+        authorization=headers.get("authorization", ""), x_api_key=headers.get("x-api-key", "")
+    )
     if raw_key is None:
         raise exceptions.NotAuthenticated("An API key is required: send 'Authorization: Api-Key <key>'.")
     client, _api_key = client_for_raw_key(raw_key)
@@ -73,7 +75,9 @@ class APIKeyAuthMiddleware:
         if scope["path"].rstrip("/") == MCP_PATH:
             loop = asyncio.get_running_loop()
             try:
-                client = await loop.run_in_executor(self.executor, partial(in_request_cycle, _authenticate, headers=headers))
+                client = await loop.run_in_executor(
+                    self.executor, partial(in_request_cycle, _authenticate, headers=headers)
+                )
             except APIError as exc:
                 response = _error(exc.status, exc.code, exc.message, headers=_error_headers(exc), details=exc.details)
                 return await response(scope, receive, send)

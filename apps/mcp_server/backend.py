@@ -50,7 +50,9 @@ def answer(function, /, **arguments):
         error = as_application_error(exc)
         if error is None:
             logger.exception("unexpected error in an MCP tool", exc_info=exc)
-            error = ApplicationError("An unexpected error occurred; it has been logged.", status=500, code="server_error")
+            error = ApplicationError(
+                "An unexpected error occurred; it has been logged.", status=500, code="server_error"
+            )
         raise error_from_body(error.status, plain_json(error.body())) from exc
 
 
@@ -81,13 +83,25 @@ class PlatformBackend:
         return plain_json(await loop.run_in_executor(self.executor, partial(in_request_cycle, operation, **arguments)))
 
     async def add(self, *, user_id, session_id, messages, session_tag, seal, outcome) -> dict:
-        data = given(user_id=user_id, session_id=session_id, messages=messages, session_tag=session_tag, seal=seal,
-                     outcome=outcome)
+        data = given(
+            user_id=user_id,
+            session_id=session_id,
+            messages=messages,
+            session_tag=session_tag,
+            seal=seal,
+            outcome=outcome,
+        )
         return await self._run(conversations.add_memory, data=data)
 
     async def search(self, *, user_id, query, memory_types, search_method, limit, session_id) -> dict:
-        data = given(user_id=user_id, query=query, memory_types=memory_types, search_method=search_method, limit=limit,
-                     session_id=session_id)
+        data = given(
+            user_id=user_id,
+            query=query,
+            memory_types=memory_types,
+            search_method=search_method,
+            limit=limit,
+            session_id=session_id,
+        )
         return await self._run(search.search_memory, data=data)
 
     async def retrieve_skills(self, *, task, k, user_id) -> dict:
@@ -109,7 +123,6 @@ class PlatformBackend:
 
     async def erase_user(self, *, user_id) -> dict:
         return await self._run(privacy.erase_user, user_id=user_id)
-
 
     # The agent's API: each tool is one call of the operation its REST view calls.
 

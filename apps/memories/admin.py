@@ -47,12 +47,34 @@ class MemoryAdmin(OrganizationScopedAdmin):
 
 @admin.register(EpisodicMemory)
 class EpisodicMemoryAdmin(MemoryAdmin):
-    list_display = ["summary_short", "occurred_at", "time_granularity", "actor", "event_type", "end_user", "scope", "deleted_at"]
+    list_display = [
+        "summary_short",
+        "occurred_at",
+        "time_granularity",
+        "actor",
+        "event_type",
+        "end_user",
+        "scope",
+        "deleted_at",
+    ]
     list_filter = ["scope", "time_granularity", ("deleted_at", admin.EmptyFieldListFilter)]
     search_fields = ["summary", "details", "actor", "=end_user__user_id"]
     fields = [
-        "organization", "scope", "end_user", "created_by", "occurred_at", "time_granularity", "actor", "event_type", "summary",
-        "details", "source_message_ids", "embedding_model", "deleted_at", "created_at", "updated_at",
+        "organization",
+        "scope",
+        "end_user",
+        "created_by",
+        "occurred_at",
+        "time_granularity",
+        "actor",
+        "event_type",
+        "summary",
+        "details",
+        "source_message_ids",
+        "embedding_model",
+        "deleted_at",
+        "created_at",
+        "updated_at",
     ]
     readonly_fields = fields
     inlines = [EpisodicMemoryChangeInline]
@@ -68,8 +90,19 @@ class SemanticMemoryAdmin(MemoryAdmin):
     list_filter = ["scope", ("deleted_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "summary", "details", "=end_user__user_id"]
     fields = [
-        "organization", "scope", "end_user", "created_by", "name", "summary", "details", "source", "source_message_ids",
-        "embedding_model", "deleted_at", "created_at", "updated_at",
+        "organization",
+        "scope",
+        "end_user",
+        "created_by",
+        "name",
+        "summary",
+        "details",
+        "source",
+        "source_message_ids",
+        "embedding_model",
+        "deleted_at",
+        "created_at",
+        "updated_at",
     ]
     readonly_fields = fields
     inlines = [SemanticMemoryChangeInline]

@@ -57,7 +57,9 @@ class Memory(BaseModel):
 class EpisodicMemory(Memory):
     """A dated event in the user's life: who did what, when."""
 
-    occurred_at = models.DateTimeField(help_text="Absolute and timezone-aware; relative dates are resolved at extraction.")
+    occurred_at = models.DateTimeField(
+        help_text="Absolute and timezone-aware; relative dates are resolved at extraction."
+    )
     time_granularity = models.CharField(max_length=8, choices=TimeGranularity.choices, default=TimeGranularity.DAY)
     actor = models.CharField(max_length=ACTOR_MAX_LENGTH, blank=True, default="")
     event_type = models.CharField(max_length=EVENT_TYPE_MAX_LENGTH, blank=True, default="")
@@ -79,7 +81,8 @@ class EpisodicMemory(Memory):
                 name="episodic_time_granularity_valid",
             ),
             models.CheckConstraint(
-                condition=~Q(summary=""), name="episodic_summary_not_empty",
+                condition=~Q(summary=""),
+                name="episodic_summary_not_empty",
                 violation_error_message="An episodic memory needs a summary.",
             ),
         ]
@@ -88,7 +91,10 @@ class EpisodicMemory(Memory):
             GinIndex(fields=["search_vector"], name="episodic_search_vector_idx"),
             GinIndex(fields=["summary"], opclasses=["gin_trgm_ops"], name="episodic_summary_trgm_idx"),
             HnswIndex(
-                name="episodic_embedding_hnsw_idx", fields=["embedding"], m=16, ef_construction=64,
+                name="episodic_embedding_hnsw_idx",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
                 opclasses=["vector_cosine_ops"],
             ),
         ]
@@ -117,7 +123,8 @@ class SemanticMemory(Memory):
         verbose_name_plural = "semantic memories"
         constraints = [
             models.CheckConstraint(
-                condition=~Q(name="") & ~Q(summary=""), name="semantic_name_and_summary_not_empty",
+                condition=~Q(name="") & ~Q(summary=""),
+                name="semantic_name_and_summary_not_empty",
                 violation_error_message="A semantic memory needs a name and a summary.",
             ),
         ]
@@ -126,7 +133,10 @@ class SemanticMemory(Memory):
             GinIndex(fields=["search_vector"], name="semantic_search_vector_idx"),
             # The fuzzy method's trigram index is on its expression (apps/memories/search.py): see migrations.
             HnswIndex(
-                name="semantic_embedding_hnsw_idx", fields=["embedding"], m=16, ef_construction=64,
+                name="semantic_embedding_hnsw_idx",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
                 opclasses=["vector_cosine_ops"],
             ),
         ]

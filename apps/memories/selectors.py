@@ -26,7 +26,9 @@ def memory_list(*, reader: Reader, memory_type: str, filters: dict):
     subject (a fact's name or an event's actor, case-insensitive), time window and text."""
     episodic = memory_type == "episodic"
     queryset = (episodic_memory_list if episodic else semantic_memory_list)(reader=reader)
-    queryset = queryset.filter(end_user__user_id=filters["user_id"], deleted_at__isnull=True).defer("embedding", "search_vector")
+    queryset = queryset.filter(end_user__user_id=filters["user_id"], deleted_at__isnull=True).defer(
+        "embedding", "search_vector"
+    )
     time_field = "occurred_at" if episodic else "updated_at"
     if filters.get("subject"):
         queryset = queryset.filter(**{("actor" if episodic else "name") + "__iexact": filters["subject"]})

@@ -14,12 +14,36 @@ DAY, WEEK, MONTH, YEAR = "day", "week", "month", "year"
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 MONTHS = (
-    "january", "february", "march", "april", "may", "june",
-    "july", "august", "september", "october", "november", "december",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
 )
 NUMBER_WORDS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "couple of": 2,
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a couple of": 2,
+    "couple of": 2,
 }
 
 
@@ -100,7 +124,9 @@ def shifted(reference: date, unit: str, amount: int) -> tuple[date, date, str]:
 # Each rule is (pattern, resolver(match, reference date) -> period or None). Matches are
 # case-insensitive and on word boundaries; where two overlap, the earlier and then the longer wins.
 
-_NUMBER = r"(?P<number>\d{1,3}|a couple of|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_NUMBER = (
+    r"(?P<number>\d{1,3}|a couple of|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+)
 _UNIT = r"(?P<unit>day|week|month|year)s?"
 _WEEKDAY = r"(?P<weekday>" + "|".join(WEEKDAYS) + r")"
 _MONTH = r"(?P<month>" + "|".join(MONTHS) + r")"
@@ -128,21 +154,21 @@ def _relative_unit(direction: int):
 
 
 def _previous_weekday(match, reference: date):
-    """"last Saturday": the most recent Saturday strictly before the reference day."""
+    """ "last Saturday": the most recent Saturday strictly before the reference day."""
     target = WEEKDAYS.index(match.group("weekday").lower())
     back = (reference.weekday() - target) % 7 or 7
     return day_period(reference - timedelta(days=back))
 
 
 def _next_weekday(match, reference: date):
-    """"next Friday": the first Friday strictly after the reference day."""
+    """ "next Friday": the first Friday strictly after the reference day."""
     target = WEEKDAYS.index(match.group("weekday").lower())
     ahead = (target - reference.weekday()) % 7 or 7
     return day_period(reference + timedelta(days=ahead))
 
 
 def _this_weekday(match, reference: date):
-    """"this Friday": the Friday of the reference day's week (Monday to Sunday)."""
+    """ "this Friday": the Friday of the reference day's week (Monday to Sunday)."""
     target = WEEKDAYS.index(match.group("weekday").lower())
     return day_period(reference + timedelta(days=target - reference.weekday()))
 
@@ -165,7 +191,7 @@ def _next_weekend(match, reference: date):
 
 
 def _past_weekend(match, reference: date):
-    """"over the weekend": the weekend we are in, or else the most recent one."""
+    """ "over the weekend": the weekend we are in, or else the most recent one."""
     saturday = _saturday_of_week(reference)
     return weekend_period(saturday if reference >= saturday else saturday - timedelta(days=7))
 
@@ -177,7 +203,7 @@ def _month_number(match) -> int | None:
 
 
 def _last_month_name(match, reference: date):
-    """"last May": the most recent May before the reference month."""
+    """ "last May": the most recent May before the reference month."""
     month = _month_number(match)
     if month is None:
         return None

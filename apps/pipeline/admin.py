@@ -11,15 +11,38 @@ from apps.tenancy.admin_base import OrganizationScopedAdmin
 
 @admin.register(MemoryTask)
 class MemoryTaskAdmin(OrganizationScopedAdmin):
-    list_display = ["task_type", "status", "attempts", "max_attempts", "organization", "run_after", "short_error", "updated_at"]
+    list_display = [
+        "task_type",
+        "status",
+        "attempts",
+        "max_attempts",
+        "organization",
+        "run_after",
+        "short_error",
+        "updated_at",
+    ]
     list_filter = ["status", "task_type"]
     list_select_related = ["organization"]
     search_fields = ["=id", "idempotency_key"]
     date_hierarchy = "created_at"
     actions = ["retry_now", "mark_dead"]
     readonly_fields = [
-        "id", "task_type", "organization", "payload", "status", "idempotency_key", "attempts", "max_attempts",
-        "run_after", "claimed_by", "claimed_at", "heartbeat_at", "finished_at", "result", "error", "created_at",
+        "id",
+        "task_type",
+        "organization",
+        "payload",
+        "status",
+        "idempotency_key",
+        "attempts",
+        "max_attempts",
+        "run_after",
+        "claimed_by",
+        "claimed_at",
+        "heartbeat_at",
+        "finished_at",
+        "result",
+        "error",
+        "created_at",
         "updated_at",
     ]
 
@@ -72,13 +95,22 @@ def tasks_card(*, user, organization):
     by_status = dict(
         of_organization(MemoryTask.objects, organization)
         .filter(status__in=[MemoryTask.Status.FAILED, MemoryTask.Status.DEAD])
-        .values_list("status").annotate(n=Count("pk")).order_by()
+        .values_list("status")
+        .annotate(n=Count("pk"))
+        .order_by()
     )
-    return ("Tasks", [
-        Tile(label, by_status.get(status, 0), admin_url("admin:pipeline_memorytask_changelist", status__exact=status),
-             attention=by_status.get(status, 0) > 0)
-        for status, label in ((MemoryTask.Status.FAILED, "Failed, retrying"), (MemoryTask.Status.DEAD, "Dead"))
-    ])
+    return (
+        "Tasks",
+        [
+            Tile(
+                label,
+                by_status.get(status, 0),
+                admin_url("admin:pipeline_memorytask_changelist", status__exact=status),
+                attention=by_status.get(status, 0) > 0,
+            )
+            for status, label in ((MemoryTask.Status.FAILED, "Failed, retrying"), (MemoryTask.Status.DEAD, "Dead"))
+        ],
+    )
 
 
 def _age(seconds: float | None) -> str:
@@ -93,12 +125,23 @@ def machinery_card(*, user, organization):
         return None
     status = machinery_status()
     beat, worker = status["beat"], status["worker"]
-    return ("Machinery", [
-        Tile("Beat: last tick", _age(beat["age_seconds"]), reverse("admin:django_celery_beat_periodictask_changelist"),
-             attention=beat["status"] != "ok"),
-        Tile(f"Workers alive: {worker['alive']}, last heartbeat", _age(worker["age_seconds"]),
-             reverse("admin:pipeline_processheartbeat_changelist"), attention=worker["status"] != "ok"),
-    ])
+    return (
+        "Machinery",
+        [
+            Tile(
+                "Beat: last tick",
+                _age(beat["age_seconds"]),
+                reverse("admin:django_celery_beat_periodictask_changelist"),
+                attention=beat["status"] != "ok",
+            ),
+            Tile(
+                f"Workers alive: {worker['alive']}, last heartbeat",
+                _age(worker["age_seconds"]),
+                reverse("admin:pipeline_processheartbeat_changelist"),
+                attention=worker["status"] != "ok",
+            ),
+        ],
+    )
 
 
 register_dashboard_card(tasks_card, order=40)

@@ -21,4 +21,6 @@ class PipelineConfig(AppConfig):
             task="pipeline.recover_stale_tasks",
             every_seconds=max(5, int(settings.TASK_STALE_AFTER_SECONDS // 2)),
         )
-        register_schedule(name="pipeline: prune finished tasks", task="pipeline.prune_finished_tasks", every_seconds=3600)
+        register_schedule(
+            name="pipeline: prune finished tasks", task="pipeline.prune_finished_tasks", every_seconds=3600
+        )

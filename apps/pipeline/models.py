@@ -29,7 +29,11 @@ class MemoryTask(BaseModel):
     # scope, and the client whose request created it. No scope = organisation-wide work (erasure).
     scope = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001  (NULL: no scope, not an empty one)
     client = models.ForeignKey(
-        "tenancy.Client", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        "tenancy.Client",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
         help_text="The API client whose request created this task; empty for background follow-ups.",
     )
     payload = models.JSONField(default=dict, blank=True, help_text="Ids and small parameters only, never memory text.")

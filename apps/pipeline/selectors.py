@@ -24,9 +24,9 @@ def machinery_status() -> dict:
     fresh_after = now - timedelta(seconds=settings.PROCESS_STALE_AFTER_SECONDS)
     rows = {
         row["kind"]: row
-        for row in ProcessHeartbeat.objects.values("kind").annotate(
-            newest=Max("seen_at"), alive=Count("pk", filter=Q(seen_at__gte=fresh_after))
-        ).order_by()
+        for row in ProcessHeartbeat.objects.values("kind")
+        .annotate(newest=Max("seen_at"), alive=Count("pk", filter=Q(seen_at__gte=fresh_after)))
+        .order_by()
     }
     status = {}
     for kind in ProcessHeartbeat.Kind.values:

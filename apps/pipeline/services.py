@@ -96,7 +96,9 @@ class _PublishAfterCommit:
 
     def __call__(self) -> None:
         if self.batch.failed:
-            logger.info("task %s not published (the broker just failed); it stays queued for re-publishing", self.task_id)
+            logger.info(
+                "task %s not published (the broker just failed); it stays queued for re-publishing", self.task_id
+            )
             return
         if not publish(task_id=self.task_id, run_after=self.run_after):
             self.batch.failed = True
@@ -104,10 +106,18 @@ class _PublishAfterCommit:
 
 def publish_on_commit(*, task_id, run_after=None) -> None:
     """Publishes the task once the current transaction commits (at once outside one)."""
-    batch = next(
-        (callback.batch for _, callback, _ in connection.run_on_commit if isinstance(callback, _PublishAfterCommit)),
-        None,
-    ) if connection.in_atomic_block else None
+    batch = (
+        next(
+            (
+                callback.batch
+                for _, callback, _ in connection.run_on_commit
+                if isinstance(callback, _PublishAfterCommit)
+            ),
+            None,
+        )
+        if connection.in_atomic_block
+        else None
+    )
     transaction.on_commit(_PublishAfterCommit(task_id, run_after, batch or _PublishBatch()))
 
 
@@ -388,7 +398,6 @@ def tasks_cancel(*, queryset) -> int:
 
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
-
 
 
 def heartbeat_record(*, kind: str, hostname: str, started_at) -> None:

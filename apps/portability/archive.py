@@ -113,7 +113,8 @@ class ArchiveReader:
             raise ArchiveError(MANIFEST, f"Not a {FORMAT} manifest.")
         if manifest.get("format_version") != FORMAT_VERSION:
             raise ArchiveError(
-                MANIFEST, f"Format version {manifest.get('format_version')!r} is not supported (this platform reads {FORMAT_VERSION})."
+                MANIFEST,
+                f"Format version {manifest.get('format_version')!r} is not supported (this platform reads {FORMAT_VERSION}).",
             )
         files = manifest.get("files")
         if not isinstance(files, dict):
@@ -123,7 +124,9 @@ class ArchiveReader:
             unexpected, missing = sorted(members - set(files)), sorted(set(files) - members)
             raise ArchiveError(MANIFEST, f"Files and manifest disagree (not listed: {unexpected}, missing: {missing}).")
         for name, entry in files.items():
-            if not (isinstance(entry, dict) and isinstance(entry.get("rows"), int) and isinstance(entry.get("sha256"), str)):
+            if not (
+                isinstance(entry, dict) and isinstance(entry.get("rows"), int) and isinstance(entry.get("sha256"), str)
+            ):
                 raise ArchiveError(f"{MANIFEST}: files.{name}", "Needs rows (an integer) and sha256.")
         return manifest
 

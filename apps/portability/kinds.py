@@ -49,7 +49,8 @@ class Kind:
     @property
     def columns(self) -> list[str]:
         return [
-            f.attname for f in self.model._meta.concrete_fields
+            f.attname
+            for f in self.model._meta.concrete_fields
             if f.name not in self.exclude and not getattr(f, "generated", False)
         ]
 
@@ -64,7 +65,8 @@ def _remap_items(items, remap, keys=("item_id", "session_id")):
         return items
     return [
         {**item, **{key: remap(item[key]) for key in keys if isinstance(item, dict) and item.get(key)}}
-        if isinstance(item, dict) else item
+        if isinstance(item, dict)
+        else item
         for item in items
     ]
 
@@ -98,37 +100,57 @@ MESSAGES = Kind(
     "messages", Message, parents={"end_user_id": USER, "session_id": (Session, REFUSE), "created_by_id": WRITER}
 )
 EXPERIENCES = Kind(
-    "experiences", SkillExperience,
-    parents={"end_user_id": USER, "session_id": (Session, NULL), "created_by_id": WRITER}, id_arrays=("source_message_ids",),
+    "experiences",
+    SkillExperience,
+    parents={"end_user_id": USER, "session_id": (Session, NULL), "created_by_id": WRITER},
+    id_arrays=("source_message_ids",),
 )
 SKILLS = Kind("skills", Skill, parents={"end_user_id": USER}, end_user_arrays=("supporters",))
 SKILL_VERSIONS = Kind("skill_versions", SkillVersion, parents={"skill_id": (Skill, REFUSE)})
 SKILL_LINEAGE = Kind(
-    "skill_lineage", SkillVersion.experiences.through, exclude=(),
+    "skill_lineage",
+    SkillVersion.experiences.through,
+    exclude=(),
     parents={"skillversion_id": (SkillVersion, SKIP), "skillexperience_id": (SkillExperience, SKIP)},
 )
 EPISODIC = Kind(
-    "episodic_memories", EpisodicMemory, parents={"end_user_id": USER, "created_by_id": (Client, NULL)},
+    "episodic_memories",
+    EpisodicMemory,
+    parents={"end_user_id": USER, "created_by_id": (Client, NULL)},
     id_arrays=("source_message_ids",),
 )
 EPISODIC_CHANGES = Kind(
-    "episodic_memory_changes", EpisodicMemoryChange, parents={"memory_id": (EpisodicMemory, REFUSE)},
-    remap_json=_remap_change, cleared=("task_id",), exclude=(),
+    "episodic_memory_changes",
+    EpisodicMemoryChange,
+    parents={"memory_id": (EpisodicMemory, REFUSE)},
+    remap_json=_remap_change,
+    cleared=("task_id",),
+    exclude=(),
 )
 SEMANTIC = Kind(
-    "semantic_memories", SemanticMemory, parents={"end_user_id": USER, "created_by_id": (Client, NULL)},
+    "semantic_memories",
+    SemanticMemory,
+    parents={"end_user_id": USER, "created_by_id": (Client, NULL)},
     id_arrays=("source_message_ids",),
 )
 SEMANTIC_CHANGES = Kind(
-    "semantic_memory_changes", SemanticMemoryChange, parents={"memory_id": (SemanticMemory, REFUSE)},
-    remap_json=_remap_change, cleared=("task_id",), exclude=(),
+    "semantic_memory_changes",
+    SemanticMemoryChange,
+    parents={"memory_id": (SemanticMemory, REFUSE)},
+    remap_json=_remap_change,
+    cleared=("task_id",),
+    exclude=(),
 )
 ENTITIES = Kind("entities", Entity, parents={"end_user_id": USER})
 MENTIONS = Kind(
     "mentions", Mention, parents={"entity_id": (Entity, SKIP)}, id_columns=("item_id", "session_id"), exclude=()
 )
 EDGES = Kind(
-    "edges", Edge, parents={"source_id": (Entity, SKIP), "target_id": (Entity, SKIP)}, remap_json=_remap_edge, exclude=()
+    "edges",
+    Edge,
+    parents={"source_id": (Entity, SKIP), "target_id": (Entity, SKIP)},
+    remap_json=_remap_edge,
+    exclude=(),
 )
 PROFILES = Kind(
     "profiles", Profile, parents={"end_user_id": USER, "entity_id": (Entity, REFUSE)}, remap_json=_remap_profile
@@ -137,7 +159,11 @@ PROFILE_SOURCES = Kind(
     "profile_sources", ProfileSource, parents={"profile_id": (Profile, SKIP)}, id_columns=("item_id",), exclude=()
 )
 PROFILE_REVISIONS = Kind(
-    "profile_revisions", ProfileRevision, parents={"profile_id": (Profile, SKIP)}, remap_json=_remap_revision, exclude=()
+    "profile_revisions",
+    ProfileRevision,
+    parents={"profile_id": (Profile, SKIP)},
+    remap_json=_remap_revision,
+    exclude=(),
 )
 LINT_FINDINGS = Kind(
     "lint_findings", LintFinding, parents={"profile_id": (Profile, SKIP), "peer_id": (Profile, NULL)}, exclude=()
@@ -149,10 +175,29 @@ TASKS = Kind("tasks", MemoryTask, importable=False)
 LLM_USAGE = Kind("llm_usage", LLMUsage, importable=False)
 
 KINDS = [
-    END_USERS, CLIENTS, SESSIONS, MESSAGES, EXPERIENCES, SKILLS, SKILL_VERSIONS, SKILL_LINEAGE,
-    EPISODIC, EPISODIC_CHANGES, SEMANTIC, SEMANTIC_CHANGES,
-    ENTITIES, MENTIONS, EDGES, PROFILES, PROFILE_SOURCES, PROFILE_REVISIONS, LINT_FINDINGS,
-    INGEST_REQUESTS, API_KEYS, TASKS, LLM_USAGE,
+    END_USERS,
+    CLIENTS,
+    SESSIONS,
+    MESSAGES,
+    EXPERIENCES,
+    SKILLS,
+    SKILL_VERSIONS,
+    SKILL_LINEAGE,
+    EPISODIC,
+    EPISODIC_CHANGES,
+    SEMANTIC,
+    SEMANTIC_CHANGES,
+    ENTITIES,
+    MENTIONS,
+    EDGES,
+    PROFILES,
+    PROFILE_SOURCES,
+    PROFILE_REVISIONS,
+    LINT_FINDINGS,
+    INGEST_REQUESTS,
+    API_KEYS,
+    TASKS,
+    LLM_USAGE,
 ]
 # Matched by natural key (user id, client name) before the other kinds, which name them.
 NATURAL = (END_USERS, CLIENTS)

@@ -21,7 +21,9 @@ class ExportRequest(BaseModel):
 
     organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="export_requests")
     requested_by = models.ForeignKey(
-        "tenancy.Client", on_delete=models.CASCADE, related_name="+",
+        "tenancy.Client",
+        on_delete=models.CASCADE,
+        related_name="+",
         help_text="The API client that asked: the only one that may download the archive.",
     )
     selection = models.CharField(max_length=8, choices=Selection.choices)
@@ -41,9 +43,12 @@ class ExportRequest(BaseModel):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.CheckConstraint(condition=Q(selection__in=["user", "client", "scope"]), name="export_selection_valid"),
             models.CheckConstraint(
-                condition=Q(status__in=["queued", "running", "succeeded", "failed", "expired"]), name="export_status_valid"
+                condition=Q(selection__in=["user", "client", "scope"]), name="export_selection_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "succeeded", "failed", "expired"]),
+                name="export_status_valid",
             ),
         ]
         indexes = [

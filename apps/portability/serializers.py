@@ -7,14 +7,20 @@ from apps.tenancy.models import SCOPE_PATTERN
 
 class ExportInputSerializer(InputSerializer):
     schema_extra = {"minProperties": 1, "maxProperties": 1}  # exactly one of the three
-    user_id = fields.CharField(max_length=255, required=False, help_text="An end user: everything erasing them would delete.")
-    client_id = fields.CharField(max_length=64, required=False, help_text="A client of the organisation: what it wrote.")
+    user_id = fields.CharField(
+        max_length=255, required=False, help_text="An end user: everything erasing them would delete."
+    )
+    client_id = fields.CharField(
+        max_length=64, required=False, help_text="A client of the organisation: what it wrote."
+    )
     scope = fields.RegexField(SCOPE_PATTERN, required=False, help_text="A scope: everything stored in it.")
 
     def validate(self, data):
         given = [name for name in ("user_id", "client_id", "scope") if name in data]
         if len(given) != 1:
-            raise serializers.ValidationError({"non_field_errors": ["Give exactly one of user_id, client_id or scope."]})
+            raise serializers.ValidationError(
+                {"non_field_errors": ["Give exactly one of user_id, client_id or scope."]}
+            )
         return data
 
 
@@ -38,5 +44,6 @@ class ExportOutputSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
     expires_at = serializers.DateTimeField(allow_null=True, help_text="After this the archive is deleted.")
     download_url = serializers.CharField(
-        allow_null=True, help_text="While the archive is ready and not expired; only the requesting client may download it."
+        allow_null=True,
+        help_text="While the archive is ready and not expired; only the requesting client may download it.",
     )

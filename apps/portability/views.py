@@ -18,7 +18,9 @@ class ExportCreateView(ClientAPIView):
     @extend_schema(request=ExportInputSerializer, responses={202: ExportAcceptedOutputSerializer})
     @serves(operations.create_export, example="POST /api/v1/exports", body={"user_id": "alice"})
     def post(self, request):
-        return Response(operations.create_export(client=self.client, data=request.data), status=status.HTTP_202_ACCEPTED)
+        return Response(
+            operations.create_export(client=self.client, data=request.data), status=status.HTTP_202_ACCEPTED
+        )
 
 
 class ExportDetailView(ClientAPIView):
@@ -38,4 +40,6 @@ class ExportDownloadView(ClientAPIView):
     @serves(operations.open_export_archive, example="GET /api/v1/exports/3e4f5a6b-7c8d-4e9f-8a0b-1c2d3e4f5a6b/download")
     def get(self, request, export_id):
         export, archive = operations.open_export_archive(client=self.client, export_id=export_id)
-        return FileResponse(archive, as_attachment=True, filename=f"export-{export.pk}.zip", content_type="application/zip")
+        return FileResponse(
+            archive, as_attachment=True, filename=f"export-{export.pk}.zip", content_type="application/zip"
+        )

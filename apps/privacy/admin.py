@@ -20,17 +20,35 @@ ERASE_PERMISSION = "privacy.add_erasurerequest"
 @admin.register(ErasureRequest)
 class ErasureRequestAdmin(OrganizationScopedAdmin):
     list_display = [
-        "created_at", "subject_kind", "subject_id", "status", "requested_by", "requested_by_staff", "authorized_by",
-        "removed", "finished_at",
+        "created_at",
+        "subject_kind",
+        "subject_id",
+        "status",
+        "requested_by",
+        "requested_by_staff",
+        "authorized_by",
+        "removed",
+        "finished_at",
     ]
     list_filter = ["status", "subject_kind", "authorized_by"]
     list_select_related = ["organization", "requested_by"]
     search_fields = ["subject_id"]
     date_hierarchy = "created_at"
     readonly_fields = [
-        "organization", "subject_kind", "subject_id", "requested_by", "requested_by_staff", "authorized_by", "status",
+        "organization",
+        "subject_kind",
+        "subject_id",
+        "requested_by",
+        "requested_by_staff",
+        "authorized_by",
+        "status",
         "task_id",
-        "counts", "residual", "error", "created_at", "started_at", "finished_at",
+        "counts",
+        "residual",
+        "error",
+        "created_at",
+        "started_at",
+        "finished_at",
     ]
     fields = readonly_fields
 
@@ -50,7 +68,11 @@ class ErasureRequestAdmin(OrganizationScopedAdmin):
     def get_urls(self):
         return [
             path("erase/user/<uuid:pk>/", self.admin_site.admin_view(self.erase_user_view), name="privacy_erase_user"),
-            path("erase/client/<uuid:pk>/", self.admin_site.admin_view(self.erase_client_view), name="privacy_erase_client"),
+            path(
+                "erase/client/<uuid:pk>/",
+                self.admin_site.admin_view(self.erase_client_view),
+                name="privacy_erase_client",
+            ),
             *super().get_urls(),
         ]
 
@@ -102,7 +124,9 @@ def erase_client(modeladmin, request, queryset):
 
 def _redirect_to_confirmation(modeladmin, request, queryset, url_name):
     if queryset.count() != 1:
-        modeladmin.message_user(request, "Select exactly one to erase; each erasure is confirmed on its own.", messages.WARNING)
+        modeladmin.message_user(
+            request, "Select exactly one to erase; each erasure is confirmed on its own.", messages.WARNING
+        )
         return None
     return redirect(reverse(url_name, args=[queryset.get().pk]))
 

@@ -10,4 +10,6 @@ class PrivacyConfig(AppConfig):
         from apps.core.schedules import register_schedule
         from apps.privacy import handlers  # noqa: F401  (registers pipeline handlers)
 
-        register_schedule(name="privacy: prune transcripts past retention", task="privacy.enqueue_retention", every_seconds=86400)
+        register_schedule(
+            name="privacy: prune transcripts past retention", task="privacy.enqueue_retention", every_seconds=86400
+        )

@@ -30,12 +30,18 @@ class ErasureRequest(BaseModel):
     # The caller's user_id, or the client's id: the subject of the audit trail, never its data.
     subject_id = models.CharField(max_length=255)
     requested_by = models.ForeignKey(
-        "tenancy.Client", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        "tenancy.Client",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
         help_text="The API client that asked; empty when a staff member asked in the admin.",
     )
     requested_by_staff = models.CharField(max_length=150, blank=True, default="")
     authorized_by = models.CharField(
-        max_length=32, choices=Authorization.choices, default=Authorization.CLIENT_CAN_ERASE,
+        max_length=32,
+        choices=Authorization.choices,
+        default=Authorization.CLIENT_CAN_ERASE,
         help_text="The permission the request was granted under, as it stood when it was made.",
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)

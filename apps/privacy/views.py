@@ -11,7 +11,9 @@ from apps.privacy.serializers import ErasureAcceptedOutputSerializer, ErasureOut
 
 ERASURE_RESPONSES = {
     202: ErasureAcceptedOutputSerializer,
-    403: OpenApiResponse(description="The client lacks the can_erase permission (checked before the subject is looked up)."),
+    403: OpenApiResponse(
+        description="The client lacks the can_erase permission (checked before the subject is looked up)."
+    ),
     404: OpenApiResponse(description="No such subject in the caller's organisation."),
 }
 
@@ -27,7 +29,9 @@ class ClientErasureView(ClientAPIView):
     @extend_schema(request=None, responses=ERASURE_RESPONSES)
     @serves(operations.erase_client, example="DELETE /api/v1/clients/5a6b7c8d-9e0f-4a1b-8c2d-3e4f5a6b7c8d/memories")
     def delete(self, request, client_id):
-        return Response(operations.erase_client(client=self.client, client_id=client_id), status=status.HTTP_202_ACCEPTED)
+        return Response(
+            operations.erase_client(client=self.client, client_id=client_id), status=status.HTTP_202_ACCEPTED
+        )
 
 
 class ErasureDetailView(ClientAPIView):

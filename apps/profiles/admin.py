@@ -60,14 +60,24 @@ class ProfileAdmin(ReadOnlyAdmin):
         blocks, previous = [], ""
         for revision in revisions:
             rows = format_html_join(
-                "", "<tr style='{}'><td>{}</td><td>{}</td></tr>",
-                ((ROW_STYLE.get(row.kind, ""), row.left, row.right) for row in side_by_side(previous, revision.markdown)),
+                "",
+                "<tr style='{}'><td>{}</td><td>{}</td></tr>",
+                (
+                    (ROW_STYLE.get(row.kind, ""), row.left, row.right)
+                    for row in side_by_side(previous, revision.markdown)
+                ),
             )
-            blocks.append(format_html(
-                "<h4>Revision {} · {} · {} + {} tokens · {}</h4><table class='revision-diff'>{}</table>",
-                revision.number, revision.model, revision.prompt_tokens, revision.completion_tokens,
-                revision.reason or "—", rows,
-            ))
+            blocks.append(
+                format_html(
+                    "<h4>Revision {} · {} · {} + {} tokens · {}</h4><table class='revision-diff'>{}</table>",
+                    revision.number,
+                    revision.model,
+                    revision.prompt_tokens,
+                    revision.completion_tokens,
+                    revision.reason or "—",
+                    rows,
+                )
+            )
             previous = revision.markdown
         return format_html_join("", "{}", ((block,) for block in reversed(blocks))) or "—"
 
@@ -92,7 +102,17 @@ class LintFindingAdmin(ReadOnlyAdmin):
     list_select_related = ["profile", "peer"]
     ordering = ["status", "-created_at"]
     actions = ["resolve"]
-    readonly_fields = ["profile", "peer", "kind", "severity", "detail", "status", "resolved_by", "resolved_at", "created_at"]
+    readonly_fields = [
+        "profile",
+        "peer",
+        "kind",
+        "severity",
+        "detail",
+        "status",
+        "resolved_by",
+        "resolved_at",
+        "created_at",
+    ]
     fields = readonly_fields
 
     def has_change_permission(self, request, obj=None):

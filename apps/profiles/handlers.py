@@ -25,7 +25,9 @@ def project_entities(task) -> dict:
     session = Session.objects.select_related("organization", "end_user").filter(pk=task.payload["session"]).first()
     if session is None:
         return {"skipped": "session no longer exists"}
-    with advisory_lock(owner_lock_key(organization_id=session.organization_id, end_user_id=session.end_user_id), wait=False):
+    with advisory_lock(
+        owner_lock_key(organization_id=session.organization_id, end_user_id=session.end_user_id), wait=False
+    ):
         return session_project(session=session)
 
 
@@ -34,7 +36,9 @@ def compile_profile(task) -> dict:
     entity = Entity.objects.select_related("organization").filter(pk=task.payload["entity"]).first()
     if entity is None:
         return {"skipped": "entity no longer exists"}
-    with advisory_lock(owner_lock_key(organization_id=entity.organization_id, end_user_id=entity.end_user_id), wait=False):
+    with advisory_lock(
+        owner_lock_key(organization_id=entity.organization_id, end_user_id=entity.end_user_id), wait=False
+    ):
         return profile_compile(entity=entity, task=task)
 
 

@@ -54,7 +54,8 @@ class Entity(Owned):
         ordering = ["-mention_count", "name"]
         constraints = [
             models.UniqueConstraint(
-                fields=["organization", "scope", "end_user", "kind", "name"], name="entity_name_unique_per_owner",
+                fields=["organization", "scope", "end_user", "kind", "name"],
+                name="entity_name_unique_per_owner",
                 violation_error_message="This user's memory already has an entity of this kind and name.",
             ),
             models.CheckConstraint(condition=Q(kind__in=["person", "place", "organization"]), name="entity_kind_valid"),
@@ -151,7 +152,10 @@ class Profile(Owned):
             models.Index(fields=["end_user", "organization", "scope", "name"], name="profile_owner_idx"),
             GinIndex(fields=["search_vector"], name="profile_search_vector_idx"),
             HnswIndex(
-                name="profile_embedding_hnsw_idx", fields=["embedding"], m=16, ef_construction=64,
+                name="profile_embedding_hnsw_idx",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
                 opclasses=["vector_cosine_ops"],
             ),
         ]

@@ -8,11 +8,7 @@ from apps.tenancy.readers import Reader
 
 def profile_list(*, reader: Reader, filters: dict | None = None):
     filters = filters or {}
-    queryset = (
-        reader.rows(Profile)
-        .select_related("end_user")
-        .defer("embedding", "search_vector")
-    )
+    queryset = reader.rows(Profile).select_related("end_user").defer("embedding", "search_vector")
     if filters.get("user_id"):
         queryset = queryset.filter(end_user__user_id=filters["user_id"])
     queryset = queryset.filter(status=filters.get("status") or Profile.Status.ACTIVE)
@@ -33,8 +29,10 @@ def entity_list(*, reader: Reader, filters: dict | None = None):
     """One user's entities, most mentioned first, each with its edges in both directions."""
     edges = Edge.objects.select_related("source", "target").order_by("-weight", "id")
     filters = filters or {}
-    queryset = reader.rows(Entity).select_related("end_user").prefetch_related(
-        Prefetch("edges_out", queryset=edges), Prefetch("edges_in", queryset=edges)
+    queryset = (
+        reader.rows(Entity)
+        .select_related("end_user")
+        .prefetch_related(Prefetch("edges_out", queryset=edges), Prefetch("edges_in", queryset=edges))
     )
     if filters.get("user_id"):
         queryset = queryset.filter(end_user__user_id=filters["user_id"])

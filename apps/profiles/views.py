@@ -15,11 +15,15 @@ from apps.profiles.serializers import (
 )
 
 ProfileListView = list_view(
-    operations.list_profiles, filters=ProfileListFilterSerializer, output=ProfileOutputSerializer,
+    operations.list_profiles,
+    filters=ProfileListFilterSerializer,
+    output=ProfileOutputSerializer,
     example="GET /api/v1/profiles/?user_id=alice",
 )
 EntityListView = list_view(
-    operations.list_entities, filters=EntityListFilterSerializer, output=EntityOutputSerializer,
+    operations.list_entities,
+    filters=EntityListFilterSerializer,
+    output=EntityOutputSerializer,
     example="GET /api/v1/entities/?user_id=alice&kind=person",
 )
 

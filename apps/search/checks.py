@@ -10,7 +10,12 @@ from django.db import DatabaseError
 @register()
 def decomposer_check(app_configs, **kwargs):
     if settings.QUERY_DECOMPOSER == "llm" and settings.LLM_PROVIDER == "rules":
-        return [Warning("QUERY_DECOMPOSER=llm needs an LLM (OPENAI_API_KEY or LLM_PROVIDER=openai); searches are not decomposed.", id="search.W001")]
+        return [
+            Warning(
+                "QUERY_DECOMPOSER=llm needs an LLM (OPENAI_API_KEY or LLM_PROVIDER=openai); searches are not decomposed.",
+                id="search.W001",
+            )
+        ]
     return []
 
 
@@ -20,7 +25,12 @@ def reranker_check(app_configs, **kwargs):
         from apps.search.cross_encoder import model_files
 
         if not settings.RERANKER_MODEL_PATH:
-            return [Error("RERANKER=cross-encoder needs RERANKER_MODEL_PATH (model.onnx and tokenizer.json).", id="search.E002")]
+            return [
+                Error(
+                    "RERANKER=cross-encoder needs RERANKER_MODEL_PATH (model.onnx and tokenizer.json).",
+                    id="search.E002",
+                )
+            ]
         missing = [str(file) for file in model_files(settings.RERANKER_MODEL_PATH) if not file.is_file()]
         if missing:
             return [Error(f"RERANKER_MODEL_PATH: {', '.join(missing)} missing.", id="search.E002")]

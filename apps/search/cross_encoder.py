@@ -42,7 +42,9 @@ class CrossEncoder:
         # The model's own limit if its tokenizer has one; pad to the longest pair of each batch,
         # not to a fixed length (exported tokenizers often pad every pair to 128 or 512 tokens).
         truncation = self.tokenizer.truncation
-        self.tokenizer.enable_truncation(max_length=min(truncation["max_length"], MAX_TOKENS) if truncation else MAX_TOKENS)
+        self.tokenizer.enable_truncation(
+            max_length=min(truncation["max_length"], MAX_TOKENS) if truncation else MAX_TOKENS
+        )
         padding = self.tokenizer.padding or {}
         self.tokenizer.enable_padding(pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]"))
 

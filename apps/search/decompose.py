@@ -61,6 +61,10 @@ def decompose(query: str, *, reader) -> list[str] | None:
         text = " ".join(item.replace("\x00", " ").split())[:SUBQUERY_MAX_CHARS]
         if text_problem(text):
             continue  # a lone surrogate cannot reach the database
-        if text and text.casefold() != query.strip().casefold() and text.casefold() not in {q.casefold() for q in cleaned}:
+        if (
+            text
+            and text.casefold() != query.strip().casefold()
+            and text.casefold() not in {q.casefold() for q in cleaned}
+        ):
             cleaned.append(text)
     return cleaned[: settings.QUERY_DECOMPOSE_MAX] or None

@@ -162,7 +162,10 @@ def _scans(source: SearchSource, where: str, where_params: list, owned: bool) ->
 
     def count():
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {_table(source)} t WHERE {where} LIMIT %s) visible", [*where_params, cap + 1])
+            cursor.execute(
+                f"SELECT count(*) FROM (SELECT 1 FROM {_table(source)} t WHERE {where} LIMIT %s) visible",
+                [*where_params, cap + 1],
+            )
             return cursor.fetchone()[0]
 
     return _cached(f"rows:{cap}", source, where, where_params, count) <= cap
@@ -175,7 +178,8 @@ def _corpus_stats(source: SearchSource, where: str, where_params: list) -> tuple
     def compute():
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT count(*), coalesce(avg(length(t.{vector})), 1) FROM {_table(source)} t WHERE {where}", where_params
+                f"SELECT count(*), coalesce(avg(length(t.{vector})), 1) FROM {_table(source)} t WHERE {where}",
+                where_params,
             )
             count, average = cursor.fetchone()
         return float(count), max(float(average), 1.0)
@@ -208,7 +212,9 @@ def _visible_cte(source: SearchSource, where: str, where_params: list, vector: Q
     """`visible(id, doc, distance)`: every item the caller sees, read once for both rankings (the
     distance only for vectors of the query's model)."""
     distance = (
-        f"CASE WHEN t.embedding_model = %s THEN t.{source.embedding_column} <=> %s::vector END" if vector else "NULL::float8"
+        f"CASE WHEN t.embedding_model = %s THEN t.{source.embedding_column} <=> %s::vector END"
+        if vector
+        else "NULL::float8"
     )
     sql = (
         f"visible AS MATERIALIZED (SELECT t.id, t.{source.search_vector_column} AS doc, {distance} AS distance"
@@ -217,7 +223,9 @@ def _visible_cte(source: SearchSource, where: str, where_params: list, vector: Q
     return sql, ([vector.model, vector.literal] if vector else []) + list(where_params)
 
 
-def _keyword_ctes(source: SearchSource, where: str, where_params: list, query: str, limit: int, stats) -> tuple[str, list]:
+def _keyword_ctes(
+    source: SearchSource, where: str, where_params: list, query: str, limit: int, stats
+) -> tuple[str, list]:
     """CTEs ending in `keyword(id, score)`: Okapi BM25 computed in SQL from the stored tsvectors.
 
     Term frequency counts each lexeme's positions, weighted by their label (A or unlabelled:
@@ -230,7 +238,8 @@ def _keyword_ctes(source: SearchSource, where: str, where_params: list, query: s
     common: list[str] = []
     if stats is None:
         corpus_sql, corpus_params = (
-            "SELECT count(*)::float AS n, greatest(avg(length(doc)), 1)::float AS avgdl FROM visible", []
+            "SELECT count(*)::float AS n, greatest(avg(length(doc)), 1)::float AS avgdl FROM visible",
+            [],
         )
         matches_sql, matches_params = "SELECT v.id, v.doc FROM visible v, query WHERE v.doc @@ query.q", []
     else:
@@ -294,10 +303,15 @@ def _bm25_sql(source, where, where_params, query, limit, scan: bool) -> tuple[st
     ctes.append(keyword_sql)
     params += keyword_params
     visible_rows = "(SELECT count(*) FROM visible)" if scan else "NULL::bigint"
-    return f"WITH {', '.join(ctes)} SELECT id, score, {visible_rows} AS visible_rows FROM keyword ORDER BY score DESC, id", params
+    return (
+        f"WITH {', '.join(ctes)} SELECT id, score, {visible_rows} AS visible_rows FROM keyword ORDER BY score DESC, id",
+        params,
+    )
 
 
-def _nearest_sql(source: SearchSource, where: str, where_params: list, vector: QueryVector, limit: int, scan: bool) -> tuple[str, list]:
+def _nearest_sql(
+    source: SearchSource, where: str, where_params: list, vector: QueryVector, limit: int, scan: bool
+) -> tuple[str, list]:
     """`SELECT id, score, visible_rows` of the nearest items by cosine distance, among the vectors
     of the query's model.
 
@@ -320,7 +334,10 @@ def _embedding_sql(source, where, where_params, vector: QueryVector, limit: int,
     # An approximate scan over-fetches and the exact distances re-rank: with relaxed ordering
     # the first rows a filtered HNSW scan finds are not always the nearest.
     nearest_sql, params = _nearest_sql(source, where, where_params, vector, limit if scan else max(limit * 3, 50), scan)
-    return f"SELECT id, score, visible_rows FROM ({nearest_sql}) nearest ORDER BY score DESC, id LIMIT %s", [*params, limit]
+    return f"SELECT id, score, visible_rows FROM ({nearest_sql}) nearest ORDER BY score DESC, id LIMIT %s", [
+        *params,
+        limit,
+    ]
 
 
 def _hybrid_sql(source, where, where_params, query, vector, limit, scan: bool) -> tuple[str, list]:
@@ -330,7 +347,9 @@ def _hybrid_sql(source, where, where_params, query, vector, limit, scan: bool) -
     if scan:
         visible_sql, visible_params = _visible_cte(source, where, where_params, vector)
         keyword_sql, keyword_params = _keyword_ctes(source, where, where_params, query, candidates, None)
-        semantic_sql = "SELECT id, 1 - distance AS score FROM visible WHERE distance IS NOT NULL ORDER BY distance, id LIMIT %s"
+        semantic_sql = (
+            "SELECT id, 1 - distance AS score FROM visible WHERE distance IS NOT NULL ORDER BY distance, id LIMIT %s"
+        )
         ctes += [visible_sql, keyword_sql, f"semantic AS ({semantic_sql})"]
         params += [*visible_params, *keyword_params, candidates]
     else:
@@ -377,7 +396,9 @@ def _query_vector(query: str) -> QueryVector:
     return QueryVector(literal="[" + ",".join(f"{value:.7g}" for value in vector) + "]", model=embedding_model_name())
 
 
-def _ranking_sql(source: SearchSource, *, reader: Reader, query: str, method: str, limit: int, filters: dict) -> tuple[str, list]:
+def _ranking_sql(
+    source: SearchSource, *, reader: Reader, query: str, method: str, limit: int, filters: dict
+) -> tuple[str, list]:
     """`SELECT id, score` of the best items of one memory type, within the reader's organisation and read scopes."""
     if method not in METHODS:
         raise ValueError(f"Unknown search method {method!r}")
@@ -406,13 +427,17 @@ def _row_layout(source: SearchSource) -> tuple[list[str], str, list[tuple]]:
     for number, name in enumerate(source.select_related):
         field = source.model._meta.get_field(name)
         related, alias = field.related_model, f"r{number}"
-        joins.append(f"LEFT JOIN {related._meta.db_table} {alias} ON {alias}.{related._meta.pk.column} = t.{field.column}")
+        joins.append(
+            f"LEFT JOIN {related._meta.db_table} {alias} ON {alias}.{related._meta.pk.column} = t.{field.column}"
+        )
         groups.append((name, related, alias, list(related._meta.concrete_fields)))
     columns = [f"{alias}.{field.column}" for _, _, alias, fields in groups for field in fields]
     return columns, " ".join(joins), [(name, model, fields) for name, model, _, fields in groups]
 
 
-def search_sql(source: SearchSource, *, reader: Reader, query: str, method: str, limit: int, filters: dict) -> tuple[str, list]:
+def search_sql(
+    source: SearchSource, *, reader: Reader, query: str, method: str, limit: int, filters: dict
+) -> tuple[str, list]:
     """The one statement answering a search of one memory type: the ranking, and the result rows
     read in the same round trip. Rows: score, the number of items a scan read (or NULL), then the
     columns of `_row_layout`, best first."""
@@ -429,7 +454,10 @@ def search_sql(source: SearchSource, *, reader: Reader, query: str, method: str,
 def _instances(source: SearchSource, rows) -> list[tuple]:
     """Model instances from `search_sql` rows, with their select_related objects attached."""
     _, _, groups = _row_layout(source)
-    layout = [(name, model, [f.attname for f in fields], [f.get_db_converters(connection) for f in fields]) for name, model, fields in groups]
+    layout = [
+        (name, model, [f.attname for f in fields], [f.get_db_converters(connection) for f in fields])
+        for name, model, fields in groups
+    ]
     results = []
     for score, _visible_rows, *values in rows:
         if not math.isfinite(score):
@@ -465,7 +493,9 @@ def search_source(source: SearchSource, *, reader: Reader, query: str, method: s
     return _instances(source, rows)
 
 
-def _merged(*, reader: Reader, query: str, memory_types: list[str] | None, method: str | None, limit: int, filters: dict) -> list[Hit]:
+def _merged(
+    *, reader: Reader, query: str, memory_types: list[str] | None, method: str | None, limit: int, filters: dict
+) -> list[Hit]:
     """The best `limit` items of each memory type for one query, merged: best first with a query,
     newest first without."""
     hits = []
@@ -502,8 +532,15 @@ def _fused(rankings: list[list[Hit]]) -> list[Hit]:
 
 
 def search(
-    *, reader: Reader, query: str, memory_types: list[str] | None, method: str | None, limit: int, filters: dict,
-    reranker: str | None = None, decomposer: str | None = None,
+    *,
+    reader: Reader,
+    query: str,
+    memory_types: list[str] | None,
+    method: str | None,
+    limit: int,
+    filters: dict,
+    reranker: str | None = None,
+    decomposer: str | None = None,
 ) -> Hits:
     """Searches several memory types and merges them, best first, up to `limit` results.
 

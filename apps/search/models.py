@@ -22,7 +22,8 @@ class StagedEmbedding(BaseModel):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["memory_type", "model", "item_id"], name="staged_embedding_unique",
+                fields=["memory_type", "model", "item_id"],
+                name="staged_embedding_unique",
                 violation_error_message="An item has one staged vector per model.",
             )
         ]

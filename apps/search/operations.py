@@ -18,8 +18,11 @@ def _search(*, client, serializer_class, data, from_query: bool) -> dict:
     )
     results = [render_hit(hit) for hit in hits]
     return {
-        "query": query, "count": len(results), "reranked_by": hits.reranked_by,
-        "decomposed_into": hits.decomposed_into, "results": results,
+        "query": query,
+        "count": len(results),
+        "reranked_by": hits.reranked_by,
+        "decomposed_into": hits.decomposed_into,
+        "results": results,
     }
 
 

@@ -67,9 +67,20 @@ CONTEXT_DATE_WEIGHT = 0.3
 _MONTHS = {
     name: number
     for number, names in enumerate(
-        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
-         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
-         ("december", "dec")],
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
         start=1,
     )
     for name in names
@@ -127,8 +138,11 @@ def context_scores(query: str, candidates: list[Candidate]) -> list[float]:
             session = (session_total[candidate.session] - score) / best_session
             if candidate.position is not None:
                 neighbour = max(
-                    (by_turn.get((candidate.session, candidate.position + offset), 0.0)
-                     for offset in range(-CONTEXT_NEIGHBOUR_DISTANCE, CONTEXT_NEIGHBOUR_DISTANCE + 1) if offset),
+                    (
+                        by_turn.get((candidate.session, candidate.position + offset), 0.0)
+                        for offset in range(-CONTEXT_NEIGHBOUR_DISTANCE, CONTEXT_NEIGHBOUR_DISTANCE + 1)
+                        if offset
+                    ),
                     default=0.0,
                 )
         scores.append(
@@ -156,7 +170,8 @@ def llm_scores(query: str, candidates: list[Candidate], *, reader) -> list[float
     from apps.providers.llm import chat_json
 
     items = "\n".join(
-        f"[{number}] {candidate.occurred_at:%d %B %Y}: {candidate.text[:LLM_ITEM_CHARS]}" if candidate.occurred_at
+        f"[{number}] {candidate.occurred_at:%d %B %Y}: {candidate.text[:LLM_ITEM_CHARS]}"
+        if candidate.occurred_at
         else f"[{number}] {candidate.text[:LLM_ITEM_CHARS]}"
         for number, candidate in enumerate(candidates, start=1)
     )
@@ -177,7 +192,12 @@ def llm_scores(query: str, candidates: list[Candidate], *, reader) -> list[float
     position = 0
     for number in ranking:
         # Numbers out of range, repeated or not integers are ignored: the model may only reorder.
-        if isinstance(number, int) and not isinstance(number, bool) and 1 <= number <= len(candidates) and not scores[number - 1]:
+        if (
+            isinstance(number, int)
+            and not isinstance(number, bool)
+            and 1 <= number <= len(candidates)
+            and not scores[number - 1]
+        ):
             scores[number - 1] = 1.0 / (1 + position)
             position += 1
     return scores

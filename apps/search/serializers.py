@@ -61,9 +61,12 @@ def render_hit(hit) -> dict:
 class SearchOutputSerializer(serializers.Serializer):
     query = serializers.CharField()
     count = serializers.IntegerField()
-    reranked_by = serializers.CharField(allow_null=True, help_text="The reranker that ordered the results (RERANKER); null: the fused order.")
+    reranked_by = serializers.CharField(
+        allow_null=True, help_text="The reranker that ordered the results (RERANKER); null: the fused order."
+    )
     decomposed_into = serializers.ListField(
-        child=serializers.CharField(), allow_null=True,
+        child=serializers.CharField(),
+        allow_null=True,
         help_text="The sub-queries searched beside the question (QUERY_DECOMPOSER); null: the question alone.",
     )
     results = SearchResultSerializer(many=True)

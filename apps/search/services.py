@@ -29,7 +29,9 @@ def source_stage(*, source: SearchSource, batch_size: int = 256) -> Iterator[tup
     run again.
     """
     model = embedding_model_name()
-    stale = source.model.objects.exclude(embedding_model=model).defer(source.embedding_column, source.search_vector_column)
+    stale = source.model.objects.exclude(embedding_model=model).defer(
+        source.embedding_column, source.search_vector_column
+    )
     total = stale.count()
     done = embedded = 0
     last_pk = None
@@ -43,18 +45,27 @@ def source_stage(*, source: SearchSource, batch_size: int = 256) -> Iterator[tup
         last_pk = batch[-1].pk
         texts = {item.pk: source.embedding_text(item) for item in batch}
         staged = dict(
-            StagedEmbedding.objects.filter(memory_type=source.memory_type, model=model, item_id__in=list(texts))
-            .values_list("item_id", "text_hash")
+            StagedEmbedding.objects.filter(
+                memory_type=source.memory_type, model=model, item_id__in=list(texts)
+            ).values_list("item_id", "text_hash")
         )
         missing = [pk for pk, text in texts.items() if staged.get(pk) != _text_hash(text)]
         if missing:
             vectors = embed_texts([texts[pk] for pk in missing])
             StagedEmbedding.objects.bulk_create(
                 [
-                    StagedEmbedding(memory_type=source.memory_type, item_id=pk, model=model, text_hash=_text_hash(texts[pk]), embedding=vector)
+                    StagedEmbedding(
+                        memory_type=source.memory_type,
+                        item_id=pk,
+                        model=model,
+                        text_hash=_text_hash(texts[pk]),
+                        embedding=vector,
+                    )
                     for pk, vector in zip(missing, vectors)
                 ],
-                update_conflicts=True, unique_fields=["memory_type", "model", "item_id"], update_fields=["text_hash", "embedding"],
+                update_conflicts=True,
+                unique_fields=["memory_type", "model", "item_id"],
+                update_fields=["text_hash", "embedding"],
             )
         done += len(batch)
         embedded += len(missing)

@@ -18,16 +18,24 @@ def _query_params(request) -> dict:
 
 class MemorySearchView(ClientAPIView):
     @extend_schema(request=MemorySearchInputSerializer, responses=SearchOutputSerializer)
-    @serves(operations.search_memory, example="POST /api/v1/memory/search", body={
-        "user_id": "alice", "query": "Where does Ana live?", "memory_types": ["semantic", "episodic", "message"],
-        "limit": 10,
-    })
+    @serves(
+        operations.search_memory,
+        example="POST /api/v1/memory/search",
+        body={
+            "user_id": "alice",
+            "query": "Where does Ana live?",
+            "memory_types": ["semantic", "episodic", "message"],
+            "limit": 10,
+        },
+    )
     def post(self, request):
         return Response(operations.search_memory(client=self.client, data=request.data))
 
     @extend_schema(parameters=[MemorySearchInputSerializer], responses=SearchOutputSerializer)
-    @serves(operations.search_memory,
-            example="GET /api/v1/memory/search?user_id=alice&query=Where+does+Ana+live%3F&memory_types=semantic,message")
+    @serves(
+        operations.search_memory,
+        example="GET /api/v1/memory/search?user_id=alice&query=Where+does+Ana+live%3F&memory_types=semantic,message",
+    )
     def get(self, request):
         return Response(operations.search_memory(client=self.client, data=_query_params(request), from_query=True))
 

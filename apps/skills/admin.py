@@ -82,7 +82,9 @@ class SkillChangeList(ChangeList):
 
 class SkillChangeForm(forms.ModelForm):
     change_reason = forms.CharField(
-        required=False, max_length=500, help_text="Why you changed it; stored with the new version.",
+        required=False,
+        max_length=500,
+        help_text="Why you changed it; stored with the new version.",
         widget=forms.TextInput(attrs={"size": 80}),
     )
 
@@ -103,7 +105,8 @@ class SkillChangeForm(forms.ModelForm):
 
 class RejectForm(forms.Form):
     reason = forms.CharField(
-        max_length=2000, widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
         help_text="Stored with the rejection; the skill is archived, not deleted.",
     )
 
@@ -125,7 +128,15 @@ def _each(model_admin, request, objects, action, done_message: str) -> None:
 class SkillAdmin(OrganizationScopedAdmin):
     form = SkillChangeForm
     list_display = [
-        "name", "status", "shared", "entry_type", "scope", "version", "retrieval_count", "last_retrieved_at", "updated_at",
+        "name",
+        "status",
+        "shared",
+        "entry_type",
+        "scope",
+        "version",
+        "retrieval_count",
+        "last_retrieved_at",
+        "updated_at",
         "versions_link",
     ]
     list_filter = ["status", "shared", "entry_type", ScopeFilter]
@@ -136,11 +147,24 @@ class SkillAdmin(OrganizationScopedAdmin):
     show_full_result_count = False
     actions = ["approve_selected", "reject_selected", "share_selected", "archive_selected", "delete_selected"]
     readonly_fields = [
-        "status", "shared", "organization", "scope", "end_user", "version", "action_signature", "retrieval_count",
-        "last_retrieved_at", "embedding_model", "created_at", "updated_at",
+        "status",
+        "shared",
+        "organization",
+        "scope",
+        "end_user",
+        "version",
+        "action_signature",
+        "retrieval_count",
+        "last_retrieved_at",
+        "embedding_model",
+        "created_at",
+        "updated_at",
     ]
     fieldsets = [
-        (None, {"fields": ["name", "entry_type", "description", "instructions", "triggers", "examples", "change_reason"]}),
+        (
+            None,
+            {"fields": ["name", "entry_type", "description", "instructions", "triggers", "examples", "change_reason"]},
+        ),
         ("State", {"fields": readonly_fields}),
     ]
     inlines = [SkillVersionInline]
@@ -218,7 +242,13 @@ class SkillAdmin(OrganizationScopedAdmin):
             skill_delete(skill=skill)
 
     def _each(self, request, queryset, service, verb: str, **kwargs) -> None:
-        _each(self, request, queryset, lambda skill: service(skill=skill, actor=person_actor(request.user), **kwargs), f"{verb} {{}} skill(s).")
+        _each(
+            self,
+            request,
+            queryset,
+            lambda skill: service(skill=skill, actor=person_actor(request.user), **kwargs),
+            f"{verb} {{}} skill(s).",
+        )
 
     @admin.action(description="Approve selected skills", permissions=["change"])
     def approve_selected(self, request, queryset):
@@ -267,8 +297,16 @@ class SignalFilter(admin.SimpleListFilter):
 @admin.register(SkillExperience)
 class SkillExperienceAdmin(OrganizationScopedAdmin):
     list_display = [
-        "title", "experience_type", "signal", "credibility", "importance", "status", "flags", "short_quote",
-        "session_link", "created_at",
+        "title",
+        "experience_type",
+        "signal",
+        "credibility",
+        "importance",
+        "status",
+        "flags",
+        "short_quote",
+        "session_link",
+        "created_at",
     ]
     actions = ["approve_selected", "reject_selected"]
     list_filter = ["experience_type", SignalFilter, "status", ScopeFilter]
@@ -277,9 +315,25 @@ class SkillExperienceAdmin(OrganizationScopedAdmin):
     date_hierarchy = "created_at"
     show_full_result_count = False
     readonly_fields = [
-        "title", "experience_type", "signal", "credibility", "importance", "content", "evidence_quote",
-        "session_link", "evidence_turns", "caused_versions", "organization", "scope", "end_user", "created_by",
-        "action_signature", "evidence", "flags", "approved_by", "created_at",
+        "title",
+        "experience_type",
+        "signal",
+        "credibility",
+        "importance",
+        "content",
+        "evidence_quote",
+        "session_link",
+        "evidence_turns",
+        "caused_versions",
+        "organization",
+        "scope",
+        "end_user",
+        "created_by",
+        "action_signature",
+        "evidence",
+        "flags",
+        "approved_by",
+        "created_at",
     ]
     fields = [*readonly_fields[:5], "status", *readonly_fields[5:]]
 
@@ -290,7 +344,13 @@ class SkillExperienceAdmin(OrganizationScopedAdmin):
         return False
 
     def _each(self, request, queryset, service, verb: str) -> None:
-        _each(self, request, queryset, lambda experience: service(experience=experience, actor=person_actor(request.user)), f"{verb} {{}} lesson(s).")
+        _each(
+            self,
+            request,
+            queryset,
+            lambda experience: service(experience=experience, actor=person_actor(request.user)),
+            f"{verb} {{}} lesson(s).",
+        )
 
     @admin.action(description="Approve selected held or flagged lessons for every user", permissions=["change"])
     def approve_selected(self, request, queryset):
@@ -333,7 +393,8 @@ class SkillExperienceAdmin(OrganizationScopedAdmin):
         if not versions:
             return "—"
         return format_html_join(
-            ", ", '<a href="{}#v{}">{} v{}</a>',
+            ", ",
+            '<a href="{}#v{}">{} v{}</a>',
             (
                 (reverse("admin:skills_skill_versions", args=[v.skill_id]), v.version, v.skill.name, v.version)
                 for v in versions
@@ -347,24 +408,39 @@ class SkillExperienceAdmin(OrganizationScopedAdmin):
 def skills_card(*, user, organization):
     if not user.has_perm("skills.view_skill"):
         return None
-    by_status = dict(of_organization(Skill.objects, organization).values_list("status").annotate(n=Count("pk")).order_by())
+    by_status = dict(
+        of_organization(Skill.objects, organization).values_list("status").annotate(n=Count("pk")).order_by()
+    )
     pending = by_status.get(Skill.Status.PENDING_REVIEW, 0)
-    return ("Skills", [
-        Tile("Pending review", pending, reverse("admin:skills_skill_review_queue"), attention=pending > 0),
-        *(
-            Tile(label, by_status.get(status, 0), admin_url("admin:skills_skill_changelist", status__exact=status))
-            for status, label in Skill.Status.choices if status != Skill.Status.PENDING_REVIEW
-        ),
-    ])
+    return (
+        "Skills",
+        [
+            Tile("Pending review", pending, reverse("admin:skills_skill_review_queue"), attention=pending > 0),
+            *(
+                Tile(label, by_status.get(status, 0), admin_url("admin:skills_skill_changelist", status__exact=status))
+                for status, label in Skill.Status.choices
+                if status != Skill.Status.PENDING_REVIEW
+            ),
+        ],
+    )
 
 
 def experiences_card(*, user, organization):
     if not user.has_perm("skills.view_skillexperience"):
         return None
-    pending = of_organization(SkillExperience.objects, organization).filter(status=SkillExperience.Status.PENDING).count()
-    return ("Experiences", [
-        Tile("Pending evolution", pending, admin_url("admin:skills_skillexperience_changelist", status__exact="pending")),
-    ])
+    pending = (
+        of_organization(SkillExperience.objects, organization).filter(status=SkillExperience.Status.PENDING).count()
+    )
+    return (
+        "Experiences",
+        [
+            Tile(
+                "Pending evolution",
+                pending,
+                admin_url("admin:skills_skillexperience_changelist", status__exact="pending"),
+            ),
+        ],
+    )
 
 
 @admin.action(description="Distil now (sealed task sessions)", permissions=["change"])

@@ -131,16 +131,21 @@ def _evidence(experiences: list[SkillExperience], seq_by_message: dict) -> list[
     for experience in experiences:
         transcript_url = (
             reverse("admin:conversations_session_transcript", args=[experience.session_id])
-            if experience.session_id else None
+            if experience.session_id
+            else None
         )
         seqs = sorted({seq_by_message[pk] for pk in experience.source_message_ids if pk in seq_by_message})
-        items.append(Evidence(
-            experience=experience,
-            quote=str(experience.evidence.get("quote", "")) if isinstance(experience.evidence, dict) else "",
-            signal_type=str(experience.evidence.get("signal_type", "")) if isinstance(experience.evidence, dict) else "",
-            transcript_url=transcript_url,
-            turns=[(seq, f"{transcript_url}#turn-{seq}") for seq in seqs] if transcript_url else [],
-        ))
+        items.append(
+            Evidence(
+                experience=experience,
+                quote=str(experience.evidence.get("quote", "")) if isinstance(experience.evidence, dict) else "",
+                signal_type=str(experience.evidence.get("signal_type", ""))
+                if isinstance(experience.evidence, dict)
+                else "",
+                transcript_url=transcript_url,
+                turns=[(seq, f"{transcript_url}#turn-{seq}") for seq in seqs] if transcript_url else [],
+            )
+        )
     return items
 
 
@@ -165,14 +170,18 @@ def skill_history(*, skill: Skill) -> list[VersionEntry]:
         .order_by("version")
         .prefetch_related(Prefetch("experiences", queryset=SkillExperience.objects.defer("embedding", "search_vector")))
     )
-    message_ids = [pk for version in versions for experience in version.experiences.all() for pk in experience.source_message_ids]
+    message_ids = [
+        pk for version in versions for experience in version.experiences.all() for pk in experience.source_message_ids
+    ]
     seq_by_message = message_seqs(organization_id=skill.organization_id, message_ids=message_ids)
     entries, previous = [], {}
     for version in versions:
-        entries.append(VersionEntry(
-            version=version,
-            changes=snapshot_changes(previous, version.snapshot),
-            evidence=_evidence(list(version.experiences.all()), seq_by_message),
-        ))
+        entries.append(
+            VersionEntry(
+                version=version,
+                changes=snapshot_changes(previous, version.snapshot),
+                evidence=_evidence(list(version.experiences.all()), seq_by_message),
+            )
+        )
         previous = version.snapshot
     return entries[::-1]

@@ -124,7 +124,11 @@ class Skill(BaseModel):
     organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="+")
     scope = models.CharField(max_length=64)
     end_user = models.ForeignKey(
-        "tenancy.EndUser", on_delete=models.CASCADE, null=True, blank=True, related_name="skills",
+        "tenancy.EndUser",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="skills",
         help_text="Set: that user's own skill, served to no other user.",
     )
     name = models.SlugField(max_length=SKILL_NAME_MAX_LENGTH)
@@ -210,7 +214,9 @@ class SkillVersion(BaseModel):
     version = models.PositiveIntegerField()
     operation = models.CharField(max_length=16, choices=Operation.choices)
     snapshot = models.JSONField()
-    actor = models.CharField(max_length=255, help_text='e.g. "evolution:rules", "evolution:llm:gpt-4o-mini", "admin:alice".')
+    actor = models.CharField(
+        max_length=255, help_text='e.g. "evolution:rules", "evolution:llm:gpt-4o-mini", "admin:alice".'
+    )
     reason = models.TextField(blank=True, default="")
     experiences = models.ManyToManyField(SkillExperience, blank=True, related_name="skill_versions")
 

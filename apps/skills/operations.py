@@ -55,7 +55,9 @@ def list_skills(*, client, query) -> Page:
 def get_skill(*, client, skill_id: str) -> dict:
     """Read a skill with its version history (each version's snapshot and source experiences)."""
     check_ids(skill_id=skill_id)
-    return SkillDetailOutputSerializer(get_or_404(selectors.skill_detail_queryset(reader=client.reader), pk=skill_id)).data
+    return SkillDetailOutputSerializer(
+        get_or_404(selectors.skill_detail_queryset(reader=client.reader), pk=skill_id)
+    ).data
 
 
 @operation(access=Access.WRITE)
@@ -72,7 +74,9 @@ def list_experiences(*, client, query) -> Page:
     """List skill experiences (lessons distilled from task sessions), newest first."""
     filters = validated(ExperienceListFilterSerializer, query)
     experiences = selectors.experience_list(reader=client.reader, filters=filters)
-    return paginate(experiences, filters=filters, serializer_class=ExperienceOutputSerializer, default_limit=DEFAULT_LIMIT)
+    return paginate(
+        experiences, filters=filters, serializer_class=ExperienceOutputSerializer, default_limit=DEFAULT_LIMIT
+    )
 
 
 @operation(access=Access.WRITE)
@@ -84,4 +88,6 @@ def distill_session(*, client, session_id: str, query) -> dict:
     session, _ = session_named(client=client, session_id=session_id, query=query)
     require_write_access(client, session)
     task = distill_request(session=session, client=client)
-    return DistillOutputSerializer({"session_id": session.session_id, "task_id": task.pk, "task_status": task.status}).data
+    return DistillOutputSerializer(
+        {"session_id": session.session_id, "task_id": task.pk, "task_status": task.status}
+    ).data

@@ -13,11 +13,7 @@ def skill_list(*, reader: Reader, filters: dict | None = None):
     """Skills in the reader's scopes. Archived skills appear only when asked for by status; with a
     user_id, only the skills that user is served (apps.skills.trust)."""
     filters = filters or {}
-    queryset = (
-        reader.rows(Skill)
-        .select_related("end_user")
-        .defer("embedding", "search_vector")
-    )
+    queryset = reader.rows(Skill).select_related("end_user").defer("embedding", "search_vector")
     if filters.get("status"):
         queryset = queryset.filter(status=filters["status"])
     else:
@@ -46,27 +42,16 @@ def skill_detail_queryset(*, reader: Reader):
             Prefetch("experiences", queryset=SkillExperience.objects.only("id"))
         ),
     )
-    return (
-        reader.rows(Skill)
-        .select_related("end_user")
-        .defer("embedding", "search_vector")
-        .prefetch_related(versions)
-    )
+    return reader.rows(Skill).select_related("end_user").defer("embedding", "search_vector").prefetch_related(versions)
 
 
 def skill_writable_queryset(*, reader: Reader):
-    return reader.rows(Skill).defer(
-        "embedding", "search_vector"
-    )
+    return reader.rows(Skill).defer("embedding", "search_vector")
 
 
 def experience_list(*, reader: Reader, filters: dict | None = None):
     filters = filters or {}
-    queryset = (
-        reader.rows(SkillExperience)
-        .select_related("end_user", "session")
-        .defer("embedding", "search_vector")
-    )
+    queryset = reader.rows(SkillExperience).select_related("end_user", "session").defer("embedding", "search_vector")
     for name in ("status", "experience_type", "scope"):
         if filters.get(name):
             queryset = queryset.filter(**{name: filters[name]})

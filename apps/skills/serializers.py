@@ -13,7 +13,8 @@ class SkillRetrieveInputSerializer(InputSerializer):
     task = fields.CharField(max_length=8000, trim_whitespace=True)
     k = fields.IntegerField(min_value=1, max_value=MAX_K, default=5)
     user_id = fields.CharField(
-        max_length=255, required=False,
+        max_length=255,
+        required=False,
         help_text="The end user the agent acts for: also the skills this user taught. Without it, only shared skills.",
     )
 
@@ -28,7 +29,9 @@ class RetrievedSkillSerializer(serializers.Serializer):
     entry_type = serializers.CharField()
     version = serializers.IntegerField()
     scope = serializers.CharField()
-    shared = serializers.BooleanField(help_text="Served to every user of the scope; false: only to the users who taught it.")
+    shared = serializers.BooleanField(
+        help_text="Served to every user of the scope; false: only to the users who taught it."
+    )
     score = serializers.FloatField()
 
 
@@ -57,7 +60,9 @@ class SkillOutputSerializer(serializers.Serializer):
     version = serializers.IntegerField()
     scope = serializers.CharField()
     user_id = serializers.CharField(source="end_user.user_id", allow_null=True, default=None)
-    shared = serializers.BooleanField(help_text="Served to every user of the scope; false: only to the users who taught it.")
+    shared = serializers.BooleanField(
+        help_text="Served to every user of the scope; false: only to the users who taught it."
+    )
     action_signature = serializers.ListField(child=serializers.CharField())
     retrieval_count = serializers.IntegerField()
     last_retrieved_at = serializers.DateTimeField(allow_null=True)

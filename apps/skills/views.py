@@ -22,14 +22,19 @@ from apps.skills.serializers import (
 
 class SkillRetrieveView(ClientAPIView):
     @extend_schema(request=SkillRetrieveInputSerializer, responses=SkillRetrieveOutputSerializer)
-    @serves(operations.retrieve_skills, example="POST /api/v1/skills/retrieve",
-            body={"task": "Book a one-way flight from Lisbon to Oslo for next Friday", "k": 5, "user_id": "alice"})
+    @serves(
+        operations.retrieve_skills,
+        example="POST /api/v1/skills/retrieve",
+        body={"task": "Book a one-way flight from Lisbon to Oslo for next Friday", "k": 5, "user_id": "alice"},
+    )
     def post(self, request):
         return Response(operations.retrieve_skills(client=self.client, data=request.data))
 
 
 SkillListView = list_view(
-    operations.list_skills, filters=SkillListFilterSerializer, output=SkillOutputSerializer,
+    operations.list_skills,
+    filters=SkillListFilterSerializer,
+    output=SkillOutputSerializer,
     example="GET /api/v1/skills/?status=active&q=flight&limit=20",
 )
 
@@ -51,7 +56,9 @@ ProceduralMemoryDeleteView = delete_view(
     operations.delete_skill, example="DELETE /api/v1/memory/procedural/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31"
 )
 ExperienceListView = list_view(
-    operations.list_experiences, filters=ExperienceListFilterSerializer, output=ExperienceOutputSerializer,
+    operations.list_experiences,
+    filters=ExperienceListFilterSerializer,
+    output=ExperienceOutputSerializer,
     example="GET /api/v1/experiences/?experience_type=worth_avoiding&limit=20",
 )
 

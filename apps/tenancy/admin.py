@@ -34,13 +34,29 @@ class ClientAPIKeyInline(admin.TabularInline):
 @admin.register(Client)
 class ClientAdmin(OrganizationScopedAdmin):
     list_display = [
-        "name", "organization", "status", "write_scope", "read_scopes", "can_erase", "can_export", "requests_per_minute",
+        "name",
+        "organization",
+        "status",
+        "write_scope",
+        "read_scopes",
+        "can_erase",
+        "can_export",
+        "requests_per_minute",
         "created_at",
     ]
     list_filter = ["status", "can_erase", "can_export"]
     list_select_related = ["organization"]
     search_fields = ["name", "write_scope"]
-    fields = ["organization", "name", "status", "write_scope", "read_scopes", "can_erase", "can_export", "requests_per_minute"]
+    fields = [
+        "organization",
+        "name",
+        "status",
+        "write_scope",
+        "read_scopes",
+        "can_erase",
+        "can_export",
+        "requests_per_minute",
+    ]
     inlines = [ClientAPIKeyInline]
     actions = ["revoke_keys", "issue_new_key"]
 
@@ -81,7 +97,12 @@ class ClientAdmin(OrganizationScopedAdmin):
         )
 
     def _issued_keys_page(self, request, issued):
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "title": "API keys issued", "issued": issued}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "API keys issued",
+            "issued": issued,
+        }
         response = TemplateResponse(request, "admin/tenancy/client/api_keys_issued.html", context)
         add_never_cache_headers(response)  # no browser or proxy keeps a copy of the page
         return response
@@ -116,4 +137,3 @@ class StaffMembershipAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return request.user.is_superuser
-

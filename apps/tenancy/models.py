@@ -30,7 +30,10 @@ class Client(BaseModel):
     name = models.CharField(max_length=200)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     write_scope = models.CharField(  # noqa: DJ001  (NULL is the documented "read-only", distinct from a scope)
-        max_length=64, null=True, blank=True, help_text="Scope stamped on everything this client writes; empty = read-only."
+        max_length=64,
+        null=True,
+        blank=True,
+        help_text="Scope stamped on everything this client writes; empty = read-only.",
     )
     read_scopes = ArrayField(
         models.CharField(max_length=64), default=list, blank=True, help_text="Scopes this client may read."

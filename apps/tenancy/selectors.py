@@ -46,5 +46,3 @@ def client_for_api_key(*, raw_key: str) -> tuple[Client, ClientAPIKey] | None:
 def organization_for_staff(*, user) -> Organization | None:
     membership = getattr(user, "staff_membership", None)
     return membership.organization if membership else None
-
-

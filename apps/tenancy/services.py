@@ -66,8 +66,13 @@ def client_create(
     if Client.objects.filter(organization=organization, name=name).exists():
         raise ValidationError(f"Client {name!r} already exists in organisation {organization.name!r}.")
     client = Client.objects.create(
-        organization=organization, name=name, write_scope=write_scope or None, read_scopes=read_scopes,
-        can_erase=can_erase, can_export=can_export, requests_per_minute=requests_per_minute,
+        organization=organization,
+        name=name,
+        write_scope=write_scope or None,
+        read_scopes=read_scopes,
+        can_erase=can_erase,
+        can_export=can_export,
+        requests_per_minute=requests_per_minute,
     )
     _, raw_key = api_key_create(client=client)
     return client, raw_key

@@ -19,7 +19,11 @@ class Env(environ.Env):
 
     def get_value(self, var, cast=None, default=environ.Env.NOTSET, parse_default=False):
         raw = self.ENVIRON.get(f"{self.prefix}{var}")
-        if cast is bool and raw is not None and raw.strip().lower() not in self.BOOLEAN_TRUE_STRINGS + self.BOOLEAN_FALSE_STRINGS:
+        if (
+            cast is bool
+            and raw is not None
+            and raw.strip().lower() not in self.BOOLEAN_TRUE_STRINGS + self.BOOLEAN_FALSE_STRINGS
+        ):
             raise ImproperlyConfigured(f"{var}={raw!r} is not valid; use true or false.")
         try:
             return super().get_value(var, cast=cast, default=default, parse_default=parse_default)
@@ -326,7 +330,9 @@ LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=3)
 EMBEDDING_PROVIDER = env("EMBEDDING_PROVIDER", default="e5")
 EMBEDDING_MODEL = env(
     "EMBEDDING_MODEL",
-    default={"openai": "text-embedding-3-small", "local": "all-MiniLM-L6-v2", "e5": "multilingual-e5-small-q4"}.get(EMBEDDING_PROVIDER, ""),
+    default={"openai": "text-embedding-3-small", "local": "all-MiniLM-L6-v2", "e5": "multilingual-e5-small-q4"}.get(
+        EMBEDDING_PROVIDER, ""
+    ),
 )
 EMBEDDING_DIMENSIONS = 384
 

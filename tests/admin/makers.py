@@ -19,13 +19,25 @@ STAFF_PERMISSIONS = {
 
 TASK_MESSAGES = [
     {"role": "user", "content": "Please book me a flight from NYC to Seattle on May 3."},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "search_flights", "arguments": '{"date": "05-03"}'}},
-    ]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "search_flights", "arguments": '{"date": "05-03"}'}},
+        ],
+    },
     {"role": "tool", "tool_call_id": "c1", "content": "Error: date must be YYYY-MM-DD"},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c2", "type": "function", "function": {"name": "search_flights", "arguments": '{"date": "2024-05-03"}'}},
-    ]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c2",
+                "type": "function",
+                "function": {"name": "search_flights", "arguments": '{"date": "2024-05-03"}'},
+            },
+        ],
+    },
     {"role": "tool", "tool_call_id": "c2", "content": "HAT001 08:00 $120"},
     {"role": "user", "content": "Great, that works, thanks!"},
 ]
@@ -44,13 +56,18 @@ def staff_user(organization, username="curator"):
 
 def pending_skill(organization, name: str, **fields) -> Skill:
     return skill_create(
-        organization=organization, scope="default",
+        organization=organization,
+        scope="default",
         fields={
-            "name": name, "description": f"How to {name.replace('-', ' ')}.",
-            "instructions": "1. search_flights(date)\n2. book_reservation(flight)", "entry_type": "workflow",
+            "name": name,
+            "description": f"How to {name.replace('-', ' ')}.",
+            "instructions": "1. search_flights(date)\n2. book_reservation(flight)",
+            "entry_type": "workflow",
             **fields,
         },
-        actor="evolution:rules", reason="test", status=Skill.Status.PENDING_REVIEW,
+        actor="evolution:rules",
+        reason="test",
+        status=Skill.Status.PENDING_REVIEW,
     )
 
 
@@ -60,17 +77,27 @@ def skill_with_lineage(client) -> tuple[Skill, SkillExperience, Message]:
     session = task_session(client, messages=TASK_MESSAGES, session_id="book-seattle")
     error_turn = Message.objects.get(session=session, content__contains="YYYY-MM-DD")
     experience = SkillExperience.objects.create(
-        organization=client.organization, scope="default", end_user=session.end_user, session=session,
-        source_message_ids=[error_turn.pk], experience_type="worth_avoiding",
-        title="Dates must be ISO formatted for search_flights", content="Pass dates as YYYY-MM-DD.",
-        importance=0.8, credibility=0.9, evidence={"quote": "Error: date must be YYYY-MM-DD", "signal_type": "tool_error"},
-        created_by=client, action_signature=["search_flights"],
+        organization=client.organization,
+        scope="default",
+        end_user=session.end_user,
+        session=session,
+        source_message_ids=[error_turn.pk],
+        experience_type="worth_avoiding",
+        title="Dates must be ISO formatted for search_flights",
+        content="Pass dates as YYYY-MM-DD.",
+        importance=0.8,
+        credibility=0.9,
+        evidence={"quote": "Error: date must be YYYY-MM-DD", "signal_type": "tool_error"},
+        created_by=client,
+        action_signature=["search_flights"],
     )
     skill = pending_skill(client.organization, "book-a-flight")
     skill = skill_update(
         skill=skill,
         changes={"instructions": "1. search_flights(date as YYYY-MM-DD)\n2. book_reservation(flight)"},
-        actor="evolution:rules", reason="caveat from a tool error", experiences=[experience],
+        actor="evolution:rules",
+        reason="caveat from a tool error",
+        experiences=[experience],
         status=Skill.Status.PENDING_REVIEW,
     )
     return skill, experience, error_turn

@@ -20,7 +20,10 @@ def page(chromium, live_server):
     context.set_default_timeout(15_000)
     page = context.new_page()
     failed = []
-    page.on("response", lambda response: failed.append(response.url) if response.status >= 400 and "/static/" in response.url else None)
+    page.on(
+        "response",
+        lambda response: failed.append(response.url) if response.status >= 400 and "/static/" in response.url else None,
+    )
     yield page
     context.close()
     assert failed == [], f"static files failed to load: {failed}"

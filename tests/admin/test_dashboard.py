@@ -16,7 +16,11 @@ pytestmark = pytest.mark.django_db
 
 
 def tiles(response) -> dict:
-    return {(group, tile.label): (tile.count, tile.url) for group, group_tiles in response.context["groups"] for tile in group_tiles}
+    return {
+        (group, tile.label): (tile.count, tile.url)
+        for group, group_tiles in response.context["groups"]
+        for tile in group_tiles
+    }
 
 
 @pytest.fixture
@@ -28,16 +32,24 @@ def scene(organization, client_a, client_b):
     ExperienceFactory(organization=organization, status="consumed")
     task_session(client_a, messages=TASK_MESSAGES, session_id="waiting")
     task_session(client_a, messages=TASK_MESSAGES, session_id="open", seal=False)
-    MemoryTask.objects.create(task_type="distill_session", organization=organization, status="dead", idempotency_key="x")
-    MemoryTask.objects.create(task_type="distill_session", organization=organization, status="failed", idempotency_key="y")
+    MemoryTask.objects.create(
+        task_type="distill_session", organization=organization, status="dead", idempotency_key="x"
+    )
+    MemoryTask.objects.create(
+        task_type="distill_session", organization=organization, status="failed", idempotency_key="y"
+    )
     # Another organisation's backlog must not show up.
     pending_skill(client_b.organization, "theirs")
     ExperienceFactory(organization=client_b.organization)
     task_session(client_b, messages=TASK_MESSAGES, session_id="theirs")
-    MemoryTask.objects.create(task_type="distill_session", organization=client_b.organization, status="dead", idempotency_key="z")
+    MemoryTask.objects.create(
+        task_type="distill_session", organization=client_b.organization, status="dead", idempotency_key="z"
+    )
 
 
-def test_the_index_counts_the_staff_organisations_backlog_with_links(curator_client, scene, django_assert_max_num_queries):
+def test_the_index_counts_the_staff_organisations_backlog_with_links(
+    curator_client, scene, django_assert_max_num_queries
+):
     with django_assert_max_num_queries(12):  # one of them reads the beat and worker heartbeats
         response = curator_client.get("/admin/")
     counts = tiles(response)

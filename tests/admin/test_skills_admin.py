@@ -24,8 +24,15 @@ def test_the_changelist_shows_the_curation_columns_and_searches_instructions(cur
     SkillFactory(organization=organization, name="other", instructions="nothing relevant")
     page = curator_client.get(CHANGELIST)
     html = page.content.decode()
-    for column in ("column-status", "column-entry_type", "column-scope", "column-version", "column-retrieval_count",
-                   "column-last_retrieved_at", "column-updated_at"):
+    for column in (
+        "column-status",
+        "column-entry_type",
+        "column-scope",
+        "column-version",
+        "column-retrieval_count",
+        "column-last_retrieved_at",
+        "column-updated_at",
+    ):
         assert column in html
     found = curator_client.get(CHANGELIST, {"q": "rebook_flight"}).content.decode()
     assert "rebook-flight" in found and ">other<" not in found
@@ -49,20 +56,37 @@ def test_the_lists_take_a_bounded_number_of_queries(curator_client, organization
         pending_skill(organization, f"pending-{index}")
     with django_assert_max_num_queries(9) as small:
         assert curator_client.get(url, {"all": ""}).status_code == 200
-    Skill.objects.bulk_create([
-        Skill(organization=organization, scope=f"scope-{index % 3}", name=f"bulk-{index}", description="d",
-              instructions="i" * 5000, status="active")
-        for index in range(180)
-    ])
+    Skill.objects.bulk_create(
+        [
+            Skill(
+                organization=organization,
+                scope=f"scope-{index % 3}",
+                name=f"bulk-{index}",
+                description="d",
+                instructions="i" * 5000,
+                status="active",
+            )
+            for index in range(180)
+        ]
+    )
     with django_assert_max_num_queries(len(small.captured_queries)):
         page = curator_client.get(url, {"all": ""})
     assert len(page.context["cl"].result_list) == 200
-    rows_query = next(q["sql"] for q in small.captured_queries if 'FROM "skills_skill"' in q["sql"] and "LIMIT" not in q["sql"] and "COUNT" not in q["sql"] and "DISTINCT" not in q["sql"])
+    rows_query = next(
+        q["sql"]
+        for q in small.captured_queries
+        if 'FROM "skills_skill"' in q["sql"]
+        and "LIMIT" not in q["sql"]
+        and "COUNT" not in q["sql"]
+        and "DISTINCT" not in q["sql"]
+    )
     assert '"skills_skill"."instructions"' not in rows_query and '"skills_skill"."embedding"' not in rows_query
 
 
 def test_approve_reject_and_archive_are_versions_by_the_person(curator_client, organization):
-    to_approve, to_reject, to_archive = (pending_skill(organization, name) for name in ("approve-me", "reject-me", "archive-me"))
+    to_approve, to_reject, to_archive = (
+        pending_skill(organization, name) for name in ("approve-me", "reject-me", "archive-me")
+    )
     response = act(curator_client, REVIEW_QUEUE, "approve_selected", [to_approve])
     assert response.status_code == 302 and response["Location"] == REVIEW_QUEUE
 
@@ -109,10 +133,16 @@ def test_saving_the_form_records_a_version_with_the_reason(curator_client, organ
     skill = pending_skill(organization, "seat-change", triggers=["change my seat"])
     url = f"/admin/skills/skill/{skill.pk}/change/"
     form = {
-        "name": "seat-change", "entry_type": "guide", "description": skill.description,
-        "instructions": "1. get_reservation()\n2. update_seat()", "triggers": '["change my seat"]', "examples": "[]",
+        "name": "seat-change",
+        "entry_type": "guide",
+        "description": skill.description,
+        "instructions": "1. get_reservation()\n2. update_seat()",
+        "triggers": '["change my seat"]',
+        "examples": "[]",
         "change_reason": "Use the seat tool",
-        "versions-TOTAL_FORMS": "0", "versions-INITIAL_FORMS": "1", "versions-MIN_NUM_FORMS": "0",
+        "versions-TOTAL_FORMS": "0",
+        "versions-INITIAL_FORMS": "1",
+        "versions-MIN_NUM_FORMS": "0",
         "versions-MAX_NUM_FORMS": "0",
     }
     response = curator_client.post(url, form)
@@ -138,7 +168,9 @@ def test_the_versions_page_shows_the_diff_and_the_lineage(curator_client, client
 
 
 def test_staff_of_one_organisation_cannot_list_open_or_act_on_another_organisations_skills(
-    curator_client, organization, client_b,
+    curator_client,
+    organization,
+    client_b,
 ):
     mine = pending_skill(organization, "mine")
     theirs = pending_skill(client_b.organization, "theirs")
@@ -184,7 +216,10 @@ def test_the_experience_list_and_page_show_signal_evidence_and_the_session(curat
     skill, experience, error_turn = skill_with_lineage(client_a)
     listing = curator_client.get("/admin/skills/skillexperience/", {"signal": "tool_error"}).content.decode()
     assert experience.title in listing and "Error: date must be YYYY-MM-DD" in listing and "book-seattle" in listing
-    assert experience.title not in curator_client.get("/admin/skills/skillexperience/", {"signal": "inferred"}).content.decode()
+    assert (
+        experience.title
+        not in curator_client.get("/admin/skills/skillexperience/", {"signal": "inferred"}).content.decode()
+    )
     page = curator_client.get(f"/admin/skills/skillexperience/{experience.pk}/change/").content.decode()
     transcript = f"/admin/conversations/session/{experience.session_id}/transcript/"
     assert f"{transcript}#turn-{error_turn.seq}" in page

@@ -31,10 +31,16 @@ def test_the_block_never_exceeds_the_budget(pages, api, client_a):
 
 def test_sections_come_in_order_and_every_line_names_its_item(pages, api, client_a):
     semantic(client_a.organization, "default", "caroline", "Caroline", "Caroline plans to adopt a child.")
-    episodic(client_a.organization, "default", "caroline", "Caroline filled in the adoption forms with Jon.",
-             actor="Caroline")
-    body = context(api, messages=[{"role": "user", "content": "Who helped Caroline with the adoption forms?"}],
-                   max_tokens=2000)
+    episodic(
+        client_a.organization,
+        "default",
+        "caroline",
+        "Caroline filled in the adoption forms with Jon.",
+        actor="Caroline",
+    )
+    body = context(
+        api, messages=[{"role": "user", "content": "Who helped Caroline with the adoption forms?"}], max_tokens=2000
+    )
     assert body["query"] == "Who helped Caroline with the adoption forms?"
     headings = [line for line in body["text"].splitlines() if line.startswith("## ")]
     assert headings[0] == "## About the user"
@@ -45,7 +51,11 @@ def test_sections_come_in_order_and_every_line_names_its_item(pages, api, client
         assert f"[{item['ref']}] {item['text']}" in body["text"]
     assert [item["ref"] for item in body["items"]] == list(range(1, len(body["items"]) + 1))
     user_page = body["items"][0]
-    assert (user_page["section"], user_page["memory_type"], user_page["id"]) == ("user", "profile", str(pages["Caroline"].pk))
+    assert (user_page["section"], user_page["memory_type"], user_page["id"]) == (
+        "user",
+        "profile",
+        str(pages["Caroline"].pk),
+    )
     turns = [item for item in body["items"] if item["memory_type"] == "message"]
     assert any("Jon helped me with the forms" in item["text"] for item in turns)
     assert turns == sorted(turns, key=lambda item: (item["occurred_at"], item["session_id"], item["seq"]))
@@ -59,8 +69,13 @@ def test_memory_types_limit_what_is_used(pages, api):
 
 def test_a_task_session_gets_its_top_skills(api, client_a, add_messages):
     make_skill(client_a, "caroline", "Book a flight: search fares, hold the seat, then pay")
-    add_messages(client_a, user_id="caroline", session_id="job-1", session_tag="task",
-                 messages=[{"role": "user", "content": "Book me a flight to Oslo"}])
+    add_messages(
+        client_a,
+        user_id="caroline",
+        session_id="job-1",
+        session_tag="task",
+        messages=[{"role": "user", "content": "Book me a flight to Oslo"}],
+    )
     body = context(api, session_id="job-1", messages=[{"role": "user", "content": "Book me a flight to Oslo"}])
     assert body["session_id"] == "job-1"
     skills = [item for item in body["items"] if item["section"] == "skills"]
@@ -78,14 +93,17 @@ def test_a_read_only_client_may_ask_and_sees_only_its_scopes(pages, client_a):
     assert not MemoryTask.objects.filter(task_type="delete_session").exists()
 
 
-@pytest.mark.parametrize("body,field", [
-    ({"max_tokens": 10}, "max_tokens"),
-    ({"max_tokens": 10**9}, "max_tokens"),
-    ({"memory_types": ["skills"]}, "memory_types"),
-    ({"messages": [{"role": "robot", "content": "x"}]}, "messages.0.role"),
-    ({"session_id": "s1", "scope": "no such scope!"}, "scope"),
-    ({"session_id": "no such/session"}, "session_id"),
-])
+@pytest.mark.parametrize(
+    "body,field",
+    [
+        ({"max_tokens": 10}, "max_tokens"),
+        ({"max_tokens": 10**9}, "max_tokens"),
+        ({"memory_types": ["skills"]}, "memory_types"),
+        ({"messages": [{"role": "robot", "content": "x"}]}, "messages.0.role"),
+        ({"session_id": "s1", "scope": "no such scope!"}, "scope"),
+        ({"session_id": "no such/session"}, "session_id"),
+    ],
+)
 def test_bad_input_is_a_400_naming_the_field(api, body, field):
     response = api.post(URL, {"user_id": "caroline", **body}, format="json")
     assert response.status_code == 400, response.content

@@ -15,16 +15,24 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_session_goes_with_what_was_learned_only_from_it(pages, api, client_a, add_messages, run_tasks):
-    add_messages(client_a, user_id="caroline", session_id="chat-2",
-                 messages=[{"role": "user", "name": "Caroline", "content": "Jon and I adopted a puppy."}])
+    add_messages(
+        client_a,
+        user_id="caroline",
+        session_id="chat-2",
+        messages=[{"role": "user", "name": "Caroline", "content": "Jon and I adopted a puppy."}],
+    )
     chat1, chat2 = (Session.objects.get(session_id=sid) for sid in ("chat-1", "chat-2"))
     turn1 = Message.objects.filter(session=chat1).first()
     turn2 = Message.objects.get(session=chat2)
-    semantic(client_a.organization, "default", "caroline", "Jon", "Jon helped with forms.",
-                         source_message_ids=[turn1.pk])
-    shared = semantic(client_a.organization, "default", "caroline", "Jon", "Jon is kind.",
-                      source_message_ids=[turn1.pk, turn2.pk])
-    elsewhere = semantic(client_a.organization, "default", "caroline", "Jon", "Jon has a puppy.", source_message_ids=[turn2.pk])
+    semantic(
+        client_a.organization, "default", "caroline", "Jon", "Jon helped with forms.", source_message_ids=[turn1.pk]
+    )
+    shared = semantic(
+        client_a.organization, "default", "caroline", "Jon", "Jon is kind.", source_message_ids=[turn1.pk, turn2.pk]
+    )
+    elsewhere = semantic(
+        client_a.organization, "default", "caroline", "Jon", "Jon has a puppy.", source_message_ids=[turn2.pk]
+    )
     stated = semantic(client_a.organization, "default", "caroline", "Caroline", "Caroline is vegetarian.")
     experience = make_experience(client_a, "caroline", "a lesson from chat-1")
     SkillExperience.objects.filter(pk=experience.pk).update(session=chat1)
@@ -33,7 +41,12 @@ def test_a_session_goes_with_what_was_learned_only_from_it(pages, api, client_a,
     response = api.delete("/api/v1/sessions/chat-1/?user_id=caroline")
     assert response.status_code == 202, response.content
     body = response.json()
-    assert (body["session_id"], body["user_id"], body["scope"], body["status"]) == ("chat-1", "caroline", "default", "queued")
+    assert (body["session_id"], body["user_id"], body["scope"], body["status"]) == (
+        "chat-1",
+        "caroline",
+        "default",
+        "queued",
+    )
     assert api.get(f"/api/v1/tasks/{body['task_id']}/").json()["task_type"] == "delete_session"
     run_tasks("delete_session", "lint_profiles")
 
@@ -65,14 +78,29 @@ def test_an_experience_goes_with_the_skills_built_on_it_alone(api, client_a):
 
     lesson = make_experience(client_a, "caroline", "retry the fare search after a timeout")
     other = make_experience(client_a, "caroline", "hold the seat before paying")
-    alone = skill_create(organization=client_a.organization, scope="default", actor="test", reason="test", status="active",
-                         fields={"name": "retry", "description": "retry", "instructions": "retry", "entry_type": "guide"},
-                         experiences=[lesson])
-    both = skill_create(organization=client_a.organization, scope="default", actor="test", reason="test", status="active",
-                        fields={"name": "book", "description": "book", "instructions": "book", "entry_type": "guide"},
-                        experiences=[lesson, other])
+    alone = skill_create(
+        organization=client_a.organization,
+        scope="default",
+        actor="test",
+        reason="test",
+        status="active",
+        fields={"name": "retry", "description": "retry", "instructions": "retry", "entry_type": "guide"},
+        experiences=[lesson],
+    )
+    both = skill_create(
+        organization=client_a.organization,
+        scope="default",
+        actor="test",
+        reason="test",
+        status="active",
+        fields={"name": "book", "description": "book", "instructions": "book", "entry_type": "guide"},
+        experiences=[lesson, other],
+    )
     assert api.delete(f"/api/v1/experiences/{lesson.pk}/").status_code == 204
-    assert not SkillExperience.objects.filter(pk=lesson.pk).exists() and SkillExperience.objects.filter(pk=other.pk).exists()
+    assert (
+        not SkillExperience.objects.filter(pk=lesson.pk).exists()
+        and SkillExperience.objects.filter(pk=other.pk).exists()
+    )
     assert not Skill.objects.filter(pk=alone.pk).exists()
     both.refresh_from_db()
     assert both.status == "pending_review"
@@ -89,6 +117,8 @@ def test_a_profile_and_an_entity_can_be_deleted(pages, api):
     melanie = pages["Melanie"].entity
     assert Edge.objects.filter(source=melanie).exists() or Edge.objects.filter(target=melanie).exists()
     assert api.delete(f"/api/v1/entities/{melanie.pk}/").status_code == 204
-    assert not Entity.objects.filter(pk=melanie.pk).exists() and not Mention.objects.filter(entity_id=melanie.pk).exists()
+    assert (
+        not Entity.objects.filter(pk=melanie.pk).exists() and not Mention.objects.filter(entity_id=melanie.pk).exists()
+    )
     names = {entity["name"] for entity in api.get("/api/v1/entities/?user_id=caroline").json()["results"]}
     assert names == {"Caroline", "Jon", "Yosemite"}

@@ -5,20 +5,23 @@ import pytest
 from apps.agent.tokens import estimate_tokens, trim_to_tokens
 
 
-@pytest.mark.parametrize("text,tokens", [
-    ("", 0),
-    ("the", 1),
-    ("restaurant", 3),
-    ("the cat sat", 3),
-    ("2023", 2),
-    ("12", 1),
-    ("a, b.", 4),
-    ("line\nline", 3),
-    ("é", 1),
-    ("王", 2),
-    ("🎉", 3),
-    ("  \t ", 0),
-])
+@pytest.mark.parametrize(
+    "text,tokens",
+    [
+        ("", 0),
+        ("the", 1),
+        ("restaurant", 3),
+        ("the cat sat", 3),
+        ("2023", 2),
+        ("12", 1),
+        ("a, b.", 4),
+        ("line\nline", 3),
+        ("é", 1),
+        ("王", 2),
+        ("🎉", 3),
+        ("  \t ", 0),
+    ],
+)
 def test_each_piece_counts_as_documented(text, tokens):
     assert estimate_tokens(text) == tokens
 

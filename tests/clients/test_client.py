@@ -39,11 +39,20 @@ pytestmark = pytest.mark.django_db(transaction=True)
 FAST = Retries(max_retries=3, backoff=0.01, max_backoff=0.05)
 TOOL_TURNS = [
     {"role": "user", "content": "What's the weather in Lisbon?"},
-    ChatCompletionMessage.model_validate({
-        "role": "assistant", "content": None, "refusal": None,
-        "tool_calls": [{"id": "call_1", "type": "function",
-                        "function": {"name": "get_weather", "arguments": '{"city": "Lisbon"}'}}],
-    }),
+    ChatCompletionMessage.model_validate(
+        {
+            "role": "assistant",
+            "content": None,
+            "refusal": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Lisbon"}'},
+                }
+            ],
+        }
+    ),
     {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "21°C and sunny"},
     ChatCompletionMessage.model_validate({"role": "assistant", "content": "It is 21°C and sunny in Lisbon."}),
 ]
@@ -186,7 +195,9 @@ def test_every_error_type_carries_the_platform_error(live_server, sdk, client_a)
         sdk.add("alice", "not valid!", [{"role": "robot", "content": "hi"}])
 
     assert (auth.value.status, auth.value.code, auth.value.message) == (
-        401, "authentication_failed", "Invalid or revoked API key."
+        401,
+        "authentication_failed",
+        "Invalid or revoked API key.",
     )
     assert (denied.value.status, denied.value.message) == (403, "This client is read-only (it has no write scope).")
     assert no_erase.value.message == "This client may not erase: erasure needs the client's can_erase permission."
@@ -295,7 +306,11 @@ def test_async_client(live_server, client_a):
     assert results["added"]["messages_stored"] == 4 and results["me"]["name"] == "agent-a"
     assert results["search"]["count"] >= 1 and results["everyone"]["count"] >= 1
     assert results["skills"]["skills"][0]["id"] == str(skill.pk)
-    assert [s["session_id"] for s in results["sessions"]] == ["job-1"] == [s["session_id"] for s in results["session_list"]]
+    assert (
+        [s["session_id"] for s in results["sessions"]]
+        == ["job-1"]
+        == [s["session_id"] for s in results["session_list"]]
+    )
     assert len(results["session"]["messages"]) == 4 and results["outcome"]["outcome"] == "failure"
     assert results["skill"]["name"] == "book-flight" and len(results["skill_list"]) == 1
     assert results["experiences"] == [] and results["task"]["status"] == "queued"
@@ -322,8 +337,13 @@ def test_the_agent_api(sdk, client_a):
     sdk.add("alice", "chat-1", [{"role": "user", "content": "My sister Ana lives in Lisbon."}])
     fact = sdk.memories.create("semantic", "alice", name="Ana", summary="Ana lives in Lisbon.", reason="stated")
     for day in range(1, 4):
-        sdk.memories.create("episodic", "alice", summary=f"Alice called Ana, call {day}.",
-                            occurred_at=f"2023-05-0{day}T10:00:00Z", actor="Alice")
+        sdk.memories.create(
+            "episodic",
+            "alice",
+            summary=f"Alice called Ana, call {day}.",
+            occurred_at=f"2023-05-0{day}T10:00:00Z",
+            actor="Alice",
+        )
     context = sdk.context("alice", [{"role": "user", "content": "Where does Ana live?"}], max_tokens=200)
     assert context["tokens"] <= 200 and any(item["id"] == fact["id"] for item in context["items"])
 
@@ -333,7 +353,9 @@ def test_the_agent_api(sdk, client_a):
         "Alice called Ana, call 1."
     ]
     assert sdk.memories.get("semantic", fact["id"])["name"] == "Ana"
-    assert sdk.memories.update("semantic", fact["id"], summary="Ana lives in Porto.")["summary"] == "Ana lives in Porto."
+    assert (
+        sdk.memories.update("semantic", fact["id"], summary="Ana lives in Porto.")["summary"] == "Ana lives in Porto."
+    )
     assert [c["operation"] for c in sdk.memories.history("semantic", fact["id"])["changes"]] == ["add", "update"]
     sdk.memories.delete("semantic", fact["id"])
     with pytest.raises(NotFoundError):

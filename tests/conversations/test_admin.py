@@ -7,12 +7,18 @@ from apps.tenancy.models import StaffMembership
 pytestmark = pytest.mark.django_db
 
 
-def test_transcript_page_shows_turns_and_tool_activity_to_own_staff_only(client, client_a, foreign_client, add_messages):
+def test_transcript_page_shows_turns_and_tool_activity_to_own_staff_only(
+    client, client_a, foreign_client, add_messages
+):
     add_messages(
         client_a,
         messages=[
             {"role": "user", "content": "book it"},
-            {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "book", "arguments": "{}"}}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c", "type": "function", "function": {"name": "book", "arguments": "{}"}}],
+            },
             {"role": "tool", "tool_call_id": "c", "content": "Error: no seats"},
         ],
     )

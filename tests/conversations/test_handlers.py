@@ -45,8 +45,12 @@ def test_neighbouring_turns_become_keyword_context_and_names_are_embedded(client
     assert contexts[3] == "Melanie: How was it?"
     from apps.search.engine import search
 
-    hits = search(reader=client_a.reader, query="support group", memory_types=["message"], method="bm25", limit=5, filters={})
+    hits = search(
+        reader=client_a.reader, query="support group", memory_types=["message"], method="bm25", limit=5, filters={}
+    )
     assert [hit.instance.seq for hit in hits][0] == 1  # the turn itself outranks its neighbours
     assert {hit.instance.seq for hit in hits} == {1, 2}
-    named = search(reader=client_a.reader, query="Melanie", memory_types=["message"], method="bm25", limit=5, filters={})
+    named = search(
+        reader=client_a.reader, query="Melanie", memory_types=["message"], method="bm25", limit=5, filters={}
+    )
     assert named[0].instance.seq == 2

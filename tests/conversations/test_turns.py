@@ -28,7 +28,9 @@ def test_tool_results_keep_the_tool_name_and_calls_are_serialised():
     call, result, legacy = turns
     assert call.role == "assistant"
     assert call.content == '[tool_call get_user({"id": 7})]'
-    assert call.tool_calls == [{"id": "c1", "type": "function", "function": {"name": "get_user", "arguments": '{"id": 7}'}}]
+    assert call.tool_calls == [
+        {"id": "c1", "type": "function", "function": {"name": "get_user", "arguments": '{"id": 7}'}}
+    ]
     assert result.role == "tool" and result.name == "get_user"  # name recovered from the call id
     assert result.content == '[get_user] {"name": "Mia"}'
     assert legacy.role == "tool" and legacy.content == "[lookup] found"
@@ -72,6 +74,8 @@ def test_errors_name_index_and_field():
 
 
 def test_per_message_dates_and_metadata():
-    (turn,) = normalise([{"role": "user", "content": "hi", "occurred_at": "2023-05-08T13:56:00", "metadata": {"dia_id": "D1:3"}}])
+    (turn,) = normalise(
+        [{"role": "user", "content": "hi", "occurred_at": "2023-05-08T13:56:00", "metadata": {"dia_id": "D1:3"}}]
+    )
     assert turn.occurred_at == datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
     assert turn.metadata == {"dia_id": "D1:3"}

@@ -1,4 +1,3 @@
-
 import pytest
 from django.test import override_settings
 
@@ -50,7 +49,9 @@ def test_a_real_trajectory_round_trips_through_the_transcript(api):
             assert stored["name"] == sent["name"]
             assert stored["content"] == f"[{sent['name']}] {sent['content']}"
         if sent.get("tool_calls"):
-            assert [call["function"] for call in stored["tool_calls"]] == [call["function"] for call in sent["tool_calls"]]
+            assert [call["function"] for call in stored["tool_calls"]] == [
+                call["function"] for call in sent["tool_calls"]
+            ]
             assert sent["tool_calls"][0]["function"]["name"] in stored["content"]
         elif sent["content"]:
             assert stored["content"].endswith(sent["content"])
@@ -58,19 +59,38 @@ def test_a_real_trajectory_round_trips_through_the_transcript(api):
 
 
 def test_metadata_and_filter_tags_scope_is_forced(api):
-    add(api, filter_tags={"scope": "someone-else", "team": "x"}, messages=[{"role": "user", "content": "a", "metadata": {"dia_id": "D1:3"}}])
+    add(
+        api,
+        filter_tags={"scope": "someone-else", "team": "x"},
+        messages=[{"role": "user", "content": "a", "metadata": {"dia_id": "D1:3"}}],
+    )
     session = api.get("/api/v1/sessions/s1/?user_id=user-1").json()
     assert session["filter_tags"] == {"scope": "default", "team": "x"}
     assert session["messages"][0]["metadata"] == {"dia_id": "D1:3"}
 
 
 def test_idempotency_key_replays_and_conflicts(api):
-    first = api.post("/api/v1/memory/add", {"user_id": "u", "session_id": "s", "messages": [{"role": "user", "content": "a"}]}, format="json", HTTP_IDEMPOTENCY_KEY="k1")
-    replay = api.post("/api/v1/memory/add", {"user_id": "u", "session_id": "s", "messages": [{"role": "user", "content": "a"}]}, format="json", HTTP_IDEMPOTENCY_KEY="k1")
+    first = api.post(
+        "/api/v1/memory/add",
+        {"user_id": "u", "session_id": "s", "messages": [{"role": "user", "content": "a"}]},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="k1",
+    )
+    replay = api.post(
+        "/api/v1/memory/add",
+        {"user_id": "u", "session_id": "s", "messages": [{"role": "user", "content": "a"}]},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="k1",
+    )
     assert first.status_code == replay.status_code == 202
     assert first.json() == replay.json()
     assert Message.objects.count() == 1 and MemoryTask.objects.count() == len(first.json()["task_ids"]) == 3
-    other = api.post("/api/v1/memory/add", {"user_id": "u", "session_id": "s", "messages": [{"role": "user", "content": "b"}]}, format="json", HTTP_IDEMPOTENCY_KEY="k1")
+    other = api.post(
+        "/api/v1/memory/add",
+        {"user_id": "u", "session_id": "s", "messages": [{"role": "user", "content": "b"}]},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="k1",
+    )
     assert other.status_code == 409
     assert "Idempotency-Key" in other.json()["error"]["message"]
     assert Message.objects.count() == 1 and IngestRequest.objects.count() == 1
@@ -133,7 +153,10 @@ def test_routing_by_session_tag(api, handlers):
     "body,field",
     [
         ({"messages": [{"role": "robot", "content": "x"}]}, "messages.0.role"),
-        ({"messages": [{"role": "user", "content": "ok"}, {"role": "assistant", "content": None}]}, "messages.1.content"),
+        (
+            {"messages": [{"role": "user", "content": "ok"}, {"role": "assistant", "content": None}]},
+            "messages.1.content",
+        ),
         ({"session_id": "bad id!"}, "session_id"),
         ({"session_id": "x" * 65}, "session_id"),
         ({"session_tag": "chat"}, "session_tag"),
@@ -182,7 +205,13 @@ def test_an_oversized_turn_is_truncated_and_counted(api):
     assert stored.truncated and "[truncated" in stored.content and len(stored.content) <= 100
 
 
-@override_settings(CELERY_TASK_ALWAYS_EAGER=True, EMBEDDING_PROVIDER="openai", OPENAI_BASE_URL="http://127.0.0.1:9/v1", LLM_MAX_RETRIES=0, LLM_TIMEOUT_SECONDS=1)
+@override_settings(
+    CELERY_TASK_ALWAYS_EAGER=True,
+    EMBEDDING_PROVIDER="openai",
+    OPENAI_BASE_URL="http://127.0.0.1:9/v1",
+    LLM_MAX_RETRIES=0,
+    LLM_TIMEOUT_SECONDS=1,
+)
 def test_a_failing_background_step_never_fails_the_add(api, django_capture_on_commit_callbacks):
     from apps.providers.llm import openai_client
     from memory_platform.celery import app
@@ -202,7 +231,12 @@ def test_a_failing_background_step_never_fails_the_add(api, django_capture_on_co
 
 
 def test_list_filter_patch_and_delete(api, client_a):
-    add(api, session_id="one", user_id="alice", messages=[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
+    add(
+        api,
+        session_id="one",
+        user_id="alice",
+        messages=[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}],
+    )
     add(api, session_id="two", user_id="bob", session_tag="task")
     listing = api.get("/api/v1/sessions/?user_id=alice").json()
     assert listing["count"] == 1 and listing["results"][0]["session_id"] == "one"
@@ -250,7 +284,9 @@ def test_a_session_id_names_the_write_scope_first_and_scope_disambiguates(api, c
 
     def first_turn(client, query=""):
         response = api_for(client).get(f"/api/v1/sessions/twin/?user_id=user-1{query}")
-        return response.status_code, response.json()["messages"][0]["content"] if response.status_code == 200 else response.json()
+        return response.status_code, response.json()["messages"][0][
+            "content"
+        ] if response.status_code == 200 else response.json()
 
     assert first_turn(client_a) == (200, "in default")
     assert first_turn(other) == (200, "in other"), "the client's own write scope wins"

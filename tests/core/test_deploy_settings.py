@@ -13,7 +13,11 @@ def _check_deploy(overrides: dict) -> subprocess.CompletedProcess:
     env.update(overrides, DJANGO_SETTINGS_MODULE="memory_platform.settings")
     return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=120,
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

@@ -31,7 +31,9 @@ def servers_for(pgdata: Path) -> list[psutil.Process]:
 def test_concurrent_starts_share_one_server_that_stops_with_the_last_process(tmp_path):
     env = {"DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     processes = [
-        subprocess.Popen([sys.executable, "-c", PROBE], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", PROBE], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(3)
     ]
     outputs = [process.communicate(timeout=120) for process in processes]
@@ -57,12 +59,16 @@ print(settings.DATABASES["default"]["HOST"] or "no host")
 
 def test_importing_the_settings_starts_no_server_and_the_first_connection_does(tmp_path):
     env = {"DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    setup = subprocess.run([sys.executable, "-c", SETUP_ONLY], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    setup = subprocess.run(
+        [sys.executable, "-c", SETUP_ONLY], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert setup.returncode == 0, setup.stderr[-2000:]
     assert setup.stdout.strip() == "no host"
     assert not (tmp_path / "pgdata" / "PG_VERSION").exists()  # no cluster was even created
 
-    probe = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    probe = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert probe.returncode == 0, probe.stderr[-2000:]
     assert probe.stdout.strip() == "ok"
     assert (tmp_path / "pgdata" / "PG_VERSION").exists()

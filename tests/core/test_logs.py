@@ -37,8 +37,12 @@ def test_a_failing_requests_log_lines_do_not_contain_its_text(refused_turns, cli
     assert marker in str(raised.value)
 
     server = WebServer(
-        broker_url="redis://127.0.0.1:1/0", settings_dict=connection.settings_dict, log_path=tmp_path / "web.log",
-        workers=1, threads=1, env={"LOG_LEVEL": "INFO"},
+        broker_url="redis://127.0.0.1:1/0",
+        settings_dict=connection.settings_dict,
+        log_path=tmp_path / "web.log",
+        workers=1,
+        threads=1,
+        env={"LOG_LEVEL": "INFO"},
         extra_args=("--access-logfile", "-", "--logger-class", "apps.core.access_log.AccessLogger"),
     ).start()
     try:
@@ -60,7 +64,10 @@ def test_a_failing_requests_log_lines_do_not_contain_its_text(refused_turns, cli
     assert "unhandled django.db.utils.ProgrammingError on POST /api/v1/memory/add" in log
     assert "psycopg.errors.RaiseException: (message withheld" in log, "the traceback keeps its frames and classes"
     assert "Not Found: /api/v1/sessions/<str:session_id>/" in log
-    assert '"POST /api/v1/memory/add HTTP/1.1" 500' in log and '"GET /api/v1/sessions/<str:session_id>/ HTTP/1.1" 404' in log
+    assert (
+        '"POST /api/v1/memory/add HTTP/1.1" 500' in log
+        and '"GET /api/v1/sessions/<str:session_id>/ HTTP/1.1" 404' in log
+    )
     assert marker not in log
 
 

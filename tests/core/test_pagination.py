@@ -24,8 +24,10 @@ def test_page_size_and_page_walk_the_same_pages_as_limit_and_offset(api, session
     assert len(everything) == 7
 
     assert ids(api.get("/api/v1/sessions/?page_size=3")) == everything[:3]
-    assert ids(api.get("/api/v1/sessions/?page_size=3&page=2")) == everything[3:6] == ids(
-        api.get("/api/v1/sessions/?limit=3&offset=3")
+    assert (
+        ids(api.get("/api/v1/sessions/?page_size=3&page=2"))
+        == everything[3:6]
+        == ids(api.get("/api/v1/sessions/?limit=3&offset=3"))
     )
     assert ids(api.get("/api/v1/sessions/?limit=3&page=3")) == everything[6:]
     assert ids(api.get("/api/v1/sessions/?page_size=3&page=9")) == []

@@ -43,8 +43,12 @@ def post_chunked(port: int, api_key: str, payload: bytes) -> tuple[int, dict]:
 def web(transactional_db, tmp_path):
     broker = RedisServer().start()
     server = WebServer(
-        broker_url=broker.url, settings_dict=connection.settings_dict, log_path=tmp_path / "web.log",
-        workers=1, threads=2, env={"LOG_LEVEL": "ERROR", "DATA_UPLOAD_MAX_MEMORY_SIZE": "4096"},
+        broker_url=broker.url,
+        settings_dict=connection.settings_dict,
+        log_path=tmp_path / "web.log",
+        workers=1,
+        threads=2,
+        env={"LOG_LEVEL": "ERROR", "DATA_UPLOAD_MAX_MEMORY_SIZE": "4096"},
     )
     try:
         yield server.start()
@@ -77,10 +81,16 @@ def test_a_chunked_body_over_the_limit_is_413_and_stores_nothing(web, client_a):
 def test_a_server_that_cannot_end_a_chunked_body_gets_411(db):
     """runserver (wsgiref) does not de-chunk: without wsgi.input_terminated the body cannot be read."""
     environ = {
-        "REQUEST_METHOD": "POST", "PATH_INFO": "/api/v1/memory/add", "SERVER_NAME": "testserver",
-        "SERVER_PORT": "80", "HTTP_HOST": "testserver", "wsgi.url_scheme": "http",
-        "HTTP_TRANSFER_ENCODING": "chunked", "CONTENT_TYPE": "application/json",
-        "wsgi.input": io.BytesIO(chunked(json.dumps(ADD).encode())), "wsgi.errors": io.StringIO(),
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": "/api/v1/memory/add",
+        "SERVER_NAME": "testserver",
+        "SERVER_PORT": "80",
+        "HTTP_HOST": "testserver",
+        "wsgi.url_scheme": "http",
+        "HTTP_TRANSFER_ENCODING": "chunked",
+        "CONTENT_TYPE": "application/json",
+        "wsgi.input": io.BytesIO(chunked(json.dumps(ADD).encode())),
+        "wsgi.errors": io.StringIO(),
     }
     started = {}
 

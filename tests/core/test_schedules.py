@@ -17,7 +17,10 @@ EXPECTED = {
 
 
 def test_the_migrated_database_has_every_registered_schedule():
-    rows = {task.name: (task.task, task.interval.every, task.enabled) for task in PeriodicTask.objects.select_related("interval")}
+    rows = {
+        task.name: (task.task, task.interval.every, task.enabled)
+        for task in PeriodicTask.objects.select_related("interval")
+    }
     assert rows == {name: (task, every, True) for name, (task, every) in SCHEDULES.items()}
     # Republishing, stale recovery, sealing, retention and pruning are all among them.
     assert EXPECTED <= {task for task, _ in SCHEDULES.values()}

@@ -24,7 +24,11 @@ def api_operations(schema):
 
 
 def test_groups_are_the_documented_ones_in_order(schema):
-    assert [tag["name"] for tag in schema["tags"]] == GROUPS == [tag["name"] for tag in settings.SPECTACULAR_SETTINGS["TAGS"]]
+    assert (
+        [tag["name"] for tag in schema["tags"]]
+        == GROUPS
+        == [tag["name"] for tag in settings.SPECTACULAR_SETTINGS["TAGS"]]
+    )
     assert all(tag["description"] for tag in schema["tags"])
 
 
@@ -44,8 +48,16 @@ def test_every_operation_has_a_group_a_summary_and_an_example_request(schema):
 def test_each_body_example_is_accepted_as_documented(schema):
     """The examples are real requests: sent as they stand, none is refused as invalid."""
     api = api_for(ClientFactory(can_export=True))
-    api.post("/api/v1/memory/add", {"user_id": "alice", "session_id": "book-flight-17", "session_tag": "task",
-                                    "messages": [{"role": "user", "content": "Book me a flight."}]}, format="json")
+    api.post(
+        "/api/v1/memory/add",
+        {
+            "user_id": "alice",
+            "session_id": "book-flight-17",
+            "session_tag": "task",
+            "messages": [{"role": "user", "content": "Book me a flight."}],
+        },
+        format="json",
+    )
     for path, method, operation in api_operations(schema):
         if "requestBody" not in operation:
             continue
@@ -55,5 +67,7 @@ def test_each_body_example_is_accepted_as_documented(schema):
         response = getattr(api, method)(target, example, format="json")
         # An example naming an item by id names none in the test database: not found, but not refused.
         assert response.status_code < 300 or (response.status_code == 404 and "{" in path), (
-            method, path, response.content[:300]
+            method,
+            path,
+            response.content[:300],
         )

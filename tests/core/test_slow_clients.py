@@ -19,10 +19,15 @@ HEADER_TIMEOUT, BODY_TIMEOUT = 2, 2
 def web(transactional_db, tmp_path):
     broker = RedisServer().start()
     server = WebServer(
-        broker_url=broker.url, settings_dict=connection.settings_dict, log_path=tmp_path / "web.log", workers=1,
+        broker_url=broker.url,
+        settings_dict=connection.settings_dict,
+        log_path=tmp_path / "web.log",
+        workers=1,
         env={
-            "LOG_LEVEL": "ERROR", "WEB_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT),
-            "REQUEST_BODY_TIMEOUT_SECONDS": str(BODY_TIMEOUT), "WEB_REQUESTS_PER_WORKER": "2",
+            "LOG_LEVEL": "ERROR",
+            "WEB_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT),
+            "REQUEST_BODY_TIMEOUT_SECONDS": str(BODY_TIMEOUT),
+            "WEB_REQUESTS_PER_WORKER": "2",
         },
     )
     try:
@@ -61,7 +66,9 @@ def test_trickling_clients_do_not_starve_other_requests(web, client_a):
     """With the old gthread worker (1 process x 2 threads here) two slow sockets were enough to
     make every other request wait; here eight trickle for the whole test."""
     stop = threading.Event()
-    tricklers = [threading.Thread(target=_trickle, args=(web.port,), kwargs={"body": n % 2 == 1, "stop": stop}) for n in range(8)]
+    tricklers = [
+        threading.Thread(target=_trickle, args=(web.port,), kwargs={"body": n % 2 == 1, "stop": stop}) for n in range(8)
+    ]
     for thread in tricklers:
         thread.start()
     try:

@@ -53,7 +53,8 @@ def test_normalise_messages_names_the_message_and_field():
     with pytest.raises(TurnError) as caught:
         normalise_messages(
             [{"role": "user", "content": "fine"}, {"role": "user", "content": "x", "metadata": {"k": "\x00"}}],
-            max_chars=100, default_occurred_at=parse_datetime_strict("2024-01-01T00:00:00Z", field=""),
+            max_chars=100,
+            default_occurred_at=parse_datetime_strict("2024-01-01T00:00:00Z", field=""),
         )
     assert caught.value.errors == {1: {"metadata.k": ["Must not contain NUL characters (\\u0000)."]}}
 
@@ -61,17 +62,33 @@ def test_normalise_messages_names_the_message_and_field():
 @pytest.mark.django_db
 def test_import_sessions_skips_a_session_it_cannot_store_and_says_why(tmp_path, client_a):
     path = tmp_path / "sessions.json"
-    path.write_text(json.dumps([
-        {"session_id": "good", "user_id": "u1", "messages": [{"role": "user", "content": "hello"}]},
-        {"session_id": "nul", "user_id": "u1", "messages": [{"role": "user", "content": "a\x00b"}]},
-        {"session_id": "dates", "user_id": "u1", "messages": [{"role": "user", "content": "x",
-                                                               "occurred_at": "0001-01-01T00:00:00+05:00"}]},
-        {"session_id": "bad id!", "user_id": "u1", "messages": [{"role": "user", "content": "x"}]},
-        {"session_id": "user", "user_id": "u\x00", "messages": [{"role": "user", "content": "x"}]},
-    ]))
+    path.write_text(
+        json.dumps(
+            [
+                {"session_id": "good", "user_id": "u1", "messages": [{"role": "user", "content": "hello"}]},
+                {"session_id": "nul", "user_id": "u1", "messages": [{"role": "user", "content": "a\x00b"}]},
+                {
+                    "session_id": "dates",
+                    "user_id": "u1",
+                    "messages": [{"role": "user", "content": "x", "occurred_at": "0001-01-01T00:00:00+05:00"}],
+                },
+                {"session_id": "bad id!", "user_id": "u1", "messages": [{"role": "user", "content": "x"}]},
+                {"session_id": "user", "user_id": "u\x00", "messages": [{"role": "user", "content": "x"}]},
+            ]
+        )
+    )
     out, err = StringIO(), StringIO()
-    call_command("import_sessions", str(path), "--org", client_a.organization.name, "--client", client_a.name,
-                 "--json", stdout=out, stderr=err)
+    call_command(
+        "import_sessions",
+        str(path),
+        "--org",
+        client_a.organization.name,
+        "--client",
+        client_a.name,
+        "--json",
+        stdout=out,
+        stderr=err,
+    )
     assert json.loads(out.getvalue()) == {"sessions": 1, "skipped": 4, "messages": 1}
     assert "'nul'" in err.getvalue() and "content" in err.getvalue()
     assert "years 1900 to 2199" in err.getvalue()
@@ -86,8 +103,17 @@ def test_import_sessions_refuses_a_file_it_cannot_read(tmp_path, client_a, conte
     path = tmp_path / "sessions.json"
     path.write_text(content)
     with pytest.raises(CommandError):
-        call_command("import_sessions", str(path), "--org", client_a.organization.name, "--client", client_a.name,
-                     "--json", stdout=StringIO(), stderr=StringIO())
+        call_command(
+            "import_sessions",
+            str(path),
+            "--org",
+            client_a.organization.name,
+            "--client",
+            client_a.name,
+            "--json",
+            stdout=StringIO(),
+            stderr=StringIO(),
+        )
     assert Session.objects.count() == 0
 
 
@@ -117,10 +143,18 @@ def test_the_admin_form_refuses_unstorable_fields(client, organization, field, v
     client.force_login(staff_user(organization))
     skill = pending_skill(organization, "seat-change")
     form = {
-        "name": "seat-change", "entry_type": "guide", "description": skill.description,
-        "instructions": skill.instructions, "triggers": "[]", "examples": "[]", "change_reason": "",
-        "versions-TOTAL_FORMS": "0", "versions-INITIAL_FORMS": "1", "versions-MIN_NUM_FORMS": "0",
-        "versions-MAX_NUM_FORMS": "0", field: value,
+        "name": "seat-change",
+        "entry_type": "guide",
+        "description": skill.description,
+        "instructions": skill.instructions,
+        "triggers": "[]",
+        "examples": "[]",
+        "change_reason": "",
+        "versions-TOTAL_FORMS": "0",
+        "versions-INITIAL_FORMS": "1",
+        "versions-MIN_NUM_FORMS": "0",
+        "versions-MAX_NUM_FORMS": "0",
+        field: value,
     }
     response = client.post(f"/admin/skills/skill/{skill.pk}/change/", form)
     assert response.status_code == 200

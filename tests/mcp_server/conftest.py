@@ -32,7 +32,11 @@ class McpProcess:
         self._log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "runmcp", "--bind", f"127.0.0.1:{self.port}"],
-            cwd=BASE_DIR, env=self.env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=BASE_DIR,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         wait_for(self._ready, timeout=60, interval=0.2, message=f"runmcp on port {self.port} (log {self.log_path})")
         return self
@@ -62,4 +66,3 @@ def mcp_server(django_db_setup, tmp_path_factory):
     server = McpProcess(tmp_path_factory.mktemp("mcp") / "runmcp.log").start()
     yield server
     server.stop()
-

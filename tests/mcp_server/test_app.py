@@ -14,7 +14,9 @@ from tests.pipeline.processes import wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
 }
 ACCEPT = {"Accept": "application/json, text/event-stream"}
@@ -114,7 +116,9 @@ def test_the_access_log_names_the_route_never_the_query_string(mcp_server, clien
     marker = f"mp_secret_{uuid.uuid4().hex}"
     start = len(mcp_server.log_path.read_text())
 
-    response = post(mcp_server, {"Authorization": f"Api-Key {client_a.raw_key}"}, url=f"{mcp_server.url}?api_key={marker}")
+    response = post(
+        mcp_server, {"Authorization": f"Api-Key {client_a.raw_key}"}, url=f"{mcp_server.url}?api_key={marker}"
+    )
     httpx.get(mcp_server.url.removesuffix("/mcp") + f"/{marker}", timeout=10)
 
     assert response.status_code == 200

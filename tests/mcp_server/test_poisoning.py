@@ -19,10 +19,14 @@ def test_the_attack_serves_no_poisoned_string_to_another_user_over_mcp(mcp_serve
         for user_id in [*HONEST_USERS, BYSTANDER, None]:
             user = {"user_id": user_id} if user_id else {}
             served[user_id] = {
-                "skills": (await session.call_tool("retrieve_skills", {"task": TASK, "k": 10, **user})).structured_content,
-                "search": (await session.call_tool(
-                    "search_memory", {"user_id": user_id or "nobody", "query": TASK, "memory_types": ["procedural"]}
-                )).structured_content,
+                "skills": (
+                    await session.call_tool("retrieve_skills", {"task": TASK, "k": 10, **user})
+                ).structured_content,
+                "search": (
+                    await session.call_tool(
+                        "search_memory", {"user_id": user_id or "nobody", "query": TASK, "memory_types": ["procedural"]}
+                    )
+                ).structured_content,
             }
         return served
 

@@ -41,8 +41,10 @@ def deep(depth: int):
 
 
 def add(**overrides):
-    return ("add_memory", {"user_id": "u1", "session_id": "s2", "messages": [{"role": "user", "content": "hi"}],
-                           **overrides})
+    return (
+        "add_memory",
+        {"user_id": "u1", "session_id": "s2", "messages": [{"role": "user", "content": "hi"}], **overrides},
+    )
 
 
 def turn(**fields):
@@ -68,8 +70,12 @@ CASES = [
     ("nul-add-content", turn(content=f"a{NUL}b"), 400, "messages.0.content"),
     ("nul-add-content-part", turn(content=[{"type": "text", "text": f"a{NUL}"}]), 400, "messages.0.content.0.text"),
     ("nul-add-name", turn(name=f"n{NUL}"), 400, "messages.0.name"),
-    ("nul-add-tool-call-id", add(messages=[{"role": "tool", "content": "ok", "tool_call_id": f"c{NUL}"}]), 400,
-     "messages.0.tool_call_id"),
+    (
+        "nul-add-tool-call-id",
+        add(messages=[{"role": "tool", "content": "ok", "tool_call_id": f"c{NUL}"}]),
+        400,
+        "messages.0.tool_call_id",
+    ),
     ("nul-search-query", search(query=f"a{NUL}"), 400, "query"),
     ("nul-search-user-id", search(user_id=f"u{NUL}"), 400, "user_id"),
     ("nul-search-session-id", search(session_id=f"s{NUL}"), 400, "session_id"),
@@ -88,16 +94,48 @@ CASES = [
     ("surrogate-get-user-id", get_session(user_id=SURROGATE), 400, "user_id"),
     ("surrogate-erase-user-id", ("erase_user", {"user_id": SURROGATE}), 400, "user_id"),
     ("deep-add-content-part", turn(content=[deep(40)]), 400, "nested deeper than 32"),
-    ("deep-add-tool-arguments", add(messages=[{"role": "assistant", "content": "", "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": deep(40)}}]}]), 400,
-     "nested deeper than 32"),
-    ("nan-add-content-part", turn(content=[{"type": "text", "text": "x", "v": float("nan")}]), 400,
-     "messages.0.content.0.v: Numbers must be finite"),
-    ("infinity-add-tool-arguments", add(messages=[{"role": "assistant", "content": "", "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"a": float("inf")}}}]}]), 400,
-     "Numbers must be finite"),
-    ("minus-infinity-add-content-part", turn(content=[{"type": "text", "text": "x", "v": float("-inf")}]), 400,
-     "Numbers must be finite"),
+    (
+        "deep-add-tool-arguments",
+        add(
+            messages=[
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": deep(40)}}],
+                }
+            ]
+        ),
+        400,
+        "nested deeper than 32",
+    ),
+    (
+        "nan-add-content-part",
+        turn(content=[{"type": "text", "text": "x", "v": float("nan")}]),
+        400,
+        "messages.0.content.0.v: Numbers must be finite",
+    ),
+    (
+        "infinity-add-tool-arguments",
+        add(
+            messages=[
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"a": float("inf")}}}
+                    ],
+                }
+            ]
+        ),
+        400,
+        "Numbers must be finite",
+    ),
+    (
+        "minus-infinity-add-content-part",
+        turn(content=[{"type": "text", "text": "x", "v": float("-inf")}]),
+        400,
+        "Numbers must be finite",
+    ),
     ("offset-10e20-list", ("list_sessions", {"offset": 10**20}), 400, "offset"),
     ("offset-10e20-get", get_session(offset=10**20), 400, "offset"),
     ("offset-negative-get", get_session(offset=-1), 422, "offset"),
@@ -111,8 +149,12 @@ CASES = [
     ("date-month-13", turn(occurred_at="2024-13-01T00:00:00Z"), 400, "messages.0.occurred_at"),
     ("date-1899", turn(occurred_at="1899-12-31T23:59:59Z"), 400, "years 1900 to 2199"),
     ("date-garbage", turn(occurred_at="yesterday"), 400, "messages.0.occurred_at"),
-    ("memory-type-unknown", ("delete_memory", {"memory_type": "profile", "memory_id": str(uuid.uuid4())}), 422,
-     "memory_type"),
+    (
+        "memory-type-unknown",
+        ("delete_memory", {"memory_type": "profile", "memory_id": str(uuid.uuid4())}),
+        422,
+        "memory_type",
+    ),
     ("search-method-unknown", search(search_method="grep"), 422, "search_method"),
 ]
 
@@ -137,8 +179,15 @@ def test_hostile_arguments_are_refused_naming_them_and_store_nothing(hostile_cli
 
 def test_every_tool_and_family_has_cases():
     tools = {case[1][0] for case in CASES}
-    assert tools == {"add_memory", "search_memory", "retrieve_skills", "list_sessions", "get_session",
-                     "delete_memory", "erase_user"}
+    assert tools == {
+        "add_memory",
+        "search_memory",
+        "retrieve_skills",
+        "list_sessions",
+        "get_session",
+        "delete_memory",
+        "erase_user",
+    }
     families = {case[0].split("-")[0] for case in CASES}
     assert {"nul", "surrogate", "deep", "nan", "infinity", "offset", "role", "date"} <= families
 
@@ -153,18 +202,23 @@ def test_the_valid_call_next_to_each_family_is_accepted(hostile_client):
 
 # --- tenancy: each id-taking tool × each role, as tests/test_cross_organization.py does for REST ---------
 
+
 def _session(client, add_messages):
     add_messages(client, user_id="owner", session_id="sess-x")
     missing = f"sess-{uuid.uuid4().hex[:8]}"
-    return ("get_session", {"session_id": "sess-x", "user_id": "owner"}), ("get_session", {"session_id": missing,
-                                                                                           "user_id": "owner"})
+    return ("get_session", {"session_id": "sess-x", "user_id": "owner"}), (
+        "get_session",
+        {"session_id": missing, "user_id": "owner"},
+    )
 
 
 def _deletion(memory_type):
     def make(client, add_messages):
         if memory_type == "message":
             add_messages(client, user_id="owner", session_id="sess-m")
-            item = Message.objects.filter(session__organization=client.organization, session__session_id="sess-m").first()
+            item = Message.objects.filter(
+                session__organization=client.organization, session__session_id="sess-m"
+            ).first()
         elif memory_type == "procedural":
             from tests.skills.factories import SkillFactory
 
@@ -173,8 +227,10 @@ def _deletion(memory_type):
             from tests.memories.makers import MAKERS
 
             item = MAKERS[memory_type](client, "owner", f"{memory_type} memory of {client.name}")
-        return (("delete_memory", {"memory_type": memory_type, "memory_id": str(item.pk)}),
-                ("delete_memory", {"memory_type": memory_type, "memory_id": str(uuid.uuid4())}))
+        return (
+            ("delete_memory", {"memory_type": memory_type, "memory_id": str(item.pk)}),
+            ("delete_memory", {"memory_type": memory_type, "memory_id": str(uuid.uuid4())}),
+        )
 
     return make
 

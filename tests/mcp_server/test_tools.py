@@ -16,24 +16,54 @@ from tests.skills.factories import SkillFactory
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TOOLS = {
-    "add_memory", "search_memory", "retrieve_skills", "list_sessions", "get_session", "delete_memory", "erase_user",
-    "get_context", "list_memories", "get_memory", "update_memory", "memory_history", "get_profile", "list_entities",
+    "add_memory",
+    "search_memory",
+    "retrieve_skills",
+    "list_sessions",
+    "get_session",
+    "delete_memory",
+    "erase_user",
+    "get_context",
+    "list_memories",
+    "get_memory",
+    "update_memory",
+    "memory_history",
+    "get_profile",
+    "list_entities",
     "delete_session",
 }
 READ_TOOLS = {
-    "search_memory", "retrieve_skills", "list_sessions", "get_session", "get_context", "list_memories", "get_memory",
-    "memory_history", "get_profile", "list_entities",
+    "search_memory",
+    "retrieve_skills",
+    "list_sessions",
+    "get_session",
+    "get_context",
+    "list_memories",
+    "get_memory",
+    "memory_history",
+    "get_profile",
+    "list_entities",
 }
 DESTRUCTIVE_TOOLS = {"delete_memory", "erase_user", "delete_session"}
 READ_ONLY = "Refused (403 permission_denied): This client is read-only (it has no write scope)."
-NO_ERASE = "Refused (403 permission_denied): This client may not erase: erasure needs the client's can_erase permission."
+NO_ERASE = (
+    "Refused (403 permission_denied): This client may not erase: erasure needs the client's can_erase permission."
+)
 NOT_FOUND = "Not found (404 not_found): Not found."
 
 CONVERSATION = [
     {"role": "user", "content": "What's the weather in Lisbon? My sister lives there."},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Lisbon"}'}},
-    ]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Lisbon"}'},
+            },
+        ],
+    },
     {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": "21°C and sunny"},
 ]
 
@@ -63,7 +93,10 @@ def test_lists_every_tool_with_its_annotations_and_schemas(connect_as, client_a)
     assert add["required"] == ["user_id", "session_id", "messages"]
     assert add["properties"]["session_tag"]["anyOf"][0]["enum"] == ["conversation", "task"]
     assert tools["delete_memory"].input_schema["properties"]["memory_type"]["enum"] == [
-        "message", "episodic", "semantic", "procedural"
+        "message",
+        "episodic",
+        "semantic",
+        "procedural",
     ]
     assert tools["search_memory"].input_schema["required"] == ["user_id", "query"]
 
@@ -86,9 +119,16 @@ def test_every_tool(connect_as, client_a):
     profile = make_profile(client_a, "alice", "Alice's sister Ana lives in Lisbon and paints.")
 
     async def scenario(session):
-        results = {"add": await session.call_tool("add_memory", {
-            "user_id": "alice", "session_id": "chat-1", "messages": CONVERSATION,
-        })}
+        results = {
+            "add": await session.call_tool(
+                "add_memory",
+                {
+                    "user_id": "alice",
+                    "session_id": "chat-1",
+                    "messages": CONVERSATION,
+                },
+            )
+        }
         results["search"] = await session.call_tool("search_memory", {"user_id": "alice", "query": "Lisbon sister"})
         results["skills"] = await session.call_tool("retrieve_skills", {"task": "book a flight for a customer", "k": 3})
         results["sessions"] = await session.call_tool("list_sessions", {"user_id": "alice"})
@@ -116,7 +156,9 @@ def test_every_tool(connect_as, client_a):
     assert f"[semantic] id={sister.pk}" in text(results["search"])
     assert "sister: Alice's sister lives in Lisbon" in text(results["search"])
     assert f"[profile] id={profile.pk}" in text(results["search"])
-    assert f"profile of {profile.name} (revision 1): Alice's sister Ana lives in Lisbon and paints." in text(results["search"])
+    assert f"profile of {profile.name} (revision 1): Alice's sister Ana lives in Lisbon and paints." in text(
+        results["search"]
+    )
 
     skills = results["skills"].structured_content["skills"]
     assert skills[0]["id"] == str(skill.pk)
@@ -142,9 +184,15 @@ def test_every_tool(connect_as, client_a):
 
 
 def test_invalid_arguments_get_the_rest_api_message(connect_as, client_a):
-    result = call(connect_as(client_a), "add_memory", {
-        "user_id": "alice", "session_id": "no spaces allowed", "messages": [{"role": "user", "content": "hi"}],
-    })
+    result = call(
+        connect_as(client_a),
+        "add_memory",
+        {
+            "user_id": "alice",
+            "session_id": "no spaces allowed",
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+    )
 
     assert result.is_error
     assert "Failed (400 invalid): Invalid input: session_id: Use 1-64 letters, digits, '_' or '-'." in text(result)
@@ -157,8 +205,11 @@ def test_invalid_arguments_get_the_rest_api_message(connect_as, client_a):
         ("get_session", {"session_id": "chat-1", "user_id": "al\x00ice"}, "user_id"),
         ("list_sessions", {"user_id": "\x00"}, "user_id"),
         ("search_memory", {"user_id": "alice", "query": "a\x00"}, "query"),
-        ("add_memory", {"user_id": "alice", "session_id": "chat-1", "messages": [{"role": "user", "content": "\x00"}]},
-         "messages.0.content"),
+        (
+            "add_memory",
+            {"user_id": "alice", "session_id": "chat-1", "messages": [{"role": "user", "content": "\x00"}]},
+            "messages.0.content",
+        ),
         ("erase_user", {"user_id": "a\x00b"}, "user_id"),
         ("delete_memory", {"memory_type": "message", "memory_id": "a\x00b"}, "item_id"),
         ("get_context", {"user_id": "al\x00ice"}, "user_id"),
@@ -187,10 +238,17 @@ def test_read_only_clients_see_the_write_tools_refused(connect_as, client_a):
 
     async def scenario(session):
         return {
-            "add": await session.call_tool("add_memory", {
-                "user_id": "alice", "session_id": "chat-1", "messages": [{"role": "user", "content": "hi"}],
-            }),
-            "delete": await session.call_tool("delete_memory", {"memory_type": "semantic", "memory_id": str(sister.pk)}),
+            "add": await session.call_tool(
+                "add_memory",
+                {
+                    "user_id": "alice",
+                    "session_id": "chat-1",
+                    "messages": [{"role": "user", "content": "hi"}],
+                },
+            ),
+            "delete": await session.call_tool(
+                "delete_memory", {"memory_type": "semantic", "memory_id": str(sister.pk)}
+            ),
             "search": await session.call_tool("search_memory", {"user_id": "alice", "query": "sister"}),
         }
 
@@ -219,7 +277,9 @@ def test_scopes_apply_as_in_the_rest_api(connect_as, client_a):
     """Unreadable scopes are invisible (404); readable but not writable ones are refused (403)."""
     sister = semantic(client_a.organization, "default", "alice", "sister", "Alice's sister lives in Lisbon")
     elsewhere = ClientFactory(organization=client_a.organization, write_scope="other", read_scopes=["other"])
-    shared_reader = ClientFactory(organization=client_a.organization, write_scope="other", read_scopes=["other", "default"])
+    shared_reader = ClientFactory(
+        organization=client_a.organization, write_scope="other", read_scopes=["other", "default"]
+    )
     delete = {"memory_type": "semantic", "memory_id": str(sister.pk)}
 
     unreadable = call(connect_as(elsewhere), "delete_memory", delete)
@@ -227,7 +287,9 @@ def test_scopes_apply_as_in_the_rest_api(connect_as, client_a):
     search = call(connect_as(elsewhere), "search_memory", {"user_id": "alice", "query": "sister"})
 
     assert unreadable.is_error and NOT_FOUND in text(unreadable)
-    assert readable.is_error and "Refused (403 permission_denied): This item belongs to scope 'default'" in text(readable)
+    assert readable.is_error and "Refused (403 permission_denied): This item belongs to scope 'default'" in text(
+        readable
+    )
     assert search.structured_content["results"] == [] and text(search) == "No results for 'sister'."
     assert SemanticMemory.objects.filter(pk=sister.pk).exists()
 
@@ -245,7 +307,9 @@ def test_other_organisations_see_nothing(connect_as, client_a, foreign_client, a
             "skills": await session.call_tool("retrieve_skills", {"task": "book a flight for a customer"}),
             "sessions": await session.call_tool("list_sessions", {}),
             "session": await session.call_tool("get_session", {"user_id": "alice", "session_id": "chat-1"}),
-            "delete": await session.call_tool("delete_memory", {"memory_type": "semantic", "memory_id": str(sister.pk)}),
+            "delete": await session.call_tool(
+                "delete_memory", {"memory_type": "semantic", "memory_id": str(sister.pk)}
+            ),
             "erase": await session.call_tool("erase_user", {"user_id": "alice"}),
         }
 
@@ -263,7 +327,9 @@ def test_other_organisations_see_nothing(connect_as, client_a, foreign_client, a
 def test_a_session_id_in_several_readable_scopes_is_named_by_scope(connect_as, client_a, add_messages):
     other_writer = ClientFactory(organization=client_a.organization, write_scope="other", read_scopes=["other"])
     add_messages(client_a, user_id="alice", session_id="chat-1")
-    add_messages(other_writer, user_id="alice", session_id="chat-1", messages=[{"role": "user", "content": "elsewhere"}])
+    add_messages(
+        other_writer, user_id="alice", session_id="chat-1", messages=[{"role": "user", "content": "elsewhere"}]
+    )
     auditor = ClientFactory(organization=client_a.organization, write_scope=None, read_scopes=["default", "other"])
 
     ambiguous = call(connect_as(auditor), "get_session", {"user_id": "alice", "session_id": "chat-1"})
@@ -286,13 +352,19 @@ def test_the_agent_tools(connect_as, client_a, add_messages):
 
     async def scenario(session):
         return {
-            "context": await session.call_tool("get_context", {
-                "user_id": "alice", "messages": [{"role": "user", "content": "Where does my sister live?"}], "max_tokens": 300,
-            }),
+            "context": await session.call_tool(
+                "get_context",
+                {
+                    "user_id": "alice",
+                    "messages": [{"role": "user", "content": "Where does my sister live?"}],
+                    "max_tokens": 300,
+                },
+            ),
             "list": await session.call_tool("list_memories", {"memory_type": "semantic", "user_id": "alice"}),
             "get": await session.call_tool("get_memory", memory),
-            "update": await session.call_tool("update_memory", {**memory, "summary": "Alice's sister lives in Porto",
-                                                                "reason": "she moved"}),
+            "update": await session.call_tool(
+                "update_memory", {**memory, "summary": "Alice's sister lives in Porto", "reason": "she moved"}
+            ),
             "history": await session.call_tool("memory_history", memory),
             "profile": await session.call_tool("get_profile", {"profile_id": str(profile.pk)}),
             "entities": await session.call_tool("list_entities", {"user_id": "alice"}),

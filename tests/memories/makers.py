@@ -20,21 +20,31 @@ def _owner(organization, scope, user_id):
 def episodic(organization, scope, user_id, summary, *, occurred_at=DEFAULT_OCCURRED_AT, **fields):
     (vector,) = embed_texts([summary])
     return EpisodicMemory.objects.create(
-        **_owner(organization, scope, user_id), summary=summary, occurred_at=occurred_at, embedding=vector,
-        embedding_model=embedding_model_name(), **fields,
+        **_owner(organization, scope, user_id),
+        summary=summary,
+        occurred_at=occurred_at,
+        embedding=vector,
+        embedding_model=embedding_model_name(),
+        **fields,
     )
 
 
 def semantic(organization, scope, user_id, name, summary, **fields):
     (vector,) = embed_texts([f"{name}: {summary}"])
     return SemanticMemory.objects.create(
-        **_owner(organization, scope, user_id), name=name, summary=summary, embedding=vector,
-        embedding_model=embedding_model_name(), **fields,
+        **_owner(organization, scope, user_id),
+        name=name,
+        summary=summary,
+        embedding=vector,
+        embedding_model=embedding_model_name(),
+        **fields,
     )
 
 
 def make_episodic(client, user_id, text, add_messages=None):
-    return episodic(client.organization, client.write_scope, user_id, text, actor=user_id, event_type="test", created_by=client)
+    return episodic(
+        client.organization, client.write_scope, user_id, text, actor=user_id, event_type="test", created_by=client
+    )
 
 
 def make_semantic(client, user_id, text, add_messages=None):

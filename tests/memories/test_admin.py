@@ -18,11 +18,16 @@ def staff_client(client, organization):
     return client
 
 
-@pytest.mark.parametrize("path,make", [
-    ("episodicmemory", lambda organization, text: episodic(organization, "default", "caroline", text)),
-    ("semanticmemory", lambda organization, text: semantic(organization, "default", "caroline", "Caroline", text)),
-])
-def test_changelists_show_only_the_staff_organisation_in_few_queries(staff_client, organization, django_assert_max_num_queries, path, make):
+@pytest.mark.parametrize(
+    "path,make",
+    [
+        ("episodicmemory", lambda organization, text: episodic(organization, "default", "caroline", text)),
+        ("semanticmemory", lambda organization, text: semantic(organization, "default", "caroline", "Caroline", text)),
+    ],
+)
+def test_changelists_show_only_the_staff_organisation_in_few_queries(
+    staff_client, organization, django_assert_max_num_queries, path, make
+):
     for index in range(8):
         make(organization, f"mine-{index}")
     make(OrganizationFactory(), "foreign-memory")
@@ -35,8 +40,14 @@ def test_changelists_show_only_the_staff_organisation_in_few_queries(staff_clien
 
 def test_the_memory_page_shows_its_history(staff_client, organization):
     memory = episodic(organization, "default", "caroline", "Caroline went to a support group.")
-    memory_update(memory=memory, fields={"details": "It was powerful."}, source_message_ids=[], embedding=None,
-                  actor="extraction:llm:test", reason="more detail")
+    memory_update(
+        memory=memory,
+        fields={"details": "It was powerful."},
+        source_message_ids=[],
+        embedding=None,
+        actor="extraction:llm:test",
+        reason="more detail",
+    )
     response = staff_client.get(f"/admin/memories/episodicmemory/{memory.pk}/change/")
     assert response.status_code == 200
     content = response.content.decode()

@@ -25,9 +25,25 @@ pytestmark = pytest.mark.django_db
 
 MAY_8 = "2023-05-08T13:56:00+00:00"
 TURNS = [
-    {"role": "user", "name": "Caroline", "content": "I went to a LGBTQ support group yesterday and it was so powerful.", "occurred_at": MAY_8, "metadata": {"dia_id": "D1:3"}},
-    {"role": "assistant", "name": "Melanie", "content": "That's great! I painted a lake sunrise last year.", "occurred_at": MAY_8},
-    {"role": "user", "name": "Caroline", "content": "I'm planning to move back to Sweden next month.", "occurred_at": MAY_8},
+    {
+        "role": "user",
+        "name": "Caroline",
+        "content": "I went to a LGBTQ support group yesterday and it was so powerful.",
+        "occurred_at": MAY_8,
+        "metadata": {"dia_id": "D1:3"},
+    },
+    {
+        "role": "assistant",
+        "name": "Melanie",
+        "content": "That's great! I painted a lake sunrise last year.",
+        "occurred_at": MAY_8,
+    },
+    {
+        "role": "user",
+        "name": "Caroline",
+        "content": "I'm planning to move back to Sweden next month.",
+        "occurred_at": MAY_8,
+    },
 ]
 
 
@@ -37,7 +53,9 @@ def converse(client, add_messages, messages=TURNS, *, user_id="caroline", sessio
 
 
 def extraction_task(session) -> MemoryTask:
-    return MemoryTask.objects.filter(task_type="extract_memories", payload={"session": str(session.pk)}).latest("created_at")
+    return MemoryTask.objects.filter(task_type="extract_memories", payload={"session": str(session.pk)}).latest(
+        "created_at"
+    )
 
 
 def run_extraction(session) -> MemoryTask:
@@ -50,7 +68,9 @@ def run_extraction(session) -> MemoryTask:
 
 
 def run_embedding(session) -> None:
-    for task in MemoryTask.objects.filter(task_type="embed_messages", payload__session=str(session.pk), status="queued"):
+    for task in MemoryTask.objects.filter(
+        task_type="embed_messages", payload__session=str(session.pk), status="queued"
+    ):
         task_execute(task_id=task.pk, worker="test")
 
 
@@ -61,10 +81,14 @@ def messages_of(session) -> list[Message]:
 # Routing --------------------------------------------------------------------------------------
 
 
-def test_a_conversation_add_enqueues_one_debounced_extraction_and_never_a_distillation(client_a, add_messages, settings):
+def test_a_conversation_add_enqueues_one_debounced_extraction_and_never_a_distillation(
+    client_a, add_messages, settings
+):
     settings.EXTRACTION_DEBOUNCE_SECONDS = 30
     first = add_messages(client_a, user_id="caroline", session_id="c1", messages=TURNS[:1], session_tag="conversation")
-    second = add_messages(client_a, user_id="caroline", session_id="c1", messages=TURNS[1:], session_tag="conversation", seal=True)
+    second = add_messages(
+        client_a, user_id="caroline", session_id="c1", messages=TURNS[1:], session_tag="conversation", seal=True
+    )
     session = Session.objects.get(session_id="c1")
     extractions = MemoryTask.objects.filter(task_type="extract_memories")
     assert extractions.count() == 1  # debounced: the second add found the pending one
@@ -108,9 +132,19 @@ def test_rules_mode_stores_resolved_dates_in_the_metadata_and_creates_no_memorie
     first, second, third = messages_of(session)
     assert first.metadata == {
         "dia_id": "D1:3",  # what the caller sent stays
-        "resolved_date": "2023-05-07", "date_end": "2023-05-07", "date_granularity": "day", "date_expression": "yesterday",
-        "resolved_dates": [{"resolved_date": "2023-05-07", "date_end": "2023-05-07", "date_granularity": "day",
-                            "date_expression": "yesterday", "text": "7 May 2023"}],
+        "resolved_date": "2023-05-07",
+        "date_end": "2023-05-07",
+        "date_granularity": "day",
+        "date_expression": "yesterday",
+        "resolved_dates": [
+            {
+                "resolved_date": "2023-05-07",
+                "date_end": "2023-05-07",
+                "date_granularity": "day",
+                "date_expression": "yesterday",
+                "text": "7 May 2023",
+            }
+        ],
     }
     assert (second.metadata["resolved_date"], second.metadata["date_granularity"]) == ("2022-01-01", "year")
     assert (third.metadata["resolved_date"], third.metadata["date_granularity"]) == ("2023-06-01", "month")
@@ -126,10 +160,15 @@ def test_only_new_turns_are_extracted_and_a_rerun_does_nothing(client_a, add_mes
 
     session = converse(client_a, add_messages)
     run_extraction(session)
-    add_messages(client_a, user_id="caroline", session_id="c1", messages=[
-        {"role": "user", "content": "Two days ago I adopted a dog.", "occurred_at": "2023-06-01T10:00:00+00:00"},
-        {"role": "assistant", "content": "Lovely!", "occurred_at": "2023-06-01T10:00:00+00:00"},
-    ])
+    add_messages(
+        client_a,
+        user_id="caroline",
+        session_id="c1",
+        messages=[
+            {"role": "user", "content": "Two days ago I adopted a dog.", "occurred_at": "2023-06-01T10:00:00+00:00"},
+            {"role": "assistant", "content": "Lovely!", "occurred_at": "2023-06-01T10:00:00+00:00"},
+        ],
+    )
     task = run_extraction(session)
     assert (task.result["turns"], task.result["dates_resolved"]) == (2, 1)
     assert messages_of(session)[3].metadata["resolved_date"] == "2023-05-30"
@@ -140,14 +179,29 @@ def test_resolved_dates_become_keyword_searchable_whichever_handler_runs_first(c
     early = converse(client_a, add_messages, TURNS[:1], user_id="u1", session_id="a")
     late = converse(client_a, add_messages, TURNS[:1], user_id="u2", session_id="b")
     run_embedding(early)
-    assert search(reader=client_a.reader, query="7 May 2023", memory_types=["message"], method="bm25", limit=5,
-                  filters={"user_id": "u1"}) == []
+    assert (
+        search(
+            reader=client_a.reader,
+            query="7 May 2023",
+            memory_types=["message"],
+            method="bm25",
+            limit=5,
+            filters={"user_id": "u1"},
+        )
+        == []
+    )
     run_extraction(early)
     run_extraction(late)  # before its embedding task, which then rewrites the context
     run_embedding(late)
     for user_id in ("u1", "u2"):
-        hits = search(reader=client_a.reader, query="7 May 2023", memory_types=["message"], method="bm25", limit=5,
-                      filters={"user_id": user_id})
+        hits = search(
+            reader=client_a.reader,
+            query="7 May 2023",
+            memory_types=["message"],
+            method="bm25",
+            limit=5,
+            filters={"user_id": user_id},
+        )
         assert [hit.instance.content for hit in hits] == [TURNS[0]["content"]], user_id
     assert Message.objects.get(session=late).context.endswith("\u23f1 7 May 2023")
 
@@ -157,36 +211,70 @@ def test_resolved_dates_become_keyword_searchable_whichever_handler_runs_first(c
 
 def test_the_llm_adds_episodic_and_semantic_memories_with_absolute_dates(client_a, add_messages, fake_openai):
     session = converse(client_a, add_messages)
-    fake_openai.add_json({
-        "episodic": [
-            {"operation": "add", "occurred_at": "2023-05-07", "actor": "Caroline", "event_type": "support group",
-             "summary": "Caroline went to an LGBTQ support group.", "details": "She found it powerful.", "turns": [1]},
-            # A relative date from the model is resolved against the cited turn's date.
-            {"operation": "add", "occurred_at": "last year", "actor": "Melanie", "summary": "Melanie painted a lake sunrise.", "turns": [2]},
-            # No date at all: the date resolved in the cited turn.
-            {"operation": "ADD", "actor": "Caroline", "summary": "Caroline plans to move back to Sweden.", "turns": ["3"]},
-        ],
-        "semantic": [{"operation": "add", "name": "Caroline", "summary": "Caroline is from Sweden.", "turns": [3]}],
-    })
+    fake_openai.add_json(
+        {
+            "episodic": [
+                {
+                    "operation": "add",
+                    "occurred_at": "2023-05-07",
+                    "actor": "Caroline",
+                    "event_type": "support group",
+                    "summary": "Caroline went to an LGBTQ support group.",
+                    "details": "She found it powerful.",
+                    "turns": [1],
+                },
+                # A relative date from the model is resolved against the cited turn's date.
+                {
+                    "operation": "add",
+                    "occurred_at": "last year",
+                    "actor": "Melanie",
+                    "summary": "Melanie painted a lake sunrise.",
+                    "turns": [2],
+                },
+                # No date at all: the date resolved in the cited turn.
+                {
+                    "operation": "ADD",
+                    "actor": "Caroline",
+                    "summary": "Caroline plans to move back to Sweden.",
+                    "turns": ["3"],
+                },
+            ],
+            "semantic": [{"operation": "add", "name": "Caroline", "summary": "Caroline is from Sweden.", "turns": [3]}],
+        }
+    )
     task = run_extraction(session)
 
     assert task.status == "succeeded", task.error
     assert task.result["episodic"] == {"added": 3, "updated": 0, "deleted": 0, "unchanged": 0}
     assert task.result["semantic"]["added"] == 1 and task.result["rejected"] == []
     first, second, third = messages_of(session)
-    support, painting, move = (EpisodicMemory.objects.get(summary__startswith=text) for text in ("Caroline went", "Melanie", "Caroline plans"))
+    support, painting, move = (
+        EpisodicMemory.objects.get(summary__startswith=text) for text in ("Caroline went", "Melanie", "Caroline plans")
+    )
     assert support.occurred_at == datetime(2023, 5, 7, tzinfo=timezone.utc) and support.time_granularity == "day"
     assert (painting.occurred_at, painting.time_granularity) == (datetime(2022, 1, 1, tzinfo=timezone.utc), "year")
     assert (move.occurred_at, move.time_granularity) == (datetime(2023, 6, 1, tzinfo=timezone.utc), "month")
     assert support.source_message_ids == [first.pk] and move.source_message_ids == [third.pk]
     assert (support.organization, support.scope, support.end_user, support.created_by) == (
-        client_a.organization, "default", session.end_user, client_a,
+        client_a.organization,
+        "default",
+        session.end_user,
+        client_a,
     )
     assert support.embedding is not None and support.embedding_model == "hash-384"
     fact = SemanticMemory.objects.get()
-    assert (fact.name, fact.source, fact.source_message_ids) == ("Caroline", "conversation c1 on 2023-05-08", [third.pk])
+    assert (fact.name, fact.source, fact.source_message_ids) == (
+        "Caroline",
+        "conversation c1 on 2023-05-08",
+        [third.pk],
+    )
     (change,) = support.history.all()
-    assert (change.operation, change.previous_value, change.actor, change.task_id) == ("add", None, "extraction:llm:fake-model", task.pk)
+    assert (change.operation, change.previous_value, change.actor, change.task_id) == (
+        "add",
+        None,
+        "extraction:llm:fake-model",
+        task.pk,
+    )
     assert change.new_value["occurred_at"] == "2023-05-07T00:00:00+00:00"
     # The dates are resolved in the metadata as offline, and the turns are marked learned from.
     assert first.metadata["resolved_date"] == "2023-05-07" and first.learned_at is not None
@@ -200,28 +288,51 @@ def test_the_llm_adds_episodic_and_semantic_memories_with_absolute_dates(client_
     assert "Existing episodic memories:\n(none)" in prompt
 
 
-def test_the_llm_updates_with_history_soft_deletes_and_sees_only_this_users_memories(client_a, add_messages, fake_openai):
+def test_the_llm_updates_with_history_soft_deletes_and_sees_only_this_users_memories(
+    client_a, add_messages, fake_openai
+):
     organization = client_a.organization
     group = episodic(organization, "default", "caroline", "Caroline went to an LGBTQ support group.", actor="Caroline")
-    sweden = semantic(organization, "default", "caroline", "Caroline", "Caroline wants to stay in the US and never move to Sweden.")
+    sweden = semantic(
+        organization, "default", "caroline", "Caroline", "Caroline wants to stay in the US and never move to Sweden."
+    )
     repeated = semantic(organization, "default", "caroline", "Melanie", "Melanie painted a lake sunrise.")
     others = episodic(organization, "default", "melanie", "Melanie went to an LGBTQ support group.", actor="Melanie")
-    hidden_scope = episodic(organization, "team", "caroline", "Caroline went to an LGBTQ support group in another scope.")
+    hidden_scope = episodic(
+        organization, "team", "caroline", "Caroline went to an LGBTQ support group in another scope."
+    )
     session = converse(client_a, add_messages)
-    fake_openai.add_json({
-        "episodic": [{"operation": "update", "id": "E1", "details": "It was powerful.", "occurred_at": "2023-05-07", "turns": [1],
-                      "reason": "more detail"}],
-        "semantic": [
-            {"operation": "delete", "id": str(sweden.pk), "reason": "she now plans to move back to Sweden", "turns": [3]},
-            {"operation": "none", "id": str(repeated.pk)},
-        ],
-    })
+    fake_openai.add_json(
+        {
+            "episodic": [
+                {
+                    "operation": "update",
+                    "id": "E1",
+                    "details": "It was powerful.",
+                    "occurred_at": "2023-05-07",
+                    "turns": [1],
+                    "reason": "more detail",
+                }
+            ],
+            "semantic": [
+                {
+                    "operation": "delete",
+                    "id": str(sweden.pk),
+                    "reason": "she now plans to move back to Sweden",
+                    "turns": [3],
+                },
+                {"operation": "none", "id": str(repeated.pk)},
+            ],
+        }
+    )
     task = run_extraction(session)
     assert task.status == "succeeded", task.error
 
     prompt = fake_openai.chat_requests()[0]["messages"][1]["content"]
     assert "[E1] 2023-05-07 (day) Caroline: Caroline went to an LGBTQ support group." in prompt
-    assert re.search(r"\[S\d\] Caroline: Caroline wants to stay", prompt) and re.search(r"\[S\d\] Melanie: Melanie painted", prompt)
+    assert re.search(r"\[S\d\] Caroline: Caroline wants to stay", prompt) and re.search(
+        r"\[S\d\] Melanie: Melanie painted", prompt
+    )
     assert "Melanie went to" not in prompt and "another scope" not in prompt
 
     assert task.result["episodic"] == {"added": 0, "updated": 1, "deleted": 0, "unchanged": 0}
@@ -237,7 +348,11 @@ def test_the_llm_updates_with_history_soft_deletes_and_sees_only_this_users_memo
     sweden.refresh_from_db()
     assert sweden.deleted_at is not None  # soft: the row and its history stay until retention
     deletion = SemanticMemoryChange.objects.get(memory=sweden)
-    assert (deletion.operation, deletion.new_value, deletion.reason) == ("delete", None, "she now plans to move back to Sweden")
+    assert (deletion.operation, deletion.new_value, deletion.reason) == (
+        "delete",
+        None,
+        "she now plans to move back to Sweden",
+    )
     assert deletion.previous_value["summary"].startswith("Caroline wants to stay")
     repeated.refresh_from_db()
     assert repeated.deleted_at is None and not repeated.history.exists()
@@ -245,7 +360,14 @@ def test_the_llm_updates_with_history_soft_deletes_and_sees_only_this_users_memo
         untouched.refresh_from_db()
         assert untouched.details == "" and untouched.deleted_at is None
     # A soft-deleted memory is gone from search and from the next extraction's candidates.
-    hits = search(reader=client_a.reader, query="Sweden", memory_types=["semantic"], method="bm25", limit=10, filters={"user_id": "caroline"})
+    hits = search(
+        reader=client_a.reader,
+        query="Sweden",
+        memory_types=["semantic"],
+        method="bm25",
+        limit=10,
+        filters={"user_id": "caroline"},
+    )
     assert sweden.pk not in {hit.instance.pk for hit in hits}
 
 
@@ -255,25 +377,42 @@ def test_bad_operations_are_ignored_and_listed_on_the_task_never_applied(client_
     theirs = episodic(organization, "default", "melanie", "Melanie went to an LGBTQ support group.")
     foreign = semantic(OrganizationFactory(), "default", "caroline", "Caroline", "A foreign fact about Caroline.")
     session = converse(client_a, add_messages)
-    fake_openai.add_json({
-        "episodic": [
-            {"operation": "merge", "id": "E1", "summary": "x", "turns": [1]},  # unknown operation
-            {"operation": "update", "id": str(theirs.pk), "summary": "Hijacked.", "turns": [1]},  # another user's id
-            {"operation": "delete", "id": "E7"},  # a key that was never shown
-            {"operation": "delete", "id": str(uuid.uuid4())},  # an id that exists nowhere
-            {"operation": "add", "summary": "Caroline went somewhere.", "turns": [99]},  # cites no new turn
-            {"operation": "add", "summary": "", "turns": [1]},  # no summary
-            {"operation": "add", "id": "E1", "summary": "An add with an id.", "turns": [1]},
-            "not an object",
-            {"operation": "update", "id": "E1", "summary": "Caroline went to a support group for LGBTQ people.", "turns": [1]},
-            {"operation": "delete", "id": "E1"},  # the same memory twice in one answer
-        ],
-        "semantic": [
-            {"operation": "delete", "id": str(foreign.pk)},  # another organisation's id
-            {"operation": "update", "id": "E1", "summary": "wrong type", "turns": [1]},  # an episodic key for a fact
-        ],
-        "procedural": [{"operation": "add"}],
-    })
+    fake_openai.add_json(
+        {
+            "episodic": [
+                {"operation": "merge", "id": "E1", "summary": "x", "turns": [1]},  # unknown operation
+                {
+                    "operation": "update",
+                    "id": str(theirs.pk),
+                    "summary": "Hijacked.",
+                    "turns": [1],
+                },  # another user's id
+                {"operation": "delete", "id": "E7"},  # a key that was never shown
+                {"operation": "delete", "id": str(uuid.uuid4())},  # an id that exists nowhere
+                {"operation": "add", "summary": "Caroline went somewhere.", "turns": [99]},  # cites no new turn
+                {"operation": "add", "summary": "", "turns": [1]},  # no summary
+                {"operation": "add", "id": "E1", "summary": "An add with an id.", "turns": [1]},
+                "not an object",
+                {
+                    "operation": "update",
+                    "id": "E1",
+                    "summary": "Caroline went to a support group for LGBTQ people.",
+                    "turns": [1],
+                },
+                {"operation": "delete", "id": "E1"},  # the same memory twice in one answer
+            ],
+            "semantic": [
+                {"operation": "delete", "id": str(foreign.pk)},  # another organisation's id
+                {
+                    "operation": "update",
+                    "id": "E1",
+                    "summary": "wrong type",
+                    "turns": [1],
+                },  # an episodic key for a fact
+            ],
+            "procedural": [{"operation": "add"}],
+        }
+    )
     task = run_extraction(session)
     assert task.status == "succeeded", task.error
 
@@ -302,8 +441,12 @@ def test_bad_operations_are_ignored_and_listed_on_the_task_never_applied(client_
     assert EpisodicMemory.objects.count() == 2 and SemanticMemory.objects.count() == 1
 
 
-@pytest.mark.parametrize("answer", ["I could not find anything.", "[]", '{"episodic": "none"}', "```json\n{\"episodic\": [\n```"])
-def test_an_unusable_answer_learns_nothing_is_logged_and_still_marks_the_turns(client_a, add_messages, fake_openai, answer):
+@pytest.mark.parametrize(
+    "answer", ["I could not find anything.", "[]", '{"episodic": "none"}', '```json\n{"episodic": [\n```']
+)
+def test_an_unusable_answer_learns_nothing_is_logged_and_still_marks_the_turns(
+    client_a, add_messages, fake_openai, answer
+):
     session = converse(client_a, add_messages)
     fake_openai.add_text(answer)
     task = run_extraction(session)
@@ -313,7 +456,9 @@ def test_an_unusable_answer_learns_nothing_is_logged_and_still_marks_the_turns(c
     assert all(message.learned_at is not None for message in messages_of(session))
 
 
-def test_an_unreachable_llm_fails_the_task_for_a_retry_and_stores_nothing(client_a, add_messages, fake_openai, settings):
+def test_an_unreachable_llm_fails_the_task_for_a_retry_and_stores_nothing(
+    client_a, add_messages, fake_openai, settings
+):
     settings.LLM_MAX_RETRIES = 0
     session = converse(client_a, add_messages)
     fake_openai.add_error(503)
@@ -324,7 +469,9 @@ def test_an_unreachable_llm_fails_the_task_for_a_retry_and_stores_nothing(client
     assert first.learned_at is None and "resolved_date" not in first.metadata
     assert EpisodicMemory.objects.count() == 0
     # The retry succeeds once the provider answers.
-    fake_openai.add_json({"episodic": [{"operation": "add", "summary": "Caroline went to a support group.", "turns": [1]}]})
+    fake_openai.add_json(
+        {"episodic": [{"operation": "add", "summary": "Caroline went to a support group.", "turns": [1]}]}
+    )
     retried = run_extraction(session)
     assert retried.pk == task.pk and retried.status == "succeeded" and retried.attempts == 2
     assert EpisodicMemory.objects.get().occurred_at == datetime(2023, 5, 7, tzinfo=timezone.utc)
@@ -333,9 +480,16 @@ def test_an_unreachable_llm_fails_the_task_for_a_retry_and_stores_nothing(client
 def test_long_sessions_are_extracted_in_batches(client_a, add_messages, fake_openai, settings):
     settings.EXTRACTION_MAX_TURNS = 2
     session = converse(client_a, add_messages)
-    fake_openai.add_json({"episodic": [{"operation": "add", "summary": "Caroline went to a support group.", "turns": [1]}]})
-    fake_openai.add_json({"semantic": [{"operation": "add", "name": "Caroline", "summary": "Caroline is moving to Sweden.",
-                                        "turns": [3, 1]}]})  # turn 1 is not in this batch
+    fake_openai.add_json(
+        {"episodic": [{"operation": "add", "summary": "Caroline went to a support group.", "turns": [1]}]}
+    )
+    fake_openai.add_json(
+        {
+            "semantic": [
+                {"operation": "add", "name": "Caroline", "summary": "Caroline is moving to Sweden.", "turns": [3, 1]}
+            ]
+        }
+    )  # turn 1 is not in this batch
     task = run_extraction(session)
     assert task.result["turns"] == 3 and len(fake_openai.chat_requests()) == 2
     # The second batch is shown what the first one stored.

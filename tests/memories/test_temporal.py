@@ -102,7 +102,9 @@ def test_several_expressions_come_back_in_reading_order_with_their_words():
 
 
 def test_the_longest_expression_wins_where_two_overlap():
-    assert [item.expression for item in resolve_dates("the day before yesterday", MONDAY)] == ["the day before yesterday"]
+    assert [item.expression for item in resolve_dates("the day before yesterday", MONDAY)] == [
+        "the day before yesterday"
+    ]
     assert [item.expression for item in resolve_dates("a couple of weeks ago", MONDAY)] == ["a couple of weeks ago"]
 
 
@@ -133,7 +135,10 @@ def test_a_datetime_reference_is_read_on_its_own_calendar_day():
 def test_metadata_and_words_of_a_resolution():
     (resolved,) = resolve_dates("I went there last week", MONDAY)
     assert resolved.as_metadata() == {
-        "resolved_date": "2023-05-01", "date_end": "2023-05-07", "date_granularity": "week", "date_expression": "last week",
+        "resolved_date": "2023-05-01",
+        "date_end": "2023-05-07",
+        "date_granularity": "week",
+        "date_expression": "last week",
     }
     assert resolved.describe() == "the week of 1 May 2023"
     assert describe_period(date(2023, 5, 7), "day") == "7 May 2023"

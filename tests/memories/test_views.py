@@ -21,10 +21,13 @@ def _semantic(client):
     return semantic(client.organization, client.write_scope, "caroline", "Caroline", "Caroline is from Sweden.")
 
 
-@pytest.mark.parametrize("memory_type,make,model,change_model", [
-    ("episodic", _episodic, EpisodicMemory, EpisodicMemoryChange),
-    ("semantic", _semantic, SemanticMemory, SemanticMemoryChange),
-])
+@pytest.mark.parametrize(
+    "memory_type,make,model,change_model",
+    [
+        ("episodic", _episodic, EpisodicMemory, EpisodicMemoryChange),
+        ("semantic", _semantic, SemanticMemory, SemanticMemoryChange),
+    ],
+)
 def test_delete_removes_the_memory_and_its_history_for_good(api, client_a, memory_type, make, model, change_model):
     memory = make(client_a)
     kept = make(client_a)
@@ -44,7 +47,9 @@ def test_delete_removes_the_memory_and_its_history_for_good(api, client_a, memor
 @pytest.mark.parametrize("memory_type,make", [("episodic", _episodic), ("semantic", _semantic)])
 def test_readable_is_not_writable_and_read_only_clients_cannot_delete(client_a, memory_type, make):
     memory = make(client_a)
-    other_writer = ClientFactory(organization=client_a.organization, write_scope="team", read_scopes=["team", "default"])
+    other_writer = ClientFactory(
+        organization=client_a.organization, write_scope="team", read_scopes=["team", "default"]
+    )
     response = api_for(other_writer).delete(f"/api/v1/memory/{memory_type}/{memory.pk}")
     assert response.status_code == 403 and "scope 'default'" in response.json()["error"]["message"]
     reader = ClientFactory(organization=client_a.organization, write_scope=None, read_scopes=["default"])

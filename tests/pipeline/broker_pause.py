@@ -82,7 +82,8 @@ class _Caller(threading.Thread):
                 if self.kind == "add":
                     path = "/api/v1/memory/add"
                     body = {
-                        "user_id": self.user_id, "session_id": f"pause-{self.user_id}",
+                        "user_id": self.user_id,
+                        "session_id": f"pause-{self.user_id}",
                         "messages": [{"role": "user", "content": f"turn {number}: I moved to Lisbon last spring"}],
                     }
                 else:
@@ -93,7 +94,9 @@ class _Caller(threading.Thread):
                 response = connection.getresponse()
                 payload = response.read()
                 ended = time.monotonic()
-                task_ids = json.loads(payload).get("task_ids", []) if self.kind == "add" and response.status == 202 else []
+                task_ids = (
+                    json.loads(payload).get("task_ids", []) if self.kind == "add" and response.status == 202 else []
+                )
                 self.calls.append(Call(self.kind, started, ended, response.status, task_ids))
                 self.stop.wait(self.pace)
         except BaseException as exc:  # reported by run_pause
@@ -103,8 +106,16 @@ class _Caller(threading.Thread):
 
 
 def run_pause(
-    *, server, redis_server, api_key: str, pause_seconds: float, adders: int = 8, searchers: int = 4,
-    pace: float = 0.1, warm_up_seconds: float = 2.0, cool_down_seconds: float = 1.0,
+    *,
+    server,
+    redis_server,
+    api_key: str,
+    pause_seconds: float,
+    adders: int = 8,
+    searchers: int = 4,
+    pace: float = 0.1,
+    warm_up_seconds: float = 2.0,
+    cool_down_seconds: float = 1.0,
 ) -> PauseRun:
     """Callers add and search (each waiting `pace` seconds between its calls) for `warm_up_seconds`,
     through a pause of the broker, and for `cool_down_seconds` after it; every call is recorded.
@@ -113,7 +124,9 @@ def run_pause(
     calls: list[Call] = []
     stop = threading.Event()
     callers = [
-        _Caller(port=server.port, api_key=api_key, kind=kind, user_id=f"{kind}-{index}", pace=pace, stop=stop, calls=calls)
+        _Caller(
+            port=server.port, api_key=api_key, kind=kind, user_id=f"{kind}-{index}", pace=pace, stop=stop, calls=calls
+        )
         for kind, count in (("add", adders), ("search", searchers))
         for index in range(count)
     ]

@@ -61,8 +61,11 @@ class Traffic:
             number += 1
             if kind == "add":
                 path = "/api/v1/memory/add"
-                body = {"user_id": user_id, "session_id": f"s-{user_id}",
-                        "messages": [{"role": "user", "content": f"turn {number}: I moved to Lisbon last spring"}]}
+                body = {
+                    "user_id": user_id,
+                    "session_id": f"s-{user_id}",
+                    "messages": [{"role": "user", "content": f"turn {number}: I moved to Lisbon last spring"}],
+                }
             else:
                 path = "/api/v1/memory/search"
                 body = {"user_id": f"{self.tag}-add-0", "query": "where did I move", "limit": 5}
@@ -122,6 +125,7 @@ def _sql_or_none(platform, query, params=()):
 
 def settle(platform, *, since: float, timeout: float = 120) -> tuple[int, int]:
     """Waits until no task created since `since` is still active; returns (created, succeeded)."""
+
     def settled():
         rows = _sql_or_none(
             platform,
@@ -136,15 +140,18 @@ def settle(platform, *, since: float, timeout: float = 120) -> tuple[int, int]:
     try:
         counts = wait_for(settled, timeout=timeout, interval=0.5, message="every task to finish")
     except TimeoutError:
-        counts = dict(platform.sql(
-            "SELECT status, count(*) FROM pipeline_memorytask WHERE created_at >= to_timestamp(%s) GROUP BY status",
-            [since],
-        ))
+        counts = dict(
+            platform.sql(
+                "SELECT status, count(*) FROM pipeline_memorytask WHERE created_at >= to_timestamp(%s) GROUP BY status",
+                [since],
+            )
+        )
     return sum(counts.values()), counts.get("succeeded", 0)
 
 
 def first_success_after(platform, moment: float, *, timeout: float = 120) -> float | None:
     """Seconds from `moment` to the first task that finished successfully after it."""
+
     def finished():
         rows = _sql_or_none(
             platform,
@@ -165,7 +172,8 @@ def _result(row, platform, traffic: Traffic, *, since: float, fault_end: float, 
     created, succeeded = settle(platform, since=since)
     turns_stored = platform.sql(
         "SELECT count(*) FROM conversations_message m JOIN conversations_session s ON s.id = m.session_id "
-        "WHERE s.session_id LIKE %s", [f"s-{traffic.tag}-%"],
+        "WHERE s.session_id LIKE %s",
+        [f"s-{traffic.tag}-%"],
     )[0][0]
     statuses: dict = {}
     server_errors: dict = {}
@@ -176,9 +184,17 @@ def _result(row, platform, traffic: Traffic, *, since: float, fault_end: float, 
             key = f"{call.status} {call.error_code}" + (f" retry-after {call.retry_after}" if call.retry_after else "")
             server_errors[key] = server_errors.get(key, 0) + 1
     return RowResult(
-        row=row, path=platform.path, processes=platform.processes(), tasks_enqueued=created,
-        tasks_succeeded=succeeded, tasks_lost=created - succeeded, statuses=statuses, server_errors=server_errors,
-        recovery_seconds=recovery, turns_accepted=traffic.accepted_adds(), turns_stored=turns_stored,
+        row=row,
+        path=platform.path,
+        processes=platform.processes(),
+        tasks_enqueued=created,
+        tasks_succeeded=succeeded,
+        tasks_lost=created - succeeded,
+        statuses=statuses,
+        server_errors=server_errors,
+        recovery_seconds=recovery,
+        turns_accepted=traffic.accepted_adds(),
+        turns_stored=turns_stored,
         notes={**(notes or {}), **_restarts_since_begin(platform)},
     )
 
@@ -254,8 +270,14 @@ def redis_flap(platform, *, kills: int = 3, within_seconds: float = 30.0, down_s
                 time.sleep(gap)
         fault_end = time.time()
         time.sleep(2)
-    return _result("Redis flapping: 3 kills", platform, traffic, since=since, fault_end=fault_end,
-                   notes={"kills": kills, "within_seconds": within_seconds})
+    return _result(
+        "Redis flapping: 3 kills",
+        platform,
+        traffic,
+        since=since,
+        fault_end=fault_end,
+        notes={"kills": kills, "within_seconds": within_seconds},
+    )
 
 
 def redis_pause(platform, *, pause_seconds: float = 30.0) -> RowResult:
@@ -284,9 +306,17 @@ def postgres_stop(platform, *, down_seconds: float = 10.0) -> RowResult:
         time.sleep(3)
     during = [call for call in traffic.calls if stopped <= call.started < fault_end]
     slowest = max((call.ended - call.started for call in during), default=None)
-    return _result(f"PostgreSQL stopped {down_seconds:.0f} s", platform, traffic, since=since, fault_end=fault_end,
-                   notes={"slowest_call_during_outage_seconds": round(slowest, 2) if slowest is not None else None,
-                          "calls_during_outage": len(during)})
+    return _result(
+        f"PostgreSQL stopped {down_seconds:.0f} s",
+        platform,
+        traffic,
+        since=since,
+        fault_end=fault_end,
+        notes={
+            "slowest_call_during_outage_seconds": round(slowest, 2) if slowest is not None else None,
+            "calls_during_outage": len(during),
+        },
+    )
 
 
 def worker_kill(platform, *, in_flight: int = 30, replace_after_seconds: float = 10.0) -> RowResult:
@@ -305,8 +335,14 @@ def worker_kill(platform, *, in_flight: int = 30, replace_after_seconds: float =
             platform.replace("worker")
         fault_end = time.time()
         time.sleep(2)
-    return _result("worker SIGKILL with tasks in flight, a new worker after", platform, traffic, since=since,
-                   fault_end=fault_end, notes={"backlog_at_fault": backlog})
+    return _result(
+        "worker SIGKILL with tasks in flight, a new worker after",
+        platform,
+        traffic,
+        since=since,
+        fault_end=fault_end,
+        notes={"backlog_at_fault": backlog},
+    )
 
 
 def beat_kill(platform, *, down_seconds: float = 5.0) -> RowResult:

@@ -73,7 +73,11 @@ class PrivatePostgres:
 
     def connect(self) -> psycopg.Connection:
         return psycopg.connect(
-            host=str(self.socket_dir), port=self.port, dbname=DATABASE_NAME, user="postgres", autocommit=True,
+            host=str(self.socket_dir),
+            port=self.port,
+            dbname=DATABASE_NAME,
+            user="postgres",
+            autocommit=True,
             connect_timeout=2,
         )
 
@@ -87,7 +91,9 @@ class PrivatePostgres:
 
         pg_ctl(
             ["-w", "-o", '-h ""', "-o", f"-k {self.socket_dir}", "-l", str(self.pgdata / "log"), "start"],
-            pgdata=self.pgdata, user=_postgres_user(), timeout=30,
+            pgdata=self.pgdata,
+            user=_postgres_user(),
+            timeout=30,
         )
 
 
@@ -101,8 +107,13 @@ class Process:
     def start(self, *, timeout: float = 60) -> "Process":
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                self.argv, cwd=BASE_DIR, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_die_with_parent,
+                self.argv,
+                cwd=BASE_DIR,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         if self.ready is not None:
             offset = self.log_path.stat().st_size
@@ -144,8 +155,12 @@ class Process:
 
 def _manage(*args: str, env: dict) -> str:
     result = subprocess.run(
-        [sys.executable, str(BASE_DIR / "manage.py"), *args], cwd=BASE_DIR, env=env, capture_output=True,
-        text=True, timeout=300,
+        [sys.executable, str(BASE_DIR / "manage.py"), *args],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     if result.returncode != 0:
         raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
@@ -168,12 +183,18 @@ class Platform:
         self.api_key = ""
 
     def base_env(self) -> dict:
-        env = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "EMBEDDED_POSTGRES_ATTACH")}
+        env = {
+            key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "EMBEDDED_POSTGRES_ATTACH")
+        }
         env.update(FAST_ENV)
         env.update(
-            DJANGO_SETTINGS_MODULE="memory_platform.settings", DATA_DIR=str(self.data_dir),
-            REDIS_URL=self.redis.url, CELERY_BROKER_URL=self.redis.url, CELERY_RESULT_BACKEND=self.redis.url,
-            CELERY_TASK_ALWAYS_EAGER="false", PYTHONPATH=str(BASE_DIR),
+            DJANGO_SETTINGS_MODULE="memory_platform.settings",
+            DATA_DIR=str(self.data_dir),
+            REDIS_URL=self.redis.url,
+            CELERY_BROKER_URL=self.redis.url,
+            CELERY_RESULT_BACKEND=self.redis.url,
+            CELERY_TASK_ALWAYS_EAGER="false",
+            PYTHONPATH=str(BASE_DIR),
         )
         return env
 
@@ -201,7 +222,10 @@ class Platform:
         raise NotImplementedError
 
     def logs_text(self) -> str:
-        return "".join(f"----- {path.name} -----\n{path.read_text(errors='replace')[-6000:]}\n" for path in sorted(self.logs.glob("*.log")))
+        return "".join(
+            f"----- {path.name} -----\n{path.read_text(errors='replace')[-6000:]}\n"
+            for path in sorted(self.logs.glob("*.log"))
+        )
 
 
 class RunPlatform(Platform):
@@ -215,9 +239,19 @@ class RunPlatform(Platform):
         self.url = f"http://{bind}"
         self.command = Process(
             "runplatform",
-            [sys.executable, str(BASE_DIR / "manage.py"), "runplatform", "--bind", bind, "--mcp-bind", mcp_bind,
-             "--concurrency", "2"],
-            env=self.base_env(), log_path=self.logs / "runplatform.log",
+            [
+                sys.executable,
+                str(BASE_DIR / "manage.py"),
+                "runplatform",
+                "--bind",
+                bind,
+                "--mcp-bind",
+                mcp_bind,
+                "--concurrency",
+                "2",
+            ],
+            env=self.base_env(),
+            log_path=self.logs / "runplatform.log",
             ready=lambda text: "Ctrl-C stops everything." in text,
         ).start(timeout=240)
         self.api_key = re.search(r"API key:\s+(\S+)", self.command.log()).group(1)
@@ -237,6 +271,7 @@ class RunPlatform(Platform):
 
     def replace(self, name: str) -> None:
         """The supervisor restarts it: wait until it has."""
+
         def restarted():
             child = self._state()[name]
             return child["restarts"] > self._restarts_before and child["status"] == "running"
@@ -287,26 +322,70 @@ class SeparateProcesses(Platform):
         self.env = env
         _manage("migrate", "--noinput", env=env)
         _manage("create_organization", "faults", env=env)
-        created = json.loads(_manage("create_client", "--org", "faults", "--name", "agent", "--write-scope",
-                                     "default", "--read-scopes", "default", "--json", env=env))
+        created = json.loads(
+            _manage(
+                "create_client",
+                "--org",
+                "faults",
+                "--name",
+                "agent",
+                "--write-scope",
+                "default",
+                "--read-scopes",
+                "default",
+                "--json",
+                env=env,
+            )
+        )
         self.api_key = created["api_key"]
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         bin_dir = Path(sys.executable).parent
         self.members = {
             "web": Process(
-                "web", [str(bin_dir / "gunicorn"), "memory_platform.wsgi", "--bind", f"127.0.0.1:{port}",
-                        "--workers", "2", "--threads", "4", "--timeout", "120"],
-                env=env, log_path=self.logs / "web.log", ready=lambda text: "Booting worker" in text,
+                "web",
+                [
+                    str(bin_dir / "gunicorn"),
+                    "memory_platform.wsgi",
+                    "--bind",
+                    f"127.0.0.1:{port}",
+                    "--workers",
+                    "2",
+                    "--threads",
+                    "4",
+                    "--timeout",
+                    "120",
+                ],
+                env=env,
+                log_path=self.logs / "web.log",
+                ready=lambda text: "Booting worker" in text,
             ),
             "worker": Process(
-                "worker", [sys.executable, "-m", "celery", "-A", "memory_platform", "worker", "-l", "INFO",
-                           "-c", "2", "--hostname", "faults@%h"],
-                env=env, log_path=self.logs / "worker.log", ready=lambda text: " ready." in text,
+                "worker",
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "memory_platform",
+                    "worker",
+                    "-l",
+                    "INFO",
+                    "-c",
+                    "2",
+                    "--hostname",
+                    "faults@%h",
+                ],
+                env=env,
+                log_path=self.logs / "worker.log",
+                ready=lambda text: " ready." in text,
             ),
             "beat": Process(
-                "beat", [sys.executable, "-m", "celery", "-A", "memory_platform", "beat", "-l", "INFO"],
-                env=env, log_path=self.logs / "beat.log", ready=lambda text: "beat: Starting" in text,
+                "beat",
+                [sys.executable, "-m", "celery", "-A", "memory_platform", "beat", "-l", "INFO"],
+                env=env,
+                log_path=self.logs / "beat.log",
+                ready=lambda text: "beat: Starting" in text,
             ),
         }
         for member in self.members.values():

@@ -200,10 +200,19 @@ class CeleryWorker:
     ):
         self.log_path = log_path
         self.command = [
-            sys.executable, "-m", "celery", "-A", "memory_platform", "worker",
-            f"--pool={pool}", f"--concurrency={concurrency}", "--without-mingle", "--without-gossip",
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "memory_platform",
+            "worker",
+            f"--pool={pool}",
+            f"--concurrency={concurrency}",
+            "--without-mingle",
+            "--without-gossip",
             # INFO: readiness is read from the worker's "ready." log line.
-            "--loglevel=INFO", f"--hostname=pipeline-{log_path.stem}@%h",
+            "--loglevel=INFO",
+            f"--hostname=pipeline-{log_path.stem}@%h",
         ]
         if include:
             self.command.append(f"--include={include}")
@@ -232,8 +241,13 @@ class CeleryWorker:
     def start(self, *, timeout: float = 30) -> "CeleryWorker":
         self._log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            self.command, cwd=BASE_DIR, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=_die_with_parent,
+            self.command,
+            cwd=BASE_DIR,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         try:
             wait_for(self._ready, timeout=timeout, interval=0.1, message=f"worker ready (log {self.log_path})")
@@ -279,14 +293,30 @@ class WebServer:
     given broker and database, in its own session."""
 
     def __init__(
-        self, *, broker_url: str, settings_dict: dict, log_path: Path, workers: int = 2, threads: int = 4,
-        env: dict | None = None, extra_args: tuple = (),
+        self,
+        *,
+        broker_url: str,
+        settings_dict: dict,
+        log_path: Path,
+        workers: int = 2,
+        threads: int = 4,
+        env: dict | None = None,
+        extra_args: tuple = (),
     ):
         self.port = free_port()
         self.log_path = log_path
         self.command = [
-            str(Path(sys.executable).with_name("gunicorn")), "memory_platform.wsgi", "--bind", f"127.0.0.1:{self.port}",
-            "--workers", str(workers), "--threads", str(threads), "--timeout", "120", *extra_args,
+            str(Path(sys.executable).with_name("gunicorn")),
+            "memory_platform.wsgi",
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "--workers",
+            str(workers),
+            "--threads",
+            str(threads),
+            "--timeout",
+            "120",
+            *extra_args,
         ]
         self.env = dict(os.environ)
         self.env.update(
@@ -310,8 +340,13 @@ class WebServer:
     def start(self, *, timeout: float = 30) -> "WebServer":
         self._log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            self.command, cwd=BASE_DIR, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=_die_with_parent,
+            self.command,
+            cwd=BASE_DIR,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         try:
             wait_for(self._answers, timeout=timeout, interval=0.1, message=f"gunicorn on port {self.port}")

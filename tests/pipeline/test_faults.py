@@ -34,7 +34,9 @@ def workers(transactional_db, broker, tmp_path):
     """`workers("name")` starts a worker subprocess; every one is SIGKILLed at teardown."""
     started: list[CeleryWorker] = []
 
-    def start(name: str, *, beat: bool = False, env: dict | None = None, pool: str = "solo", concurrency: int = 1) -> CeleryWorker:
+    def start(
+        name: str, *, beat: bool = False, env: dict | None = None, pool: str = "solo", concurrency: int = 1
+    ) -> CeleryWorker:
         worker = CeleryWorker(
             broker_url=broker.url,
             settings_dict=connection.settings_dict,
@@ -98,8 +100,12 @@ def test_a_worker_killed_mid_handler_is_recovered_and_the_effect_happens_once(
     second = workers("second")
     # The killed worker's message stays unacknowledged in Redis until the visibility timeout
     # (minutes); the beat job sees the silent heartbeat and requeues the row instead.
-    wait_for(lambda: recover_stale_tasks()["requeued"], timeout=STALE_AFTER_SECONDS + 10, interval=0.2,
-             message="stale-claim recovery to requeue the task")
+    wait_for(
+        lambda: recover_stale_tasks()["requeued"],
+        timeout=STALE_AFTER_SECONDS + 10,
+        interval=0.2,
+        message="stale-claim recovery to requeue the task",
+    )
     wait_for_status(task, MemoryTask.Status.SUCCEEDED, MemoryTask.Status.DEAD)
 
     assert task.status == MemoryTask.Status.SUCCEEDED
@@ -178,11 +184,15 @@ def test_a_paused_broker_does_not_freeze_the_api_and_every_task_runs_once_it_is_
     republish = PeriodicTask.objects.get(task="pipeline.republish_due_tasks")
     workers("worker", beat=True, env={"TASK_REPUBLISH_AFTER_SECONDS": str(REPUBLISH_AFTER_SECONDS)})
     server = WebServer(
-        broker_url=broker.url, settings_dict=connection.settings_dict, log_path=tmp_path / "web.log",
+        broker_url=broker.url,
+        settings_dict=connection.settings_dict,
+        log_path=tmp_path / "web.log",
         env={"EXTRACTION_DEBOUNCE_SECONDS": "0", "LOG_LEVEL": "ERROR"},
     ).start()
     try:
-        run = run_pause(server=server, redis_server=broker, api_key=client_a.raw_key, pause_seconds=PAUSE_SECONDS, pace=0.5)
+        run = run_pause(
+            server=server, redis_server=broker, api_key=client_a.raw_key, pause_seconds=PAUSE_SECONDS, pace=0.5
+        )
     finally:
         server.stop()
     summary = run.summary()
@@ -200,6 +210,7 @@ def test_a_paused_broker_does_not_freeze_the_api_and_every_task_runs_once_it_is_
     assert tasks.count() == len(task_ids)
     wait_for(
         lambda: not tasks.exclude(status=MemoryTask.Status.SUCCEEDED).exists(),
-        timeout=90 + REPUBLISH_AFTER_SECONDS + 3 * republish.interval.every, interval=0.5,
+        timeout=90 + REPUBLISH_AFTER_SECONDS + 3 * republish.interval.every,
+        interval=0.5,
         message="every task of the run to succeed",
     )

@@ -63,7 +63,9 @@ def test_enqueue_publishes_only_after_commit(organization, broker, django_captur
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_transaction_waits_for_a_failing_broker_once_and_its_rows_wait_for_beat(organization, broker, caplog, settings):
+def test_a_transaction_waits_for_a_failing_broker_once_and_its_rows_wait_for_beat(
+    organization, broker, caplog, settings
+):
     broker.stop()
     with caplog.at_level("INFO", logger="apps.pipeline.services"):
         with transaction.atomic():
@@ -344,11 +346,18 @@ def test_recover_requeues_a_running_row_with_a_stale_heartbeat(
     settings.TASK_STALE_AFTER_SECONDS = 60
     now = timezone.now()
     stale = due_task(
-        organization, status=MemoryTask.Status.RUNNING, attempts=1, max_attempts=3, claimed_by="gone:1",
+        organization,
+        status=MemoryTask.Status.RUNNING,
+        attempts=1,
+        max_attempts=3,
+        claimed_by="gone:1",
         heartbeat_at=now - timedelta(seconds=61),
     )
     alive = due_task(
-        organization, status=MemoryTask.Status.RUNNING, attempts=1, claimed_by="alive:1",
+        organization,
+        status=MemoryTask.Status.RUNNING,
+        attempts=1,
+        claimed_by="alive:1",
         heartbeat_at=now - timedelta(seconds=30),
     )
 
@@ -371,7 +380,11 @@ def test_recover_buries_a_stale_row_whose_attempts_are_used_up(
 ):
     settings.TASK_STALE_AFTER_SECONDS = 60
     task = due_task(
-        organization, status=MemoryTask.Status.RUNNING, attempts=3, max_attempts=3, claimed_by="gone:1",
+        organization,
+        status=MemoryTask.Status.RUNNING,
+        attempts=3,
+        max_attempts=3,
+        claimed_by="gone:1",
         heartbeat_at=timezone.now() - timedelta(minutes=5),
     )
 
@@ -468,8 +481,14 @@ def test_advisory_lock_without_waiting_fails_fast_while_another_connection_holds
 
 @pytest.mark.django_db
 def test_task_endpoint_shows_the_callers_organisation_task(client_a, api):
-    task = due_task(client_a.organization, scope=client_a.write_scope, task_type="test_echo", status=MemoryTask.Status.FAILED,
-                    attempts=2, error="ValueError: boom\nTraceback (most recent call last): ...")
+    task = due_task(
+        client_a.organization,
+        scope=client_a.write_scope,
+        task_type="test_echo",
+        status=MemoryTask.Status.FAILED,
+        attempts=2,
+        error="ValueError: boom\nTraceback (most recent call last): ...",
+    )
 
     response = api.get(f"/api/v1/tasks/{task.pk}/")
 
@@ -523,8 +542,14 @@ def test_admin_lists_a_dead_task_with_its_error(admin_client, organization, hand
 def test_admin_retry_now_requeues_a_dead_task_and_publishes_it(
     admin_client, organization, broker, django_capture_on_commit_callbacks
 ):
-    dead = due_task(organization, status=MemoryTask.Status.DEAD, attempts=5, max_attempts=5,
-                    finished_at=timezone.now(), error="RuntimeError: gave up")
+    dead = due_task(
+        organization,
+        status=MemoryTask.Status.DEAD,
+        attempts=5,
+        max_attempts=5,
+        finished_at=timezone.now(),
+        error="RuntimeError: gave up",
+    )
 
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_client.post(

@@ -14,7 +14,8 @@ def archive_rows(path) -> dict[str, list[dict]]:
     with zipfile.ZipFile(path) as archive:
         return {
             name[: -len(".jsonl")]: [json.loads(line) for line in archive.read(name).decode().splitlines()]
-            for name in archive.namelist() if name.endswith(".jsonl")
+            for name in archive.namelist()
+            if name.endswith(".jsonl")
         }
 
 

@@ -32,8 +32,14 @@ def test_the_manifest_names_the_format_model_counts_and_checksums(world, out, se
     manifest = export("--org", world.organization.name, "--out", str(out))
     assert manifest == manifest_of(out) | {"path": str(out)}
     assert manifest["format"] == FORMAT and manifest["format_version"] == FORMAT_VERSION
-    assert manifest["embedding_model"] == embedding_model_name() and manifest["embedding_dimensions"] == settings.EMBEDDING_DIMENSIONS
-    assert manifest["platform_version"] and manifest["selection"] == {"kind": "organization", "organization": world.organization.name}
+    assert (
+        manifest["embedding_model"] == embedding_model_name()
+        and manifest["embedding_dimensions"] == settings.EMBEDDING_DIMENSIONS
+    )
+    assert manifest["platform_version"] and manifest["selection"] == {
+        "kind": "organization",
+        "organization": world.organization.name,
+    }
     with zipfile.ZipFile(out) as archive:
         for name, entry in manifest["files"].items():
             body = archive.read(name)
@@ -43,23 +49,31 @@ def test_the_manifest_names_the_format_model_counts_and_checksums(world, out, se
     # Vectors travel as base64 float32 and decode to the stored ones.
     row = next(row for row in rows["messages"] if row["embedding"])
     stored = Message.objects.get(pk=row["id"]).embedding
-    assert vector_decode(row["embedding"], dimensions=settings.EMBEDDING_DIMENSIONS) == pytest.approx(list(stored), abs=1e-6)
+    assert vector_decode(row["embedding"], dimensions=settings.EMBEDDING_DIMENSIONS) == pytest.approx(
+        list(stored), abs=1e-6
+    )
     # Nothing of the other organisation, no secrets, no generated columns.
     assert "Foreign" not in out.read_bytes().decode("latin-1")
     assert all("search_vector" not in row and "hashed_key" not in row for kind in rows.values() for row in kind)
 
 
 def test_a_scope_export_holds_that_scope_only(world, out, add_messages):
-    other = ClientFactory(organization=world.organization, name="other-scope", write_scope="other", read_scopes=["other"])
+    other = ClientFactory(
+        organization=world.organization, name="other-scope", write_scope="other", read_scopes=["other"]
+    )
     add_messages(other, "carol", "elsewhere", [{"role": "user", "content": "kept in another scope"}])
     export("--org", world.organization.name, "--scope", "default", "--out", str(out))
     rows = archive_rows(out)
-    assert rows["sessions"] and {row["scope"] for kind in rows.values() for row in kind if "scope" in row} == {"default"}
+    assert rows["sessions"] and {row["scope"] for kind in rows.values() for row in kind if "scope" in row} == {
+        "default"
+    }
     assert "carol" not in {row["user_id"] for row in rows["end_users"]}
     export("--org", world.organization.name, "--scope", "other", "--out", str(out))
     rows = archive_rows(out)
     assert [row["content"] for row in rows["messages"]] == ["kept in another scope"]
-    assert [row["user_id"] for row in rows["end_users"]] == ["carol"] and [row["name"] for row in rows["clients"]] == ["other-scope"]
+    assert [row["user_id"] for row in rows["end_users"]] == ["carol"] and [row["name"] for row in rows["clients"]] == [
+        "other-scope"
+    ]
 
 
 @pytest.mark.parametrize("kind, who", [("user", ALICE), ("client", "client_c")])

@@ -59,17 +59,22 @@ def test_a_round_trip_keeps_every_row_lineage_and_search_order(world, out, targe
     # Content survives, ids do not: every id is new, every text and time the same.
     assert sorted(row["content"] for row in before["messages"]) == sorted(row["content"] for row in after["messages"])
     assert {row["id"] for row in before["messages"]}.isdisjoint(row["id"] for row in after["messages"])
-    assert sorted(row["created_at"] for row in before["messages"]) == sorted(row["created_at"] for row in after["messages"])
+    assert sorted(row["created_at"] for row in before["messages"]) == sorted(
+        row["created_at"] for row in after["messages"]
+    )
+
     # Skills keep their versions and their lineage to the experiences that taught them.
     def lineage(organization):
         return sorted(
             (version.skill.name, version.version, version.operation, sorted(e.title for e in version.experiences.all()))
             for version in SkillVersion.objects.filter(skill__organization=organization).select_related("skill")
         )
+
     assert lineage(target) == lineage(world.organization) and any(titles for *_, titles in lineage(target))
     # Memories keep their sources, remapped onto the imported turns.
     for row in after["episodic_memories"]:
         assert set(row["source_message_ids"]) <= {m["id"] for m in after["messages"]}
+
     # The same keyword search (exact: approximate vector search walks an index graph the two
     # organisations share differently; vectors are compared in test_export) without the reranker
     # (whose context features move with the clock) finds
@@ -77,12 +82,19 @@ def test_a_round_trip_keeps_every_row_lineage_and_search_order(world, out, targe
     # score come back in storage order, which new ids may change, so only ties may swap.
     def ranked(organization):
         hits = search(
-            reader=Reader(organization_id=organization.pk, read_scopes=("default",)), query=f"holidays {ALICE_WORD}",
-            memory_types=None, method="bm25", limit=10, filters={}, reranker="none",
+            reader=Reader(organization_id=organization.pk, read_scopes=("default",)),
+            query=f"holidays {ALICE_WORD}",
+            memory_types=None,
+            method="bm25",
+            limit=10,
+            filters={},
+            reranker="none",
         )
         return [(hit.source.memory_type, hit.instance.pk, round(hit.score, 6)) for hit in hits]
 
-    original = [(memory_type, uuid.uuid5(target.pk, str(pk)), score) for memory_type, pk, score in ranked(world.organization)]
+    original = [
+        (memory_type, uuid.uuid5(target.pk, str(pk)), score) for memory_type, pk, score in ranked(world.organization)
+    ]
     found = ranked(target)
     scores = {(memory_type, pk): score for memory_type, pk, score in original}
     assert len(original) > 3 and {hit[:2] for hit in found} == set(scores)
@@ -91,7 +103,12 @@ def test_a_round_trip_keeps_every_row_lineage_and_search_order(world, out, targe
     assert all(earlier >= later - 1e-6 for earlier, later in zip(in_order, in_order[1:]))
     # Clients that wrote the rows exist, disabled and without keys or permissions.
     for client in Client.objects.filter(organization=target):
-        assert client.status == "disabled" and not client.api_keys.exists() and not client.can_erase and not client.can_export
+        assert (
+            client.status == "disabled"
+            and not client.api_keys.exists()
+            and not client.can_erase
+            and not client.can_export
+        )
 
 
 def test_importing_twice_changes_nothing(world, out, target):
@@ -101,11 +118,16 @@ def test_importing_twice_changes_nothing(world, out, target):
     snapshot = sorted(Message.objects.filter(organization=target).values_list("pk", "updated_at", "embedding_model"))
     run_import(out, target)
     assert {model._meta.label: model.objects.count() for model in apps.get_models()} == tables
-    assert sorted(Message.objects.filter(organization=target).values_list("pk", "updated_at", "embedding_model")) == snapshot
+    assert (
+        sorted(Message.objects.filter(organization=target).values_list("pk", "updated_at", "embedding_model"))
+        == snapshot
+    )
 
 
 def test_a_persons_archive_moves_them_into_another_organisation(world, out, target):
-    call_command("export", "--org", world.organization.name, "--user", ALICE, "--out", str(out), "--json", stdout=StringIO())
+    call_command(
+        "export", "--org", world.organization.name, "--user", ALICE, "--out", str(out), "--json", stdout=StringIO()
+    )
     result = run_import(out, target)
     assert result["rows"]["messages"] == Message.objects.filter(end_user=world.end_user(ALICE)).count()
     assert set(Session.objects.filter(organization=target).values_list("end_user__user_id", flat=True)) == {ALICE}
@@ -116,12 +138,22 @@ def test_a_persons_archive_moves_them_into_another_organisation(world, out, targ
 
 def test_vectors_of_another_model_are_recomputed(world, out, target):
     export(world.organization, out)
-    rewrite(out, "messages.jsonl", lambda lines: [
-        {**json.loads(line), "embedding_model": "another-model"} if json.loads(line)["embedding"] else json.loads(line)
-        for line in lines
-    ])
+    rewrite(
+        out,
+        "messages.jsonl",
+        lambda lines: [
+            {**json.loads(line), "embedding_model": "another-model"}
+            if json.loads(line)["embedding"]
+            else json.loads(line)
+            for line in lines
+        ],
+    )
     result = run_import(out, target)
-    assert result["vectors_recomputed"] == Message.objects.filter(organization=world.organization).exclude(embedding=None).count() > 0
+    assert (
+        result["vectors_recomputed"]
+        == Message.objects.filter(organization=world.organization).exclude(embedding=None).count()
+        > 0
+    )
     message = Message.objects.filter(organization=target).exclude(embedding=None).first()
     assert message.embedding_model == result["embedding_model"]
     assert list(message.embedding) == pytest.approx(embed_texts([message.embedding_text()])[0], abs=1e-6)
@@ -132,6 +164,7 @@ def _first(field, value):
         rows = [json.loads(line) for line in lines]
         rows[0][field] = value
         return rows
+
     return change
 
 
@@ -179,5 +212,11 @@ def test_a_tampered_or_foreign_file_is_refused(world, out, target, tmp_path):
 def test_the_service_reports_progress(world, out, target):
     export(world.organization, out)
     seen = []
-    archive_import(path=out, organization=target, on_progress=lambda kind, done, total: seen.append((kind, done, total)))
-    assert ("messages", Message.objects.filter(organization=target).count(), Message.objects.filter(organization=target).count()) in seen
+    archive_import(
+        path=out, organization=target, on_progress=lambda kind, done, total: seen.append((kind, done, total))
+    )
+    assert (
+        "messages",
+        Message.objects.filter(organization=target).count(),
+        Message.objects.filter(organization=target).count(),
+    ) in seen

@@ -49,7 +49,9 @@ def test_a_users_export_runs_and_only_its_requester_downloads_it(world, exporter
     archive = tmp_path / "downloaded.zip"
     archive.write_bytes(_download(api, ready))
     rows = archive_rows(archive)
-    assert [row["user_id"] for row in rows["end_users"]] == [ALICE] and BOB_WORD not in archive.read_bytes().decode("latin-1")
+    assert [row["user_id"] for row in rows["end_users"]] == [ALICE] and BOB_WORD not in archive.read_bytes().decode(
+        "latin-1"
+    )
 
     # Another client allowed to export in the same organisation sees nothing of it.
     other = ClientFactory(organization=world.organization, name="other-exporter", can_export=True)
@@ -71,13 +73,16 @@ def test_an_expired_archive_is_deleted_and_no_longer_offered(world, exporter):
     assert api.get(f"/api/v1/exports/{export.pk}/download").status_code == 404
 
 
-@pytest.mark.parametrize("body, field", [
-    ({}, "non_field_errors"),
-    ({"user_id": ALICE, "scope": "default"}, "non_field_errors"),
-    ({"scope": "not a scope"}, "scope"),
-    ({"user_id": "a\u0000b"}, "user_id"),
-    ({"user": ALICE}, "user"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({}, "non_field_errors"),
+        ({"user_id": ALICE, "scope": "default"}, "non_field_errors"),
+        ({"scope": "not a scope"}, "scope"),
+        ({"user_id": "a\u0000b"}, "user_id"),
+        ({"user": ALICE}, "user"),
+    ],
+)
 def test_bad_input_is_a_400_naming_the_field(exporter, body, field):
     response = api_for(exporter).post("/api/v1/exports", body, format="json")
     assert response.status_code == 400
@@ -121,4 +126,9 @@ def test_erasing_a_person_deletes_their_archives_waiting_for_download(world, exp
     task_execute(task_id=erasure["task_id"], worker="test")
     assert not path.exists()
     assert api.get(f"/api/v1/exports/{body['id']}").json()["status"] == "expired"
-    assert api.get(f"/api/v1/erasures/{erasure['erasure_id']}/").json()["counts"]["portability.ExportRequest (archive deleted)"] == 1
+    assert (
+        api.get(f"/api/v1/erasures/{erasure['erasure_id']}/").json()["counts"][
+            "portability.ExportRequest (archive deleted)"
+        ]
+        == 1
+    )

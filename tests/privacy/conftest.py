@@ -34,8 +34,11 @@ ALICE_ONLY_REQUEST = "Cancel my Zanzibar hotel booking and refund the deposit pl
 
 def _call(index, tool, arguments):
     return {
-        "role": "assistant", "content": "",
-        "tool_calls": [{"id": f"c{index}", "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments)}}],
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": f"c{index}", "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments)}}
+        ],
     }
 
 
@@ -68,15 +71,32 @@ def remember(session, text, *, client_messages=None):
     sources = list(Message.objects.filter(session=session).values_list("pk", flat=True)[:2])
     created = []
     for memory_type, fields in (
-        ("episodic", {"occurred_at": datetime(2024, 5, 7, tzinfo=timezone.utc), "summary": text, "actor": session.end_user.user_id}),
+        (
+            "episodic",
+            {
+                "occurred_at": datetime(2024, 5, 7, tzinfo=timezone.utc),
+                "summary": text,
+                "actor": session.end_user.user_id,
+            },
+        ),
         ("semantic", {"name": session.end_user.user_id, "summary": text}),
     ):
         (vector,) = embed_texts([text])
         memory = memory_create(
-            memory_type=memory_type, session=session, fields=fields, source_message_ids=sources, embedding=vector,
+            memory_type=memory_type,
+            session=session,
+            fields=fields,
+            source_message_ids=sources,
+            embedding=vector,
             actor="test",
         )
-        memory_update(memory=memory, fields={"summary": f"{text} (confirmed)"}, source_message_ids=[], embedding=vector, actor="test")
+        memory_update(
+            memory=memory,
+            fields={"summary": f"{text} (confirmed)"},
+            source_message_ids=[],
+            embedding=vector,
+            actor="test",
+        )
         created.append(memory)
     return created
 
@@ -111,23 +131,60 @@ def world(client_a, foreign_client, add_messages, settings) -> World:
     reader = ClientFactory(organization=organization, name="reader", write_scope=None, read_scopes=["default"])
 
     # Conversations, with an idempotency record each, and memories learned from them.
-    add_messages(client_a, ALICE, "chat-1", [
-        {"role": "user", "content": f"I spent my holidays on the beaches of {ALICE_WORD.title()}"},
-        {"role": "assistant", "content": "That sounds lovely."},
-    ], idempotency_key="alice-add-1", request_hash="h1")
-    add_messages(client_a, BOB, "chat-1", [
-        {"role": "user", "content": f"I spent my holidays hiking near {BOB_WORD.title()}"},
-        {"role": "assistant", "content": "That sounds cold."},
-    ], idempotency_key="bob-add-1", request_hash="h2")
-    add_messages(client_c, BOB, "chat-c", [
-        {"role": "user", "content": "Agent C noted that bob prefers aisle seats"},
-    ], idempotency_key="c-add-1", request_hash="h3")
+    add_messages(
+        client_a,
+        ALICE,
+        "chat-1",
+        [
+            {"role": "user", "content": f"I spent my holidays on the beaches of {ALICE_WORD.title()}"},
+            {"role": "assistant", "content": "That sounds lovely."},
+        ],
+        idempotency_key="alice-add-1",
+        request_hash="h1",
+    )
+    add_messages(
+        client_a,
+        BOB,
+        "chat-1",
+        [
+            {"role": "user", "content": f"I spent my holidays hiking near {BOB_WORD.title()}"},
+            {"role": "assistant", "content": "That sounds cold."},
+        ],
+        idempotency_key="bob-add-1",
+        request_hash="h2",
+    )
+    add_messages(
+        client_c,
+        BOB,
+        "chat-c",
+        [
+            {"role": "user", "content": "Agent C noted that bob prefers aisle seats"},
+        ],
+        idempotency_key="c-add-1",
+        request_hash="h3",
+    )
 
     # Task sessions, distilled and evolved: one skill shared by both users, one from Alice alone.
-    task_session(client_a, session_id="task-1", user_id=ALICE, messages=tool_messages(
-        ALICE_REQUEST, ["search_flights", "book_reservation"], failing_tool="search_flights", error=ALICE_ERROR))
-    task_session(client_a, session_id="task-1", user_id=BOB, messages=tool_messages(BOB_REQUEST, ["search_flights", "book_reservation"]))
-    task_session(client_a, session_id="task-2", user_id=ALICE, messages=tool_messages(ALICE_ONLY_REQUEST, ["cancel_booking", "issue_refund"]))
+    task_session(
+        client_a,
+        session_id="task-1",
+        user_id=ALICE,
+        messages=tool_messages(
+            ALICE_REQUEST, ["search_flights", "book_reservation"], failing_tool="search_flights", error=ALICE_ERROR
+        ),
+    )
+    task_session(
+        client_a,
+        session_id="task-1",
+        user_id=BOB,
+        messages=tool_messages(BOB_REQUEST, ["search_flights", "book_reservation"]),
+    )
+    task_session(
+        client_a,
+        session_id="task-2",
+        user_id=ALICE,
+        messages=tool_messages(ALICE_ONLY_REQUEST, ["cancel_booking", "issue_refund"]),
+    )
     run_tasks(task_type="embed_messages")
     run_tasks(task_type="distill_session")
     while skills_evolve(organization=organization, scope="default")["remaining"]:
@@ -135,13 +192,24 @@ def world(client_a, foreign_client, add_messages, settings) -> World:
     shared = Skill.objects.get(action_signature=["search_flights", "book_reservation"])
     alice_only = Skill.objects.get(action_signature=["cancel_booking", "issue_refund"])
     alice_personal = skill_create(
-        organization=organization, scope="default", end_user=EndUser.objects.get(organization=organization, user_id=ALICE),
-        fields={"name": "alice-zanzibar-habits", "description": f"How {ALICE_WORD} Alice likes her trips", "instructions": "Window seat.", "entry_type": "guide"},
-        actor="test", reason="personal", status="active",
+        organization=organization,
+        scope="default",
+        end_user=EndUser.objects.get(organization=organization, user_id=ALICE),
+        fields={
+            "name": "alice-zanzibar-habits",
+            "description": f"How {ALICE_WORD} Alice likes her trips",
+            "instructions": "Window seat.",
+            "entry_type": "guide",
+        },
+        actor="test",
+        reason="personal",
+        status="active",
     )
 
     for user_id, word, client in ((ALICE, ALICE_WORD, client_a), (BOB, BOB_WORD, client_a), (BOB, "aisle", client_c)):
-        session = Session.objects.get(organization=organization, end_user__user_id=user_id, client=client, session_tag="conversation")
+        session = Session.objects.get(
+            organization=organization, end_user__user_id=user_id, client=client, session_tag="conversation"
+        )
         remember(session, f"{user_id} talked about {word}")
 
     # Compiled memory: entities and profile pages of every conversation, quoting the turns and memories.
@@ -159,6 +227,12 @@ def world(client_a, foreign_client, add_messages, settings) -> World:
     add_messages(foreign_client, ALICE, "chat-1", [{"role": "user", "content": f"Foreign {ALICE_WORD} note"}])
 
     return World(
-        organization=organization, client_a=client_a, client_c=client_c, foreign_client=foreign_client, reader=reader,
-        shared_skill=shared, alice_only_skill=alice_only, alice_personal_skill=alice_personal,
+        organization=organization,
+        client_a=client_a,
+        client_c=client_c,
+        foreign_client=foreign_client,
+        reader=reader,
+        shared_skill=shared,
+        alice_only_skill=alice_only,
+        alice_personal_skill=alice_personal,
     )

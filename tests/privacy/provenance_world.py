@@ -22,9 +22,13 @@ class World:
 
 
 def _call(index, tool, arguments):
-    return {"role": "assistant", "content": "", "tool_calls": [
-        {"id": f"c{index}", "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments)}},
-    ]}
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": f"c{index}", "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments)}},
+        ],
+    }
 
 
 def tool_messages(request, tools, *, failing_tool=None, error=""):
@@ -32,9 +36,15 @@ def tool_messages(request, tools, *, failing_tool=None, error=""):
     messages, index = [{"role": "user", "content": request}], 0
     for tool in tools:
         if tool == failing_tool:
-            messages += [_call(index, tool, {"seat": "1A"}), {"role": "tool", "tool_call_id": f"c{index}", "name": tool, "content": error}]
+            messages += [
+                _call(index, tool, {"seat": "1A"}),
+                {"role": "tool", "tool_call_id": f"c{index}", "name": tool, "content": error},
+            ]
             index += 1
-        messages += [_call(index, tool, {"seat": "2B"}), {"role": "tool", "tool_call_id": f"c{index}", "name": tool, "content": '{"ok": true}'}]
+        messages += [
+            _call(index, tool, {"seat": "2B"}),
+            {"role": "tool", "tool_call_id": f"c{index}", "name": tool, "content": '{"ok": true}'},
+        ]
         index += 1
     return messages + [{"role": "assistant", "content": "All done."}]
 
@@ -43,7 +53,9 @@ def run_queued(organization, task_type) -> None:
     from apps.pipeline.models import MemoryTask
     from apps.pipeline.services import task_execute
 
-    for task_id in MemoryTask.objects.filter(organization=organization, status="queued", task_type=task_type).values_list("pk", flat=True):
+    for task_id in MemoryTask.objects.filter(
+        organization=organization, status="queued", task_type=task_type
+    ).values_list("pk", flat=True):
         task_execute(task_id=task_id, worker="provenance-world")
 
 
@@ -68,27 +80,55 @@ def build(one, two, *, word: str = "vorpalwick", turn_word: str = "quillfeathzk"
 
     # A conversation client one opened and both wrote; one client two opened and client one continued.
     add(one, URSULA, "chat-shared", [{"role": "user", "content": "Hello, I want to plan a trip next spring."}])
-    add(two, URSULA, "chat-shared", [
-        {"role": "user", "content": f"My cousin {name} lives near the harbour and grows {word} berries."},
-    ])
+    add(
+        two,
+        URSULA,
+        "chat-shared",
+        [
+            {"role": "user", "content": f"My cousin {name} lives near the harbour and grows {word} berries."},
+        ],
+    )
     add(one, URSULA, "chat-shared", [{"role": "assistant", "content": "That sounds nice, tell me more."}])
-    add(two, URSULA, "chat-shared", [
-        {"role": "user", "content": f"I visited {name} again, the {turn_word} festival was lovely in May."},
-    ])
+    add(
+        two,
+        URSULA,
+        "chat-shared",
+        [
+            {"role": "user", "content": f"I visited {name} again, the {turn_word} festival was lovely in May."},
+        ],
+    )
     add(one, URSULA, "chat-shared", [{"role": "assistant", "content": "May is a fine month for festivals."}])
     add(two, URSULA, "chat-two", [{"role": "user", "content": f"Remind me to call {name} on Sunday."}])
     add(one, URSULA, "chat-two", [{"role": "assistant", "content": "I will remind you on Sunday."}])
 
     # Task sessions: client one asks, client two's tools answer (one error names the word); client one
     # alone teaches the same workflow for Victor; client two alone teaches another.
-    request = tool_messages("Please book a flight to Lisbon for the conference", ["search_flights", "book_reservation"],
-                            failing_tool="search_flights", error=f"Error: fare class {word} is closed for this flight")
+    request = tool_messages(
+        "Please book a flight to Lisbon for the conference",
+        ["search_flights", "book_reservation"],
+        failing_tool="search_flights",
+        error=f"Error: fare class {word} is closed for this flight",
+    )
     add(one, URSULA, "task-shared", request[:1], session_tag="task")
     add(two, URSULA, "task-shared", request[1:], session_tag="task", outcome="success", seal=True)
-    add(one, VICTOR, "task-one", tool_messages("Please book a flight to Oslo for the conference",
-        ["search_flights", "book_reservation"]), session_tag="task", outcome="success", seal=True)
-    add(two, URSULA, "task-two", tool_messages(f"Cancel the {word} hotel booking and refund the deposit",
-        ["cancel_booking", "issue_refund"]), session_tag="task", outcome="success", seal=True)
+    add(
+        one,
+        VICTOR,
+        "task-one",
+        tool_messages("Please book a flight to Oslo for the conference", ["search_flights", "book_reservation"]),
+        session_tag="task",
+        outcome="success",
+        seal=True,
+    )
+    add(
+        two,
+        URSULA,
+        "task-two",
+        tool_messages(f"Cancel the {word} hotel booking and refund the deposit", ["cancel_booking", "issue_refund"]),
+        session_tag="task",
+        outcome="success",
+        seal=True,
+    )
     for task_type in ("embed_messages", "extract_memories", "distill_session"):
         run_queued(organization, task_type)
     while skills_evolve(organization=organization, scope=one.write_scope)["remaining"]:
@@ -98,11 +138,25 @@ def build(one, two, *, word: str = "vorpalwick", turn_word: str = "quillfeathzk"
     chat = Session.objects.get(organization=organization, session_id="chat-shared")
     first, second = Message.objects.filter(session=chat).order_by("seq")[:2]
     for memory_type, fields, sources in (
-        ("semantic", {"name": "Ursula", "summary": f"Ursula's cousin {name} grows {word} berries"}, [first.pk, second.pk]),
-        ("episodic", {"occurred_at": first.occurred_at, "summary": "Ursula plans a trip next spring", "actor": "Ursula"}, [first.pk]),
+        (
+            "semantic",
+            {"name": "Ursula", "summary": f"Ursula's cousin {name} grows {word} berries"},
+            [first.pk, second.pk],
+        ),
+        (
+            "episodic",
+            {"occurred_at": first.occurred_at, "summary": "Ursula plans a trip next spring", "actor": "Ursula"},
+            [first.pk],
+        ),
     ):
-        memory_create(memory_type=memory_type, session=chat, fields=fields, source_message_ids=sources,
-                      embedding=embed_texts([fields["summary"]])[0], actor="provenance-world")
+        memory_create(
+            memory_type=memory_type,
+            session=chat,
+            fields=fields,
+            source_message_ids=sources,
+            embedding=embed_texts([fields["summary"]])[0],
+            actor="provenance-world",
+        )
     for session in Session.objects.filter(organization=organization, session_tag="conversation"):
         session_project(session=session)
     for entity in Entity.objects.filter(organization=organization):
@@ -111,8 +165,14 @@ def build(one, two, *, word: str = "vorpalwick", turn_word: str = "quillfeathzk"
     MemoryTask.objects.filter(task_type="extract_memories", payload__session=str(chat.pk)).update(
         result={"rejected": [f"semantic: '{word} berries' has no subject"], "turns": 5}
     )
-    return World(organization=organization, one=one, two=two, word=word, turn_word=turn_word,
-                 sentence=f"the {turn_word} festival was lovely")
+    return World(
+        organization=organization,
+        one=one,
+        two=two,
+        word=word,
+        turn_word=turn_word,
+        sentence=f"the {turn_word} festival was lovely",
+    )
 
 
 def residue(word: str, *, only=None) -> dict[str, int]:
@@ -125,13 +185,17 @@ def residue(word: str, *, only=None) -> dict[str, int]:
         for model in apps.get_models():
             for field in model._meta.concrete_fields:
                 db_type = (field.db_parameters(connection)["type"] or "").lower()
-                if not db_type.startswith(("varchar", "text", "jsonb", "tsvector", "character")) and "[]" not in db_type:
+                if (
+                    not db_type.startswith(("varchar", "text", "jsonb", "tsvector", "character"))
+                    and "[]" not in db_type
+                ):
                     continue
                 label = f"{model._meta.label}.{field.name}"
                 if only is not None and label not in only:
                     continue
                 cursor.execute(
-                    f'SELECT count(*) FROM "{model._meta.db_table}" WHERE "{field.column}"::text ILIKE %s', [f"%{word}%"]
+                    f'SELECT count(*) FROM "{model._meta.db_table}" WHERE "{field.column}"::text ILIKE %s',
+                    [f"%{word}%"],
                 )
                 count = cursor.fetchone()[0]
                 if count:

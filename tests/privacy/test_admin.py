@@ -33,7 +33,12 @@ def test_the_user_action_leads_to_a_confirmation_with_counts_and_confirming_queu
     confirmed = staff.post(response.url)
     erasure = ErasureRequest.objects.get()
     assert confirmed.status_code == 302 and str(erasure.pk) in confirmed.url
-    assert (erasure.subject_kind, erasure.subject_id, erasure.requested_by_staff, erasure.status) == ("user", ALICE, "dpo", "queued")
+    assert (erasure.subject_kind, erasure.subject_id, erasure.requested_by_staff, erasure.status) == (
+        "user",
+        ALICE,
+        "dpo",
+        "queued",
+    )
     assert erasure.authorized_by == "staff"
 
 
@@ -50,7 +55,9 @@ def test_staff_cannot_erase_or_see_another_organisations_subjects(staff, world):
     foreign_alice = world.foreign_client.organization.end_users.get(user_id=ALICE)
     assert staff.get(f"/admin/privacy/erasurerequest/erase/user/{foreign_alice.pk}/").status_code == 404
     assert staff.post(f"/admin/privacy/erasurerequest/erase/client/{world.foreign_client.pk}/").status_code == 404
-    erasure_request(subject=subject_resolve(organization=world.foreign_client.organization, kind="user", subject_id=ALICE))
+    erasure_request(
+        subject=subject_resolve(organization=world.foreign_client.organization, kind="user", subject_id=ALICE)
+    )
     erasure_request(subject=subject_resolve(organization=world.organization, kind="user", subject_id="bob"))
     listing = staff.get("/admin/privacy/erasurerequest/").content.decode()
     assert ">bob<" in listing and ">alice<" not in listing
@@ -71,9 +78,15 @@ def test_can_erase_is_editable_on_the_client_and_off_by_default(staff, world):
     assert client_c.can_erase is False
     page = staff.get(f"/admin/tenancy/client/{client_c.pk}/change/").content.decode()
     assert 'name="can_erase"' in page
-    form = {"name": client_c.name, "status": "active", "write_scope": client_c.write_scope,
-            "read_scopes": ",".join(client_c.read_scopes), "can_erase": "on",
-            "api_keys-TOTAL_FORMS": "0", "api_keys-INITIAL_FORMS": "0"}
+    form = {
+        "name": client_c.name,
+        "status": "active",
+        "write_scope": client_c.write_scope,
+        "read_scopes": ",".join(client_c.read_scopes),
+        "can_erase": "on",
+        "api_keys-TOTAL_FORMS": "0",
+        "api_keys-INITIAL_FORMS": "0",
+    }
     response = staff.post(f"/admin/tenancy/client/{client_c.pk}/change/", form)
     assert response.status_code == 302, response.content.decode()[:2000]
     client_c.refresh_from_db()

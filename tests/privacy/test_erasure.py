@@ -41,7 +41,9 @@ def rows_of(world, user_id) -> dict:
         for model in (EpisodicMemory, SemanticMemory)
     }
     history = {
-        model._meta.label: sorted(model.objects.filter(memory__end_user=end_user).values_list("pk", "new_value"), key=str)
+        model._meta.label: sorted(
+            model.objects.filter(memory__end_user=end_user).values_list("pk", "new_value"), key=str
+        )
         for model in (EpisodicMemoryChange, SemanticMemoryChange)
     }
     return {
@@ -60,13 +62,30 @@ def alice_subject(world):
 
 def test_a_user_erasure_leaves_nothing_of_the_user_in_any_table(world):
     before = subject_verify(subject=alice_subject(world))
-    assert all(before["tables"][table] > 0 for table in (
-        "tenancy.EndUser", "conversations.Session", "conversations.Message", "conversations.IngestRequest",
-        "skills.SkillExperience", "skills.Skill", "skills.SkillVersion", "skills.SkillVersion.experiences",
-        "memories.EpisodicMemory", "memories.EpisodicMemoryChange", "memories.SemanticMemory",
-        "memories.SemanticMemoryChange", "pipeline.MemoryTask", "providers.LLMUsage",
-        "profiles.Entity", "profiles.Profile", "profiles.Mention", "profiles.ProfileSource", "profiles.ProfileRevision",
-    )), before
+    assert all(
+        before["tables"][table] > 0
+        for table in (
+            "tenancy.EndUser",
+            "conversations.Session",
+            "conversations.Message",
+            "conversations.IngestRequest",
+            "skills.SkillExperience",
+            "skills.Skill",
+            "skills.SkillVersion",
+            "skills.SkillVersion.experiences",
+            "memories.EpisodicMemory",
+            "memories.EpisodicMemoryChange",
+            "memories.SemanticMemory",
+            "memories.SemanticMemoryChange",
+            "pipeline.MemoryTask",
+            "providers.LLMUsage",
+            "profiles.Entity",
+            "profiles.Profile",
+            "profiles.Mention",
+            "profiles.ProfileSource",
+            "profiles.ProfileRevision",
+        )
+    ), before
 
     # The broker's database holds at least one entry to scan, whichever tests ran before this one.
     broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
@@ -88,7 +107,12 @@ def test_a_user_erasure_leaves_nothing_of_the_user_in_any_table(world):
 
 
 def test_waiting_tasks_are_cancelled_with_empty_payloads_and_finished_ones_deleted(world):
-    session_ids = {str(pk) for pk in Session.objects.filter(end_user__user_id=ALICE, organization=world.organization).values_list("pk", flat=True)}
+    session_ids = {
+        str(pk)
+        for pk in Session.objects.filter(end_user__user_id=ALICE, organization=world.organization).values_list(
+            "pk", flat=True
+        )
+    }
     tasks = MemoryTask.objects.filter(payload__session__in=session_ids)
     waiting = set(tasks.filter(status="queued").values_list("pk", flat=True))
     finished = set(tasks.filter(status="succeeded").values_list("pk", flat=True))
@@ -98,7 +122,9 @@ def test_waiting_tasks_are_cancelled_with_empty_payloads_and_finished_ones_delet
 
     assert not MemoryTask.objects.filter(pk__in=finished).exists()
     cancelled = MemoryTask.objects.filter(pk__in=waiting)
-    assert {(task.status, json.dumps(task.payload), task.idempotency_key) for task in cancelled} == {("cancelled", "{}", None)}
+    assert {(task.status, json.dumps(task.payload), task.idempotency_key) for task in cancelled} == {
+        ("cancelled", "{}", None)
+    }
     assert not LLMUsage.objects.filter(task_id__in=finished).exists()
     for task in cancelled:
         assert task_execute(task_id=task.pk, worker="test") == "not-claimed"
@@ -116,7 +142,11 @@ def test_the_other_users_data_is_untouched(world):
 
 def test_a_shared_skill_loses_the_erased_lineage_and_text_and_goes_back_to_review(world):
     skill = world.shared_skill
-    bob_experiences = set(SkillExperience.objects.filter(end_user__user_id=BOB, organization=world.organization).values_list("pk", flat=True))
+    bob_experiences = set(
+        SkillExperience.objects.filter(end_user__user_id=BOB, organization=world.organization).values_list(
+            "pk", flat=True
+        )
+    )
     assert ALICE_REQUEST in skill.triggers and ALICE_ERROR in skill.instructions
 
     erasure = erase_user(world)
@@ -126,11 +156,19 @@ def test_a_shared_skill_loses_the_erased_lineage_and_text_and_goes_back_to_revie
     latest = skill.versions.order_by("-version").first()
     assert latest.reason == "source erased" and latest.actor == f"privacy:erasure:{erasure.pk}"
     assert latest.snapshot["status"] == "pending_review"
-    lineage = set(SkillVersion.experiences.through.objects.filter(skillversion__skill=skill).values_list("skillexperience_id", flat=True))
+    lineage = set(
+        SkillVersion.experiences.through.objects.filter(skillversion__skill=skill).values_list(
+            "skillexperience_id", flat=True
+        )
+    )
     assert lineage and lineage <= bob_experiences
     # What Bob contributed stays; nothing the erased user said is quoted any more, in the skill or its history.
     assert skill.triggers == [BOB_REQUEST] and [example["request"] for example in skill.examples] == [BOB_REQUEST]
-    for text in (skill.description, skill.instructions, json.dumps(list(skill.versions.values_list("snapshot", "reason")))):
+    for text in (
+        skill.description,
+        skill.instructions,
+        json.dumps(list(skill.versions.values_list("snapshot", "reason"))),
+    ):
         assert ALICE_WORD not in text.lower()
     assert "Steps:\n1. search_flights(seat)" in skill.instructions
 
@@ -153,8 +191,19 @@ def test_search_finds_nothing_of_the_user_afterwards(world, method):
         for client in readers:
             for memory_type in SOURCES:
                 for query in (ALICE_WORD, f"holidays {ALICE_WORD} flight", ALICE_REQUEST):
-                    found = search(reader=client.reader, query=query, memory_types=[memory_type], method=method, limit=50, filters={})
-                    hits += [hit for hit in found if ALICE_WORD in json.dumps(hit.source.to_item(hit.instance), default=str).lower()]
+                    found = search(
+                        reader=client.reader,
+                        query=query,
+                        memory_types=[memory_type],
+                        method=method,
+                        limit=50,
+                        filters={},
+                    )
+                    hits += [
+                        hit
+                        for hit in found
+                        if ALICE_WORD in json.dumps(hit.source.to_item(hit.instance), default=str).lower()
+                    ]
         return hits
 
     assert alice_hits()  # the test can fail: before the erasure her data is found
@@ -174,9 +223,15 @@ def test_every_former_id_is_a_404_afterwards(world):
         ("get", f"/api/v1/skills/{world.alice_personal_skill.pk}/"),
         ("delete", f"/api/v1/memory/episodic/{EpisodicMemory.objects.get(end_user=alice).pk}"),
         ("delete", f"/api/v1/memory/semantic/{SemanticMemory.objects.get(end_user=alice).pk}"),
-        *[("get", f"/api/v1/tasks/{pk}/") for pk in MemoryTask.objects.filter(
-            status="succeeded", payload__session__in=[str(pk) for pk in Session.objects.filter(end_user=alice).values_list("pk", flat=True)]
-        ).values_list("pk", flat=True)],
+        *[
+            ("get", f"/api/v1/tasks/{pk}/")
+            for pk in MemoryTask.objects.filter(
+                status="succeeded",
+                payload__session__in=[
+                    str(pk) for pk in Session.objects.filter(end_user=alice).values_list("pk", flat=True)
+                ],
+            ).values_list("pk", flat=True)
+        ],
         ("delete", "/api/v1/users/alice/memories"),
     ]
     assert all(getattr(api, method)(url).status_code != 404 for method, url in urls if method == "get")

@@ -38,7 +38,9 @@ def shared(client_a, settings):
     """Client one (client_a, may erase) and client two write the same sessions of one scope."""
     settings.LLM_PROVIDER = "rules"
     settings.SKILL_REVIEW_MODE = "auto"
-    settings.SKILL_SHARE_MIN_USERS = 1  # every lesson reaches the shared skill (tests/skills/test_trust.py covers trust)
+    settings.SKILL_SHARE_MIN_USERS = (
+        1  # every lesson reaches the shared skill (tests/skills/test_trust.py covers trust)
+    )
     settings.EXTRACTION_DEBOUNCE_SECONDS = 0
     one, two = client_a, ClientFactory(organization=client_a.organization, name="agent-two")
     one.can_erase = True
@@ -57,17 +59,27 @@ def found_by_search(client, query) -> list:
     hits = []
     for memory_type in SOURCES:
         for method in METHODS:
-            hits += search(reader=client.reader, query=query, memory_types=[memory_type], method=method, limit=50, filters={})
+            hits += search(
+                reader=client.reader, query=query, memory_types=[memory_type], method=method, limit=50, filters={}
+            )
     return [hit for hit in hits if WORD in str(hit.source.to_item(hit.instance)).lower()]
 
 
 def test_the_planted_words_reach_every_derivation_before_anything_is_erased(shared):
     before = residue(WORD)
     assert {
-        "conversations.Message.content", "conversations.Message.context", "conversations.Message.search_vector",
-        "skills.SkillExperience.content", "skills.Skill.instructions", "skills.SkillVersion.snapshot",
-        "memories.SemanticMemory.summary", "memories.SemanticMemoryChange.new_value", "profiles.Entity.name",
-        "profiles.Profile.name", "profiles.ProfileRevision.markdown", "pipeline.MemoryTask.result",
+        "conversations.Message.content",
+        "conversations.Message.context",
+        "conversations.Message.search_vector",
+        "skills.SkillExperience.content",
+        "skills.Skill.instructions",
+        "skills.SkillVersion.snapshot",
+        "memories.SemanticMemory.summary",
+        "memories.SemanticMemoryChange.new_value",
+        "profiles.Entity.name",
+        "profiles.Profile.name",
+        "profiles.ProfileRevision.markdown",
+        "pipeline.MemoryTask.result",
     } <= set(before), before
     one, two = shared
     # Verification finds the client's words where provenance alone would not look.
@@ -120,7 +132,9 @@ def _delete_over_rest(client, message):
 
 
 def _delete_over_mcp(client, message):
-    async_to_sync(PlatformBackend(client=client, executor=None).delete_memory)(memory_type="message", memory_id=str(message.pk))
+    async_to_sync(PlatformBackend(client=client, executor=None).delete_memory)(
+        memory_type="message", memory_id=str(message.pk)
+    )
 
 
 @pytest.mark.parametrize("delete", [_delete_over_rest, _delete_over_mcp], ids=["rest", "mcp"])

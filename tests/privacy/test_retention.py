@@ -31,9 +31,22 @@ def _learned(session, *, days_ago, column="distilled_at"):
 @pytest.fixture
 def sessions(client_a, add_messages, settings):
     settings.LLM_PROVIDER = "rules"
-    old = task_session(client_a, session_id="old", messages=tool_messages("Book a flight to Lisbon for the conference", ["search_flights"]))
-    recent = task_session(client_a, session_id="recent", messages=tool_messages("Book a flight to Porto for the weekend", ["search_flights"]))
-    add_messages(client_a, "user-1", "chat-old", [{"role": "user", "content": "I moved to Lisbon"}, {"role": "assistant", "content": "Nice"}])
+    old = task_session(
+        client_a,
+        session_id="old",
+        messages=tool_messages("Book a flight to Lisbon for the conference", ["search_flights"]),
+    )
+    recent = task_session(
+        client_a,
+        session_id="recent",
+        messages=tool_messages("Book a flight to Porto for the weekend", ["search_flights"]),
+    )
+    add_messages(
+        client_a,
+        "user-1",
+        "chat-old",
+        [{"role": "user", "content": "I moved to Lisbon"}, {"role": "assistant", "content": "Nice"}],
+    )
     chat = Session.objects.get(session_id="chat-old")
     run_tasks(task_type="distill_session")
     _learned(old, days_ago=40)
@@ -57,7 +70,9 @@ def test_only_turns_learned_from_before_the_window_are_pruned_and_undistilled_on
     assert result["per_organization"] == {str(sessions["old"].organization_id): result["messages"]}
     assert not Message.objects.filter(session=sessions["old"]).exists()
     assert set(Message.objects.filter(session=sessions["recent"]).values_list("pk", flat=True)) == kept_recent
-    assert list(Message.objects.filter(session=sessions["chat"]).values_list("content", flat=True)) == ["And I adopted a cat"]
+    assert list(Message.objects.filter(session=sessions["chat"]).values_list("content", flat=True)) == [
+        "And I adopted a cat"
+    ]
     assert Session.objects.get(pk=sessions["chat"].pk).message_count == 1
     assert Session.objects.get(pk=sessions["old"].pk).message_count == 0
     assert SkillExperience.objects.count() == experiences  # the lessons learned stay
@@ -105,4 +120,6 @@ def test_a_page_quoting_a_pruned_turn_gets_its_finding_in_the_same_run(sessions,
     assert result["messages"] and result["profiles_lint"]["stale"] == 1
     (finding,) = page.findings.all()
     assert finding.kind == "stale" and finding.status == "open"
-    assert MemoryTask.objects.filter(task_type="compile_profile", payload={"entity": str(entity.pk)}, status="queued").exists()
+    assert MemoryTask.objects.filter(
+        task_type="compile_profile", payload={"entity": str(entity.pk)}, status="queued"
+    ).exists()

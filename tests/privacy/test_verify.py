@@ -38,13 +38,17 @@ def test_the_command_reports_residuals_before_and_zero_after_an_erasure(world):
     assert after["total"] == 0 and set(after["tables"]) == set(before["tables"])
     assert after["redis"]["keys_scanned"] >= 0 and "error" not in after["redis"]
     # The same user id in another organisation was not touched.
-    assert verify("--user", ALICE, "--org", world.foreign_client.organization.name)["tables"]["conversations.Message"] == 1
+    assert (
+        verify("--user", ALICE, "--org", world.foreign_client.organization.name)["tables"]["conversations.Message"] == 1
+    )
 
 
 def test_the_command_prints_a_table_for_people(world):
     out = StringIO()
     call_command("verify_erasure", "--client", str(world.client_c.pk), "--no-redis", stdout=out)
-    lines = {line.rsplit(None, 1)[0].strip(): line.rsplit(None, 1)[1] for line in out.getvalue().splitlines() if line.strip()}
+    lines = {
+        line.rsplit(None, 1)[0].strip(): line.rsplit(None, 1)[1] for line in out.getvalue().splitlines() if line.strip()
+    }
     assert lines["tenancy.ClientAPIKey (not revoked)"] == "1" and lines["conversations.IngestRequest"] == "1"
     assert lines["residual total:"] != "0"
 

@@ -43,7 +43,10 @@ def test_a_user_erasure_is_accepted_with_the_request_and_task_ids(world):
     assert set(body) == {"erasure_id", "status", "task_id"} and body["status"] == "queued"
     erasure = ErasureRequest.objects.get(pk=body["erasure_id"])
     assert (erasure.subject_kind, erasure.subject_id, erasure.requested_by, str(erasure.task_id)) == (
-        "user", ALICE, world.client_a, body["task_id"]
+        "user",
+        ALICE,
+        world.client_a,
+        body["task_id"],
     )
 
 
@@ -74,10 +77,13 @@ def test_a_writer_without_can_erase_gets_the_platforms_403_and_nothing_is_erased
     ]
     assert {response.status_code for response in responses} == {403}
     assert len({response.content for response in responses}) == 1, "refused before the subject is looked up"
-    assert responses[0].json() == {"error": {
-        "status": 403, "code": "permission_denied",
-        "message": "This client may not erase: erasure needs the client's can_erase permission.",
-    }}
+    assert responses[0].json() == {
+        "error": {
+            "status": 403,
+            "code": "permission_denied",
+            "message": "This client may not erase: erasure needs the client's can_erase permission.",
+        }
+    }
     assert not ErasureRequest.objects.exists()
     assert counts(world.organization) == before
     assert api_for(world.client_c).get("/api/v1/me").json()["can_erase"] is False
@@ -144,9 +150,15 @@ def test_a_client_erasure_removes_what_it_created_and_revokes_its_keys(world):
     assert api_c.get("/api/v1/me").status_code == 200
     subject = subject_resolve(organization=world.organization, kind="client", subject_id=str(client_c.pk))
     before = subject_verify(subject=subject, include_redis=False)["tables"]
-    assert before["conversations.Message"] and before["memories.SemanticMemory"] and before["tenancy.ClientAPIKey (not revoked)"]
+    assert (
+        before["conversations.Message"]
+        and before["memories.SemanticMemory"]
+        and before["tenancy.ClientAPIKey (not revoked)"]
+    )
     assert before["profiles.ProfileSource"] and before["profiles.ProfileRevision"] and before["profiles.Mention"]
-    bob_by_a = set(Message.objects.filter(end_user__user_id=BOB, created_by=world.client_a).values_list("pk", "content"))
+    bob_by_a = set(
+        Message.objects.filter(end_user__user_id=BOB, created_by=world.client_a).values_list("pk", "content")
+    )
     bob_page = Profile.objects.get(organization=world.organization, end_user__user_id=BOB, name=BOB)
     assert "aisle" in bob_page.markdown  # client C's turn is quoted on Bob's page
 
@@ -159,15 +171,23 @@ def test_a_client_erasure_removes_what_it_created_and_revokes_its_keys(world):
     client_c.refresh_from_db()
     assert client_c.status == "disabled"  # the row stays: the audit trail has a subject
     assert api_c.get("/api/v1/me").status_code == 401
-    assert not Message.objects.filter(created_by=client_c).exists() and not Session.objects.filter(client=client_c).exists()
+    assert (
+        not Message.objects.filter(created_by=client_c).exists()
+        and not Session.objects.filter(client=client_c).exists()
+    )
     assert not IngestRequest.objects.filter(client=client_c).exists()
-    assert set(Message.objects.filter(end_user__user_id=BOB, created_by=world.client_a).values_list("pk", "content")) == bob_by_a
+    assert (
+        set(Message.objects.filter(end_user__user_id=BOB, created_by=world.client_a).values_list("pk", "content"))
+        == bob_by_a
+    )
     assert SemanticMemory.objects.filter(end_user__user_id=BOB, organization=world.organization).count() == 1
     # Bob's page lost every revision and line quoting client C, and is queued to be compiled again.
     bob_page.refresh_from_db()
     assert "aisle" not in bob_page.markdown
     assert not any("aisle" in revision.markdown for revision in bob_page.revisions.all())
-    assert MemoryTask.objects.filter(task_type="compile_profile", payload__entity=str(bob_page.entity_id), status="queued").exists()
+    assert MemoryTask.objects.filter(
+        task_type="compile_profile", payload__entity=str(bob_page.entity_id), status="queued"
+    ).exists()
     (finding,) = bob_page.findings.all()
     assert (finding.kind, finding.status) == ("stale", "open") and str(erasure.pk) in finding.detail
     profile_compile(entity=bob_page.entity)  # what that task does once due

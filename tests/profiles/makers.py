@@ -16,7 +16,12 @@ def make_profile(client, user_id, text, add_messages=None):
     name = f"Person {abs(hash(text)) % 10**6}"
     entity = Entity.objects.create(**owner, name=name, aliases=[name.lower()])
     profile = Profile(
-        **owner, entity=entity, name=name, markdown=text, revision=1, compiled_at=timezone.now(),
+        **owner,
+        entity=entity,
+        name=name,
+        markdown=text,
+        revision=1,
+        compiled_at=timezone.now(),
         embedding_model=embedding_model_name(),
     )
     (profile.embedding,) = embed_texts([profile.embedding_text()])

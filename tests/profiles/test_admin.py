@@ -17,9 +17,14 @@ def melanie(conversation, add_messages, client_a, rules):
     session_project(session=conversation)
     entity = Entity.objects.get(name="Melanie")
     profile_compile(entity=entity)
-    add_messages(client_a, user_id="caroline", session_id="chat-2", messages=[
-        {"role": "assistant", "name": "Melanie", "content": "I adore pottery now."},
-    ])
+    add_messages(
+        client_a,
+        user_id="caroline",
+        session_id="chat-2",
+        messages=[
+            {"role": "assistant", "name": "Melanie", "content": "I adore pottery now."},
+        ],
+    )
     from apps.conversations.models import Session
 
     session_project(session=Session.objects.get(session_id="chat-2"))

@@ -25,7 +25,7 @@ def test_offline_the_page_groups_what_the_person_said_by_kind_newest_first_and_q
     sections = [line for line in page.splitlines() if line.startswith("## ")]
     assert sections == ["## Preferences", "## Constraints", "## Plans"]
     assert '- "I love painting, and I took my kids to the museum last week."' in page
-    assert '"I can\'t eat gluten, so I\'ll bring my own snacks."' in page
+    assert "\"I can't eat gluten, so I'll bring my own snacks.\"" in page
     # Newest first: turn 6 (trail mix) is listed before turn 2 (painting) among the preferences.
     assert page.index("I love trail mix") < page.index("I love painting")
     assert "chat-1 #6" in page
@@ -47,14 +47,21 @@ def test_what_others_said_about_a_person_is_on_their_page(conversation, rules):
     assert "My friend Jon helped me with the forms." in page
 
 
-def test_an_unchanged_page_keeps_its_revision_and_new_evidence_makes_the_next(conversation, add_messages, client_a, rules):
+def test_an_unchanged_page_keeps_its_revision_and_new_evidence_makes_the_next(
+    conversation, add_messages, client_a, rules
+):
     session_project(session=conversation)
     compiled("Caroline")
     assert compiled("Caroline")[1]["changed"] is False
 
-    add_messages(client_a, user_id="caroline", session_id="chat-2", messages=[
-        {"role": "user", "name": "Caroline", "content": "I started pottery classes on Tuesdays."},
-    ])
+    add_messages(
+        client_a,
+        user_id="caroline",
+        session_id="chat-2",
+        messages=[
+            {"role": "user", "name": "Caroline", "content": "I started pottery classes on Tuesdays."},
+        ],
+    )
     from apps.conversations.models import Session
 
     session_project(session=Session.objects.get(session_id="chat-2"))
@@ -69,14 +76,17 @@ def test_with_an_llm_the_page_keeps_only_the_evidence_it_used_and_its_token_usag
     session_project(session=conversation)
     fake_openai.add_json(
         {"markdown": "# Melanie\n- Loves painting [1]\n- Cannot eat gluten [2]", "used": [1, 2, 99, "x"]},
-        prompt_tokens=321, completion_tokens=45,
+        prompt_tokens=321,
+        completion_tokens=45,
     )
 
     profile, _ = compiled("Melanie")
 
     (request,) = fake_openai.chat_requests()
     prompt = request["messages"][1]["content"]
-    assert "Person: Melanie" in prompt and "[1]" in prompt and "Use only the evidence" in request["messages"][0]["content"]
+    assert (
+        "Person: Melanie" in prompt and "[1]" in prompt and "Use only the evidence" in request["messages"][0]["content"]
+    )
     assert profile.markdown.startswith("# Melanie\n- Loves painting [1]")
     # Evidence 1 and 2 are two sentences of turn 6, quoted together; 99 and "x" were never shown: ignored.
     (source,) = profile.sources.all()

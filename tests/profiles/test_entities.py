@@ -51,10 +51,15 @@ def test_projection_is_idempotent(conversation):
 
 
 def test_an_unnamed_user_turn_is_the_end_user(client_a, add_messages, rules):
-    add_messages(client_a, user_id="sam", session_id="plain", messages=[
-        {"role": "user", "content": "I love sailing with my brother."},
-        {"role": "assistant", "content": "Sailing sounds wonderful!"},
-    ])
+    add_messages(
+        client_a,
+        user_id="sam",
+        session_id="plain",
+        messages=[
+            {"role": "user", "content": "I love sailing with my brother."},
+            {"role": "assistant", "content": "Sailing sounds wonderful!"},
+        ],
+    )
     from apps.conversations.models import Session
 
     session_project(session=Session.objects.get(session_id="plain"))
@@ -66,8 +71,12 @@ def test_an_unnamed_user_turn_is_the_end_user(client_a, add_messages, rules):
 def test_memories_learned_from_the_session_mention_their_subjects(conversation):
     turn = conversation.messages.get(seq=3)
     SemanticMemory.objects.create(
-        organization=conversation.organization, scope=conversation.scope, end_user=conversation.end_user,
-        name="Jon", summary="Jon helped Caroline with the adoption forms.", source_message_ids=[turn.pk],
+        organization=conversation.organization,
+        scope=conversation.scope,
+        end_user=conversation.end_user,
+        name="Jon",
+        summary="Jon helped Caroline with the adoption forms.",
+        source_message_ids=[turn.pk],
     )
 
     session_project(session=conversation)
@@ -84,7 +93,9 @@ def test_changed_entities_get_one_debounced_compile_each(conversation, settings)
 
     compiles = MemoryTask.objects.filter(task_type="compile_profile")
     assert compiles.count() == 4
-    assert {task.payload["entity"] for task in compiles} == {str(pk) for pk in Entity.objects.values_list("pk", flat=True)}
+    assert {task.payload["entity"] for task in compiles} == {
+        str(pk) for pk in Entity.objects.values_list("pk", flat=True)
+    }
     assert all((task.run_after - task.created_at).total_seconds() >= 29 for task in compiles)
 
 

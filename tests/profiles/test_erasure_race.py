@@ -44,13 +44,17 @@ def test_an_erasure_waits_for_a_compile_in_flight_and_purges_what_it_wrote(conve
     settings.LLM_PROVIDER = "openai"
     entity = Entity.objects.get(name="Caroline", end_user=conversation.end_user)
     subject = subject_resolve(organization=conversation.organization, kind="user", subject_id="caroline")
-    assert owner_lock_key(organization_id=entity.organization_id, end_user_id=entity.end_user_id) in subject_locks(subject)
+    assert owner_lock_key(organization_id=entity.organization_id, end_user_id=entity.end_user_id) in subject_locks(
+        subject
+    )
 
     fake_openai.add_json({"markdown": "# Caroline\n- plans to adopt a child next year [1]", "used": [1]})
     compile_waits_for_model, model_answers = threading.Event(), threading.Event()
     fake_openai.on_request = lambda path: (compile_waits_for_model.set(), model_answers.wait(4))
     task = MemoryTask.objects.create(
-        task_type=COMPILE_PROFILE, organization=entity.organization, payload={"entity": str(entity.pk)},
+        task_type=COMPILE_PROFILE,
+        organization=entity.organization,
+        payload={"entity": str(entity.pk)},
     )
     erasure = erasure_request(subject=subject, requested_by=None, requested_by_staff="admin:test")
     outcome: dict = {}

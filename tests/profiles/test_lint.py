@@ -50,7 +50,14 @@ def test_a_page_that_lost_some_sources_is_stale_and_queued_for_recompile(pages, 
 
 def test_a_page_whose_sources_are_all_gone_is_an_archived_orphan_and_leaves_search(pages, client_a):
     jon = pages["Jon"]
-    hits = search(reader=client_a.reader, query="Jon", memory_types=["profile"], method="bm25", limit=5, filters={"user_id": "caroline"})
+    hits = search(
+        reader=client_a.reader,
+        query="Jon",
+        memory_types=["profile"],
+        method="bm25",
+        limit=5,
+        filters={"user_id": "caroline"},
+    )
     assert jon.pk in {hit.instance.pk for hit in hits}
     from apps.conversations.models import Message
 
@@ -65,7 +72,14 @@ def test_a_page_whose_sources_are_all_gone_is_an_archived_orphan_and_leaves_sear
     jon.refresh_from_db()
     assert jon.status == "archived" and jon.markdown == ""
     assert LintFinding.objects.get(profile=jon).kind == "orphan"
-    hits = search(reader=client_a.reader, query="Jon", memory_types=["profile"], method="bm25", limit=5, filters={"user_id": "caroline"})
+    hits = search(
+        reader=client_a.reader,
+        query="Jon",
+        memory_types=["profile"],
+        method="bm25",
+        limit=5,
+        filters={"user_id": "caroline"},
+    )
     assert jon.pk not in {hit.instance.pk for hit in hits}
 
 
@@ -89,11 +103,15 @@ def test_contradictions_are_checked_only_with_an_llm_and_when_enabled(pages, fak
     settings.PROFILE_LINT_CONTRADICTIONS = True
     names = [profile.name for profile in Profile.objects.filter(status="active").order_by("name")]
     first, second = names.index("Caroline") + 1, names.index("Melanie") + 1
-    fake_openai.add_json({"contradictions": [
-        {"page": first, "peer": second, "detail": "Caroline says she hikes; Melanie says Caroline never does."},
-        {"page": first, "peer": first, "detail": "a page against itself is ignored"},
-        {"page": 99, "peer": 1, "detail": "a page it was not shown is ignored"},
-    ]})
+    fake_openai.add_json(
+        {
+            "contradictions": [
+                {"page": first, "peer": second, "detail": "Caroline says she hikes; Melanie says Caroline never does."},
+                {"page": first, "peer": first, "detail": "a page against itself is ignored"},
+                {"page": 99, "peer": 1, "detail": "a page it was not shown is ignored"},
+            ]
+        }
+    )
 
     assert profiles_lint()["contradiction"] == 1
 

@@ -18,16 +18,25 @@ pytestmark = pytest.mark.django_db
 
 def test_an_add_ends_in_searchable_profiles(api, run_tasks, rules):
     response = api.post(
-        "/api/v1/memory/add", {"user_id": "caroline", "session_id": "chat-1", "messages": conversation_messages()}, format="json",
+        "/api/v1/memory/add",
+        {"user_id": "caroline", "session_id": "chat-1", "messages": conversation_messages()},
+        format="json",
     )
     assert response.status_code == 202, response.content
 
     done = run_tasks()
 
-    assert {task.task_type for task in done} >= {"embed_messages", "extract_memories", "project_entities", "compile_profile"}
+    assert {task.task_type for task in done} >= {
+        "embed_messages",
+        "extract_memories",
+        "project_entities",
+        "compile_profile",
+    }
     assert all(task.status == "succeeded" for task in done), [(task.task_type, task.error) for task in done]
     assert set(Profile.objects.values_list("name", flat=True)) == {"Caroline", "Melanie", "Jon", "Yosemite"}
-    hits = api.get("/api/v1/memory/search", {"user_id": "caroline", "query": "gluten", "memory_types": "profile"}).json()["results"]
+    hits = api.get(
+        "/api/v1/memory/search", {"user_id": "caroline", "query": "gluten", "memory_types": "profile"}
+    ).json()["results"]
     assert [hit["name"] for hit in hits][:1] == ["Melanie"]
 
     # Compiling again without new evidence changes nothing: no new revision.
@@ -68,7 +77,11 @@ def test_a_waiting_compile_runs_at_once_when_enough_new_mentions_have_gathered(c
     settings.PROFILE_COMPILE_AFTER_MENTIONS = 5
     end_user = EndUser.objects.create(organization=client_a.organization, user_id="u")
     entity = Entity.objects.create(
-        organization=client_a.organization, scope=client_a.write_scope, end_user=end_user, name="Melanie", aliases=["melanie"]
+        organization=client_a.organization,
+        scope=client_a.write_scope,
+        end_user=end_user,
+        name="Melanie",
+        aliases=["melanie"],
     )
 
     def enqueue(count):

@@ -69,7 +69,12 @@ def test_another_scope_of_the_organisation_sees_nothing(pages, client_a):
 def test_profiles_are_found_by_the_search_api_with_their_sources(pages, api):
     response = api.post(
         "/api/v1/memory/search",
-        {"user_id": "caroline", "query": "what does Melanie love", "memory_types": ["profile"], "search_method": "bm25"},
+        {
+            "user_id": "caroline",
+            "query": "what does Melanie love",
+            "memory_types": ["profile"],
+            "search_method": "bm25",
+        },
         format="json",
     )
     assert response.status_code == 200, response.content

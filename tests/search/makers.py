@@ -15,7 +15,9 @@ from tests.skills.makers import make_experience, make_skill
 
 
 def make_message(client, user_id, text, add_messages):
-    body = add_messages(client, user_id=user_id, session_id=f"s-{abs(hash(text)) % 10**8}", messages=[{"role": "user", "content": text}])
+    body = add_messages(
+        client, user_id=user_id, session_id=f"s-{abs(hash(text)) % 10**8}", messages=[{"role": "user", "content": text}]
+    )
     for task in MemoryTask.objects.filter(pk__in=body["task_ids"], task_type="embed_messages"):
         task_execute(task_id=task.pk, worker="test")
     return Message.objects.get(session__organization=client.organization, content=text)

@@ -87,15 +87,39 @@ def test_the_model_file_may_be_named_directly(model_dir):
 
 def test_the_cross_encoder_reranks_a_search(client_a, add_messages, model_dir, settings):
     settings.RERANKER, settings.RERANKER_MODEL_PATH = "cross-encoder", str(model_dir)
-    add_messages(client_a, user_id="alice", session_id="pets", messages=[
-        {"role": "user", "content": text} for text in ("puppy puppy puppy max", "rainy weather for the puppy", "a harness for the puppy")
-    ])
-    fused = search(reader=client_a.reader, query="puppy", memory_types=["message"], method="bm25", limit=10,
-                   filters={"user_id": "alice"}, reranker="none")
+    add_messages(
+        client_a,
+        user_id="alice",
+        session_id="pets",
+        messages=[
+            {"role": "user", "content": text}
+            for text in ("puppy puppy puppy max", "rainy weather for the puppy", "a harness for the puppy")
+        ],
+    )
+    fused = search(
+        reader=client_a.reader,
+        query="puppy",
+        memory_types=["message"],
+        method="bm25",
+        limit=10,
+        filters={"user_id": "alice"},
+        reranker="none",
+    )
     assert fused[0].instance.content == "puppy puppy puppy max"
-    hits = search(reader=client_a.reader, query="puppy", memory_types=["message"], method="bm25", limit=10, filters={"user_id": "alice"})
+    hits = search(
+        reader=client_a.reader,
+        query="puppy",
+        memory_types=["message"],
+        method="bm25",
+        limit=10,
+        filters={"user_id": "alice"},
+    )
     assert hits.reranked_by == "cross-encoder"
-    assert [hit.instance.content for hit in hits] == ["a harness for the puppy", "puppy puppy puppy max", "rainy weather for the puppy"]
+    assert [hit.instance.content for hit in hits] == [
+        "a harness for the puppy",
+        "puppy puppy puppy max",
+        "rainy weather for the puppy",
+    ]
     # 0.5 per "puppy" (the question's too), 3 for harness, -1 for weather.
     assert [hit.score for hit in hits] == pytest.approx([4.0, 2.0, 0.0])
 
@@ -103,8 +127,17 @@ def test_the_cross_encoder_reranks_a_search(client_a, add_messages, model_dir, s
 def test_a_missing_model_keeps_the_fused_order_and_check_reports_it(client_a, add_messages, tmp_path, settings):
     cross_encoder.cache_clear()
     settings.RERANKER, settings.RERANKER_MODEL_PATH = "cross-encoder", str(tmp_path / "nowhere")
-    add_messages(client_a, user_id="alice", session_id="pets", messages=[{"role": "user", "content": "a puppy harness"}])
-    hits = search(reader=client_a.reader, query="puppy", memory_types=["message"], method="bm25", limit=10, filters={"user_id": "alice"})
+    add_messages(
+        client_a, user_id="alice", session_id="pets", messages=[{"role": "user", "content": "a puppy harness"}]
+    )
+    hits = search(
+        reader=client_a.reader,
+        query="puppy",
+        memory_types=["message"],
+        method="bm25",
+        limit=10,
+        filters={"user_id": "alice"},
+    )
     assert hits.reranked_by is None and len(hits) == 1
     with pytest.raises(SystemCheckError, match="model.onnx"):
         call_command("check")

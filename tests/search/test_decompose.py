@@ -20,7 +20,9 @@ QUESTION = "What pet and pet gear did she get?"
 
 @pytest.fixture
 def turns(client_a, add_messages):
-    add_messages(client_a, user_id="alice", session_id="pets", messages=[{"role": "user", "content": text} for text in TURNS])
+    add_messages(
+        client_a, user_id="alice", session_id="pets", messages=[{"role": "user", "content": text} for text in TURNS]
+    )
 
 
 @pytest.fixture
@@ -30,8 +32,15 @@ def llm(fake_openai, settings):
 
 
 def _search(client, query=QUESTION, user_id="alice", **options):
-    return search(reader=client.reader, query=query, memory_types=["message"], method="bm25", limit=10,
-                  filters={"user_id": user_id}, **options)
+    return search(
+        reader=client.reader,
+        query=query,
+        memory_types=["message"],
+        method="bm25",
+        limit=10,
+        filters={"user_id": user_id},
+        **options,
+    )
 
 
 def test_the_parts_of_a_question_find_what_the_question_alone_does_not(client_a, turns, llm):
@@ -41,7 +50,10 @@ def test_the_parts_of_a_question_find_what_the_question_alone_does_not(client_a,
     assert hits.decomposed_into == ["beagle puppy", "harness leash"]
     assert [hit.instance.content for hit in hits] == [TURNS[0], TURNS[3]]
     (request,) = llm.chat_requests()
-    assert request["messages"][1]["content"] == f"Question: {QUESTION}" and "at most 3 queries" in request["messages"][0]["content"]
+    assert (
+        request["messages"][1]["content"] == f"Question: {QUESTION}"
+        and "at most 3 queries" in request["messages"][0]["content"]
+    )
     assert LLMUsage.objects.get(purpose="decompose").organization_id == client_a.organization_id
 
 
@@ -56,7 +68,22 @@ def test_an_item_found_by_several_parts_ranks_first_and_the_reranker_sees_the_fu
 
 def test_the_models_queries_are_cleaned_and_capped(client_a, turns, llm, settings):
     settings.QUERY_DECOMPOSE_MAX = 2
-    llm.add_json({"queries": [QUESTION.upper(), 7, None, {"q": "x"}, "pup\ud800", "  beagle \x00 puppy ", "Beagle puppy", "", "leash", "shoe"]})
+    llm.add_json(
+        {
+            "queries": [
+                QUESTION.upper(),
+                7,
+                None,
+                {"q": "x"},
+                "pup\ud800",
+                "  beagle \x00 puppy ",
+                "Beagle puppy",
+                "",
+                "leash",
+                "shoe",
+            ]
+        }
+    )
     hits = _search(client_a)
     # The question itself, non-strings, a lone surrogate, blanks and repeats are dropped; a NUL becomes a space; two are kept.
     assert hits.decomposed_into == ["beagle puppy", "leash"]
@@ -64,9 +91,12 @@ def test_the_models_queries_are_cleaned_and_capped(client_a, turns, llm, setting
 
 @pytest.mark.parametrize("answer", ["error", "garbage", "no list", "nothing usable"])
 def test_a_failing_decomposer_leaves_the_plain_search_and_says_nothing_was_decomposed(client_a, turns, llm, answer):
-    {"error": lambda: llm.add_error(500), "garbage": lambda: llm.add_text("beagle; leash"),
-     "no list": lambda: llm.add_json({"queries": "beagle"}),
-     "nothing usable": lambda: llm.add_json({"queries": [" Puppy  MAX", 3]})}[answer]()
+    {
+        "error": lambda: llm.add_error(500),
+        "garbage": lambda: llm.add_text("beagle; leash"),
+        "no list": lambda: llm.add_json({"queries": "beagle"}),
+        "nothing usable": lambda: llm.add_json({"queries": [" Puppy  MAX", 3]}),
+    }[answer]()
     hits = _search(client_a, query="puppy Max")
     plain = _search(client_a, query="puppy Max", decomposer="none")
     assert hits.decomposed_into is None
@@ -74,9 +104,15 @@ def test_a_failing_decomposer_leaves_the_plain_search_and_says_nothing_was_decom
     assert len(llm.chat_requests()) == 1  # a search does not wait for retries
 
 
-def test_parts_are_searched_within_the_callers_organisation_scopes_and_user(client_a, foreign_client, turns, llm, add_messages):
-    add_messages(foreign_client, user_id="alice", session_id="pets", messages=[{"role": "user", "content": "Our beagle puppy"}])
-    add_messages(client_a, user_id="bob", session_id="pets", messages=[{"role": "user", "content": "Bob's beagle puppy"}])
+def test_parts_are_searched_within_the_callers_organisation_scopes_and_user(
+    client_a, foreign_client, turns, llm, add_messages
+):
+    add_messages(
+        foreign_client, user_id="alice", session_id="pets", messages=[{"role": "user", "content": "Our beagle puppy"}]
+    )
+    add_messages(
+        client_a, user_id="bob", session_id="pets", messages=[{"role": "user", "content": "Bob's beagle puppy"}]
+    )
     llm.add_json({"queries": ["beagle puppy"]})
     hits = _search(client_a)
     assert [hit.instance.content for hit in hits] == [TURNS[0]]
@@ -84,14 +120,20 @@ def test_parts_are_searched_within_the_callers_organisation_scopes_and_user(clie
 
 def test_the_api_names_the_parts_and_no_llm_means_no_call(client_a, turns, llm, settings):
     llm.add_json({"queries": ["harness"]})
-    body = api_for(client_a).post(
-        "/api/v1/memory/search", {"user_id": "alice", "query": QUESTION, "memory_types": ["message"]}, format="json"
-    ).json()
+    body = (
+        api_for(client_a)
+        .post(
+            "/api/v1/memory/search", {"user_id": "alice", "query": QUESTION, "memory_types": ["message"]}, format="json"
+        )
+        .json()
+    )
     assert body["decomposed_into"] == ["harness"] and [result["content"] for result in body["results"]] == [TURNS[3]]
     listing = api_for(client_a).post("/api/v1/memory/search", {"user_id": "alice", "query": ""}, format="json").json()
     assert listing["decomposed_into"] is None  # no question, nothing to decompose
     settings.LLM_PROVIDER = "rules"
-    body = api_for(client_a).post("/api/v1/memory/search", {"user_id": "alice", "query": QUESTION}, format="json").json()
+    body = (
+        api_for(client_a).post("/api/v1/memory/search", {"user_id": "alice", "query": QUESTION}, format="json").json()
+    )
     assert body["decomposed_into"] is None and len(llm.chat_requests()) == 1
 
 

@@ -36,33 +36,61 @@ def contents(hits):
 
 
 def test_bm25_ranks_rare_terms_above_common_ones(client_a, corpus):
-    hits = search(reader=client_a.reader, query="where does my sister live as a nurse", memory_types=["message"], method="bm25", limit=5, filters={"user_id": "alice"})
+    hits = search(
+        reader=client_a.reader,
+        query="where does my sister live as a nurse",
+        memory_types=["message"],
+        method="bm25",
+        limit=5,
+        filters={"user_id": "alice"},
+    )
     assert contents(hits)[0] == TEXTS[1]
-    hits = search(reader=client_a.reader, query="Max retriever vet", memory_types=["message"], method="bm25", limit=5, filters={"user_id": "alice"})
+    hits = search(
+        reader=client_a.reader,
+        query="Max retriever vet",
+        memory_types=["message"],
+        method="bm25",
+        limit=5,
+        filters={"user_id": "alice"},
+    )
     assert contents(hits)[0] == TEXTS[3]  # more matching terms, and "vet" is rare
     assert set(contents(hits)) == {TEXTS[0], TEXTS[3]}
 
 
 def test_questions_made_of_stopwords_only_find_nothing_by_keyword(client_a, corpus):
-    assert search(reader=client_a.reader, query="what is it", memory_types=["message"], method="bm25", limit=5, filters={}) == []
+    assert (
+        search(reader=client_a.reader, query="what is it", memory_types=["message"], method="bm25", limit=5, filters={})
+        == []
+    )
 
 
 def test_embedding_and_hybrid_return_the_best_match_first(client_a, corpus):
     for method in ("embedding", "hybrid"):
-        hits = search(reader=client_a.reader, query="sister nurse Lisbon", memory_types=["message"], method=method, limit=2, filters={})
+        hits = search(
+            reader=client_a.reader,
+            query="sister nurse Lisbon",
+            memory_types=["message"],
+            method=method,
+            limit=2,
+            filters={},
+        )
         assert contents(hits)[0] == TEXTS[1], method
         assert len(hits) == 2
 
 
 def test_fuzzy_tolerates_typos(client_a, corpus):
-    hits = search(reader=client_a.reader, query="golden retreiver", memory_types=["message"], method="fuzzy", limit=5, filters={})
+    hits = search(
+        reader=client_a.reader, query="golden retreiver", memory_types=["message"], method="fuzzy", limit=5, filters={}
+    )
     assert contents(hits)[0] == TEXTS[0]
 
 
 def test_filters_user_session_time_and_tags(client_a, add_messages, corpus):
     other = make_message(client_a, "bob", "Bob also has a golden retriever", add_messages)
     base = {"query": "golden retriever", "memory_types": ["message"], "method": "hybrid", "limit": 10}
-    assert other.pk not in {hit.instance.pk for hit in search(reader=client_a.reader, filters={"user_id": "alice"}, **base)}
+    assert other.pk not in {
+        hit.instance.pk for hit in search(reader=client_a.reader, filters={"user_id": "alice"}, **base)
+    }
     assert other.pk in {hit.instance.pk for hit in search(reader=client_a.reader, filters={}, **base)}
     by_session = search(reader=client_a.reader, filters={"session_id": other.session.session_id}, **base)
     assert [hit.instance.pk for hit in by_session] == [other.pk]
@@ -74,16 +102,34 @@ def test_filters_user_session_time_and_tags(client_a, add_messages, corpus):
 
 
 def test_empty_query_returns_most_recent_first(client_a, corpus):
-    hits = search(reader=client_a.reader, query="  ", memory_types=None, method=None, limit=2, filters={"user_id": "alice"})
+    hits = search(
+        reader=client_a.reader, query="  ", memory_types=None, method=None, limit=2, filters={"user_id": "alice"}
+    )
     assert contents(hits) == [TEXTS[3], TEXTS[2]]
 
 
 def test_an_unknown_user_finds_nothing(client_a, corpus):
-    assert search(reader=client_a.reader, query="retriever", memory_types=None, method="hybrid", limit=5, filters={"user_id": "nobody"}) == []
+    assert (
+        search(
+            reader=client_a.reader,
+            query="retriever",
+            memory_types=None,
+            method="hybrid",
+            limit=5,
+            filters={"user_id": "nobody"},
+        )
+        == []
+    )
 
 
 def test_both_plans_give_the_same_bm25_scores(client_a, corpus, settings):
-    query = {"reader": client_a.reader, "query": "Max retriever vet Lisbon", "memory_types": ["message"], "method": "bm25", "limit": 5}
+    query = {
+        "reader": client_a.reader,
+        "query": "Max retriever vet Lisbon",
+        "memory_types": ["message"],
+        "method": "bm25",
+        "limit": 5,
+    }
     settings.SEARCH_SCAN_MAX_ROWS = 20000
     scanned = [(hit.instance.pk, round(hit.score, 9)) for hit in search(filters={"user_id": "alice"}, **query)]
     settings.SEARCH_SCAN_MAX_ROWS = 0
@@ -94,17 +140,27 @@ def test_both_plans_give_the_same_bm25_scores(client_a, corpus, settings):
 def test_an_owner_with_many_items_is_scanned_once_then_searched_through_the_indexes(client_a, corpus, settings):
     settings.SEARCH_SCAN_MAX_ROWS = 3  # alice has four turns
     # BM25: the GIN index is exact, so both plans must agree (this test does not vacuum the HNSW graph).
-    query = {"reader": client_a.reader, "query": "retriever", "memory_types": ["message"], "method": "bm25", "limit": 5, "filters": {"user_id": "alice"}}
+    query = {
+        "reader": client_a.reader,
+        "query": "retriever",
+        "memory_types": ["message"],
+        "method": "bm25",
+        "limit": 5,
+        "filters": {"user_id": "alice"},
+    }
     with CaptureQueriesContext(connection) as first:
         first_hits = search(**query)
     with CaptureQueriesContext(connection) as second:
         second_hits = search(**query)
+
     def scanned(captured):
         return any("visible AS MATERIALIZED" in query["sql"] for query in captured.captured_queries)
 
     assert scanned(first) and not scanned(second)
     assert len(first_hits) == 2
-    assert [(hit.instance.pk, round(hit.score, 9)) for hit in first_hits] == [(hit.instance.pk, round(hit.score, 9)) for hit in second_hits]
+    assert [(hit.instance.pk, round(hit.score, 9)) for hit in first_hits] == [
+        (hit.instance.pk, round(hit.score, 9)) for hit in second_hits
+    ]
 
 
 @pytest.fixture
@@ -114,7 +170,9 @@ def fresh_cache():
     cache.clear()
 
 
-def test_through_the_indexes_a_term_in_most_items_does_not_make_every_item_a_match(client_a, add_messages, settings, fresh_cache):
+def test_through_the_indexes_a_term_in_most_items_does_not_make_every_item_a_match(
+    client_a, add_messages, settings, fresh_cache
+):
     for n in range(8):
         make_message(client_a, "carol", f"weekly standup notes number {n}", add_messages)
     rare = make_message(client_a, "carol", "standup moved because of the zebra parade", add_messages)
@@ -131,7 +189,21 @@ def test_odd_characters_in_a_query_are_searched_not_parsed(client_a, add_message
     text = "the path is C:\\temp\\notes and O'Brien's email is ob@example.com"
     stored = make_message(client_a, "dora", text, add_messages)
     for query in ("C:\\temp\\notes", "O'Brien's", "ob@example.com", "a & b | !c", "'", "\\"):
-        hits = search(reader=client_a.reader, query=query, memory_types=["message"], method="bm25", limit=5, filters={"user_id": "dora"})
+        hits = search(
+            reader=client_a.reader,
+            query=query,
+            memory_types=["message"],
+            method="bm25",
+            limit=5,
+            filters={"user_id": "dora"},
+        )
         assert [hit.instance.pk for hit in hits] in ([stored.pk], []), query
-    hits = search(reader=client_a.reader, query="O'Brien's C:\\temp", memory_types=["message"], method="hybrid", limit=5, filters={"user_id": "dora"})
+    hits = search(
+        reader=client_a.reader,
+        query="O'Brien's C:\\temp",
+        memory_types=["message"],
+        method="hybrid",
+        limit=5,
+        filters={"user_id": "dora"},
+    )
     assert hits[0].instance.pk == stored.pk

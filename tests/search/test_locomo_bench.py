@@ -26,7 +26,12 @@ CONVERSATION = {
         ],
     },
     "qa": [
-        {"question": "What books has Tim read?", "answer": "The Hobbit, Harry Potter", "evidence": ["D1:1", "D2:2"], "category": 1},
+        {
+            "question": "What books has Tim read?",
+            "answer": "The Hobbit, Harry Potter",
+            "evidence": ["D1:1", "D2:2"],
+            "category": 1,
+        },
         {"question": "Where did John go surfing?", "answer": "the beach", "evidence": ["D1:2"], "category": 4},
         {"question": "An adversarial question", "answer": "", "evidence": ["D1:1"], "category": 5},
     ],
@@ -44,7 +49,15 @@ def test_the_harness_reports_each_method_and_reranker_and_leaves_out_decompositi
     settings.LLM_PROVIDER = "rules"
     results = locomo.run(dataset, methods=("bm25", "hybrid"), log=lambda *args: None)
     assert results["questions"] == 2  # category 5 is not scored
-    assert set(results["methods"]) == {"bm25", "bm25+context", "hybrid", "hybrid+context", "baseline_bm25", "baseline_dense", "baseline_rrf"}
+    assert set(results["methods"]) == {
+        "bm25",
+        "bm25+context",
+        "hybrid",
+        "hybrid+context",
+        "baseline_bm25",
+        "baseline_dense",
+        "baseline_rrf",
+    }
     assert results["methods"]["bm25"]["by_category"]["4"]["recall@1"] == 1.0  # "surfing" names one turn
 
 
@@ -70,7 +83,9 @@ def test_the_defaults_row_is_reported_beside_the_best_offline_row(dataset, setti
     hybrid_context = results["hash"]["methods"]["hybrid+context"]["overall"]["recall@10"]
     assert defaults["method"] == "hybrid+context" and defaults["recall@10"] == hybrid_context
     best = max(
-        entry["overall"]["recall@10"] for name, entry in results["hash"]["methods"].items() if not name.startswith("baseline_")
+        entry["overall"]["recall@10"]
+        for name, entry in results["hash"]["methods"].items()
+        if not name.startswith("baseline_")
     )
     assert defaults["best"]["recall@10"] == best and defaults["is_best"] == (hybrid_context == best)
     # A default provider that was not measured has no row, and is not called the best.

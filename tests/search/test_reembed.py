@@ -31,7 +31,9 @@ def test_reembedding_what_the_write_paths_stored_changes_no_vector(client_a, add
     skill = MAKERS["procedural"](client_a, "alice", "book a flight after checking the profile")
     trajectory = next(item for item in tau_trajectories() if item["reward"] >= 1.0 and item["info"]["task"]["actions"])
     session = tau_session(client_a, trajectory)
-    task_execute(task_id=MemoryTask.objects.get(task_type="distill_session", payload__session=str(session.pk)).pk, worker="test")
+    task_execute(
+        task_id=MemoryTask.objects.get(task_type="distill_session", payload__session=str(session.pk)).pk, worker="test"
+    )
     experience = SkillExperience.objects.filter(session=session).first()
     assert experience is not None
     for memory_type, item in (("message", message), ("procedural", skill), ("experience", experience)):
@@ -41,7 +43,10 @@ def test_reembedding_what_the_write_paths_stored_changes_no_vector(client_a, add
 
 
 def test_reembed_switches_every_stale_vector_to_the_current_model(client_a, add_messages, settings):
-    items = {memory_type: make(client_a, "alice", f"zebrafish {memory_type} notes", add_messages) for memory_type, make in MAKERS.items()}
+    items = {
+        memory_type: make(client_a, "alice", f"zebrafish {memory_type} notes", add_messages)
+        for memory_type, make in MAKERS.items()
+    }
     for item in items.values():
         type(item).objects.filter(pk=item.pk).update(embedding_model="old-model", embedding=[1.0] + [0.0] * 383)
 
@@ -77,12 +82,24 @@ def _reembed(*options) -> dict:
 def _embedding_hits(client, query):
     from apps.search.engine import search
 
-    return [hit.instance.pk for hit in search(reader=client.reader, query=query, memory_types=["message"], method="embedding",
-                                               limit=10, filters={"user_id": "alice"}, reranker="none")]
+    return [
+        hit.instance.pk
+        for hit in search(
+            reader=client.reader,
+            query=query,
+            memory_types=["message"],
+            method="embedding",
+            limit=10,
+            filters={"user_id": "alice"},
+            reranker="none",
+        )
+    ]
 
 
 def _embedding_calls(fake_openai):
-    return sum(len(request["body"]["input"]) for request in fake_openai.requests if request["path"].endswith("/embeddings"))
+    return sum(
+        len(request["body"]["input"]) for request in fake_openai.requests if request["path"].endswith("/embeddings")
+    )
 
 
 @pytest.fixture
@@ -90,7 +107,9 @@ def new_model(fake_openai, settings):
     """The model the operator moves to (the fake server's embeddings: another model name)."""
 
     def use(new: bool) -> None:
-        settings.EMBEDDING_PROVIDER, settings.EMBEDDING_MODEL = ("openai", "text-embedding-3-small") if new else ("hash", "")
+        settings.EMBEDDING_PROVIDER, settings.EMBEDDING_MODEL = (
+            ("openai", "text-embedding-3-small") if new else ("hash", "")
+        )
 
     return use
 
@@ -102,13 +121,25 @@ def test_a_search_ranks_by_distance_only_the_vectors_of_its_own_model(client_a, 
     assert _embedding_hits(client_a, "zebrafish spawning") == []  # its vector is the old model's
     from apps.search.engine import search
 
-    hybrid = search(reader=client_a.reader, query="zebrafish spawning", memory_types=["message"], method="hybrid", limit=10,
-                    filters={"user_id": "alice"}, reranker="none")
+    hybrid = search(
+        reader=client_a.reader,
+        query="zebrafish spawning",
+        memory_types=["message"],
+        method="hybrid",
+        limit=10,
+        filters={"user_id": "alice"},
+        reranker="none",
+    )
     assert [hit.instance.pk for hit in hybrid] == [item.pk]  # keywords still find it
 
 
-def test_reembed_stages_while_the_old_vectors_serve_then_switches_everything_at_once(client_a, add_messages, new_model, fake_openai):
-    items = {memory_type: make(client_a, "alice", f"zebrafish {memory_type} notes", add_messages) for memory_type, make in MAKERS.items()}
+def test_reembed_stages_while_the_old_vectors_serve_then_switches_everything_at_once(
+    client_a, add_messages, new_model, fake_openai
+):
+    items = {
+        memory_type: make(client_a, "alice", f"zebrafish {memory_type} notes", add_messages)
+        for memory_type, make in MAKERS.items()
+    }
     more = MAKERS["message"](client_a, "alice", "a second zebrafish tank", add_messages)
     for item in items.values():
         item.refresh_from_db()

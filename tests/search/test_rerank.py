@@ -19,12 +19,21 @@ TURNS = [
 
 @pytest.fixture
 def turns(client_a, add_messages):
-    add_messages(client_a, user_id="alice", session_id="pets", messages=[{"role": "user", "content": text} for text in TURNS])
+    add_messages(
+        client_a, user_id="alice", session_id="pets", messages=[{"role": "user", "content": text} for text in TURNS]
+    )
 
 
 def _search(client, reranker, query="puppy harness leash", limit=10):
-    return search(reader=client.reader, query=query, memory_types=["message"], method="bm25", limit=limit,
-                  filters={"user_id": "alice"}, reranker=reranker)
+    return search(
+        reader=client.reader,
+        query=query,
+        memory_types=["message"],
+        method="bm25",
+        limit=limit,
+        filters={"user_id": "alice"},
+        reranker=reranker,
+    )
 
 
 def test_context_lifts_a_turn_whose_neighbours_and_session_match_above_an_isolated_one():
@@ -40,8 +49,12 @@ def test_context_lifts_a_turn_whose_neighbours_and_session_match_above_an_isolat
 
 
 def test_context_lifts_the_session_of_the_month_and_year_the_question_names():
-    may = Candidate(text="a", score=0.5, session="s1", position=1, occurred_at=datetime(2023, 5, 8, tzinfo=timezone.utc))
-    june = Candidate(text="b", score=0.6, session="s2", position=1, occurred_at=datetime(2023, 6, 8, tzinfo=timezone.utc))
+    may = Candidate(
+        text="a", score=0.5, session="s1", position=1, occurred_at=datetime(2023, 5, 8, tzinfo=timezone.utc)
+    )
+    june = Candidate(
+        text="b", score=0.6, session="s2", position=1, occurred_at=datetime(2023, 6, 8, tzinfo=timezone.utc)
+    )
     may_scores = context_scores("what did Caroline do in May 2023?", [may, june])
     assert may_scores[0] > may_scores[1]
     assert context_scores("may I ask what she did?", [may, june]) == [0.5 / 0.6, 1.0]  # "may" the verb is no month
@@ -60,7 +73,11 @@ def test_the_context_reranker_orders_the_search_and_is_named_in_the_response(api
     assert reranked.reranked_by == "context"
     assert sorted(hit.instance.pk for hit in reranked) == sorted(hit.instance.pk for hit in fused)
     assert [hit.score for hit in reranked] == sorted((hit.score for hit in reranked), reverse=True)
-    body = api.post("/api/v1/memory/search", {"user_id": "alice", "query": "puppy harness leash", "memory_types": ["message"]}, format="json").json()
+    body = api.post(
+        "/api/v1/memory/search",
+        {"user_id": "alice", "query": "puppy harness leash", "memory_types": ["message"]},
+        format="json",
+    ).json()
     assert body["reranked_by"] == "context" and body["count"] == 2  # the turns with "puppy" (not embedded yet)
     listing = api.post("/api/v1/memory/search", {"user_id": "alice", "query": ""}, format="json").json()
     assert listing["reranked_by"] is None  # no query, nothing to rerank
@@ -91,11 +108,16 @@ def test_the_llm_reranker_reorders_by_the_models_ranking(client_a, turns, fake_o
 
 
 @pytest.mark.parametrize("answer", ["error", "garbage", "no ranking"])
-def test_a_failing_llm_reranker_keeps_the_fused_order_and_says_nothing_was_reranked(client_a, turns, fake_openai, settings, answer):
+def test_a_failing_llm_reranker_keeps_the_fused_order_and_says_nothing_was_reranked(
+    client_a, turns, fake_openai, settings, answer
+):
     settings.LLM_PROVIDER = "openai"
     fused = _search(client_a, "none", query="puppy Max shoe")
-    {"error": lambda: fake_openai.add_error(500), "garbage": lambda: fake_openai.add_text("ranked: 3, 1"),
-     "no ranking": lambda: fake_openai.add_json({"order": [3]})}[answer]()
+    {
+        "error": lambda: fake_openai.add_error(500),
+        "garbage": lambda: fake_openai.add_text("ranked: 3, 1"),
+        "no ranking": lambda: fake_openai.add_json({"order": [3]}),
+    }[answer]()
     hits = _search(client_a, "llm", query="puppy Max shoe")
     assert hits.reranked_by is None
     assert [(hit.instance.pk, hit.score) for hit in hits] == [(hit.instance.pk, hit.score) for hit in fused]

@@ -15,7 +15,9 @@ TEXT = "zebrafish aquarium maintenance schedule"
 
 
 def test_every_registered_memory_type_has_a_maker():
-    assert set(SOURCES) <= set(MAKERS), f"add a maker for {sorted(set(SOURCES) - set(MAKERS))} in tests/search/makers.py"
+    assert set(SOURCES) <= set(MAKERS), (
+        f"add a maker for {sorted(set(SOURCES) - set(MAKERS))} in tests/search/makers.py"
+    )
 
 
 @pytest.mark.parametrize("memory_type", sorted(SOURCES))
@@ -36,12 +38,21 @@ def test_scope_matrix(memory_type, method, plan, use_plan, client_a, foreign_cli
     # Twice each: on the index plan, an owner's first search scans their items and finds more
     # than the limit, so the second goes through the indexes.
     for filters in ({"user_id": "alice"}, {"user_id": "alice"}, {}):
-        hits = search(reader=reading_client.reader, query="zebrafish aquarium", memory_types=[memory_type], method=method, limit=10, filters=filters)
+        hits = search(
+            reader=reading_client.reader,
+            query="zebrafish aquarium",
+            memory_types=[memory_type],
+            method=method,
+            limit=10,
+            filters=filters,
+        )
         found = {hit.instance.pk for hit in hits}
         assert readable.pk in found, (memory_type, method, filters)
         assert hidden.pk not in found and foreign.pk not in found, (memory_type, method, filters)
     # The empty query (most recent items) is scoped the same way.
-    hits = search(reader=reading_client.reader, query="", memory_types=[memory_type], method=method, limit=10, filters={})
+    hits = search(
+        reader=reading_client.reader, query="", memory_types=[memory_type], method=method, limit=10, filters={}
+    )
     assert {hit.instance.pk for hit in hits} == {readable.pk}
 
 
@@ -58,8 +69,9 @@ def test_context_scope_matrix(memory_type, client_a, foreign_client, add_message
     foreign = make(foreign_client, "alice", TEXT + " foreign", add_messages)
 
     for query in ("zebrafish aquarium", ""):
-        context = context_build(reader=reading_client.reader, user_id="alice", query=query, max_tokens=2000,
-                                memory_types=[memory_type])
+        context = context_build(
+            reader=reading_client.reader, user_id="alice", query=query, max_tokens=2000, memory_types=[memory_type]
+        )
         found = {item.instance.pk for item in context.items}
         assert readable.pk in found, (memory_type, query)
         assert hidden.pk not in found and foreign.pk not in found, (memory_type, query)

@@ -8,10 +8,23 @@ pytestmark = pytest.mark.django_db
 
 
 def test_post_and_get_search_return_results_with_fields(api, client_a, add_messages):
-    add_messages(client_a, user_id="alice", session_id="trip", messages=[
-        {"role": "user", "content": "My sister lives in Lisbon", "metadata": {"dia_id": "D1:3", "tags": ["family"]}},
-    ])
-    body = api.post("/api/v1/memory/search", {"user_id": "alice", "query": "sister Lisbon", "memory_types": ["message"], "search_method": "bm25"}, format="json").json()
+    add_messages(
+        client_a,
+        user_id="alice",
+        session_id="trip",
+        messages=[
+            {
+                "role": "user",
+                "content": "My sister lives in Lisbon",
+                "metadata": {"dia_id": "D1:3", "tags": ["family"]},
+            },
+        ],
+    )
+    body = api.post(
+        "/api/v1/memory/search",
+        {"user_id": "alice", "query": "sister Lisbon", "memory_types": ["message"], "search_method": "bm25"},
+        format="json",
+    ).json()
     assert body["count"] == 1
     result = body["results"][0]
     assert result["memory_type"] == "message" and result["content"] == "My sister lives in Lisbon"
@@ -30,7 +43,10 @@ def test_search_all_users_spans_users_but_not_scopes(api, client_a, add_messages
     make_message(other_scope, "carol", "retriever show", add_messages)
     body = api.get("/api/v1/memory/search_all_users?query=retriever&search_method=bm25").json()
     assert sorted(result["user_id"] for result in body["results"]) == ["alice", "bob"]
-    assert api_for(other_scope).get("/api/v1/memory/search_all_users?query=retriever&search_method=bm25").json()["count"] == 1
+    assert (
+        api_for(other_scope).get("/api/v1/memory/search_all_users?query=retriever&search_method=bm25").json()["count"]
+        == 1
+    )
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,12 @@ from tests.factories import ClientFactory, EndUserFactory, OrganizationFactory
 def task_session(client, *, messages, session_id="task-1", user_id="user-1", outcome="success", seal=True) -> Session:
     """A task session stored through the real ingest service."""
     messages_ingest(
-        client=client, user_id=user_id, session_id=session_id, messages=messages, session_tag="task", seal=seal,
+        client=client,
+        user_id=user_id,
+        session_id=session_id,
+        messages=messages,
+        session_tag="task",
+        seal=seal,
         outcome=outcome,
     )
     return Session.objects.select_related("organization").get(

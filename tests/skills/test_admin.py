@@ -18,7 +18,9 @@ def staff_client(client, organization):
     return client
 
 
-def test_the_skill_changelist_shows_only_the_staff_organisation_in_few_queries(staff_client, organization, django_assert_max_num_queries):
+def test_the_skill_changelist_shows_only_the_staff_organisation_in_few_queries(
+    staff_client, organization, django_assert_max_num_queries
+):
     for index in range(8):
         SkillFactory(organization=organization, name=f"mine-{index}")
     SkillFactory(name="foreign-skill")
@@ -32,7 +34,11 @@ def test_the_skill_changelist_shows_only_the_staff_organisation_in_few_queries(s
 def test_the_skill_page_shows_its_versions(staff_client, organization, client_a, rules):
     from apps.skills.services.evolve.run import skills_evolve
 
-    ExperienceFactory(organization=organization, content="Request: fly to Denver\nSteps:\n1. book_reservation()", action_signature=["book_reservation"])
+    ExperienceFactory(
+        organization=organization,
+        content="Request: fly to Denver\nSteps:\n1. book_reservation()",
+        action_signature=["book_reservation"],
+    )
     skills_evolve(organization=organization, scope="default")
     from apps.skills.models import Skill
 

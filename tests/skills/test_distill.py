@@ -19,12 +19,32 @@ pytestmark = pytest.mark.django_db
 
 TRANSCRIPT = [
     {"role": "user", "content": "Please change my flight to tomorrow."},
-    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "update_flight", "arguments": "{\"date\": \"2024-05-14\"}"}}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "update_flight", "arguments": '{"date": "2024-05-14"}'},
+            }
+        ],
+    },
     {"role": "tool", "tool_call_id": "c1", "name": "update_flight", "content": "Error: flight not available on date"},
     {"role": "assistant", "content": "That date is not available. Shall I try the 15th?"},
     {"role": "user", "content": "No, you should have checked availability first. Try the 15th."},
-    {"role": "assistant", "content": None, "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "update_flight", "arguments": "{\"date\": \"2024-05-15\"}"}}]},
-    {"role": "tool", "tool_call_id": "c2", "name": "update_flight", "content": "{\"status\": \"ok\"}"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c2",
+                "type": "function",
+                "function": {"name": "update_flight", "arguments": '{"date": "2024-05-15"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c2", "name": "update_flight", "content": '{"status": "ok"}'},
 ]
 
 
@@ -42,7 +62,9 @@ def test_sealing_a_task_session_enqueues_distillation_and_a_conversation_session
     task = _distill_task(session)
     assert task.idempotency_key == f"distill:{session.pk}"
     assert str(task.pk) in task_body["task_ids"]
-    assert not MemoryTask.objects.filter(task_type="distill_session", payload__session=str(Session.objects.get(session_id="c1").pk)).exists()
+    assert not MemoryTask.objects.filter(
+        task_type="distill_session", payload__session=str(Session.objects.get(session_id="c1").pk)
+    ).exists()
     assert chat_body["status"] == "sealed"
 
 
@@ -61,7 +83,11 @@ def test_the_handler_stores_experiences_marks_the_session_and_queues_evolution(c
     assert session.distilled_at is not None
     assert not Message.objects.filter(session=session, learned_at__isnull=True).exists()
     for experience in experiences:
-        assert (experience.organization, experience.scope, experience.session) == (client_a.organization, "default", session)
+        assert (experience.organization, experience.scope, experience.session) == (
+            client_a.organization,
+            "default",
+            session,
+        )
         assert experience.end_user == session.end_user and experience.created_by == client_a
         assert experience.embedding is not None and experience.embedding_model == "hash-384"
         assert experience.status == "pending" and experience.source_message_ids
@@ -81,8 +107,14 @@ def test_the_handler_stores_experiences_marks_the_session_and_queues_evolution(c
 def test_a_workflow_seen_again_with_the_same_request_is_deduplicated(client_a, rules):
     messages = [
         {"role": "user", "content": "Book the usual flight to Boston for me please."},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "book_reservation", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "name": "book_reservation", "content": "{\"ok\": true}"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "book_reservation", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "name": "book_reservation", "content": '{"ok": true}'},
     ]
     from apps.skills.services.distill import session_distill
 
@@ -104,7 +136,11 @@ def test_the_llm_distiller_stores_validated_lessons(client_a, fake_openai):
                     "content": "Search for availability on the new date before calling update_flight.",
                     "importance": 1.7,
                     "credibility": 0.9,
-                    "evidence": {"quote": "you should have checked availability first", "seqs": [5], "signal_type": "user_critique"},
+                    "evidence": {
+                        "quote": "you should have checked availability first",
+                        "seqs": [5],
+                        "signal_type": "user_critique",
+                    },
                 },
                 {
                     "experience_type": "worth_learning",
@@ -114,9 +150,28 @@ def test_the_llm_distiller_stores_validated_lessons(client_a, fake_openai):
                     "credibility": 0.95,
                     "evidence": {"quote": "This was perfect, thank you!", "signal_type": "user_confirmation"},
                 },
-                {"experience_type": "worth_remembering", "title": "Bad type", "content": "x", "importance": 0.5, "credibility": 0.5},
-                {"experience_type": "worth_learning", "title": "Bad signal", "content": "x", "importance": 0.5, "credibility": 0.5, "evidence": {"quote": "", "signal_type": "gut_feeling"}},
-                {"experience_type": "worth_learning", "title": "Bad number", "content": "x", "importance": "very", "credibility": 0.5},
+                {
+                    "experience_type": "worth_remembering",
+                    "title": "Bad type",
+                    "content": "x",
+                    "importance": 0.5,
+                    "credibility": 0.5,
+                },
+                {
+                    "experience_type": "worth_learning",
+                    "title": "Bad signal",
+                    "content": "x",
+                    "importance": 0.5,
+                    "credibility": 0.5,
+                    "evidence": {"quote": "", "signal_type": "gut_feeling"},
+                },
+                {
+                    "experience_type": "worth_learning",
+                    "title": "Bad number",
+                    "content": "x",
+                    "importance": "very",
+                    "credibility": 0.5,
+                },
             ]
         }
     )
@@ -212,7 +267,9 @@ def test_a_distill_task_for_a_session_that_cannot_be_distilled_is_skipped_not_re
     add_messages(client_a, session_id="chat", session_tag="conversation", seal=True)
     chat = Session.objects.get(session_id="chat")
     task = enqueue("distill_session", {"session": str(chat.pk)}, organization=client_a.organization)
-    gone = enqueue("distill_session", {"session": "7d1c8a3e-8d2a-4c55-9b5e-9a3b2f0c1d2e"}, organization=client_a.organization)
+    gone = enqueue(
+        "distill_session", {"session": "7d1c8a3e-8d2a-4c55-9b5e-9a3b2f0c1d2e"}, organization=client_a.organization
+    )
     assert task_execute(task_id=task.pk, worker="test") == "succeeded"
     assert task_execute(task_id=gone.pk, worker="test") == "succeeded"
     task.refresh_from_db()

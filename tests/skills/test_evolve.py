@@ -44,7 +44,9 @@ def test_rule_evolution_turns_workflow_lessons_into_versioned_workflow_skills_wi
     _evolve_until_done(client_a.organization)
 
     skills = list(Skill.objects.filter(entry_type="workflow"))
-    assert skills and all(skill.status == "active" and skill.scope == "default" and skill.end_user is None for skill in skills)
+    assert skills and all(
+        skill.status == "active" and skill.scope == "default" and skill.end_user is None for skill in skills
+    )
     signatures = {tuple(skill.action_signature) for skill in skills}
     assert signatures == {tuple(experience.action_signature) for experience in learned}  # one skill per signature
     for skill in skills:
@@ -58,7 +60,10 @@ def test_rule_evolution_turns_workflow_lessons_into_versioned_workflow_skills_wi
         assert any(experience.action_signature == skill.action_signature for experience in lineage)
         assert all(
             experience.action_signature == skill.action_signature
-            or (experience.experience_type == "worth_avoiding" and experience.action_signature[0] in skill.action_signature)
+            or (
+                experience.experience_type == "worth_avoiding"
+                and experience.action_signature[0] in skill.action_signature
+            )
             for experience in lineage
         )
     assert not SkillExperience.objects.filter(status="pending").exists()
@@ -68,11 +73,14 @@ def test_rule_evolution_turns_workflow_lessons_into_versioned_workflow_skills_wi
 def test_a_known_workflow_gets_a_new_version_with_the_new_request_as_trigger(client_a, rules):
     rules.SKILL_SHARE_MIN_USERS = 1  # each experience is another user's; test_trust.py covers corroboration
     existing = SkillFactory(
-        organization=client_a.organization, name="booking", triggers=["book a flight"],
+        organization=client_a.organization,
+        name="booking",
+        triggers=["book a flight"],
         action_signature=["get_user_details", "book_reservation"],
     )
     experience = ExperienceFactory(
-        organization=client_a.organization, content="Request: I need a flight to Denver\nSteps:\n1. get_user_details(user_id)",
+        organization=client_a.organization,
+        content="Request: I need a flight to Denver\nSteps:\n1. get_user_details(user_id)",
     )
     result = skills_evolve(organization=client_a.organization, scope="default")
     existing.refresh_from_db()
@@ -93,13 +101,19 @@ def test_a_known_workflow_gets_a_new_version_with_the_new_request_as_trigger(cli
 
 def test_lessons_worth_avoiding_become_caveats_of_the_workflows_that_use_the_tool(client_a, rules):
     rules.SKILL_SHARE_MIN_USERS = 1  # one user's lesson is enough here; test_trust.py covers corroboration
-    workflow = SkillFactory(organization=client_a.organization, name="booking", action_signature=["get_user_details", "book_reservation"])
+    workflow = SkillFactory(
+        organization=client_a.organization, name="booking", action_signature=["get_user_details", "book_reservation"]
+    )
     other = SkillFactory(organization=client_a.organization, name="cancelling", action_signature=["cancel_reservation"])
     ExperienceFactory(
-        organization=client_a.organization, experience_type="worth_avoiding", action_signature=["book_reservation"],
+        organization=client_a.organization,
+        experience_type="worth_avoiding",
+        action_signature=["book_reservation"],
         title="book_reservation failed: Error: payment amount does not add up, total price is 375",
-        content="Calling book_reservation failed with \"Error: payment amount does not add up, total price is 375\".",
-        importance=0.7, credibility=0.9, evidence={"quote": "Error: payment amount does not add up", "signal_type": "tool_error"},
+        content='Calling book_reservation failed with "Error: payment amount does not add up, total price is 375".',
+        importance=0.7,
+        credibility=0.9,
+        evidence={"quote": "Error: payment amount does not add up", "signal_type": "tool_error"},
     )
     skills_evolve(organization=client_a.organization, scope="default")
     workflow.refresh_from_db()
@@ -109,8 +123,10 @@ def test_lessons_worth_avoiding_become_caveats_of_the_workflows_that_use_the_too
 
     # The same error with other numbers is not a second caveat.
     duplicate = ExperienceFactory(
-        organization=client_a.organization, experience_type="worth_avoiding", action_signature=["book_reservation"],
-        content="Calling book_reservation failed with \"Error: payment amount does not add up, total price is 1203\".",
+        organization=client_a.organization,
+        experience_type="worth_avoiding",
+        action_signature=["book_reservation"],
+        content='Calling book_reservation failed with "Error: payment amount does not add up, total price is 1203".',
     )
     skills_evolve(organization=client_a.organization, scope="default")
     duplicate.refresh_from_db()
@@ -120,8 +136,10 @@ def test_lessons_worth_avoiding_become_caveats_of_the_workflows_that_use_the_too
 
 def test_a_lesson_about_a_tool_no_workflow_uses_starts_a_guide(client_a, rules):
     ExperienceFactory(
-        organization=client_a.organization, experience_type="worth_avoiding", action_signature=["update_reservation_baggages"],
-        content="Calling update_reservation_baggages failed with \"Error: gift card balance is not enough\".",
+        organization=client_a.organization,
+        experience_type="worth_avoiding",
+        action_signature=["update_reservation_baggages"],
+        content='Calling update_reservation_baggages failed with "Error: gift card balance is not enough".',
     )
     skills_evolve(organization=client_a.organization, scope="default")
     guide = Skill.objects.get()
@@ -132,10 +150,16 @@ def test_a_lesson_about_a_tool_no_workflow_uses_starts_a_guide(client_a, rules):
 def test_the_edit_budget_leaves_the_rest_pending_and_the_handler_continues_in_a_follow_up(client_a, rules, settings):
     settings.EVOLUTION_MAX_EDITS = 1
     for index in range(3):
-        ExperienceFactory(organization=client_a.organization, action_signature=[f"tool_{index}"], content=f"Request: job {index}\nSteps:\n1. tool_{index}()")
+        ExperienceFactory(
+            organization=client_a.organization,
+            action_signature=[f"tool_{index}"],
+            content=f"Request: job {index}\nSteps:\n1. tool_{index}()",
+        )
     from apps.pipeline.services import enqueue
 
-    task = enqueue("evolve_skills", {"scope": "default"}, organization=client_a.organization, idempotency_key="evolve:test")
+    task = enqueue(
+        "evolve_skills", {"scope": "default"}, organization=client_a.organization, idempotency_key="evolve:test"
+    )
     assert task_execute(task_id=task.pk, worker="test") == "succeeded"
     task.refresh_from_db()
     assert task.result["budget"] == 1 and len(task.result["created"]) == 1
@@ -147,9 +171,17 @@ def test_the_edit_budget_leaves_the_rest_pending_and_the_handler_continues_in_a_
 
 def test_manual_review_mode_lands_evolved_skills_as_pending_review(client_a, rules, settings):
     settings.SKILL_REVIEW_MODE = "manual"
-    live = SkillFactory(organization=client_a.organization, name="booking", action_signature=["get_user_details", "book_reservation"])
-    ExperienceFactory(organization=client_a.organization, content="Request: a flight to Denver\nSteps:\n1. get_user_details()")
-    ExperienceFactory(organization=client_a.organization, action_signature=["search_direct_flight"], content="Request: find flights\nSteps:\n1. search_direct_flight()")
+    live = SkillFactory(
+        organization=client_a.organization, name="booking", action_signature=["get_user_details", "book_reservation"]
+    )
+    ExperienceFactory(
+        organization=client_a.organization, content="Request: a flight to Denver\nSteps:\n1. get_user_details()"
+    )
+    ExperienceFactory(
+        organization=client_a.organization,
+        action_signature=["search_direct_flight"],
+        content="Request: find flights\nSteps:\n1. search_direct_flight()",
+    )
     skills_evolve(organization=client_a.organization, scope="default")
     live.refresh_from_db()
     created = Skill.objects.exclude(pk=live.pk).get()
@@ -172,21 +204,53 @@ def test_llm_operations_create_edit_and_merge_with_lineage(client_a, fake_openai
     booking = SkillFactory(organization=org, name="booking", description="Book a flight for a customer.")
     first = SkillFactory(organization=org, name="refund-a", description="Refund rules A.")
     second = SkillFactory(organization=org, name="refund-b", description="Refund rules B.")
-    e1 = ExperienceFactory(organization=org, experience_type="worth_avoiding", importance=0.9, credibility=0.9, title="Check seats")
+    e1 = ExperienceFactory(
+        organization=org, experience_type="worth_avoiding", importance=0.9, credibility=0.9, title="Check seats"
+    )
     e2 = ExperienceFactory(organization=org, importance=0.5, credibility=0.5, title="Compensation")
     e3 = ExperienceFactory(organization=org, importance=0.1, credibility=0.1, title="Noise")
     fake_openai.add_json(
         {
             "operations": [
-                {"op": "edit", "skill": "booking", "changes": {"description": "Book a flight for a customer, seats first."}, "experiences": ["E1"]},
-                {"op": "create", "name": "Offer Compensation", "description": "When to offer a certificate.", "instructions": "Offer it only after a complaint.", "triggers": ["delayed flight"], "examples": [], "entry_type": "guide", "experiences": ["E2"]},
-                {"op": "merge", "skills": ["refund-a", "refund-b"], "into": {"name": "refund-a", "description": "Refund rules.", "instructions": "A and B.", "triggers": [], "examples": [], "entry_type": "guide"}, "experiences": ["E2"]},
+                {
+                    "op": "edit",
+                    "skill": "booking",
+                    "changes": {"description": "Book a flight for a customer, seats first."},
+                    "experiences": ["E1"],
+                },
+                {
+                    "op": "create",
+                    "name": "Offer Compensation",
+                    "description": "When to offer a certificate.",
+                    "instructions": "Offer it only after a complaint.",
+                    "triggers": ["delayed flight"],
+                    "examples": [],
+                    "entry_type": "guide",
+                    "experiences": ["E2"],
+                },
+                {
+                    "op": "merge",
+                    "skills": ["refund-a", "refund-b"],
+                    "into": {
+                        "name": "refund-a",
+                        "description": "Refund rules.",
+                        "instructions": "A and B.",
+                        "triggers": [],
+                        "examples": [],
+                        "entry_type": "guide",
+                    },
+                    "experiences": ["E2"],
+                },
             ]
         }
     )
     result = skills_evolve(organization=org, scope="default")
 
-    assert result["created"] == ["offer-compensation"] and result["edited"] == ["booking"] and result["merged"] == ["refund-a"]
+    assert (
+        result["created"] == ["offer-compensation"]
+        and result["edited"] == ["booking"]
+        and result["merged"] == ["refund-a"]
+    )
     booking.refresh_from_db()
     assert booking.description == "Book a flight for a customer, seats first." and booking.version == 2
     assert list(booking.versions.get(version=2).experiences.all()) == [e1]
@@ -208,15 +272,29 @@ def test_llm_operations_create_edit_and_merge_with_lineage(client_a, fake_openai
 
 def test_llm_rewrites_deletes_and_unknown_references_are_refused(client_a, fake_openai):
     org = client_a.organization
-    booking = SkillFactory(organization=org, name="booking", description="Book a flight for a customer after checking the profile.")
+    booking = SkillFactory(
+        organization=org, name="booking", description="Book a flight for a customer after checking the profile."
+    )
     kept = ExperienceFactory(organization=org)
     fake_openai.add_json(
         {
             "operations": [
-                {"op": "edit", "skill": "booking", "changes": {"description": "Completely different text about something else entirely, zebra."}, "experiences": ["E1"]},
+                {
+                    "op": "edit",
+                    "skill": "booking",
+                    "changes": {"description": "Completely different text about something else entirely, zebra."},
+                    "experiences": ["E1"],
+                },
                 {"op": "delete", "skill": "booking", "experiences": ["E1"]},
                 {"op": "edit", "skill": "no-such-skill", "changes": {"description": "x"}, "experiences": ["E1"]},
-                {"op": "create", "name": "x", "description": "d", "instructions": "i", "entry_type": "recipe", "experiences": ["E1"]},
+                {
+                    "op": "create",
+                    "name": "x",
+                    "description": "d",
+                    "instructions": "i",
+                    "entry_type": "recipe",
+                    "experiences": ["E1"],
+                },
                 {"op": "create", "name": "y", "description": "d", "instructions": "i", "experiences": ["E9"]},
             ]
         }
@@ -244,17 +322,20 @@ def test_lessons_with_another_signature_but_the_same_title_join_one_workflow(cli
     rules.SKILL_SHARE_MIN_USERS = 1  # each experience is another user's; test_trust.py covers corroboration
     organization = client_a.organization
     first = ExperienceFactory(
-        organization=organization, title="Change the flight of an existing reservation",
+        organization=organization,
+        title="Change the flight of an existing reservation",
         content="Request: move my flight to Friday\nSteps:\n1. get_user_details(user_id)\n2. update_reservation_flights(...)",
         action_signature=["get_user_details", "update_reservation_flights"],
     )
     second = ExperienceFactory(
-        organization=organization, title="Change the flight of an existing reservation",
+        organization=organization,
+        title="Change the flight of an existing reservation",
         content="Request: I want a later flight\nSteps:\n1. get_reservation_details(id)\n2. update_reservation_flights(...)",
         action_signature=["get_reservation_details", "update_reservation_flights"],
     )
     other = ExperienceFactory(
-        organization=organization, title="Cancel a reservation and refund it",
+        organization=organization,
+        title="Cancel a reservation and refund it",
         content="Request: cancel my trip\nSteps:\n1. cancel_reservation(id)",
         action_signature=["cancel_reservation"],
     )
@@ -281,10 +362,24 @@ def test_no_transaction_is_open_while_the_models_answer_and_a_skill_edited_meanw
     refunds = SkillFactory(organization=org, name="refunds", description="Refund a cancelled flight.")
     e1 = ExperienceFactory(organization=org, importance=0.9, credibility=0.9, title="Seats first")
     e2 = ExperienceFactory(organization=org, importance=0.5, credibility=0.5, title="Refund to the card")
-    fake_openai.add_json({"operations": [
-        {"op": "edit", "skill": "booking", "changes": {"description": "Book a flight for a customer, seats first."}, "experiences": ["E1"]},
-        {"op": "edit", "skill": "refunds", "changes": {"description": "Refund a cancelled flight to the card."}, "experiences": ["E2"]},
-    ]})
+    fake_openai.add_json(
+        {
+            "operations": [
+                {
+                    "op": "edit",
+                    "skill": "booking",
+                    "changes": {"description": "Book a flight for a customer, seats first."},
+                    "experiences": ["E1"],
+                },
+                {
+                    "op": "edit",
+                    "skill": "refunds",
+                    "changes": {"description": "Refund a cancelled flight to the card."},
+                    "experiences": ["E2"],
+                },
+            ]
+        }
+    )
     evolving = connections["default"]
     in_transaction = []
 
@@ -292,7 +387,12 @@ def test_no_transaction_is_open_while_the_models_answer_and_a_skill_edited_meanw
         in_transaction.append((path.rsplit("/", 1)[-1], evolving.in_atomic_block))
         if path.endswith("/chat/completions"):
             try:
-                skill_update(skill=Skill.objects.get(pk=refunds.pk), changes={"triggers": ["refund"]}, actor="person", reason="curated")
+                skill_update(
+                    skill=Skill.objects.get(pk=refunds.pk),
+                    changes={"triggers": ["refund"]},
+                    actor="person",
+                    reason="curated",
+                )
             finally:
                 connections.close_all()
 

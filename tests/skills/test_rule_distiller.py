@@ -16,7 +16,9 @@ def _first(predicate):
 
 def _errors_then_success(item) -> bool:
     """A tool result that is an error, and a later successful result of the same tool."""
-    results = [(m.get("name"), (m.get("content") or "").startswith("Error")) for m in item["traj"] if m["role"] == "tool"]
+    results = [
+        (m.get("name"), (m.get("content") or "").startswith("Error")) for m in item["traj"] if m["role"] == "tool"
+    ]
     return any(
         failed and any(name == later and not later_failed for later, later_failed in results[index + 1 :])
         for index, (name, failed) in enumerate(results)
@@ -28,7 +30,11 @@ def test_a_tool_error_followed_by_a_successful_retry_is_a_lesson_worth_avoiding(
     session = tau_session(client_a, trajectory)
     messages = list(session_messages(session=session))
 
-    avoiding = [lesson for lesson in rule_lessons(session=session, messages=messages) if lesson.experience_type == "worth_avoiding"]
+    avoiding = [
+        lesson
+        for lesson in rule_lessons(session=session, messages=messages)
+        if lesson.experience_type == "worth_avoiding"
+    ]
 
     assert avoiding
     lesson = avoiding[0]
@@ -40,13 +46,27 @@ def test_a_tool_error_followed_by_a_successful_retry_is_a_lesson_worth_avoiding(
     assert lesson.credibility >= 0.8
     assert tool in lesson.title and len(lesson.title) <= 120
     retry_turn = next(m for m in messages if m.pk == lesson.source_message_ids[2])
-    assert retry_turn.seq > error_turn.seq and retry_turn.name == tool and not is_error(retry_turn.content.split("] ", 1)[1])
+    assert (
+        retry_turn.seq > error_turn.seq
+        and retry_turn.name == tool
+        and not is_error(retry_turn.content.split("] ", 1)[1])
+    )
 
 
 def test_a_tool_error_without_a_later_success_teaches_nothing(client_a):
     messages = [
         {"role": "user", "content": "Please cancel my reservation ABC123 today."},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "cancel_reservation", "arguments": "{\"reservation_id\": \"ABC123\"}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "cancel_reservation", "arguments": '{"reservation_id": "ABC123"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "name": "cancel_reservation", "content": "Error: reservation not found"},
         {"role": "assistant", "content": "I could not find it."},
     ]
@@ -61,7 +81,11 @@ def test_a_successful_session_is_a_workflow_lesson_whose_signature_covers_the_go
     session = tau_session(client_a, trajectory)
     messages = list(session_messages(session=session))
 
-    (workflow,) = [lesson for lesson in rule_lessons(session=session, messages=messages) if lesson.experience_type == "worth_learning"]
+    (workflow,) = [
+        lesson
+        for lesson in rule_lessons(session=session, messages=messages)
+        if lesson.experience_type == "worth_learning"
+    ]
 
     gold = {action["name"] for action in trajectory["info"]["task"]["actions"]}
     assert gold <= set(workflow.action_signature)

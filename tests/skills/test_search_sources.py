@@ -30,12 +30,21 @@ def test_scope_matrix(memory_type, method, client_a, foreign_client, add_message
     foreign = make(foreign_client, "alice", TEXT + " foreign")
 
     for filters in ({"user_id": "alice"}, {}):
-        hits = search(reader=reading_client.reader, query="zebrafish aquarium", memory_types=[memory_type], method=method, limit=10, filters=filters)
+        hits = search(
+            reader=reading_client.reader,
+            query="zebrafish aquarium",
+            memory_types=[memory_type],
+            method=method,
+            limit=10,
+            filters=filters,
+        )
         found = {hit.instance.pk for hit in hits}
         assert readable.pk in found, (memory_type, method, filters)
         assert hidden.pk not in found and foreign.pk not in found
     # The empty query (most recent items) is scoped the same way.
-    hits = search(reader=reading_client.reader, query="", memory_types=[memory_type], method=method, limit=10, filters={})
+    hits = search(
+        reader=reading_client.reader, query="", memory_types=[memory_type], method=method, limit=10, filters={}
+    )
     assert {hit.instance.pk for hit in hits} == {readable.pk}
 
 
@@ -45,7 +54,17 @@ def test_only_active_skills_are_searchable(method, client_a):
 
     active = make_skill(client_a, "alice", TEXT)
     Skill.objects.filter(pk=make_skill(client_a, "alice", TEXT + " waiting").pk).update(status="pending_review")
-    found = {hit.instance.pk for hit in search(reader=client_a.reader, query="zebrafish aquarium", memory_types=["procedural"], method=method, limit=10, filters={})}
+    found = {
+        hit.instance.pk
+        for hit in search(
+            reader=client_a.reader,
+            query="zebrafish aquarium",
+            memory_types=["procedural"],
+            method=method,
+            limit=10,
+            filters={},
+        )
+    }
     assert found == {active.pk}
 
 
@@ -53,6 +72,14 @@ def test_search_items_carry_the_skill_fields(client_a):
     skill = make_skill(client_a, "alice", TEXT)
     item = SOURCES["procedural"].to_item(skill)
     assert item == {
-        "name": skill.name, "description": TEXT, "instructions": TEXT, "triggers": [], "examples": [],
-        "entry_type": "guide", "version": 1, "status": "active", "shared": True, "scope": "default",
+        "name": skill.name,
+        "description": TEXT,
+        "instructions": TEXT,
+        "triggers": [],
+        "examples": [],
+        "entry_type": "guide",
+        "version": 1,
+        "status": "active",
+        "shared": True,
+        "scope": "default",
     }

@@ -17,10 +17,30 @@ pytestmark = pytest.mark.django_db
 
 BOOKING_TRANSCRIPT = [
     {"role": "user", "content": "I want to book a one way flight from New York to Seattle on May 20."},
-    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search_direct_flight", "arguments": "{\"origin\": \"JFK\", \"destination\": \"SEA\"}"}}]},
-    {"role": "tool", "tool_call_id": "c1", "name": "search_direct_flight", "content": "[{\"flight_number\": \"HAT136\"}]"},
-    {"role": "assistant", "content": None, "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "book_reservation", "arguments": "{\"flight\": \"HAT136\"}"}}]},
-    {"role": "tool", "tool_call_id": "c2", "name": "book_reservation", "content": "{\"reservation_id\": \"R1\"}"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "search_direct_flight", "arguments": '{"origin": "JFK", "destination": "SEA"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "name": "search_direct_flight", "content": '[{"flight_number": "HAT136"}]'},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c2",
+                "type": "function",
+                "function": {"name": "book_reservation", "arguments": '{"flight": "HAT136"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c2", "name": "book_reservation", "content": '{"reservation_id": "R1"}'},
 ]
 
 
@@ -54,8 +74,18 @@ def test_a_distilled_skill_is_retrievable_in_its_scope_and_invisible_outside_it(
 
 def test_retrieval_ranks_by_the_task_returns_only_active_skills_and_counts_retrievals(client_a):
     org = client_a.organization
-    booking = SkillFactory(organization=org, name="book-flight", description="Book a new flight reservation for a customer.", triggers=["book a flight to Seattle"])
-    SkillFactory(organization=org, name="cancel-reservation", description="Cancel a reservation and refund it.", triggers=["cancel my trip"])
+    booking = SkillFactory(
+        organization=org,
+        name="book-flight",
+        description="Book a new flight reservation for a customer.",
+        triggers=["book a flight to Seattle"],
+    )
+    SkillFactory(
+        organization=org,
+        name="cancel-reservation",
+        description="Cancel a reservation and refund it.",
+        triggers=["cancel my trip"],
+    )
     SkillFactory(organization=org, name="hidden", description="Book a flight, pending review.", status="pending_review")
     SkillFactory(organization=org, name="old", description="Book a flight, archived.", status="archived")
 
@@ -73,7 +103,9 @@ def test_retrieval_ranks_by_the_task_returns_only_active_skills_and_counts_retri
 def test_user_specific_skills_are_retrieved_only_for_their_user(client_a):
     org = client_a.organization
     alice = EndUserFactory(organization=org, user_id="alice")
-    SkillFactory(organization=org, name="alice-booking", end_user=alice, description="Book a flight the way Alice likes.")
+    SkillFactory(
+        organization=org, name="alice-booking", end_user=alice, description="Book a flight the way Alice likes."
+    )
     SkillFactory(organization=org, name="shared-booking", description="Book a flight for anyone.")
     for_alice = {hit["name"] for hit in _retrieve(client_a, "book a flight", user_id="alice").json()["skills"]}
     for_bob = {hit["name"] for hit in _retrieve(client_a, "book a flight", user_id="bob").json()["skills"]}
@@ -108,7 +140,11 @@ def test_bad_retrieval_input_is_a_400_naming_the_field(api, body, field):
 def test_the_skill_list_filters_and_pins_its_query_count(client_a, django_assert_max_num_queries):
     org = client_a.organization
     for index in range(12):
-        SkillFactory(organization=org, name=f"workflow-{index}", end_user=EndUserFactory(organization=org) if index % 3 == 0 else None)
+        SkillFactory(
+            organization=org,
+            name=f"workflow-{index}",
+            end_user=EndUserFactory(organization=org) if index % 3 == 0 else None,
+        )
     SkillFactory(organization=org, name="a-guide", entry_type="guide", description="How to handle baggage fees.")
     SkillFactory(organization=org, name="waiting", status="pending_review")
     SkillFactory(organization=org, name="retired", status="archived")
@@ -129,7 +165,9 @@ def test_the_skill_list_filters_and_pins_its_query_count(client_a, django_assert
 
 
 def test_the_skill_detail_has_its_versions_and_their_experiences(client_a, rules):
-    session = tau_session(client_a, next(item for item in tau_trajectories() if item["reward"] >= 1.0 and item["info"]["task"]["actions"]))
+    session = tau_session(
+        client_a, next(item for item in tau_trajectories() if item["reward"] >= 1.0 and item["info"]["task"]["actions"])
+    )
     from apps.skills.services.distill import session_distill
 
     session_distill(session=session)
@@ -172,7 +210,9 @@ def test_the_experience_list_filters(client_a, foreign_client, django_assert_max
     with django_assert_max_num_queries(4):
         body = api.get("/api/v1/experiences/").json()
     assert body["count"] == 2
-    assert [item["title"] for item in api.get("/api/v1/experiences/?experience_type=worth_avoiding").json()["results"]] == ["Avoid double booking"]
+    assert [
+        item["title"] for item in api.get("/api/v1/experiences/?experience_type=worth_avoiding").json()["results"]
+    ] == ["Avoid double booking"]
     assert api.get("/api/v1/experiences/?status=consumed").json()["count"] == 1
     assert api.get("/api/v1/experiences/?status=eaten").status_code == 400
 

@@ -34,8 +34,16 @@ def _assert_key_not_stored(response, raw_key: str) -> None:
 def test_adding_a_client_shows_its_key_on_the_answer_itself(root, organization):
     response = root.post(
         "/admin/tenancy/client/add/",
-        {"organization": organization.pk, "name": "agent", "status": "active", "write_scope": "s", "read_scopes": "s",
-         "requests_per_minute": "120", "api_keys-TOTAL_FORMS": "0", "api_keys-INITIAL_FORMS": "0"},
+        {
+            "organization": organization.pk,
+            "name": "agent",
+            "status": "active",
+            "write_scope": "s",
+            "read_scopes": "s",
+            "requests_per_minute": "120",
+            "api_keys-TOTAL_FORMS": "0",
+            "api_keys-INITIAL_FORMS": "0",
+        },
     )
 
     assert response.status_code == 200, response.content[:2000]
@@ -65,7 +73,9 @@ def test_the_admin_login_locks_out_after_repeated_wrong_passwords():
     User.objects.create_superuser("admin", password="correct horse battery")
     browser = BrowserClient(REMOTE_ADDR="203.0.113.9")
 
-    wrong = [browser.post("/admin/login/", {"username": "admin", "password": f"guess-{n}"}).status_code for n in range(5)]
+    wrong = [
+        browser.post("/admin/login/", {"username": "admin", "password": f"guess-{n}"}).status_code for n in range(5)
+    ]
     right = browser.post("/admin/login/", {"username": "admin", "password": "correct horse battery"})
 
     assert wrong[:4] == [200] * 4  # the login form again, with its error

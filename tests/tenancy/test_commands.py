@@ -21,7 +21,18 @@ def test_create_organization_client_and_revoke_with_json():
     assert Organization.objects.get(pk=org["id"]).name == "Acme"
 
     created = json.loads(
-        run("create_client", "--org", "Acme", "--name", "bot", "--write-scope", "team-a", "--read-scopes", "team-a,shared", "--json")
+        run(
+            "create_client",
+            "--org",
+            "Acme",
+            "--name",
+            "bot",
+            "--write-scope",
+            "team-a",
+            "--read-scopes",
+            "team-a,shared",
+            "--json",
+        )
     )
     assert created["read_scopes"] == ["team-a", "shared"] and created["can_erase"] is False
     client, _ = client_for_api_key(raw_key=created["api_key"])

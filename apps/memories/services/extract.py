@@ -81,22 +81,30 @@ def _embed_changes(plan: Plan) -> dict:
     vectors = {}
     for memory_type in (EPISODIC, SEMANTIC):
         of_type = [
-            operation for operation in plan.operations
+            operation
+            for operation in plan.operations
             if operation.memory_type == memory_type and operation.operation in ("add", "update")
         ]
         texts = []
         for operation in of_type:
-            current = {} if operation.target is None else {
-                name: getattr(operation.target, name) for name in ("actor", "event_type", "name", "summary", "details")
-                if hasattr(operation.target, name)
-            }
+            current = (
+                {}
+                if operation.target is None
+                else {
+                    name: getattr(operation.target, name)
+                    for name in ("actor", "event_type", "name", "summary", "details")
+                    if hasattr(operation.target, name)
+                }
+            )
             texts.append({**current, **operation.fields})
         vectors.update(zip(map(id, of_type), memory_embed(memory_type, texts)))
     return vectors
 
 
 def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors: dict, task) -> dict:
-    counts = {memory_type: {"added": 0, "updated": 0, "deleted": 0, "unchanged": 0} for memory_type in (EPISODIC, SEMANTIC)}
+    counts = {
+        memory_type: {"added": 0, "updated": 0, "deleted": 0, "unchanged": 0} for memory_type in (EPISODIC, SEMANTIC)
+    }
     task_id = getattr(task, "pk", None)
     for operation in plan.operations:
         tally = counts[operation.memory_type]
@@ -107,23 +115,37 @@ def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors
             if operation.memory_type == SEMANTIC:
                 operation.fields.setdefault("source", _default_source(session, operation, turns))
             memory_create(
-                memory_type=operation.memory_type, session=session, fields=operation.fields,
-                source_message_ids=operation.source_message_ids, embedding=vectors[id(operation)], actor=_actor(),
-                reason=operation.reason, task_id=task_id,
+                memory_type=operation.memory_type,
+                session=session,
+                fields=operation.fields,
+                source_message_ids=operation.source_message_ids,
+                embedding=vectors[id(operation)],
+                actor=_actor(),
+                reason=operation.reason,
+                task_id=task_id,
             )
             tally["added"] += 1
             continue
         target = _locked_target(operation)
         if target is None:
             plan.rejected.append(
-                {"memory_type": operation.memory_type, "operation": operation.operation, "id": str(operation.target.pk),
-                 "reason": "the memory was deleted meanwhile"}
+                {
+                    "memory_type": operation.memory_type,
+                    "operation": operation.operation,
+                    "id": str(operation.target.pk),
+                    "reason": "the memory was deleted meanwhile",
+                }
             )
             continue
         if operation.operation == "update":
             memory_update(
-                memory=target, fields=operation.fields, source_message_ids=operation.source_message_ids,
-                embedding=vectors[id(operation)], actor=_actor(), reason=operation.reason, task_id=task_id,
+                memory=target,
+                fields=operation.fields,
+                source_message_ids=operation.source_message_ids,
+                embedding=vectors[id(operation)],
+                actor=_actor(),
+                reason=operation.reason,
+                task_id=task_id,
             )
             tally["updated"] += 1
         else:
@@ -181,7 +203,9 @@ def session_extract(*, session: Session, task=None) -> dict:
         # Counted, not quoted: the problems cite the model's output (kept in the task's result).
         logger.info(
             "extraction of session %s: %s rejected operation(s), %s problem(s)",
-            session.pk, len(result["rejected"]), len(result["problems"]),
+            session.pk,
+            len(result["rejected"]),
+            len(result["problems"]),
         )
     return result
 
@@ -190,4 +214,3 @@ def session_extract_locked(*, session: Session, task=None) -> dict:
     """session_extract under the per-user advisory lock; raises LockNotAvailable so the pipeline retries."""
     with advisory_lock(extract_lock_key(session), wait=False):
         return session_extract(session=session, task=task)
-

@@ -115,9 +115,12 @@ def find_candidates(*, session, turns: list[ExtractionTurn]) -> Candidates:
     per_turn = settings.EXTRACTION_CANDIDATES_PER_TURN
     for source in (EPISODIC_SOURCE, SEMANTIC_SOURCE):
         rankings = [
-            [memory for memory, _ in search_source(
-                source, reader=reader, query=query, method="hybrid", limit=per_turn, filters=filters
-            )]
+            [
+                memory
+                for memory, _ in search_source(
+                    source, reader=reader, query=query, method="hybrid", limit=per_turn, filters=filters
+                )
+            ]
             for query in ((turn.message.content or "")[:SEARCH_QUERY_MAX_CHARS] for turn in turns)
             if query.strip()
         ]
@@ -271,7 +274,9 @@ def _fields(memory_type: str, item: dict, cited: list[ExtractionTurn], problems:
     return {name: value for name, value in fields.items() if value is not None}
 
 
-def _operation(memory_type: str, item, *, by_seq: dict, candidates: Candidates, claimed: set, problems: list) -> Operation:
+def _operation(
+    memory_type: str, item, *, by_seq: dict, candidates: Candidates, claimed: set, problems: list
+) -> Operation:
     if not isinstance(item, dict):
         raise Rejected("not an object")
     operation = str(item.get("operation", item.get("event", ""))).strip().lower()
@@ -290,7 +295,9 @@ def _operation(memory_type: str, item, *, by_seq: dict, candidates: Candidates, 
     cited = _cited(item, by_seq)
     if operation in ("add", "update") and not cited:
         raise Rejected("cites none of the new turns")
-    fields = _fields(memory_type, item, cited, problems, adding=operation == "add") if operation in ("add", "update") else {}
+    fields = (
+        _fields(memory_type, item, cited, problems, adding=operation == "add") if operation in ("add", "update") else {}
+    )
     if operation == "update":
         fields = {name: value for name, value in fields.items() if getattr(target, name) != value}
         if not fields:
@@ -326,7 +333,9 @@ def parse_operations(data, *, turns: list[ExtractionTurn], candidates: Candidate
         for index, item in enumerate(items):
             try:
                 plan.operations.append(
-                    _operation(memory_type, item, by_seq=by_seq, candidates=candidates, claimed=claimed, problems=plan.problems)
+                    _operation(
+                        memory_type, item, by_seq=by_seq, candidates=candidates, claimed=claimed, problems=plan.problems
+                    )
                 )
             except Rejected as exc:
                 entry = {"memory_type": memory_type, "index": index, "reason": str(exc)}

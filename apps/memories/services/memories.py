@@ -44,21 +44,41 @@ def embedding_text(memory_type: str, fields: dict) -> str:
 def _record(memory, *, operation: str, previous, actor: str, reason: str, task_id=None) -> None:
     new_value = None if operation == "delete" else memory_snapshot(memory)
     CHANGE_MODELS[memory_type_of(memory)].objects.create(
-        memory=memory, operation=operation, previous_value=previous, new_value=new_value, actor=actor, reason=reason,
+        memory=memory,
+        operation=operation,
+        previous_value=previous,
+        new_value=new_value,
+        actor=actor,
+        reason=reason,
         task_id=task_id,
     )
 
 
 @transaction.atomic
 def memory_create(
-    *, memory_type: str, session, fields: dict, source_message_ids: list, embedding: list[float] | None,
-    actor: str, reason: str = "", task_id=None,
+    *,
+    memory_type: str,
+    session,
+    fields: dict,
+    source_message_ids: list,
+    embedding: list[float] | None,
+    actor: str,
+    reason: str = "",
+    task_id=None,
 ):
     """A new memory of the session's user, in the session's scope, with its first history row."""
     return _memory_insert(
-        memory_type=memory_type, organization_id=session.organization_id, scope=session.scope,
-        end_user_id=session.end_user_id, created_by_id=session.client_id, fields=fields,
-        source_message_ids=source_message_ids, embedding=embedding, actor=actor, reason=reason, task_id=task_id,
+        memory_type=memory_type,
+        organization_id=session.organization_id,
+        scope=session.scope,
+        end_user_id=session.end_user_id,
+        created_by_id=session.client_id,
+        fields=fields,
+        source_message_ids=source_message_ids,
+        embedding=embedding,
+        actor=actor,
+        reason=reason,
+        task_id=task_id,
     )
 
 
@@ -68,9 +88,16 @@ def memory_store(*, memory_type: str, client, end_user, fields: dict, actor: str
     (embedding,) = memory_embed(memory_type, [fields])
     with transaction.atomic():
         return _memory_insert(
-            memory_type=memory_type, organization_id=client.organization_id, scope=client.write_scope,
-            end_user_id=end_user.pk, created_by_id=client.pk, fields=fields, source_message_ids=[],
-            embedding=embedding, actor=actor, reason=reason,
+            memory_type=memory_type,
+            organization_id=client.organization_id,
+            scope=client.write_scope,
+            end_user_id=end_user.pk,
+            created_by_id=client.pk,
+            fields=fields,
+            source_message_ids=[],
+            embedding=embedding,
+            actor=actor,
+            reason=reason,
         )
 
 
@@ -79,12 +106,24 @@ def memory_edit(*, memory, fields: dict, actor: str, reason: str = ""):
     as an update by `actor`. Its sources stay what they were."""
     memory_type = memory_type_of(memory)
     (embedding,) = memory_embed(memory_type, [{**memory_snapshot(memory), **fields}])
-    return memory_update(memory=memory, fields=fields, source_message_ids=[], embedding=embedding, actor=actor, reason=reason)
+    return memory_update(
+        memory=memory, fields=fields, source_message_ids=[], embedding=embedding, actor=actor, reason=reason
+    )
 
 
 def _memory_insert(
-    *, memory_type: str, organization_id, scope: str, end_user_id, created_by_id, fields: dict,
-    source_message_ids: list, embedding: list[float] | None, actor: str, reason: str, task_id=None,
+    *,
+    memory_type: str,
+    organization_id,
+    scope: str,
+    end_user_id,
+    created_by_id,
+    fields: dict,
+    source_message_ids: list,
+    embedding: list[float] | None,
+    actor: str,
+    reason: str,
+    task_id=None,
 ):
     memory = MODELS[memory_type].objects.create(
         organization_id=organization_id,
@@ -102,7 +141,13 @@ def _memory_insert(
 
 @transaction.atomic
 def memory_update(
-    *, memory, fields: dict, source_message_ids: list, embedding: list[float] | None, actor: str, reason: str = "",
+    *,
+    memory,
+    fields: dict,
+    source_message_ids: list,
+    embedding: list[float] | None,
+    actor: str,
+    reason: str = "",
     task_id=None,
 ):
     """Changes a memory's fields, adds the turns that caused the change to its sources, keeps history."""

@@ -49,12 +49,21 @@ class Selection:
 
     def querysets(self) -> dict[k.Kind, QuerySet]:
         rows = self._subject_rows() if self.subject is not None else self._organization_rows()
-        owners = {kind: "end_user_id" for kind in (k.SESSIONS, k.MESSAGES, k.EXPERIENCES, k.SKILLS, k.EPISODIC, k.SEMANTIC, k.ENTITIES)}
+        owners = {
+            kind: "end_user_id"
+            for kind in (k.SESSIONS, k.MESSAGES, k.EXPERIENCES, k.SKILLS, k.EPISODIC, k.SEMANTIC, k.ENTITIES)
+        }
         rows[k.END_USERS] = EndUser.objects.filter(organization=self.organization).filter(_referenced(rows, owners))
-        writers = _referenced(rows, {
-            k.SESSIONS: "client_id", k.MESSAGES: "created_by_id", k.EXPERIENCES: "created_by_id",
-            k.EPISODIC: "created_by_id", k.SEMANTIC: "created_by_id",
-        })
+        writers = _referenced(
+            rows,
+            {
+                k.SESSIONS: "client_id",
+                k.MESSAGES: "created_by_id",
+                k.EXPERIENCES: "created_by_id",
+                k.EPISODIC: "created_by_id",
+                k.SEMANTIC: "created_by_id",
+            },
+        )
         if self.kind == CLIENT and self.subject.client is not None:
             writers |= Q(pk=self.subject.client.pk)
         rows[k.CLIENTS] = Client.objects.filter(organization=self.organization).filter(writers)
@@ -91,13 +100,17 @@ class Selection:
         subject = self.subject
         messages = subject.messages()
         named_versions = subject.named_skill_versions()
-        skills = Skill.objects.filter(Q(pk__in=subject.own_skills().values("pk")) | Q(pk__in=named_versions.values("skill_id")))
+        skills = Skill.objects.filter(
+            Q(pk__in=subject.own_skills().values("pk")) | Q(pk__in=named_versions.values("skill_id"))
+        )
         entities, profiles = subject.entities(), subject.profiles()
         memories = dict(subject.memory_querysets())  # keyed by model label: the memories and their history
         tasks = subject.tasks()
         return {
             # The sessions a client wrote turns into, besides those it opened: a turn needs its session.
-            k.SESSIONS: Session.objects.filter(Q(pk__in=subject.sessions().values("pk")) | Q(pk__in=messages.values("session_id"))),
+            k.SESSIONS: Session.objects.filter(
+                Q(pk__in=subject.sessions().values("pk")) | Q(pk__in=messages.values("session_id"))
+            ),
             k.MESSAGES: messages,
             k.EXPERIENCES: subject.experiences(),
             k.SKILLS: skills,
@@ -119,7 +132,9 @@ class Selection:
             ),
             k.LINT_FINDINGS: LintFinding.objects.filter(profile__in=profiles),
             k.INGEST_REQUESTS: subject.ingest_requests(),
-            k.API_KEYS: ClientAPIKey.objects.filter(client=subject.client) if subject.client else ClientAPIKey.objects.none(),
+            k.API_KEYS: ClientAPIKey.objects.filter(client=subject.client)
+            if subject.client
+            else ClientAPIKey.objects.none(),
             k.TASKS: tasks,
             k.LLM_USAGE: LLMUsage.objects.filter(task_id__in=tasks.values("pk")),
         }
@@ -166,12 +181,14 @@ def archive_export(*, selection: Selection, path: Path, on_progress=None) -> dic
         writer.zip.close()
         Path(path).unlink(missing_ok=True)
         raise
-    return writer.close({
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "platform_version": platform_version(),
-        "created_at": timezone.now().isoformat(),
-        "selection": selection.describe(),
-        "embedding_model": embedding_model_name(),
-        "embedding_dimensions": settings.EMBEDDING_DIMENSIONS,
-    })
+    return writer.close(
+        {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "platform_version": platform_version(),
+            "created_at": timezone.now().isoformat(),
+            "selection": selection.describe(),
+            "embedding_model": embedding_model_name(),
+            "embedding_dimensions": settings.EMBEDDING_DIMENSIONS,
+        }
+    )

@@ -39,7 +39,9 @@ class _Import:
         self.clients: dict[str, uuid.UUID] = {}
         self.model_name = embedding_model_name()
         self.dimensions = settings.EMBEDDING_DIMENSIONS
-        self.embedding_text = {source.model: source.embedding_text for source in SOURCES.values() if source.embedding_text}
+        self.embedding_text = {
+            source.model: source.embedding_text for source in SOURCES.values() if source.embedding_text
+        }
         self.counts: dict[str, int] = {}
         self.recomputed = 0
         self.batch_size = settings.PORTABILITY_BATCH_SIZE
@@ -75,7 +77,9 @@ class _Import:
             raise ArchiveError(f"{kind.file}:{line}" + (f": {exc.field}" if exc.field else ""), exc.message) from None
         except ValidationError as exc:
             field, messages = next(iter(exc.message_dict.items())) if hasattr(exc, "error_dict") else ("", exc.messages)
-            raise ArchiveError(f"{kind.file}:{line}" + (f": {field}" if field not in ("", "__all__") else ""), " ".join(messages)) from None
+            raise ArchiveError(
+                f"{kind.file}:{line}" + (f": {field}" if field not in ("", "__all__") else ""), " ".join(messages)
+            ) from None
 
     def _checked_row(self, kind: k.Kind, row: dict) -> dict:
         columns = kind.columns
@@ -96,7 +100,9 @@ class _Import:
             row = self._located(kind, line, self._checked_row, kind, row)
             value = row[key]
             if not isinstance(value, str) or not value.strip() or len(value) > 200:
-                raise ArchiveError(f"{kind.file}:{line}: {key}", "Must be a non-empty string of at most 200 characters.")
+                raise ArchiveError(
+                    f"{kind.file}:{line}: {key}", "Must be a non-empty string of at most 200 characters."
+                )
             self._located(kind, line, self.remap, row["id"])
             batch.append((line, row))
             if len(batch) >= self.batch_size:
@@ -112,8 +118,11 @@ class _Import:
                 EndUser.objects.filter(organization=self.organization, user_id__in=wanted).values_list("user_id", "pk")
             )
             EndUser.objects.bulk_create(
-                [EndUser(id=self.remap(row["id"]), organization=self.organization, user_id=user_id)
-                 for user_id, row in wanted.items() if user_id not in existing],
+                [
+                    EndUser(id=self.remap(row["id"]), organization=self.organization, user_id=user_id)
+                    for user_id, row in wanted.items()
+                    if user_id not in existing
+                ],
                 ignore_conflicts=True,
             )
             existing = dict(
@@ -139,11 +148,17 @@ class _Import:
         read_scopes = row["read_scopes"]
         if write_scope is not None and not (isinstance(write_scope, str) and re.fullmatch(SCOPE_PATTERN, write_scope)):
             raise InputError("write_scope", "Must be a scope name or null.")
-        if not isinstance(read_scopes, list) or not all(isinstance(s, str) and re.fullmatch(SCOPE_PATTERN, s) for s in read_scopes):
+        if not isinstance(read_scopes, list) or not all(
+            isinstance(s, str) and re.fullmatch(SCOPE_PATTERN, s) for s in read_scopes
+        ):
             raise InputError("read_scopes", "Must be a list of scope names.")
         return Client.objects.create(
-            id=self.remap(row["id"]), organization=self.organization, name=row["name"], status=Client.Status.DISABLED,
-            write_scope=write_scope, read_scopes=read_scopes,
+            id=self.remap(row["id"]),
+            organization=self.organization,
+            name=row["name"],
+            status=Client.Status.DISABLED,
+            write_scope=write_scope,
+            read_scopes=read_scopes,
         )
 
     def _reference(self, kind, column, value):
@@ -197,7 +212,8 @@ class _Import:
             values["organization_id"] = self.organization.pk
         instance = kind.model(**values)
         excluded = [
-            f.name for f in kind.model._meta.concrete_fields
+            f.name
+            for f in kind.model._meta.concrete_fields
             if f.is_relation or f.primary_key or f.name == "embedding" or getattr(f, "generated", False)
         ]
         instance.clean_fields(exclude=excluded)
@@ -214,7 +230,9 @@ class _Import:
     @staticmethod
     def _check_names(values: dict):
         """The API's own rules for scope and session names, which the columns alone do not carry."""
-        if "scope" in values and not (isinstance(values["scope"], str) and re.fullmatch(SCOPE_PATTERN, values["scope"])):
+        if "scope" in values and not (
+            isinstance(values["scope"], str) and re.fullmatch(SCOPE_PATTERN, values["scope"])
+        ):
             raise InputError("scope", "Use 1-64 letters, digits, '_', '.', ':' or '-'.")
         session_id = values.get("session_id")
         if isinstance(session_id, str) and not re.fullmatch(SESSION_ID_PATTERN, session_id):
@@ -270,7 +288,9 @@ class _Import:
     def _with_parents(self, kind, batch, column, model, mode):
         wanted = {getattr(instance, column) for _, instance in batch} - {None}
         organization = "skill__organization" if model is SkillVersion else "organization"
-        present = set(model.objects.filter(pk__in=wanted, **{organization: self.organization}).values_list("pk", flat=True))
+        present = set(
+            model.objects.filter(pk__in=wanted, **{organization: self.organization}).values_list("pk", flat=True)
+        )
         kept = []
         for line, instance in batch:
             value = getattr(instance, column)
@@ -281,7 +301,8 @@ class _Import:
                 kept.append((line, instance))
             elif mode == k.REFUSE:
                 raise ArchiveError(
-                    f"{kind.file}:{line}: {column}", "Names a row that is neither earlier in the archive nor in the organisation."
+                    f"{kind.file}:{line}: {column}",
+                    "Names a row that is neither earlier in the archive nor in the organisation.",
                 )
         return kept
 
@@ -307,7 +328,9 @@ class _Import:
     def _count(self, kind, rows: int):
         self.counts[kind.name] = self.counts.get(kind.name, 0) + rows
         if self.on_progress:
-            self.on_progress(kind.name, self.counts[kind.name], self.reader.manifest["files"].get(kind.file, {}).get("rows", 0))
+            self.on_progress(
+                kind.name, self.counts[kind.name], self.reader.manifest["files"].get(kind.file, {}).get("rows", 0)
+            )
 
 
 @contextmanager
@@ -315,7 +338,9 @@ def _archived_timestamps(model):
     """bulk_create stamps auto_now and auto_now_add columns with the current time; an import keeps
     the archive's. The flags are switched off only around the insert, and the import runs in its
     own process (a command), where no other thread saves these models meanwhile."""
-    fields = [f for f in model._meta.concrete_fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]
+    fields = [
+        f for f in model._meta.concrete_fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)
+    ]
     saved = [(f, f.auto_now, f.auto_now_add) for f in fields]
     for f in fields:
         f.auto_now = f.auto_now_add = False

@@ -32,7 +32,10 @@ def export_request(*, client, selection: str, value: str) -> ExportRequest:
         )
         # Organisation-wide work: no scope; the requester sees the task.
         task = enqueue(
-            EXPORT_ARCHIVE, {"export": str(export.pk)}, organization=client.organization, client=client,
+            EXPORT_ARCHIVE,
+            {"export": str(export.pk)},
+            organization=client.organization,
+            client=client,
             idempotency_key=f"export:{export.pk}",
         )
         export.task_id = task.pk
@@ -78,9 +81,14 @@ def export_run(*, export: ExportRequest) -> dict:
         raise
     now = timezone.now()
     _save(
-        export, status=ExportRequest.Status.SUCCEEDED, file_name=file_name, size_bytes=path.stat().st_size,
-        sha256=_sha256(path), counts={name[: -len(".jsonl")]: entry["rows"] for name, entry in manifest["files"].items()},
-        finished_at=now, expires_at=now + timedelta(seconds=settings.EXPORT_TTL_SECONDS),
+        export,
+        status=ExportRequest.Status.SUCCEEDED,
+        file_name=file_name,
+        size_bytes=path.stat().st_size,
+        sha256=_sha256(path),
+        counts={name[: -len(".jsonl")]: entry["rows"] for name, entry in manifest["files"].items()},
+        finished_at=now,
+        expires_at=now + timedelta(seconds=settings.EXPORT_TTL_SECONDS),
     )
     logger.info("export %s written (%s bytes)", export.pk, export.size_bytes)
     return {"export": str(export.pk), "rows": sum(export.counts.values())}
@@ -99,7 +107,9 @@ def exports_delete_archives(*, organization, selection: str, value: str) -> int:
     """Deletes the archives of exports of one subject now (an erasure of them is running); the
     requests stay, expired, as the record that an export was made."""
     deleted = 0
-    exports = ExportRequest.objects.filter(organization=organization, selection=selection, value=value).exclude(file_name="")
+    exports = ExportRequest.objects.filter(organization=organization, selection=selection, value=value).exclude(
+        file_name=""
+    )
     for export in exports:
         export_path(export).unlink(missing_ok=True)
         _save(export, status=ExportRequest.Status.EXPIRED, file_name="")
@@ -109,7 +119,9 @@ def exports_delete_archives(*, organization, selection: str, value: str) -> int:
 
 def purge_exports(subject, erasure_id) -> dict:
     """The erasure step of portability: archives of the subject waiting for download hold what is being erased."""
-    deleted = exports_delete_archives(organization=subject.organization, selection=subject.kind, value=subject.subject_id)
+    deleted = exports_delete_archives(
+        organization=subject.organization, selection=subject.kind, value=subject.subject_id
+    )
     return {"portability.ExportRequest (archive deleted)": deleted}
 
 

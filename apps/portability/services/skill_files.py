@@ -38,7 +38,9 @@ def skills_export_files(*, organization: Organization, scope: str, directory: Pa
     """Writes one folder per active skill of the scope that is served to all its users (a person's own
     skill stays out: it is theirs). Returns the files written."""
     written = []
-    skills = Skill.objects.filter(organization=organization, scope=scope, status=Skill.Status.ACTIVE, end_user__isnull=True)
+    skills = Skill.objects.filter(
+        organization=organization, scope=scope, status=Skill.Status.ACTIVE, end_user__isnull=True
+    )
     for skill in skills.order_by("name"):
         path = Path(directory) / skill.name / FILE_NAME
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -68,7 +70,10 @@ def skill_file_parse(text: str, *, location: str) -> dict:
             refuse(field, "Required: a non-empty string.")
     name = skill_slug(front["name"])
     if name != front["name"] or len(name) > SKILL_NAME_MAX_LENGTH:
-        refuse("name", f"Use lower-case letters, digits and '-', at most {SKILL_NAME_MAX_LENGTH} characters (e.g. {name!r}).")
+        refuse(
+            "name",
+            f"Use lower-case letters, digits and '-', at most {SKILL_NAME_MAX_LENGTH} characters (e.g. {name!r}).",
+        )
     triggers, examples = front.get("triggers", []), front.get("examples", [])
     if not isinstance(triggers, list) or not all(isinstance(item, str) for item in triggers):
         refuse("triggers", "Must be a list of strings.")
@@ -83,8 +88,12 @@ def skill_file_parse(text: str, *, location: str) -> dict:
     if not instructions:
         refuse("instructions", "The body (the instructions) must not be empty.")
     fields = {
-        "name": name, "description": front["description"].strip(), "instructions": instructions,
-        "triggers": triggers, "examples": examples, "entry_type": entry_type,
+        "name": name,
+        "description": front["description"].strip(),
+        "instructions": instructions,
+        "triggers": triggers,
+        "examples": examples,
+        "entry_type": entry_type,
     }
     try:
         check_json(fields)
@@ -115,21 +124,30 @@ def skills_import_files(*, organization: Organization, scope: str, directory: Pa
     counts = {"created": 0, "updated": 0, "unchanged": 0}
     for location, fields in parsed:
         reason = f"Imported from {location}."
-        skill = Skill.objects.filter(organization=organization, scope=scope, name=fields["name"]).exclude(
-            status=Skill.Status.ARCHIVED
-        ).first()
+        skill = (
+            Skill.objects.filter(organization=organization, scope=scope, name=fields["name"])
+            .exclude(status=Skill.Status.ARCHIVED)
+            .first()
+        )
         if skill is not None and skill.end_user_id is not None:
             raise ArchiveError(location, "An end user's own skill of the scope has this name; rename the file's skill.")
         try:
             if skill is None:
                 skill_create(
-                    organization=organization, scope=scope, fields=fields, actor=ACTOR, reason=reason,
-                    status=Skill.Status.ACTIVE, shared=True,
+                    organization=organization,
+                    scope=scope,
+                    fields=fields,
+                    actor=ACTOR,
+                    reason=reason,
+                    status=Skill.Status.ACTIVE,
+                    shared=True,
                 )
                 counts["created"] += 1
                 continue
             version = skill.version
-            skill_update(skill=skill, changes=fields, actor=ACTOR, reason=reason, status=Skill.Status.ACTIVE, shared=True)
+            skill_update(
+                skill=skill, changes=fields, actor=ACTOR, reason=reason, status=Skill.Status.ACTIVE, shared=True
+            )
         except ValidationError as exc:
             raise ArchiveError(location, " ".join(exc.messages)) from None
         counts["updated" if skill.version != version else "unchanged"] += 1

@@ -58,13 +58,19 @@ class SessionSubject(Subject):
         return Message.objects.filter(session_id=self.session.pk) if self.exists else Message.objects.none()
 
     def experiences(self) -> QuerySet:
-        return SkillExperience.objects.filter(session_id=self.session.pk) if self.exists else SkillExperience.objects.none()
+        return (
+            SkillExperience.objects.filter(session_id=self.session.pk)
+            if self.exists
+            else SkillExperience.objects.none()
+        )
 
     def memories(self, model) -> QuerySet:
         if not self.exists:
             return model.objects.none()
         return model.objects.filter(
-            organization_id=self.session.organization_id, scope=self.session.scope, end_user_id=self.session.end_user_id,
+            organization_id=self.session.organization_id,
+            scope=self.session.scope,
+            end_user_id=self.session.end_user_id,
             source_message_ids__contained_by=ArraySubquery(self.messages().values("pk")),
         ).exclude(source_message_ids=[])
 
@@ -85,7 +91,8 @@ def memory_edited(*, memory, memory_type: str) -> dict:
     ).select_related("organization", "end_user")
     projected = sum(projection_enqueue(session) is not None for session in sessions)
     stale = profiles_mark_stale(
-        item_type=ItemType(memory_type), item_id=memory.pk,
+        item_type=ItemType(memory_type),
+        item_id=memory.pk,
         detail=f"A {memory_type} memory this page quotes was edited; the page is being recompiled.",
     )
     return {"sessions_projected": projected, "profiles_stale": stale}
@@ -97,8 +104,12 @@ def memory_edited(*, memory, memory_type: str) -> dict:
 def session_delete_request(*, session: Session, client) -> object:
     """Queues the purge of one session (202 + task: a session may hold thousands of turns)."""
     return enqueue(
-        DELETE_SESSION, {"deleted_session": str(session.pk)}, organization=session.organization,
-        scope=session.scope, client=client, idempotency_key=f"{DELETE_SESSION}:{session.pk}",
+        DELETE_SESSION,
+        {"deleted_session": str(session.pk)},
+        organization=session.organization,
+        scope=session.scope,
+        client=client,
+        idempotency_key=f"{DELETE_SESSION}:{session.pk}",
     )
 
 
@@ -106,7 +117,9 @@ def _session_locks(session: Session, subject: Subject) -> list[str]:
     """The work on the owner and on the scopes its experiences feed waits while the session goes:
     every lock the apps registered for them (the locks erasure takes for a user)."""
     scopes = tuple(sorted(set(subject.experiences().values_list("scope", flat=True))))
-    return work_lock_keys(WorkOf(organization_id=session.organization_id, end_user_ids=(session.end_user_id,), scopes=scopes))
+    return work_lock_keys(
+        WorkOf(organization_id=session.organization_id, end_user_ids=(session.end_user_id,), scopes=scopes)
+    )
 
 
 def session_purge(*, session_pk) -> dict:
@@ -115,7 +128,9 @@ def session_purge(*, session_pk) -> dict:
     session = Session.objects.select_related("organization", "end_user").filter(pk=session_pk).first()
     if session is None:
         return {"skipped": "session no longer exists"}
-    subject = SessionSubject(organization=session.organization, kind=SESSION_KIND, subject_id=str(session.pk), session=session)
+    subject = SessionSubject(
+        organization=session.organization, kind=SESSION_KIND, subject_id=str(session.pk), session=session
+    )
     with ExitStack() as locks:
         for key in _session_locks(session, subject):
             locks.enter_context(advisory_lock(key))
@@ -132,10 +147,13 @@ def experience_delete(*, experience: SkillExperience) -> dict:
     """Skills evolved from it are deleted when it was their only source, otherwise scrubbed of its
     text and returned to review (erasure's rule); then it goes."""
     with ExitStack() as locks:
-        for key in work_lock_keys(WorkOf(organization_id=experience.organization_id, end_user_ids=(), scopes=(experience.scope,))):
+        for key in work_lock_keys(
+            WorkOf(organization_id=experience.organization_id, end_user_ids=(), scopes=(experience.scope,))
+        ):
             locks.enter_context(advisory_lock(key))
         derived = Derived(
-            organization_id=experience.organization_id, turns=Message.objects.none(),
+            organization_id=experience.organization_id,
+            turns=Message.objects.none(),
             extra_experiences=SkillExperience.objects.filter(pk=experience.pk),
         )
         return forget_skills(derived, actor=f"experience-delete:{experience.pk}")
@@ -151,4 +169,3 @@ def profile_delete(*, profile) -> None:
 def entity_delete(*, entity) -> None:
     """The entity with its mentions, edges and page; the owner's other entities keep their own."""
     entity.delete()
-

@@ -43,7 +43,10 @@ def erasure_request(*, subject: Subject, requested_by=None, requested_by_staff: 
             )
             # Organisation-wide work: no scope; the requester and clients with can_erase see the task.
             task = enqueue(
-                ERASE_SUBJECT, {"erasure": str(erasure.pk)}, organization=subject.organization, client=requested_by,
+                ERASE_SUBJECT,
+                {"erasure": str(erasure.pk)},
+                organization=subject.organization,
+                client=requested_by,
                 idempotency_key=f"erase:{erasure.pk}",
             )
             erasure.task_id = task.pk
@@ -81,9 +84,12 @@ def erasure_run(*, erasure: ErasureRequest) -> dict:
         # Taken before the purge (and never stored): the subject's words, to look for afterwards.
         fingerprint = subject_fingerprint(subject)
         run_counts = subject_purge(subject=subject, erasure_id=erasure.pk, on_step=progress)
-        residual = subject_verify(subject=subject_resolve(
-            organization=erasure.organization, kind=erasure.subject_kind, subject_id=erasure.subject_id
-        ), fingerprint=fingerprint)
+        residual = subject_verify(
+            subject=subject_resolve(
+                organization=erasure.organization, kind=erasure.subject_kind, subject_id=erasure.subject_id
+            ),
+            fingerprint=fingerprint,
+        )
     except Exception as exc:
         _save(erasure, status=ErasureRequest.Status.FAILED, error=type(exc).__name__)
         raise

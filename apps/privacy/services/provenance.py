@@ -72,11 +72,13 @@ class Derived:
         once, not built into an array compared with every row)."""
         turns_sql, params = _sql(self.turn_ids())
         table = model._meta.db_table
-        return Q(pk__in=RawSQL(
-            f"SELECT r.id FROM {table} r WHERE r.organization_id = %s AND EXISTS "
-            f"(SELECT 1 FROM unnest(r.source_message_ids) AS s(id) WHERE s.id IN ({turns_sql}))",
-            [self.organization_id, *params],
-        ))
+        return Q(
+            pk__in=RawSQL(
+                f"SELECT r.id FROM {table} r WHERE r.organization_id = %s AND EXISTS "
+                f"(SELECT 1 FROM unnest(r.source_message_ids) AS s(id) WHERE s.id IN ({turns_sql}))",
+                [self.organization_id, *params],
+            )
+        )
 
     def experiences(self) -> QuerySet:
         derived = Q(session__in=self.session_ids()) | self._citing_turns(SkillExperience)
@@ -122,26 +124,32 @@ class Derived:
     def quoting_revisions(self) -> QuerySet:
         """Profile revisions that quote one of the items."""
         sql, params = self.item_ids_sql()
-        return ProfileRevision.objects.filter(pk__in=RawSQL(
-            f"SELECT r.id FROM {ProfileRevision._meta.db_table} r, jsonb_array_elements(r.sources) AS source "
-            f"WHERE (source->>'item_id')::uuid IN ({sql})",
-            params,
-        ))
+        return ProfileRevision.objects.filter(
+            pk__in=RawSQL(
+                f"SELECT r.id FROM {ProfileRevision._meta.db_table} r, jsonb_array_elements(r.sources) AS source "
+                f"WHERE (source->>'item_id')::uuid IN ({sql})",
+                params,
+            )
+        )
 
     def task_results(self) -> QuerySet:
         """Finished tasks whose result may quote the turns: those that worked on their sessions, and
         the evolution runs of the scopes their experiences live in (results name skills)."""
         sessions_sql, params = _sql(self.session_ids())
         scopes = list(self.experiences().order_by().values_list("scope", flat=True).distinct())
-        return MemoryTask.objects.filter(organization_id=self.organization_id, result__isnull=False).exclude(
-            status__in=MemoryTask.ACTIVE_STATUSES
-        ).filter(
-            Q(pk__in=RawSQL(
-                f"SELECT t.id FROM {MemoryTask._meta.db_table} t WHERE t.organization_id = %s "
-                f"AND t.payload->>'session' IN (SELECT s.session_id::text FROM ({sessions_sql}) AS s(session_id))",
-                [self.organization_id, *params],
-            ))
-            | Q(task_type=EVOLVE_SKILLS, payload__scope__in=scopes)
+        return (
+            MemoryTask.objects.filter(organization_id=self.organization_id, result__isnull=False)
+            .exclude(status__in=MemoryTask.ACTIVE_STATUSES)
+            .filter(
+                Q(
+                    pk__in=RawSQL(
+                        f"SELECT t.id FROM {MemoryTask._meta.db_table} t WHERE t.organization_id = %s "
+                        f"AND t.payload->>'session' IN (SELECT s.session_id::text FROM ({sessions_sql}) AS s(session_id))",
+                        [self.organization_id, *params],
+                    )
+                )
+                | Q(task_type=EVOLVE_SKILLS, payload__scope__in=scopes)
+            )
         )
 
     def staged_embeddings(self) -> QuerySet:
@@ -273,7 +281,7 @@ def delete_turns(turns: QuerySet) -> dict:
 
 
 def turns_forget(*, turns: QuerySet, organization_id, actor: str) -> dict:
-    """"These turns are gone": the whole cascade, synchronously (for a turn or a session)."""
+    """ "These turns are gone": the whole cascade, synchronously (for a turn or a session)."""
     derived = Derived(organization_id=organization_id, turns=turns)
     counts = Counter()
     for step in (
@@ -297,11 +305,14 @@ def turn_delete(*, message: Message, actor: str = "api:delete") -> dict:
 
 def session_delete(*, session: Session, actor: str = "api:delete") -> dict:
     """A whole session: its turns and what was derived from them, its waiting tasks, then the row."""
-    counts = Counter(turns_forget(
-        turns=Message.objects.filter(session=session), organization_id=session.organization_id, actor=actor
-    ))
+    counts = Counter(
+        turns_forget(
+            turns=Message.objects.filter(session=session), organization_id=session.organization_id, actor=actor
+        )
+    )
     waiting = MemoryTask.objects.filter(
-        organization_id=session.organization_id, payload__session=str(session.pk),
+        organization_id=session.organization_id,
+        payload__session=str(session.pk),
         status__in=MemoryTask.CLAIMABLE_STATUSES,
     )
     counts["pipeline.MemoryTask (cancelled)"] += tasks_cancel(queryset=waiting)

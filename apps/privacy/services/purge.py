@@ -54,7 +54,8 @@ def purge_profiles(subject: Subject, erasure_id) -> dict:
     them; other pages lose every revision and source that quotes the subject, their text is
     cleared and they are recompiled from what remains; entities only the subject named go."""
     return forget_compiled(
-        subject.derived(), entities=subject.entities(),
+        subject.derived(),
+        entities=subject.entities(),
         reason=f"Sources erased by erasure {erasure_id}; the page is being recompiled.",
     )
 
@@ -81,7 +82,9 @@ def purge_conversations(subject: Subject, erasure_id) -> dict:
         if session_hand_over(session=session):
             counts["conversations.Session (handed over)"] += 1
         else:
-            counts["conversations.Session"] += Session.objects.filter(pk=session.pk).delete()[1].get("conversations.Session", 0)
+            counts["conversations.Session"] += (
+                Session.objects.filter(pk=session.pk).delete()[1].get("conversations.Session", 0)
+            )
     return dict(counts)
 
 
@@ -119,7 +122,13 @@ def purge_access(subject: Subject, erasure_id) -> dict:
 
 
 STEPS = [
-    stop_tasks, purge_skills, purge_profiles, purge_memories, purge_derived_records, purge_conversations, purge_tasks,
+    stop_tasks,
+    purge_skills,
+    purge_profiles,
+    purge_memories,
+    purge_derived_records,
+    purge_conversations,
+    purge_tasks,
     purge_access,
 ]
 # Steps of apps above privacy whose rows or files hold a subject's data (e.g. export archives waiting
@@ -148,7 +157,10 @@ def _cancel_and_scrub(queryset, erasure_id) -> int:
             cancelled += tasks_cancel(queryset=batch)
     with transaction.atomic():
         queryset.filter(status=MemoryTask.Status.CANCELLED).update(
-            payload={}, idempotency_key=None, result=None, error=f"Cancelled by erasure {erasure_id}.",
+            payload={},
+            idempotency_key=None,
+            result=None,
+            error=f"Cancelled by erasure {erasure_id}.",
             updated_at=timezone.now(),
         )
     return cancelled

@@ -57,7 +57,9 @@ def _truncate_skill_examples(limit: int) -> int:
         ids = [row[0] for row in cursor.fetchall()]
     for skill in Skill.objects.filter(pk__in=ids).select_related("organization"):
         skill_update(
-            skill=skill, changes={"examples": _truncated(skill.examples, limit)}, actor=RETENTION_ACTOR,
+            skill=skill,
+            changes={"examples": _truncated(skill.examples, limit)},
+            actor=RETENTION_ACTOR,
             reason=f"evidence quotes cut to {limit} characters",
         )
     return len(ids)
@@ -71,7 +73,9 @@ def retention_prune(*, now=None, batch_size: int | None = None) -> dict:
     cutoff = (now or timezone.now()) - timedelta(days=days)
     per_organization = messages_prune_learned(cutoff=cutoff, batch_size=batch_size or settings.ERASURE_BATCH_SIZE)
     for organization_id, count in sorted(per_organization.items()):
-        logger.info("retention: organisation %s: %s learned turn(s) older than %s days pruned", organization_id, count, days)
+        logger.info(
+            "retention: organisation %s: %s learned turn(s) older than %s days pruned", organization_id, count, days
+        )
     limit = settings.EVIDENCE_MAX_CHARS
     result = {
         "enabled": True,

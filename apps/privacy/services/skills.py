@@ -98,8 +98,12 @@ def _redact_history(skill: Skill, needles: list[str]) -> int:
 def skills_release(*, experiences, actor: str, own_skills=None) -> dict:
     """Handles every skill with lineage to `experiences` (the ones that go), one skill per
     transaction; `own_skills` (a user's personal skills) are deleted outright."""
-    counts = {"skills.Skill": 0, "skills.Skill (returned to review)": 0, "skills.SkillVersion (redacted)": 0,
-              "skills.SkillVersion.experiences": 0}
+    counts = {
+        "skills.Skill": 0,
+        "skills.Skill (returned to review)": 0,
+        "skills.SkillVersion (redacted)": 0,
+        "skills.SkillVersion.experiences": 0,
+    }
     for skill in own_skills if own_skills is not None else ():
         counts["skills.Skill"] += 1
         skill_delete(skill=skill)

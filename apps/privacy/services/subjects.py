@@ -79,13 +79,15 @@ class Subject:
         user's own experiences and memories, and the memories a client stored directly."""
         if self.end_user is not None:
             return Derived(
-                organization_id=self.organization.pk, turns=self.messages(),
+                organization_id=self.organization.pk,
+                turns=self.messages(),
                 extra_experiences=SkillExperience.objects.filter(end_user=self.end_user),
                 extra_memories={model: model.objects.filter(end_user=self.end_user) for model, _ in MEMORY_MODELS},
             )
         if self.client is not None:
             return Derived(
-                organization_id=self.organization.pk, turns=self.messages(),
+                organization_id=self.organization.pk,
+                turns=self.messages(),
                 extra_memories={
                     model: model.objects.filter(created_by=self.client, source_message_ids=[])
                     for model, _ in MEMORY_MODELS

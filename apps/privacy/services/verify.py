@@ -33,7 +33,10 @@ def subject_checks(subject: Subject) -> list[tuple[str, QuerySet]]:
     access = (
         [("tenancy.EndUser", subject.end_users())]
         if subject.kind == USER
-        else [("tenancy.ClientAPIKey (not revoked)", subject.active_api_keys()), ("tenancy.Client (active)", subject.active_client())]
+        else [
+            ("tenancy.ClientAPIKey (not revoked)", subject.active_api_keys()),
+            ("tenancy.Client (active)", subject.active_client()),
+        ]
     )
     skills = [
         ("skills.SkillExperience", subject.experiences()),
@@ -165,7 +168,9 @@ def fingerprint_of(texts) -> set[str]:
     needles = set()
     for text in texts:
         words = _words(text or "")
-        needles.update(" ".join(words[i : i + SHINGLE_WORDS]) for i in range(0, len(words) - SHINGLE_WORDS + 1, SHINGLE_WORDS))
+        needles.update(
+            " ".join(words[i : i + SHINGLE_WORDS]) for i in range(0, len(words) - SHINGLE_WORDS + 1, SHINGLE_WORDS)
+        )
     return needles
 
 
@@ -193,7 +198,11 @@ def _organization_path(model) -> str | None:
         return "organization"
     for field in fields.values():
         related = getattr(field, "related_model", None)
-        if field.many_to_one and related is not None and any(f.name == "organization" for f in related._meta.concrete_fields):
+        if (
+            field.many_to_one
+            and related is not None
+            and any(f.name == "organization" for f in related._meta.concrete_fields)
+        ):
             return f"{field.name}__organization"
     return None
 
@@ -225,9 +234,11 @@ def _strings(value):
 def _said_by_others(*, organization, needle: str, exclude_turns: QuerySet) -> bool:
     """A run of words another party's turn also holds is not the subject's alone."""
     pattern = r"\W+".join(rf"\m{word}\M" for word in needle.split())
-    return Message.objects.filter(organization=organization, content__iregex=pattern).exclude(
-        pk__in=exclude_turns.values("pk")
-    ).exists()
+    return (
+        Message.objects.filter(organization=organization, content__iregex=pattern)
+        .exclude(pk__in=exclude_turns.values("pk"))
+        .exists()
+    )
 
 
 def text_residue(*, organization, needles: set[str], sessions: list | None = None, exclude_turns=None) -> dict:

@@ -26,11 +26,38 @@ from apps.providers.llm import LLMOutputError, chat_json, llm_enabled
 RULES_MODEL = "rules"
 # First-person statements and the kind of fact they state, checked in this order.
 KINDS = (
-    ("Preferences", re.compile(r"\b(?:i|we)\s+(?:really\s+|also\s+|just\s+)?(?:love|like|enjoy|prefer|adore|hate|dislike|can't stand)\b|\bmy favou?rite\b|\bi'm (?:a (?:big )?fan|into|passionate)\b", re.I)),
-    ("Relationships", re.compile(r"\bmy (?:wife|husband|partner|boyfriend|girlfriend|kids?|children|son|daughter|mom|mum|mother|dad|father|parents?|sister|brother|siblings?|family|friends?|grand\w+|aunt|uncle|cousin|colleague|boss|dog|cat|pets?)\b", re.I)),
-    ("Constraints", re.compile(r"\b(?:i|we) (?:can't|cannot|don't|do not|never|am allergic|'m allergic)\b|\ballergic\b", re.I)),
-    ("Plans", re.compile(r"\b(?:i|we)(?:'m| am| are|'re)? (?:going to|gonna|planning|plan|hoping|hope|want|will|'ll)\b|\bi'll\b|\bnext (?:week|month|year)\b", re.I)),
-    ("Activities", re.compile(r"\b(?:i|we)(?:'ve| have)? (?:been|started|joined|go|went|do|did|took|take|play|played|run|ran|paint|painted|volunteer\w*|attend\w*|work(?:ed)? on)\b", re.I)),
+    (
+        "Preferences",
+        re.compile(
+            r"\b(?:i|we)\s+(?:really\s+|also\s+|just\s+)?(?:love|like|enjoy|prefer|adore|hate|dislike|can't stand)\b|\bmy favou?rite\b|\bi'm (?:a (?:big )?fan|into|passionate)\b",
+            re.I,
+        ),
+    ),
+    (
+        "Relationships",
+        re.compile(
+            r"\bmy (?:wife|husband|partner|boyfriend|girlfriend|kids?|children|son|daughter|mom|mum|mother|dad|father|parents?|sister|brother|siblings?|family|friends?|grand\w+|aunt|uncle|cousin|colleague|boss|dog|cat|pets?)\b",
+            re.I,
+        ),
+    ),
+    (
+        "Constraints",
+        re.compile(r"\b(?:i|we) (?:can't|cannot|don't|do not|never|am allergic|'m allergic)\b|\ballergic\b", re.I),
+    ),
+    (
+        "Plans",
+        re.compile(
+            r"\b(?:i|we)(?:'m| am| are|'re)? (?:going to|gonna|planning|plan|hoping|hope|want|will|'ll)\b|\bi'll\b|\bnext (?:week|month|year)\b",
+            re.I,
+        ),
+    ),
+    (
+        "Activities",
+        re.compile(
+            r"\b(?:i|we)(?:'ve| have)? (?:been|started|joined|go|went|do|did|took|take|play|played|run|ran|paint|painted|volunteer\w*|attend\w*|work(?:ed)? on)\b",
+            re.I,
+        ),
+    ),
     # Any other first-person statement is a fact about the speaker.
     ("Facts", re.compile(r"\b(?:i|i'm|i've|i'd|we|my|our)\b", re.I)),
 )
@@ -89,14 +116,24 @@ def profile_evidence(*, entity: Entity) -> list[Evidence]:
             else:
                 section = None
             if section:
-                evidence.append(Evidence(
-                    ItemType.MESSAGE, str(message.pk), section, _quote(sentence), message.occurred_at, where,
-                    seq=message.seq, position=-position,
-                ))
+                evidence.append(
+                    Evidence(
+                        ItemType.MESSAGE,
+                        str(message.pk),
+                        section,
+                        _quote(sentence),
+                        message.occurred_at,
+                        where,
+                        seq=message.seq,
+                        position=-position,
+                    )
+                )
     for item_type, model in ((ItemType.EPISODIC, EpisodicMemory), (ItemType.SEMANTIC, SemanticMemory)):
         for memory in model.objects.filter(pk__in=list(by_type[item_type]), deleted_at__isnull=True):
             at = getattr(memory, "occurred_at", None) or memory.updated_at
-            evidence.append(Evidence(item_type, str(memory.pk), "From memories", _quote(memory.summary), at, f"{item_type} memory"))
+            evidence.append(
+                Evidence(item_type, str(memory.pk), "From memories", _quote(memory.summary), at, f"{item_type} memory")
+            )
     evidence.sort(key=lambda item: (item.at, item.seq, item.position, item.item_id), reverse=True)
     return evidence
 
@@ -115,20 +152,30 @@ def _llm_page(entity: Entity, evidence: list[Evidence], task) -> tuple[str, list
     usage: dict = {}
     answer = chat_json(
         messages=[
-            {"role": "system", "content": (
-                "You write a concise profile page of one person from numbered evidence. Use only the evidence; "
-                "never add anything it does not say. Group stable facts, preferences, relationships, plans, "
-                "recurring activities and constraints under Markdown headings, and end each line with the "
-                'numbers it rests on, like [3]. Answer with JSON: {"markdown": "...", "used": [numbers]}.'
-            )},
+            {
+                "role": "system",
+                "content": (
+                    "You write a concise profile page of one person from numbered evidence. Use only the evidence; "
+                    "never add anything it does not say. Group stable facts, preferences, relationships, plans, "
+                    "recurring activities and constraints under Markdown headings, and end each line with the "
+                    'numbers it rests on, like [3]. Answer with JSON: {"markdown": "...", "used": [numbers]}.'
+                ),
+            },
             {"role": "user", "content": f"Person: {entity.name}\nEvidence:\n{numbered}"},
         ],
-        organization=entity.organization, task=task, purpose="compile_profile", usage=usage,
+        organization=entity.organization,
+        task=task,
+        purpose="compile_profile",
+        usage=usage,
     )
     markdown, used = answer.get("markdown"), answer.get("used")
     if not isinstance(markdown, str) or not markdown.strip() or not isinstance(used, list):
         raise LLMOutputError("The profile answer lacks a markdown text or its list of used evidence.")
-    kept = [evidence[number - 1] for number in dict.fromkeys(used) if isinstance(number, int) and 0 < number <= len(evidence)]
+    kept = [
+        evidence[number - 1]
+        for number in dict.fromkeys(used)
+        if isinstance(number, int) and 0 < number <= len(evidence)
+    ]
     return markdown.strip() + "\n", kept, usage
 
 
@@ -163,7 +210,11 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
         entity = Entity.objects.select_for_update().get(pk=entity.pk)
         profile = Profile.objects.filter(entity=entity).first()
         current = {} if profile is None else {(s.item_type, str(s.item_id)): s.quote for s in profile.sources.all()}
-        if profile is not None and profile.markdown == markdown and current == {k: v["quote"] for k, v in sources.items()}:
+        if (
+            profile is not None
+            and profile.markdown == markdown
+            and current == {k: v["quote"] for k, v in sources.items()}
+        ):
             if profile.status != Profile.Status.ACTIVE:
                 profile.status = Profile.Status.ACTIVE
                 profile.save(update_fields=["status", "updated_at"])
@@ -171,7 +222,10 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
             return {"profile": str(profile.pk), "revision": profile.revision, "changed": False}
         if profile is None:
             profile = Profile(
-                entity=entity, organization_id=entity.organization_id, scope=entity.scope, end_user_id=entity.end_user_id,
+                entity=entity,
+                organization_id=entity.organization_id,
+                scope=entity.scope,
+                end_user_id=entity.end_user_id,
             )
         profile.name, profile.markdown, profile.status = entity.name, markdown, Profile.Status.ACTIVE
         profile.embedding, profile.embedding_model = candidate.embedding, candidate.embedding_model
@@ -181,12 +235,18 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
         profile.save()
         profile.sources.all().delete()
         ProfileSource.objects.bulk_create(
-            ProfileSource(profile=profile, item_type=key[0], item_id=key[1], quote=value["quote"]) for key, value in sources.items()
+            ProfileSource(profile=profile, item_type=key[0], item_id=key[1], quote=value["quote"])
+            for key, value in sources.items()
         )
         ProfileRevision.objects.create(
-            profile=profile, number=profile.revision, markdown=markdown, model=model,
-            prompt_tokens=usage.get("prompt_tokens", 0), completion_tokens=usage.get("completion_tokens", 0),
-            sources=list(sources.values()), reason=reason[:255],
+            profile=profile,
+            number=profile.revision,
+            markdown=markdown,
+            model=model,
+            prompt_tokens=usage.get("prompt_tokens", 0),
+            completion_tokens=usage.get("completion_tokens", 0),
+            sources=list(sources.values()),
+            reason=reason[:255],
         )
         _resolve(profile, kinds=[LintFinding.Kind.STALE, LintFinding.Kind.ORPHAN])
     return {"profile": str(profile.pk), "revision": profile.revision, "changed": True, "sources": len(sources)}
@@ -206,7 +266,9 @@ def _archive(*, entity: Entity) -> dict:
             profile.sources.all().delete()
             if not profile.findings.filter(kind=LintFinding.Kind.ORPHAN, status=LintFinding.Status.OPEN).exists():
                 LintFinding.objects.create(
-                    profile=profile, kind=LintFinding.Kind.ORPHAN, severity=LintFinding.Severity.WARNING,
+                    profile=profile,
+                    kind=LintFinding.Kind.ORPHAN,
+                    severity=LintFinding.Severity.WARNING,
                     detail="Nothing this page could quote is left; the page was archived.",
                 )
         _resolve(profile, kinds=[LintFinding.Kind.STALE], by="archive")

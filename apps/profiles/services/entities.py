@@ -116,8 +116,11 @@ def _session_items(session: Session) -> tuple[list[Message], list]:
     for model in (EpisodicMemory, SemanticMemory):
         memories += list(
             model.objects.filter(
-                organization_id=session.organization_id, end_user_id=session.end_user_id, scope=session.scope,
-                deleted_at__isnull=True, source_message_ids__overlap=ids,
+                organization_id=session.organization_id,
+                end_user_id=session.end_user_id,
+                scope=session.scope,
+                deleted_at__isnull=True,
+                source_message_ids__overlap=ids,
             )
         )
     return messages, memories
@@ -155,7 +158,9 @@ def session_project(*, session: Session) -> dict:
     item_ids = [message.pk for message in messages] + [memory.pk for memory in memories]
     before = dict(
         Mention.objects.filter(item_id__in=item_ids, entity__end_user_id=session.end_user_id)
-        .values_list("entity_id").annotate(n=Count("pk")).order_by()
+        .values_list("entity_id")
+        .annotate(n=Count("pk"))
+        .order_by()
     )
     Mention.objects.filter(item_id__in=item_ids, entity__end_user_id=session.end_user_id).delete()
     mentions = []
@@ -165,30 +170,49 @@ def session_project(*, session: Session) -> dict:
         named = _named_in(message.content, aliases, pattern)
         speaker_entity = aliases.get(speaker.lower()) if speaker else None
         for entity in named | ({speaker_entity} if speaker_entity else set()):
-            mentions.append(Mention(
-                entity=entity, item_type=ItemType.MESSAGE, item_id=message.pk, session_id=session.pk,
-                seq=message.seq, occurred_at=message.occurred_at, spoken=entity == speaker_entity,
-            ))
+            mentions.append(
+                Mention(
+                    entity=entity,
+                    item_type=ItemType.MESSAGE,
+                    item_id=message.pk,
+                    session_id=session.pk,
+                    seq=message.seq,
+                    occurred_at=message.occurred_at,
+                    spoken=entity == speaker_entity,
+                )
+            )
     for memory in memories:
-        text = " ".join(filter(None, [getattr(memory, "actor", ""), getattr(memory, "name", ""), memory.summary, memory.details]))
+        text = " ".join(
+            filter(None, [getattr(memory, "actor", ""), getattr(memory, "name", ""), memory.summary, memory.details])
+        )
         first_turn = min((seq_of[i] for i in memory.source_message_ids if i in seq_of), default=None)
         item_type = ItemType.EPISODIC if isinstance(memory, EpisodicMemory) else ItemType.SEMANTIC
         occurred_at = getattr(memory, "occurred_at", None) or memory.updated_at
         for entity in _named_in(text, aliases, pattern):
-            mentions.append(Mention(
-                entity=entity, item_type=item_type, item_id=memory.pk, session_id=session.pk, seq=first_turn,
-                occurred_at=occurred_at,
-            ))
+            mentions.append(
+                Mention(
+                    entity=entity,
+                    item_type=item_type,
+                    item_id=memory.pk,
+                    session_id=session.pk,
+                    seq=first_turn,
+                    occurred_at=occurred_at,
+                )
+            )
     Mention.objects.bulk_create(mentions)
     owner_edges_recompute(end_user_id=session.end_user_id, organization_id=session.organization_id, scope=session.scope)
 
     after: dict = {}
     for mention in mentions:
         after[mention.entity_id] = after.get(mention.entity_id, 0) + 1
-    changed = sorted(str(entity_id) for entity_id in set(before) | set(after) if before.get(entity_id) != after.get(entity_id))
+    changed = sorted(
+        str(entity_id) for entity_id in set(before) | set(after) if before.get(entity_id) != after.get(entity_id)
+    )
     for entity_id in changed:
         profile_compile_enqueue(
-            entity_id=entity_id, organization=session.organization, scope=session.scope,
+            entity_id=entity_id,
+            organization=session.organization,
+            scope=session.scope,
             new_mentions=abs(after.get(entity_id, 0) - before.get(entity_id, 0)),
         )
     return {"mentions": len(mentions), "entities": len(set(after)), "changed_entities": len(changed)}
@@ -245,8 +269,12 @@ def profile_compile_enqueue(*, entity_id, organization, scope: str, new_mentions
     idempotency key is taken while it waits); once the waiting compile has gathered
     PROFILE_COMPILE_AFTER_MENTIONS new mentions, it runs at once."""
     task = enqueue_debounced(
-        COMPILE_PROFILE, {"entity": str(entity_id)}, key=f"compile_profile:{entity_id}",
-        delay=settings.PROFILE_COMPILE_DEBOUNCE_SECONDS, organization=organization, scope=scope,
+        COMPILE_PROFILE,
+        {"entity": str(entity_id)},
+        key=f"compile_profile:{entity_id}",
+        delay=settings.PROFILE_COMPILE_DEBOUNCE_SECONDS,
+        organization=organization,
+        scope=scope,
     )
     if new_mentions:
         with transaction.atomic():
@@ -267,6 +295,8 @@ def profiles_lint_enqueue(*, organization=None) -> MemoryTask:
     if organization is None:
         return enqueue(LINT_PROFILES, {}, idempotency_key=LINT_PROFILES)
     return enqueue(
-        LINT_PROFILES, {"organization": str(organization.pk)}, organization=organization,
+        LINT_PROFILES,
+        {"organization": str(organization.pk)},
+        organization=organization,
         idempotency_key=f"{LINT_PROFILES}:{organization.pk}",
     )

@@ -84,13 +84,17 @@ def profiles_lint(*, organization_id=None, task=None) -> dict:
         profile = Profile.objects.select_related("entity", "organization").get(pk=profile_id)
         if missing == total:
             counts["orphan"] += _finding(
-                profile, LintFinding.Kind.ORPHAN, severity=LintFinding.Severity.WARNING,
+                profile,
+                LintFinding.Kind.ORPHAN,
+                severity=LintFinding.Severity.WARNING,
                 detail=f"All {total} items this page quoted are gone; the page was archived.",
             )
             _archive(entity=profile.entity)
         else:
             counts["stale"] += _finding(
-                profile, LintFinding.Kind.STALE, severity=LintFinding.Severity.INFO,
+                profile,
+                LintFinding.Kind.STALE,
+                severity=LintFinding.Severity.INFO,
                 detail=f"{missing} of the {total} items this page quoted are gone; it is being recompiled.",
             )
             profile_compile_enqueue(entity_id=profile.entity_id, organization=profile.organization, scope=profile.scope)
@@ -116,14 +120,19 @@ def _contradictions(organization_id, *, task) -> int:
         try:
             answer = chat_json(
                 messages=[
-                    {"role": "system", "content": (
-                        "You check numbered profile pages of people in one user's memory for statements that "
-                        "contradict each other. Report only clear contradictions stated in the pages. Answer with "
-                        'JSON: {"contradictions": [{"page": n, "peer": m, "detail": "..."}]}, an empty list if none.'
-                    )},
+                    {
+                        "role": "system",
+                        "content": (
+                            "You check numbered profile pages of people in one user's memory for statements that "
+                            "contradict each other. Report only clear contradictions stated in the pages. Answer with "
+                            'JSON: {"contradictions": [{"page": n, "peer": m, "detail": "..."}]}, an empty list if none.'
+                        ),
+                    },
                     {"role": "user", "content": numbered},
                 ],
-                organization=owned[0].organization, task=task, purpose="lint_profiles",
+                organization=owned[0].organization,
+                task=task,
+                purpose="lint_profiles",
             )
         except LLMError as exc:
             logger.warning("contradiction check failed: %s", type(exc).__name__)
@@ -135,15 +144,22 @@ def _contradictions(organization_id, *, task) -> int:
             if not all(isinstance(n, int) and 0 < n <= len(owned) for n in (page, peer)) or page == peer:
                 continue
             found += _finding(
-                owned[page - 1], LintFinding.Kind.CONTRADICTION, severity=LintFinding.Severity.WARNING,
-                detail=str(item.get("detail") or "")[:2000], peer=owned[peer - 1],
+                owned[page - 1],
+                LintFinding.Kind.CONTRADICTION,
+                severity=LintFinding.Severity.WARNING,
+                detail=str(item.get("detail") or "")[:2000],
+                peer=owned[peer - 1],
             )
     return found
 
 
 def finding_resolve(*, finding: LintFinding, actor: str) -> LintFinding:
     if finding.status == LintFinding.Status.OPEN:
-        finding.status, finding.resolved_by, finding.resolved_at = LintFinding.Status.RESOLVED, actor[:255], timezone.now()
+        finding.status, finding.resolved_by, finding.resolved_at = (
+            LintFinding.Status.RESOLVED,
+            actor[:255],
+            timezone.now(),
+        )
         finding.save(update_fields=["status", "resolved_by", "resolved_at", "updated_at"])
     return finding
 
@@ -151,9 +167,11 @@ def finding_resolve(*, finding: LintFinding, actor: str) -> LintFinding:
 def profiles_mark_stale(*, item_type: str, item_id, detail: str) -> int:
     """A page quoting an item that changed is out of date: a `stale` finding (unless one is open)
     and a recompile, for every active page quoting it; returns how many pages."""
-    pages = Profile.objects.filter(
-        status=Profile.Status.ACTIVE, sources__item_type=item_type, sources__item_id=item_id
-    ).select_related("organization").distinct()
+    pages = (
+        Profile.objects.filter(status=Profile.Status.ACTIVE, sources__item_type=item_type, sources__item_id=item_id)
+        .select_related("organization")
+        .distinct()
+    )
     count = 0
     for profile in pages:
         _finding(profile, LintFinding.Kind.STALE, severity=LintFinding.Severity.INFO, detail=detail)

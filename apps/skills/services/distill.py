@@ -41,7 +41,9 @@ def distill_locks(work) -> list[str]:
 
 def check_distillable(session: Session) -> None:
     if session.session_tag != SessionTag.TASK:
-        raise ConflictError(f"Session {session.session_id!r} is a {session.session_tag} session; only task sessions are distilled.")
+        raise ConflictError(
+            f"Session {session.session_id!r} is a {session.session_tag} session; only task sessions are distilled."
+        )
     if session.status != Session.Status.SEALED:
         raise ConflictError(f"Session {session.session_id!r} is not sealed yet; seal it first.")
 
@@ -50,7 +52,9 @@ def distill_request(*, session: Session, client=None) -> MemoryTask:
     """An on-demand distillation: queues the same idempotent task that sealing queues."""
     check_distillable(session)
     if session.distilled_at is not None:
-        raise ConflictError(f"Session {session.session_id!r} was already distilled at {session.distilled_at.isoformat()}.")
+        raise ConflictError(
+            f"Session {session.session_id!r} was already distilled at {session.distilled_at.isoformat()}."
+        )
     return distillation_enqueue(session, client=client)
 
 
@@ -104,7 +108,11 @@ def session_distill(*, session: Session, task=None) -> dict:
     duplicates = 0
     kept = []
     for lesson in lessons:
-        if lesson.action_signature and lesson.experience_type == ExperienceType.WORTH_LEARNING and _is_duplicate_workflow(session, lesson):
+        if (
+            lesson.action_signature
+            and lesson.experience_type == ExperienceType.WORTH_LEARNING
+            and _is_duplicate_workflow(session, lesson)
+        ):
             duplicates += 1
         else:
             kept.append(lesson)
@@ -128,7 +136,9 @@ def session_distill(*, session: Session, task=None) -> dict:
         )
         for lesson in kept
     ]
-    for experience, vector in zip(experiences, embed_texts([experience.embedding_text() for experience in experiences])):
+    for experience, vector in zip(
+        experiences, embed_texts([experience.embedding_text() for experience in experiences])
+    ):
         experience.embedding = vector
 
     with transaction.atomic():

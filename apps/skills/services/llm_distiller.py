@@ -40,7 +40,10 @@ def llm_lessons(*, session, messages, existing_skills: list[dict], task=None) ->
     )
     prompt = [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": _user_prompt(session=session, transcript=rendered.text, existing_skills=existing_skills)},
+        {
+            "role": "user",
+            "content": _user_prompt(session=session, transcript=rendered.text, existing_skills=existing_skills),
+        },
     ]
     try:
         data = chat_json(messages=prompt, organization=session.organization, task=task, purpose="distill")

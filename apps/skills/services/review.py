@@ -18,10 +18,17 @@ def skill_approve(*, skill: Skill, actor: str, reason: str = "") -> Skill:
     """Makes a skill held for review live, for every user of its scope: a person's approval stands
     in for corroboration by other end users (a user's own skill stays theirs)."""
     if skill.status != Skill.Status.PENDING_REVIEW:
-        raise ConflictError(f"{skill.name} is {skill.get_status_display().lower()}; only skills pending review are approved.")
+        raise ConflictError(
+            f"{skill.name} is {skill.get_status_display().lower()}; only skills pending review are approved."
+        )
     return skill_update(
-        skill=skill, changes={}, actor=actor, reason=reason or "Approved.", status=Skill.Status.ACTIVE,
-        operation=SkillVersion.Operation.APPROVE, shared=skill.end_user_id is None,
+        skill=skill,
+        changes={},
+        actor=actor,
+        reason=reason or "Approved.",
+        status=Skill.Status.ACTIVE,
+        operation=SkillVersion.Operation.APPROVE,
+        shared=skill.end_user_id is None,
     )
 
 
@@ -39,11 +46,17 @@ def skill_share_by_person(*, skill: Skill, actor: str, reason: str = "") -> Skil
 def skill_reject(*, skill: Skill, actor: str, reason: str) -> Skill:
     """Turns down a skill held for review; it is archived, not deleted, so the decision stays on record."""
     if skill.status != Skill.Status.PENDING_REVIEW:
-        raise ConflictError(f"{skill.name} is {skill.get_status_display().lower()}; only skills pending review are rejected.")
+        raise ConflictError(
+            f"{skill.name} is {skill.get_status_display().lower()}; only skills pending review are rejected."
+        )
     if not reason.strip():
         raise ConflictError("A rejection needs a reason.")
     return skill_update(
-        skill=skill, changes={}, actor=actor, reason=reason.strip(), status=Skill.Status.ARCHIVED,
+        skill=skill,
+        changes={},
+        actor=actor,
+        reason=reason.strip(),
+        status=Skill.Status.ARCHIVED,
         operation=SkillVersion.Operation.REJECT,
     )
 
@@ -67,7 +80,9 @@ def experience_approve(*, experience: SkillExperience, actor: str) -> SkillExper
     """A person lets a held or flagged lesson evolve as if enough end users had taught it; the next
     evolution of its scope applies it."""
     if experience.status not in (SkillExperience.Status.HELD, SkillExperience.Status.FLAGGED):
-        raise ConflictError(f"{experience.title} is {experience.get_status_display().lower()}; only held or flagged lessons are approved.")
+        raise ConflictError(
+            f"{experience.title} is {experience.get_status_display().lower()}; only held or flagged lessons are approved."
+        )
     experience.status = SkillExperience.Status.PENDING
     experience.approved_by = actor
     experience.save(update_fields=["status", "approved_by", "updated_at"])
@@ -78,7 +93,9 @@ def experience_approve(*, experience: SkillExperience, actor: str) -> SkillExper
 def experience_reject(*, experience: SkillExperience, actor: str) -> SkillExperience:
     """A person turns a held or flagged lesson down: it is superseded and never evolves."""
     if experience.status not in (SkillExperience.Status.HELD, SkillExperience.Status.FLAGGED):
-        raise ConflictError(f"{experience.title} is {experience.get_status_display().lower()}; only held or flagged lessons are rejected.")
+        raise ConflictError(
+            f"{experience.title} is {experience.get_status_display().lower()}; only held or flagged lessons are rejected."
+        )
     experience.status = SkillExperience.Status.SUPERSEDED
     experience.save(update_fields=["status", "updated_at"])
     return experience

@@ -74,16 +74,16 @@ def tool_calls(messages) -> list[ToolCall]:
                 function = raw.get("function") or {}
                 if not isinstance(function.get("name"), str):
                     continue
-                call = ToolCall(name=function["name"], arguments=_arguments(function.get("arguments")), call_message=message)
+                call = ToolCall(
+                    name=function["name"], arguments=_arguments(function.get("arguments")), call_message=message
+                )
                 calls.append(call)
                 if raw.get("id"):
                     by_id[raw["id"]] = call
         elif message.role == "tool":
             call = by_id.pop(message.tool_call_id, None) if message.tool_call_id else None
             if call is None:
-                call = next(
-                    (c for c in calls if c.result_message is None and c.name == message.name), None
-                )
+                call = next((c for c in calls if c.result_message is None and c.name == message.name), None)
             if call is not None:
                 call.result_message = message
                 call.result = _result_text(message)
@@ -121,7 +121,14 @@ def _avoid_lessons(calls: list[ToolCall]) -> list[Lesson]:
     for index, call in enumerate(calls):
         if not call.failed:
             continue
-        retry = next((later for later in calls[index + 1 :] if later.name == call.name and later.result_message is not None and not later.failed), None)
+        retry = next(
+            (
+                later
+                for later in calls[index + 1 :]
+                if later.name == call.name and later.result_message is not None and not later.failed
+            ),
+            None,
+        )
         if retry is None:
             continue
         error = call.result.strip()
@@ -130,13 +137,17 @@ def _avoid_lessons(calls: list[ToolCall]) -> list[Lesson]:
             continue
         seen.add(key)
         changed = sorted(
-            name for name in set(call.arguments) | set(retry.arguments) if call.arguments.get(name) != retry.arguments.get(name)
+            name
+            for name in set(call.arguments) | set(retry.arguments)
+            if call.arguments.get(name) != retry.arguments.get(name)
         )
         fix = (
-            f" The call succeeded after changing: {', '.join(changed)}." if changed else " The same call succeeded on a retry."
+            f" The call succeeded after changing: {', '.join(changed)}."
+            if changed
+            else " The same call succeeded on a retry."
         )
         content = (
-            f"Calling {call.name} failed with \"{_short(error, 300)}\".{fix} "
+            f'Calling {call.name} failed with "{_short(error, 300)}".{fix} '
             f"Check these arguments against what earlier tool results say before calling {call.name}."
         )
         lessons.append(
@@ -163,7 +174,9 @@ def _workflow_lesson(messages, calls: list[ToolCall]) -> Lesson | None:
     for call in calls:
         if call.name in signature and call.name not in listed and not call.failed:
             listed.add(call.name)
-            steps.append(f"{len(steps) + 1}. " + _short(f"{call.name}({', '.join(sorted(call.arguments))})", STEP_MAX_CHARS))
+            steps.append(
+                f"{len(steps) + 1}. " + _short(f"{call.name}({', '.join(sorted(call.arguments))})", STEP_MAX_CHARS)
+            )
     content = f"Request: {_short(request, 500) or '(none)'}\nSteps:\n" + "\n".join(steps)
     return Lesson(
         experience_type=ExperienceType.WORTH_LEARNING,

@@ -15,7 +15,15 @@ from apps.skills.models import SKILL_NAME_MAX_LENGTH, Skill, SkillVersion
 from apps.skills.trust import corroborated, teachers
 
 SNAPSHOT_FIELDS = (
-    "name", "description", "instructions", "triggers", "examples", "entry_type", "status", "shared", "scope",
+    "name",
+    "description",
+    "instructions",
+    "triggers",
+    "examples",
+    "entry_type",
+    "status",
+    "shared",
+    "scope",
     "action_signature",
 )
 EDITABLE_FIELDS = ("name", "description", "instructions", "triggers", "examples", "entry_type", "action_signature")
@@ -68,7 +76,11 @@ def _embed(skill: Skill, vector: list | None = None) -> None:
 
 def _record(skill: Skill, *, operation: str, actor: str, reason: str, experiences=()) -> SkillVersion:
     version = SkillVersion.objects.create(
-        skill=skill, version=skill.version, operation=operation, snapshot=skill_snapshot(skill), actor=actor,
+        skill=skill,
+        version=skill.version,
+        operation=operation,
+        snapshot=skill_snapshot(skill),
+        actor=actor,
         reason=reason,
     )
     if experiences:
@@ -78,8 +90,17 @@ def _record(skill: Skill, *, operation: str, actor: str, reason: str, experience
 
 @transaction.atomic
 def skill_create(
-    *, organization, scope: str, fields: dict, actor: str, reason: str, experiences=(), status: str | None = None,
-    end_user=None, embedding: list | None = None, shared: bool | None = None,
+    *,
+    organization,
+    scope: str,
+    fields: dict,
+    actor: str,
+    reason: str,
+    experiences=(),
+    status: str | None = None,
+    end_user=None,
+    embedding: list | None = None,
+    shared: bool | None = None,
 ) -> Skill:
     """A new skill. Unless `shared` says otherwise, one learned from experiences is served to every
     user of the scope only once their users corroborate it (apps.skills.trust), until then to those
@@ -89,8 +110,13 @@ def skill_create(
     if shared is None:
         shared = end_user is None and (not taught_by or corroborated(taught_by))
     skill = Skill(
-        organization=organization, scope=scope, end_user=end_user, status=status or evolved_status(), version=1,
-        supporters=sorted(taught_by), shared=shared,
+        organization=organization,
+        scope=scope,
+        end_user=end_user,
+        status=status or evolved_status(),
+        version=1,
+        supporters=sorted(taught_by),
+        shared=shared,
     )
     for name in EDITABLE_FIELDS:
         if name in fields:
@@ -104,18 +130,33 @@ def skill_create(
 
 @transaction.atomic
 def skill_update(
-    *, skill: Skill, changes: dict, actor: str, reason: str, experiences=(), status: str | None = None,
-    operation: str = SkillVersion.Operation.EDIT, embedding: list | None = None, shared: bool | None = None,
+    *,
+    skill: Skill,
+    changes: dict,
+    actor: str,
+    reason: str,
+    experiences=(),
+    status: str | None = None,
+    operation: str = SkillVersion.Operation.EDIT,
+    embedding: list | None = None,
+    shared: bool | None = None,
 ) -> Skill:
     """Applies field changes as a new version; a change that changes nothing stores nothing.
     `embedding`, if given, is the vector of the changed text, embedded before the caller's transaction.
     The experiences' users join the skill's supporters; once they corroborate it, it is shared."""
-    changed = {name: value for name, value in changes.items() if name in EDITABLE_FIELDS and getattr(skill, name) != value}
+    changed = {
+        name: value for name, value in changes.items() if name in EDITABLE_FIELDS and getattr(skill, name) != value
+    }
     check_fields(changed)
     supporters = sorted(set(skill.supporters) | teachers(experiences))
     if shared is None:
         shared = skill.shared or (skill.end_user_id is None and corroborated(supporters))
-    if not changed and (status is None or status == skill.status) and shared == skill.shared and supporters == sorted(skill.supporters):
+    if (
+        not changed
+        and (status is None or status == skill.status)
+        and shared == skill.shared
+        and supporters == sorted(skill.supporters)
+    ):
         return skill
     skill.supporters = supporters
     if shared and not skill.shared and operation == SkillVersion.Operation.EDIT and not changed:
@@ -147,7 +188,12 @@ def skill_share(*, skill: Skill, actor: str, reason: str) -> Skill:
 def skill_archive(*, skill: Skill, actor: str, reason: str, experiences=()) -> Skill:
     """Archiving is the only way evolution retires a skill: recorded, reversible, never silent."""
     return skill_update(
-        skill=skill, changes={}, actor=actor, reason=reason, experiences=experiences, status=Skill.Status.ARCHIVED,
+        skill=skill,
+        changes={},
+        actor=actor,
+        reason=reason,
+        experiences=experiences,
+        status=Skill.Status.ARCHIVED,
         operation=SkillVersion.Operation.ARCHIVE,
     )
 

@@ -67,6 +67,6 @@ def render_transcript(messages, *, max_message_chars: int, max_total_chars: int)
         text = "\n".join(lines)
         half = budget // 2
         marker = elision_marker(len(lines), len(text) - 2 * half)
-        return RenderedTranscript(f"{text[:half]}\n{marker}\n{text[len(text) - half:]}", truncated, len(lines))
+        return RenderedTranscript(f"{text[:half]}\n{marker}\n{text[len(text) - half :]}", truncated, len(lines))
     marker = elision_marker(len(elided), sum(len(line) + 1 for line in elided))
     return RenderedTranscript("\n".join([*head, marker, *reversed(tail)]), truncated, len(elided))

@@ -48,7 +48,15 @@ def _answers(bind: str, path: str = "/healthz") -> bool:
 def web_command(*, bind: str, workers: int) -> list[str]:
     """The web server's command line: the one place to change which HTTP server `make run` uses."""
     # gunicorn.conf.py: the gevent worker, header and body timeouts, the redacted access log.
-    return ["gunicorn", "--config", str(settings.BASE_DIR / "gunicorn.conf.py"), "--bind", bind, "--workers", str(workers)]
+    return [
+        "gunicorn",
+        "--config",
+        str(settings.BASE_DIR / "gunicorn.conf.py"),
+        "--bind",
+        bind,
+        "--workers",
+        str(workers),
+    ]
 
 
 class Command(BaseCommand):
@@ -135,9 +143,7 @@ class Command(BaseCommand):
             if not _answers(mcp_bind):
                 waiting.append(f"the MCP endpoint on {mcp_bind}")
             if with_worker:
-                seen = set(
-                    ProcessHeartbeat.objects.filter(seen_at__gte=since).values_list("kind", flat=True)
-                )
+                seen = set(ProcessHeartbeat.objects.filter(seen_at__gte=since).values_list("kind", flat=True))
                 waiting += [f"the {kind}" for kind in ("worker", "beat") if kind not in seen]
             if not waiting or time.monotonic() > deadline:
                 return waiting
@@ -147,7 +153,9 @@ class Command(BaseCommand):
     def _summary(self, demo, *, bind, mcp_bind, seconds, waiting) -> None:
         self.stdout.write(self.style.SUCCESS(f"Memory platform is running (ready in {seconds:.0f} s)."))
         self.stdout.write(f"  API:      http://{bind}/api/v1/   (docs: http://{bind}/api/docs/)")
-        self.stdout.write(f"  Admin:    http://{bind}/admin/    user {demo.admin_username!r}, password {demo.admin_password!r}")
+        self.stdout.write(
+            f"  Admin:    http://{bind}/admin/    user {demo.admin_username!r}, password {demo.admin_password!r}"
+        )
         self.stdout.write(f"  MCP:      http://{mcp_bind}/mcp   (streamable HTTP, the same API key)")
         self.stdout.write(f"  API key:  {demo.api_key}   (organisation {demo.organization!r}, client {demo.client!r})")
         self.stdout.write(f"  Try:      curl -H 'Authorization: Api-Key {demo.api_key}' http://{bind}/api/v1/me")

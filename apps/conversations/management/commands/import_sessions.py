@@ -53,9 +53,11 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, file, **options):
-        client = Client.objects.select_related("organization").filter(
-            organization__name=options["org"], name=options["client"]
-        ).first()
+        client = (
+            Client.objects.select_related("organization")
+            .filter(organization__name=options["org"], name=options["client"])
+            .first()
+        )
         if client is None:
             raise CommandError(f"No client {options['client']!r} in organisation {options['org']!r}.")
         if not client.write_scope:

@@ -31,7 +31,9 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(result))
             return
         rows = {name: count for name, count in result["rows"].items() if count}
-        self.stdout.write(self.style.SUCCESS(
-            f"Imported {sum(rows.values())} rows into {organization.name} ({rows}); "
-            f"vectors recomputed: {result['vectors_recomputed']}."
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Imported {sum(rows.values())} rows into {organization.name} ({rows}); "
+                f"vectors recomputed: {result['vectors_recomputed']}."
+            )
+        )

@@ -32,14 +32,20 @@ class Command(BaseCommand):
                 raise CommandError(f"No organisation named {options['org']!r}.")
             kind, subject_id = USER, options["user"]
         else:
-            client = Client.objects.select_related("organization").filter(pk=options["client"]).first() if _is_uuid(options["client"]) else None
+            client = (
+                Client.objects.select_related("organization").filter(pk=options["client"]).first()
+                if _is_uuid(options["client"])
+                else None
+            )
             if client is None:
                 raise CommandError(f"No client with id {options['client']!r}.")
             organization, kind, subject_id = client.organization, CLIENT, str(client.pk)
         subject = subject_resolve(organization=organization, kind=kind, subject_id=subject_id)
         result = subject_verify(subject=subject, include_redis=not options["no_redis"])
         if options["json"]:
-            self.stdout.write(json.dumps({"subject": {"kind": kind, "id": subject_id, "organization": organization.name}, **result}))
+            self.stdout.write(
+                json.dumps({"subject": {"kind": kind, "id": subject_id, "organization": organization.name}, **result})
+            )
             return
         width = max(len(table) for table in [*result["tables"], *result["text"]["tables"]])
         for table, count in result["tables"].items():

@@ -17,7 +17,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--type", action="append", dest="types", help="Memory type(s); default: every type.")
         parser.add_argument("--batch-size", type=int, default=256)
-        parser.add_argument("--stage-only", action="store_true", help="compute and keep the new vectors; switch nothing yet")
+        parser.add_argument(
+            "--stage-only", action="store_true", help="compute and keep the new vectors; switch nothing yet"
+        )
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, types, batch_size, stage_only, **options):
@@ -41,17 +43,29 @@ class Command(BaseCommand):
             if not options["json"] and done:
                 sys.stderr.write("\n")
         switched = {} if stage_only else stage_swap(sources=sources)
-        remaining = {source.memory_type: source.model.objects.exclude(embedding_model=model).count() for source in sources}
+        remaining = {
+            source.memory_type: source.model.objects.exclude(embedding_model=model).count() for source in sources
+        }
         if options["json"]:
-            self.stdout.write(json.dumps({
-                "model": model, "embedded": embedded, "reembedded": switched, "remaining": remaining, "stage_only": stage_only,
-            }))
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "model": model,
+                        "embedded": embedded,
+                        "reembedded": switched,
+                        "remaining": remaining,
+                        "stage_only": stage_only,
+                    }
+                )
+            )
             return
         if stage_only:
-            self.stdout.write(self.style.SUCCESS(
-                f"Staged {model} vectors (embedded now: {embedded}); searches still use the current ones. "
-                "Run `reembed` again to switch."
-            ))
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"Staged {model} vectors (embedded now: {embedded}); searches still use the current ones. "
+                    "Run `reembed` again to switch."
+                )
+            )
             return
         self.stdout.write(self.style.SUCCESS(f"Switched to {model}: {switched}."))
         if any(remaining.values()):

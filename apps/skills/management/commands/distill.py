@@ -29,8 +29,9 @@ class Command(BaseCommand):
         queryset = Session.objects.select_related("organization")
         if options["all_sealed"]:
             return list(
-                queryset.filter(session_tag=SessionTag.TASK, status=Session.Status.SEALED, distilled_at__isnull=True)
-                .order_by("sealed_at", "id")
+                queryset.filter(
+                    session_tag=SessionTag.TASK, status=Session.Status.SEALED, distilled_at__isnull=True
+                ).order_by("sealed_at", "id")
             )
         value = options["session"]
         if options["user"]:
@@ -41,14 +42,19 @@ class Command(BaseCommand):
                 matches = matches.filter(scope=options["scope"])
             matches = list(matches[:2])
             if len(matches) > 1:
-                raise CommandError("That session_id and user exist in several organisations or scopes; add --org or --scope.")
+                raise CommandError(
+                    "That session_id and user exist in several organisations or scopes; add --org or --scope."
+                )
         else:
             try:
                 matches = list(queryset.filter(pk=value))
             except (ValidationError, ValueError):
                 matches = []
         if not matches:
-            raise CommandError(f"No session {value!r}" + (f" of user {options['user']!r}." if options["user"] else "; pass --user with a session_id."))
+            raise CommandError(
+                f"No session {value!r}"
+                + (f" of user {options['user']!r}." if options["user"] else "; pass --user with a session_id.")
+            )
         return matches
 
     def handle(self, *args, **options):
@@ -81,11 +87,15 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(summary, default=str))
             return
         for item in results:
-            line = item.get("error") or f"{item.get('experiences', 0)} experiences" + (f" ({item['skipped']})" if item.get("skipped") else "")
+            line = item.get("error") or f"{item.get('experiences', 0)} experiences" + (
+                f" ({item['skipped']})" if item.get("skipped") else ""
+            )
             self.stdout.write(f"{item['session_id']}: {line}")
         for item in evolutions:
             self.stdout.write(
                 f"evolved {item['organization']}/{item['scope']}: created {len(item.get('created', []))}, "
                 f"edited {len(item.get('edited', []))}, {item['remaining']} experiences still pending"
             )
-        self.stdout.write(self.style.SUCCESS(f"Distilled {summary['sessions']} sessions into {summary['experiences']} experiences."))
+        self.stdout.write(
+            self.style.SUCCESS(f"Distilled {summary['sessions']} sessions into {summary['experiences']} experiences.")
+        )

@@ -121,7 +121,9 @@ def validate_operation(raw, *, skills_by_name: dict, labels: dict) -> dict:
     raise OperationError(f"unknown operation {op!r} (there is no delete)")
 
 
-def llm_operations(*, organization, scope: str, pending: list, budget: int, task=None) -> tuple[list[dict], list[str], bool]:
+def llm_operations(
+    *, organization, scope: str, pending: list, budget: int, task=None
+) -> tuple[list[dict], list[str], bool]:
     """(valid operations within the budget, problems, whether the answer was usable)."""
     labels = {f"E{index}": experience for index, experience in enumerate(pending, start=1)}
     skills = list(
@@ -136,13 +138,21 @@ def llm_operations(*, organization, scope: str, pending: list, budget: int, task
         f"   {experience.content[:1500]}"
         for label, experience in labels.items()
     )
-    skills_text = "\n".join(
-        json.dumps(
-            {"name": s.name, "description": s.description, "instructions": s.instructions[:1500], "triggers": s.triggers},
-            ensure_ascii=False,
+    skills_text = (
+        "\n".join(
+            json.dumps(
+                {
+                    "name": s.name,
+                    "description": s.description,
+                    "instructions": s.instructions[:1500],
+                    "triggers": s.triggers,
+                },
+                ensure_ascii=False,
+            )
+            for s in skills
         )
-        for s in skills
-    ) or "(none)"
+        or "(none)"
+    )
     messages = [
         {"role": "system", "content": EVOLVER_PROMPT.replace("BUDGET", str(budget))},
         {"role": "user", "content": f"Existing skills:\n{skills_text}\n\nNew experiences:\n{experiences_text}"},

@@ -80,7 +80,10 @@ def copied_texts(experience: SkillExperience) -> list[str]:
     (into the version's reason). Erasure scrubs them."""
     request = workflow_request(experience.content)
     return [
-        experience.title, request[:DESCRIPTION_REQUEST_MAX_CHARS], request[:TRIGGER_MAX_CHARS], _caveat_text(experience),
+        experience.title,
+        request[:DESCRIPTION_REQUEST_MAX_CHARS],
+        request[:TRIGGER_MAX_CHARS],
+        _caveat_text(experience),
     ]
 
 
@@ -92,7 +95,7 @@ class _TitleGroups:
         titles = [workflow_title(skill.action_signature) for skill in workflows]
         titles += [experience.title for experience in experiences]
         vectors = embed_texts(titles) if titles else []
-        self.vectors = {experience.pk: vector for experience, vector in zip(experiences, vectors[len(workflows):])}
+        self.vectors = {experience.pk: vector for experience, vector in zip(experiences, vectors[len(workflows) :])}
         self.groups = [(vector, str(skill.pk), skill) for skill, vector in zip(workflows, vectors)]
 
     def add(self, experience: SkillExperience, *, key: str, skill: Skill | None) -> None:
@@ -141,7 +144,8 @@ def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], bud
 
     workflows = {tuple(skill.action_signature): skill for skill in live if skill.entry_type == Skill.EntryType.WORKFLOW}
     learning = [
-        experience for experience in pending
+        experience
+        for experience in pending
         if experience.experience_type == ExperienceType.WORTH_LEARNING and experience.action_signature
     ]
     similar = _TitleGroups(workflows=list(workflows.values()), experiences=learning)
@@ -153,8 +157,12 @@ def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], bud
             # No workflow with this exact signature: join one whose title says the same thing.
             key, skill = similar.match(experience, default=(key, None))
         similar.add(experience, key=key, skill=skill)
-        fields = None if skill else _workflow_fields(
-            list(signature), workflow_steps(experience.content), workflow_request(experience.content)
+        fields = (
+            None
+            if skill
+            else _workflow_fields(
+                list(signature), workflow_steps(experience.content), workflow_request(experience.content)
+            )
         )
         draft = draft_for(key, skill, fields)
         if draft is None:
@@ -176,17 +184,37 @@ def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], bud
         examples = list(draft.get("examples") or [])
         if len(examples) < MAX_EXAMPLES:
             session_id = experience.session.session_id if experience.session_id else None
-            draft.fields["examples"] = [*examples, {"request": request, "steps": list(signature), "session_id": session_id}]
+            draft.fields["examples"] = [
+                *examples,
+                {"request": request, "steps": list(signature), "session_id": session_id},
+            ]
         draft.experiences.append(experience)
-        draft.reasons.append(f"workflow seen again: {experience.title}" if skill else f"new workflow: {experience.title}")
+        draft.reasons.append(
+            f"workflow seen again: {experience.title}" if skill else f"new workflow: {experience.title}"
+        )
 
     for group in _caveat_groups(pending):
         tool = group[0].action_signature[0]
-        targets = [(str(skill.pk), skill) for skill in live if skill.entry_type == Skill.EntryType.WORKFLOW and tool in skill.action_signature]
+        targets = [
+            (str(skill.pk), skill)
+            for skill in live
+            if skill.entry_type == Skill.EntryType.WORKFLOW and tool in skill.action_signature
+        ]
         targets.sort(key=lambda item: -item[1].retrieval_count)
-        targets += [(key, None) for key, draft in drafts.items() if draft.skill is None and tool in (draft.get("action_signature") or [])]
+        targets += [
+            (key, None)
+            for key, draft in drafts.items()
+            if draft.skill is None and tool in (draft.get("action_signature") or [])
+        ]
         if not targets:
-            guide = next((skill for skill in live if skill.entry_type == Skill.EntryType.GUIDE and skill.action_signature == [tool]), None)
+            guide = next(
+                (
+                    skill
+                    for skill in live
+                    if skill.entry_type == Skill.EntryType.GUIDE and skill.action_signature == [tool]
+                ),
+                None,
+            )
             targets = [(str(guide.pk) if guide else f"new:guide:{tool}", guide)]
         used = untrusted = False
         for key, skill in targets[:MAX_CAVEAT_TARGETS]:

@@ -43,8 +43,12 @@ def evolve_locks(work) -> list[str]:
 def evolve_enqueue(*, organization, scope: str) -> MemoryTask:
     """One waiting evolution per organisation and scope; while one runs, one follow-up waits."""
     return enqueue_debounced(
-        EVOLVE_SKILLS, {"scope": scope}, key=evolve_key(organization=organization, scope=scope),
-        delay=settings.EVOLUTION_DEBOUNCE_SECONDS, organization=organization, scope=scope,
+        EVOLVE_SKILLS,
+        {"scope": scope},
+        key=evolve_key(organization=organization, scope=scope),
+        delay=settings.EVOLUTION_DEBOUNCE_SECONDS,
+        organization=organization,
+        scope=scope,
     )
 
 
@@ -56,7 +60,9 @@ def pending_experiences(*, organization, scope: str) -> list[SkillExperience]:
     """Pending experiences, best first, then those held for corroboration (a new one may corroborate them)."""
     return list(
         SkillExperience.objects.filter(
-            organization=organization, scope=scope, status__in=[SkillExperience.Status.PENDING, SkillExperience.Status.HELD]
+            organization=organization,
+            scope=scope,
+            status__in=[SkillExperience.Status.PENDING, SkillExperience.Status.HELD],
         )
         .annotate(
             rank=F("importance") * F("credibility"),
@@ -85,7 +91,10 @@ class Change:
 def _draft_changes(drafts: dict) -> list[Change]:
     return [
         Change(
-            skill=draft.skill, fields=draft.fields, experiences=draft.experiences, reason="; ".join(draft.reasons)[:2000],
+            skill=draft.skill,
+            fields=draft.fields,
+            experiences=draft.experiences,
+            reason="; ".join(draft.reasons)[:2000],
             kind="created" if draft.skill is None else "edited",
         )
         for draft in drafts.values()
@@ -101,17 +110,31 @@ def _operation_changes(operations: list) -> list[Change]:
         experiences = operation["experiences"]
         reason = "; ".join(experience.title for experience in experiences)[:2000]
         if operation["op"] == "create":
-            changes.append(Change(skill=None, fields=operation["fields"], experiences=experiences, reason=reason, kind="created"))
+            changes.append(
+                Change(skill=None, fields=operation["fields"], experiences=experiences, reason=reason, kind="created")
+            )
         elif operation["op"] == "edit":
             changes.append(
-                Change(skill=operation["skill"], fields=operation["changes"], experiences=experiences, reason=reason, kind="edited")
+                Change(
+                    skill=operation["skill"],
+                    fields=operation["changes"],
+                    experiences=experiences,
+                    reason=reason,
+                    kind="edited",
+                )
             )
         else:
             target, *others = operation["sources"]
-            changes.append(Change(
-                skill=target, fields=dict(operation["fields"]), experiences=experiences, kind="merged", merged=others,
-                reason=f"merge of {', '.join(source.name for source in operation['sources'])}: {reason}",
-            ))
+            changes.append(
+                Change(
+                    skill=target,
+                    fields=dict(operation["fields"]),
+                    experiences=experiences,
+                    kind="merged",
+                    merged=others,
+                    reason=f"merge of {', '.join(source.name for source in operation['sources'])}: {reason}",
+                )
+            )
     return changes
 
 
@@ -169,16 +192,28 @@ def _apply(*, organization, scope: str, changes: list[Change], actor: str, repor
     for change in changes:
         if change.skill is None:
             skill = skill_create(
-                organization=organization, scope=scope, fields=change.fields, actor=actor, reason=change.reason,
-                experiences=change.experiences, embedding=change.embedding,
+                organization=organization,
+                scope=scope,
+                fields=change.fields,
+                actor=actor,
+                reason=change.reason,
+                experiences=change.experiences,
+                embedding=change.embedding,
             )
             report["created"].append(skill.name)
             continue
         for other in change.merged:
-            skill_archive(skill=other, actor=actor, reason=f"merged into {change.skill.name}", experiences=change.experiences)
+            skill_archive(
+                skill=other, actor=actor, reason=f"merged into {change.skill.name}", experiences=change.experiences
+            )
         skill_update(
-            skill=change.skill, changes=change.fields, actor=actor, reason=change.reason, experiences=change.experiences,
-            status=evolved_status(), embedding=change.embedding,
+            skill=change.skill,
+            changes=change.fields,
+            actor=actor,
+            reason=change.reason,
+            experiences=change.experiences,
+            status=evolved_status(),
+            embedding=change.embedding,
             operation=SkillVersion.Operation.MERGE if change.kind == "merged" else SkillVersion.Operation.EDIT,
         )
         report[change.kind].append(change.skill.name)
@@ -188,8 +223,10 @@ def _mark(experience_ids, status: str) -> int:
     if not experience_ids:
         return 0
     waiting = [SkillExperience.Status.PENDING, SkillExperience.Status.HELD]
-    return SkillExperience.objects.filter(pk__in=list(experience_ids), status__in=waiting).exclude(status=status).update(
-        status=status
+    return (
+        SkillExperience.objects.filter(pk__in=list(experience_ids), status__in=waiting)
+        .exclude(status=status)
+        .update(status=status)
     )
 
 
@@ -237,7 +274,9 @@ def skills_evolve(*, organization, scope: str, task=None) -> dict:
         organization=organization, scope=scope, status=SkillExperience.Status.PENDING
     ).count()
     if problems:
-        logger.info("evolution of %s/%s: %s problem(s) with the evolver's answer", organization.pk, scope, len(problems))
+        logger.info(
+            "evolution of %s/%s: %s problem(s) with the evolver's answer", organization.pk, scope, len(problems)
+        )
     return {
         "experiences": len(pending),
         "budget": budget,

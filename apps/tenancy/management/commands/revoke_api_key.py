@@ -21,7 +21,11 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(
                 json.dumps(
-                    {"prefix": api_key.prefix, "client": str(api_key.client_id), "revoked_at": api_key.revoked_at.isoformat()}
+                    {
+                        "prefix": api_key.prefix,
+                        "client": str(api_key.client_id),
+                        "revoked_at": api_key.revoked_at.isoformat(),
+                    }
                 )
             )
         else:

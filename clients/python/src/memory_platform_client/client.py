@@ -68,7 +68,8 @@ def _session_with_transcript(path: str, owner: dict, limit: int | None, offset: 
     session = yield Call("GET", path, params={**owner, "limit": TRANSCRIPT_PAGE_SIZE, "offset": offset})
     while session.get("messages_next_offset") is not None:
         page = yield Call(
-            "GET", path,
+            "GET",
+            path,
             params={**owner, "limit": TRANSCRIPT_PAGE_SIZE, "offset": session["messages_next_offset"]},
         )
         session["messages"].extend(page["messages"])
@@ -98,7 +99,9 @@ class _Listing:
         self._client = client
 
     def page(self, *, limit: int | None = None, offset: int | None = None, **filters):
-        return self._client._driver.run(_one(Call("GET", self.path, params={**filters, "limit": limit, "offset": offset})))
+        return self._client._driver.run(
+            _one(Call("GET", self.path, params={**filters, "limit": limit, "offset": offset}))
+        )
 
     def iter(self, *, page_size: int = PAGE_SIZE, **filters):
         return self._client._driver.iterate(_pages(self.path, filters, page_size))
@@ -118,8 +121,9 @@ class Sessions(_Listing):
     def _path(self, session_id: str, action: str = "") -> str:
         return f"sessions/{_segment(session_id)}/{action}"
 
-    def get(self, session_id: str, user_id: str, *, scope: str | None = None, limit: int | None = None,
-            offset: int = 0):
+    def get(
+        self, session_id: str, user_id: str, *, scope: str | None = None, limit: int | None = None, offset: int = 0
+    ):
         """The session with its transcript in `messages`: every turn, or `limit` turns from `offset`."""
         owner = {"user_id": user_id, "scope": scope}
         return self._client._driver.run(_session_with_transcript(self._path(session_id), owner, limit, offset))
@@ -129,8 +133,9 @@ class Sessions(_Listing):
         return self._client._driver.run(_one(call))
 
     def set_outcome(self, session_id: str, user_id: str, outcome: str, *, scope: str | None = None):
-        call = Call("PATCH", self._path(session_id), params={"user_id": user_id, "scope": scope},
-                    json={"outcome": outcome})
+        call = Call(
+            "PATCH", self._path(session_id), params={"user_id": user_id, "scope": scope}, json={"outcome": outcome}
+        )
         return self._client._driver.run(_one(call))
 
     def distill(self, session_id: str, user_id: str, *, scope: str | None = None):
@@ -282,8 +287,14 @@ class _Methods:
         Sends `Idempotency-Key` (yours, or a fresh one per call), so a retried add is stored once.
         """
         body = _body(
-            user_id=user_id, session_id=session_id, messages=to_messages(messages), session_tag=session_tag,
-            seal=seal, outcome=outcome, occurred_at=occurred_at, filter_tags=filter_tags,
+            user_id=user_id,
+            session_id=session_id,
+            messages=to_messages(messages),
+            session_tag=session_tag,
+            seal=seal,
+            outcome=outcome,
+            occurred_at=occurred_at,
+            filter_tags=filter_tags,
         )
         headers = {"Idempotency-Key": idempotency_key or f"sdk-{uuid.uuid4().hex}"}
         return self._run(Call("POST", "memory/add", json=body, headers=headers))
@@ -304,9 +315,16 @@ class _Methods:
     ):
         """Searches one user's memories; an empty query lists the most recent items."""
         body = _body(
-            user_id=user_id, query=query, memory_types=list(memory_types) if memory_types else None,
-            search_method=search_method, limit=limit, session_id=session_id, session_tag=session_tag,
-            start=start, end=end, filter_tags=filter_tags,
+            user_id=user_id,
+            query=query,
+            memory_types=list(memory_types) if memory_types else None,
+            search_method=search_method,
+            limit=limit,
+            session_id=session_id,
+            session_tag=session_tag,
+            start=start,
+            end=end,
+            filter_tags=filter_tags,
         )
         return self._run(Call("POST", "memory/search", json=body))
 
@@ -325,9 +343,15 @@ class _Methods:
     ):
         """The same search across every user of the organisation (within the key's read scopes)."""
         params = {
-            "query": query, "memory_types": ",".join(memory_types) if memory_types else None,
-            "search_method": search_method, "limit": limit, "session_id": session_id, "session_tag": session_tag,
-            "start": start, "end": end, "filter_tags": filter_tags,
+            "query": query,
+            "memory_types": ",".join(memory_types) if memory_types else None,
+            "search_method": search_method,
+            "limit": limit,
+            "session_id": session_id,
+            "session_tag": session_tag,
+            "start": start,
+            "end": end,
+            "filter_tags": filter_tags,
         }
         return self._run(Call("GET", "memory/search_all_users", params=params))
 
@@ -345,8 +369,12 @@ class _Methods:
         """Prompt-ready context for a user (and session) within `max_tokens` estimated tokens:
         `text` to put in the prompt, and `items` (each with its id and type) to cite."""
         body = _body(
-            user_id=user_id, messages=to_messages(messages) if messages is not None else None, query=query,
-            session_id=session_id, scope=scope, max_tokens=max_tokens,
+            user_id=user_id,
+            messages=to_messages(messages) if messages is not None else None,
+            query=query,
+            session_id=session_id,
+            scope=scope,
+            max_tokens=max_tokens,
             memory_types=list(memory_types) if memory_types else None,
         )
         return self._run(Call("POST", "memory/context", json=body))

@@ -75,12 +75,22 @@ def main(argv: list[str] | None = None) -> None:
         prog="memory-platform-mcp",
         description="Serve the Memory Platform's MCP tools over stdio, talking to the platform over HTTP.",
     )
-    parser.add_argument("--url", default=os.environ.get("MEMORY_PLATFORM_URL"),
-                        help="the platform's base URL (default: $MEMORY_PLATFORM_URL)")
-    parser.add_argument("--api-key", default=os.environ.get("MEMORY_PLATFORM_API_KEY"),
-                        help="the client's API key (default: $MEMORY_PLATFORM_API_KEY)")
-    parser.add_argument("--timeout", type=float, default=float(os.environ.get("MEMORY_PLATFORM_TIMEOUT", "30")),
-                        help="seconds per HTTP request (default: $MEMORY_PLATFORM_TIMEOUT or 30)")
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("MEMORY_PLATFORM_URL"),
+        help="the platform's base URL (default: $MEMORY_PLATFORM_URL)",
+    )
+    parser.add_argument(
+        "--api-key",
+        default=os.environ.get("MEMORY_PLATFORM_API_KEY"),
+        help="the client's API key (default: $MEMORY_PLATFORM_API_KEY)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=float(os.environ.get("MEMORY_PLATFORM_TIMEOUT", "30")),
+        help="seconds per HTTP request (default: $MEMORY_PLATFORM_TIMEOUT or 30)",
+    )
     args = parser.parse_args(argv)
     if not args.url or not args.api_key:
         parser.error("set MEMORY_PLATFORM_URL and MEMORY_PLATFORM_API_KEY (or pass --url and --api-key)")

@@ -58,7 +58,8 @@ class ChatMessage(BaseModel):
     )
     name: str | None = Field(default=None, description="The speaker's name, or the tool's name on a tool result.")
     tool_calls: list[dict[str, Any]] | None = Field(
-        default=None, description='Assistant tool calls: [{"id", "type": "function", "function": {"name", "arguments"}}].'
+        default=None,
+        description='Assistant tool calls: [{"id", "type": "function", "function": {"name", "arguments"}}].',
     )
     tool_call_id: str | None = Field(default=None, description="On a tool result: the id of the call it answers.")
     occurred_at: str | None = Field(default=None, description="When the turn happened (ISO 8601); default now.")
@@ -67,30 +68,66 @@ class ChatMessage(BaseModel):
 class Backend(Protocol):
     """One method per tool; each returns the REST API's JSON for the same operation."""
 
-    async def add(self, *, user_id: str, session_id: str, messages: list[dict], session_tag: str | None,
-                  seal: bool, outcome: str | None) -> dict: ...
+    async def add(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        messages: list[dict],
+        session_tag: str | None,
+        seal: bool,
+        outcome: str | None,
+    ) -> dict: ...
 
-    async def search(self, *, user_id: str, query: str, memory_types: list[str] | None,
-                     search_method: str | None, limit: int, session_id: str | None) -> dict: ...
+    async def search(
+        self,
+        *,
+        user_id: str,
+        query: str,
+        memory_types: list[str] | None,
+        search_method: str | None,
+        limit: int,
+        session_id: str | None,
+    ) -> dict: ...
 
     async def retrieve_skills(self, *, task: str, k: int, user_id: str | None) -> dict: ...
 
-    async def list_sessions(self, *, user_id: str | None, session_tag: str | None, status: str | None,
-                            limit: int, offset: int) -> dict:
+    async def list_sessions(
+        self, *, user_id: str | None, session_tag: str | None, status: str | None, limit: int, offset: int
+    ) -> dict:
         """At least `count` (all matches) and `results` (this page)."""
 
-    async def get_session(self, *, session_id: str, user_id: str, scope: str | None, limit: int,
-                          offset: int) -> dict: ...
+    async def get_session(
+        self, *, session_id: str, user_id: str, scope: str | None, limit: int, offset: int
+    ) -> dict: ...
 
     async def delete_memory(self, *, memory_type: str, memory_id: str) -> None: ...
 
     async def erase_user(self, *, user_id: str) -> dict: ...
 
-    async def get_context(self, *, user_id: str, messages: list[dict] | None, query: str | None,
-                          session_id: str | None, max_tokens: int, memory_types: list[str] | None) -> dict: ...
+    async def get_context(
+        self,
+        *,
+        user_id: str,
+        messages: list[dict] | None,
+        query: str | None,
+        session_id: str | None,
+        max_tokens: int,
+        memory_types: list[str] | None,
+    ) -> dict: ...
 
-    async def list_memories(self, *, memory_type: str, user_id: str, subject: str | None, start: str | None,
-                            end: str | None, q: str | None, limit: int, offset: int) -> dict:
+    async def list_memories(
+        self,
+        *,
+        memory_type: str,
+        user_id: str,
+        subject: str | None,
+        start: str | None,
+        end: str | None,
+        q: str | None,
+        limit: int,
+        offset: int,
+    ) -> dict:
         """At least `count` (all matches) and `results` (this page)."""
 
     async def get_memory(self, *, memory_type: str, memory_id: str) -> dict: ...
@@ -118,8 +155,13 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
     def tool(name: str, title: str, annotations: ToolAnnotations):
         def register(function):
             # The docstring is the description the model reads, without the source's indentation.
-            server.add_tool(function, name=name, title=title, description=inspect.cleandoc(function.__doc__),
-                            annotations=annotations)
+            server.add_tool(
+                function,
+                name=name,
+                title=title,
+                description=inspect.cleandoc(function.__doc__),
+                annotations=annotations,
+            )
             return function
 
         return register
@@ -149,8 +191,16 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
     ) -> CallToolResult:
         """Store turns of a conversation or task session in long-term memory. Later turns of the same
         session_id are appended; the platform extracts facts and events, or skills, in the background."""
-        body = await call(ctx, "add", user_id=user_id, session_id=session_id, messages=to_messages(messages),
-                          session_tag=session_tag, seal=seal, outcome=outcome)
+        body = await call(
+            ctx,
+            "add",
+            user_id=user_id,
+            session_id=session_id,
+            messages=to_messages(messages),
+            session_tag=session_tag,
+            seal=seal,
+            outcome=outcome,
+        )
         return result(render_add(body), body)
 
     @tool("search_memory", "Search memory", READ)
@@ -160,9 +210,11 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         ctx: Context,
         memory_types: Annotated[
             list[MemoryType] | None,
-            Field(description="Default: every type. message = transcript turns, episodic = dated events, "
-                              "semantic = facts, procedural = skills, experience = distilled lessons, "
-                              "profile = compiled pages about people."),
+            Field(
+                description="Default: every type. message = transcript turns, episodic = dated events, "
+                "semantic = facts, procedural = skills, experience = distilled lessons, "
+                "profile = compiled pages about people."
+            ),
         ] = None,
         search_method: Annotated[SearchMethod | None, Field(description="Default: the best for each type.")] = None,
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
@@ -170,8 +222,16 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
     ) -> CallToolResult:
         """Search one user's memories (facts, events, transcript turns, skills, lessons, profiles) by meaning
         and keywords."""
-        body = await call(ctx, "search", user_id=user_id, query=query, memory_types=memory_types,
-                          search_method=search_method, limit=limit, session_id=session_id)
+        body = await call(
+            ctx,
+            "search",
+            user_id=user_id,
+            query=query,
+            memory_types=memory_types,
+            search_method=search_method,
+            limit=limit,
+            session_id=session_id,
+        )
         return result(render_search(body), body)
 
     @tool("retrieve_skills", "Retrieve skills", READ)
@@ -179,7 +239,12 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         task: Annotated[str, Field(description="The task at hand, in a sentence or two.")],
         ctx: Context,
         k: Annotated[int, Field(ge=1, le=50, description="How many skills.")] = 5,
-        user_id: Annotated[str | None, Field(description="The end user the agent acts for: also the skills this user taught. Without it, only the skills shared by the whole scope.")] = None,
+        user_id: Annotated[
+            str | None,
+            Field(
+                description="The end user the agent acts for: also the skills this user taught. Without it, only the skills shared by the whole scope."
+            ),
+        ] = None,
     ) -> CallToolResult:
         """The learned procedures (skills) most relevant to a task, with their instructions: call it before acting."""
         body = await call(ctx, "retrieve_skills", task=task, k=k, user_id=user_id)
@@ -195,8 +260,9 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         offset: Annotated[int, Field(ge=0)] = 0,
     ) -> CallToolResult:
         """Stored sessions, most recent first, one page at a time."""
-        page = await call(ctx, "list_sessions", user_id=user_id, session_tag=session_tag, status=status,
-                          limit=limit, offset=offset)
+        page = await call(
+            ctx, "list_sessions", user_id=user_id, session_tag=session_tag, status=status, limit=limit, offset=offset
+        )
         end = offset + len(page["results"])
         body = {"count": page["count"], "next_offset": end if end < page["count"] else None, "results": page["results"]}
         return result(render_sessions(body, offset), body)
@@ -213,8 +279,9 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         ] = None,
     ) -> CallToolResult:
         """One session with its transcript (turns in order, with ids)."""
-        body = await call(ctx, "get_session", session_id=session_id, user_id=user_id, scope=scope, limit=limit,
-                          offset=offset)
+        body = await call(
+            ctx, "get_session", session_id=session_id, user_id=user_id, scope=scope, limit=limit, offset=offset
+        )
         return result(render_session(body, offset), body)
 
     @tool("delete_memory", "Delete a memory", DESTRUCTIVE)
@@ -248,15 +315,29 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
             Field(description="The latest turns, oldest first; the context is for the last one with text."),
         ] = None,
         query: Annotated[str | None, Field(description="Instead of messages: what the context is for.")] = None,
-        session_id: Annotated[str | None, Field(description="The current session; a task session adds its top skills.")] = None,
-        max_tokens: Annotated[int, Field(ge=64, le=100_000, description="Token budget of the block (estimated).")] = 1500,
-        memory_types: Annotated[list[ContextType] | None, Field(description="Use only these types (default all).")] = None,
+        session_id: Annotated[
+            str | None, Field(description="The current session; a task session adds its top skills.")
+        ] = None,
+        max_tokens: Annotated[
+            int, Field(ge=64, le=100_000, description="Token budget of the block (estimated).")
+        ] = 1500,
+        memory_types: Annotated[
+            list[ContextType] | None, Field(description="Use only these types (default all).")
+        ] = None,
     ) -> CallToolResult:
         """What long-term memory knows that bears on the latest message, as a block ready for the prompt
         (who the user is, relevant facts, dated events, earlier turns, skills for a task), within a token
         budget. Each line is marked [n]; the structured result gives each item's id and type to cite."""
-        body = await call(ctx, "get_context", user_id=user_id, messages=to_messages(messages) if messages else None,
-                          query=query, session_id=session_id, max_tokens=max_tokens, memory_types=memory_types)
+        body = await call(
+            ctx,
+            "get_context",
+            user_id=user_id,
+            messages=to_messages(messages) if messages else None,
+            query=query,
+            session_id=session_id,
+            max_tokens=max_tokens,
+            memory_types=memory_types,
+        )
         return result(body["text"] or f"Memory holds nothing yet about user {user_id} for this.", body)
 
     @tool("list_memories", "List memories", READ)
@@ -272,10 +353,24 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         offset: Annotated[int, Field(ge=0)] = 0,
     ) -> CallToolResult:
         """One user's learned facts (semantic) or dated events (episodic), newest first, one page at a time."""
-        page = await call(ctx, "list_memories", memory_type=memory_type, user_id=user_id, subject=subject, start=start,
-                          end=end, q=q, limit=limit, offset=offset)
+        page = await call(
+            ctx,
+            "list_memories",
+            memory_type=memory_type,
+            user_id=user_id,
+            subject=subject,
+            start=start,
+            end=end,
+            q=q,
+            limit=limit,
+            offset=offset,
+        )
         end_at = offset + len(page["results"])
-        body = {"count": page["count"], "next_offset": end_at if end_at < page["count"] else None, "results": page["results"]}
+        body = {
+            "count": page["count"],
+            "next_offset": end_at if end_at < page["count"] else None,
+            "results": page["results"],
+        }
         return result(render_memories(body, memory_type, offset), body)
 
     @tool("get_memory", "Read a memory", READ)
@@ -298,16 +393,28 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         details: Annotated[str | None, Field(description="More about it.")] = None,
         occurred_at: Annotated[str | None, Field(description="episodic: when it happened (ISO 8601).")] = None,
         time_granularity: Annotated[
-            Literal["exact", "day", "week", "month", "year"] | None, Field(description="episodic: how precise occurred_at is.")
+            Literal["exact", "day", "week", "month", "year"] | None,
+            Field(description="episodic: how precise occurred_at is."),
         ] = None,
         reason: Annotated[str | None, Field(description="Why, for the memory's history.")] = None,
     ) -> CallToolResult:
         """Correct a learned fact or event. The change is kept in the memory's history, and what was derived
         from it (profile pages, entity links) is updated."""
-        fields = {"name": name, "summary": summary, "details": details, "occurred_at": occurred_at,
-                  "time_granularity": time_granularity, "reason": reason}
-        body = await call(ctx, "update_memory", memory_type=memory_type, memory_id=memory_id,
-                          **{key: value for key, value in fields.items() if value is not None})
+        fields = {
+            "name": name,
+            "summary": summary,
+            "details": details,
+            "occurred_at": occurred_at,
+            "time_granularity": time_granularity,
+            "reason": reason,
+        }
+        body = await call(
+            ctx,
+            "update_memory",
+            memory_type=memory_type,
+            memory_id=memory_id,
+            **{key: value for key, value in fields.items() if value is not None},
+        )
         return result("Updated. " + _memory_text(body), body)
 
     @tool("memory_history", "Memory history", READ)
@@ -327,7 +434,9 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
     ) -> CallToolResult:
         """The compiled page about one person in a user's memory, with its sources and revisions."""
         body = await call(ctx, "get_profile", profile_id=profile_id)
-        return result(f"Profile of {body['name']} (revision {body['revision']}, {body['status']}):\n{body['markdown']}", body)
+        return result(
+            f"Profile of {body['name']} (revision {body['revision']}, {body['status']}):\n{body['markdown']}", body
+        )
 
     @tool("list_entities", "List entities", READ)
     async def list_entities(
@@ -341,7 +450,11 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         appears with whom."""
         page = await call(ctx, "list_entities", user_id=user_id, kind=kind, limit=limit, offset=offset)
         end_at = offset + len(page["results"])
-        body = {"count": page["count"], "next_offset": end_at if end_at < page["count"] else None, "results": page["results"]}
+        body = {
+            "count": page["count"],
+            "next_offset": end_at if end_at < page["count"] else None,
+            "results": page["results"],
+        }
         return result(render_entities(body, offset), body)
 
     @tool("delete_session", "Delete a session", DESTRUCTIVE)
@@ -356,7 +469,9 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         """Delete a whole session for good: its turns and everything learned only from it (facts, events,
         lessons; skills and profile pages built on them are updated). Irreversible; it runs in the background."""
         body = await call(ctx, "delete_session", session_id=session_id, user_id=user_id, scope=scope)
-        return result(f"Deletion of session {body['session_id']} accepted: task {body['task_id']}, status {body['status']}.", body)
+        return result(
+            f"Deletion of session {body['session_id']} accepted: task {body['task_id']}, status {body['status']}.", body
+        )
 
     return server
 
@@ -483,7 +598,9 @@ def render_memories(body: dict, memory_type: str, offset: int) -> str:
     memories = body["results"]
     if not memories:
         return f"No {memory_type} memories ({body['count']} in all)."
-    lines = [f"{body['count']} {memory_type} memor{'y' if body['count'] == 1 else 'ies'}; showing {offset + 1}–{offset + len(memories)}:"]
+    lines = [
+        f"{body['count']} {memory_type} memor{'y' if body['count'] == 1 else 'ies'}; showing {offset + 1}–{offset + len(memories)}:"
+    ]
     lines += [f"- {_memory_text(memory)}" for memory in memories]
     if body["next_offset"] is not None:
         lines.append(f"More with offset={body['next_offset']}.")
@@ -504,11 +621,15 @@ def render_entities(body: dict, offset: int) -> str:
     entities = body["results"]
     if not entities:
         return f"No entities ({body['count']} in all)."
-    lines = [f"{body['count']} entit{'y' if body['count'] == 1 else 'ies'}; showing {offset + 1}–{offset + len(entities)}:"]
+    lines = [
+        f"{body['count']} entit{'y' if body['count'] == 1 else 'ies'}; showing {offset + 1}–{offset + len(entities)}:"
+    ]
     for entity in entities:
         peers = ", ".join(f"{edge['name']} ×{edge['weight']}" for edge in entity.get("edges", [])[:5])
-        lines.append(f"- {entity['name']} ({entity['kind']}, {entity['mention_count']} mention(s)) id={entity['id']}"
-                     + (f"; with {peers}" if peers else ""))
+        lines.append(
+            f"- {entity['name']} ({entity['kind']}, {entity['mention_count']} mention(s)) id={entity['id']}"
+            + (f"; with {peers}" if peers else "")
+        )
     if body["next_offset"] is not None:
         lines.append(f"More with offset={body['next_offset']}.")
     return "\n".join(lines)
