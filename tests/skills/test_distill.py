@@ -188,7 +188,7 @@ def test_the_llm_distiller_stores_validated_lessons(client_a, fake_openai):
     assert SkillExperience.objects.count() == 2
     task.refresh_from_db()
     problems = " ".join(task.result["problems"])
-    assert "worth_remembering" in problems and "gut_feeling" in problems and "must be numbers" in problems
+    assert "worth_remembering" in problems and "gut_feeling" in problems and "importance" in problems
     assert task.result["distiller"] == "llm:fake-model"
 
     (request,) = fake_openai.chat_requests()

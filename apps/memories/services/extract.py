@@ -9,7 +9,7 @@ from django.db import transaction
 from apps.conversations.models import Message, Session, SessionTag
 from apps.conversations.selectors import messages_not_learned
 from apps.conversations.services import messages_lock_unlearned, messages_mark_learned, messages_set_dates
-from apps.memories.services.llm_extractor import ExtractionTurn, Operation, Plan, llm_plan
+from apps.memories.services.llm_extractor import ExtractionTurn, Operation, Plan, extraction_batches, llm_plan
 from apps.memories.services.memories import (
     EPISODIC,
     SEMANTIC,
@@ -154,11 +154,6 @@ def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors
     return counts
 
 
-def _batches(messages: list[Message], size: int):
-    for start in range(0, len(messages), size):
-        yield messages[start : start + size]
-
-
 def session_extract(*, session: Session, task=None) -> dict:
     """Learns from the session's turns not learned from yet, batch by batch; each batch is marked
     learned from in the transaction that stores what it gave.
@@ -179,8 +174,9 @@ def session_extract(*, session: Session, task=None) -> dict:
         "rejected": [],
         "problems": [],
     }
-    for batch in _batches(pending, settings.EXTRACTION_MAX_TURNS):
-        turns = _turns(batch)
+    spoken = {turn.message.pk: turn for turn in _turns(pending)}
+    for batch in extraction_batches(pending, spoken):
+        turns = [spoken[message.pk] for message in batch if message.pk in spoken]
         plan = llm_plan(session=session, turns=turns, task=task) if use_llm and turns else Plan()
         vectors = _embed_changes(plan)
         batch_ids = [message.pk for message in batch]
