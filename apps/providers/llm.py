@@ -81,39 +81,39 @@ def parse_json_object(text: str | None) -> dict:
     return value
 
 
+def _subschemas(node: dict):
+    """The schema and every schema inside it."""
+    yield node
+    children = [*node.get("properties", {}).values(), *node.get("$defs", {}).values()]
+    children += [*node.get("anyOf", []), *node.get("oneOf", []), *node.get("allOf", [])]
+    children += [node[key] for key in ("items", "additionalProperties") if isinstance(node.get(key), dict)]
+    for child in children:
+        yield from _subschemas(child)
+
+
 def answer_schema(answer: type[BaseModel]) -> tuple[dict, bool]:
     """The JSON Schema of an answer model as sent to the model, and whether it can be strict.
 
-    Strict mode (OpenAI's, followed by vLLM and llama.cpp) wants every object closed and every
-    property required, so optional properties become nullable; an object with free-form content
-    (a `dict` field) cannot be closed, and its schema is sent without `strict`."""
+    Strict mode (OpenAI's, followed by vLLM and llama.cpp) wants every object closed, every
+    property required (an optional `X | None` field is already nullable, a field with another
+    default must be written out) and `anyOf` for a union; an object with free-form content (a
+    `dict` field) cannot be closed, and its schema is sent without `strict`."""
     schema = answer.model_json_schema()
-    strict = True
-
-    def visit(node: dict) -> None:
-        nonlocal strict
+    nodes = list(_subschemas(schema))
+    strict = all(
+        node.get("type") != "object" or ("properties" in node and node.get("additionalProperties") in (None, False))
+        for node in nodes
+    )
+    for node in nodes:
         node.pop("title", None)
-        node.pop("default", None)
-        if not any(key in node for key in ("type", "anyOf", "$ref", "enum", "const")):
-            strict = False  # anything at all
-        properties = node.get("properties")
-        if node.get("type") == "object":
-            if properties is None or node.get("additionalProperties") not in (None, False):
-                strict = False
-            else:
-                for name in set(properties) - set(node.get("required", [])):
-                    if {"type": "null"} not in properties[name].get("anyOf", []):
-                        properties[name] = {"anyOf": [properties[name], {"type": "null"}]}
-                node["required"] = list(properties)
+        if "oneOf" in node:  # pydantic's discriminated union
+            node["anyOf"] = node.pop("oneOf")
+            node.pop("discriminator", None)
+        if strict:
+            node.pop("default", None)
+            if node.get("type") == "object":
+                node["required"] = list(node["properties"])
                 node["additionalProperties"] = False
-        children = [*(properties or {}).values(), *node.get("$defs", {}).values(), *node.get("anyOf", [])]
-        for key in ("items", "additionalProperties"):
-            if isinstance(node.get(key), dict):
-                children.append(node[key])
-        for child in children:
-            visit(child)
-
-    visit(schema)
     return schema, strict
 
 

@@ -238,7 +238,7 @@ class MemoryOperationAnswer(BaseModel):
 class EpisodicAnswer(MemoryOperationAnswer):
     occurred_at: str | None = None
     # Named in the schema; a value outside it is ignored (the date's own granularity is kept).
-    time_granularity: str | None = Field(default=None, json_schema_extra={"enum": list(TimeGranularity.values)})
+    time_granularity: str | None = Field(default=None, json_schema_extra={"enum": [*TimeGranularity.values, None]})
     actor: str | None = None
     event_type: str | None = None
 

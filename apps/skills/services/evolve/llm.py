@@ -180,20 +180,17 @@ def llm_operations(
         for label, experience in labels.items()
     )
     left = room - estimate_tokens(experiences_text)
+    share = left // max(1, len(skills))  # each skill's, its instructions trimmed to it
     skills_by_name, lines = {}, []
     for skill in skills:
+        fields = {"name": skill.name, "description": skill.description[:300], "triggers": skill.triggers}
+        base = estimate_tokens(json.dumps({**fields, "instructions": ""}, ensure_ascii=False)) + 1
         line = json.dumps(
-            {
-                "name": skill.name,
-                "description": skill.description,
-                "instructions": skill.instructions[:1500],
-                "triggers": skill.triggers,
-            },
-            ensure_ascii=False,
+            {**fields, "instructions": fit_text(skill.instructions[:1500], max(0, share - base))}, ensure_ascii=False
         )
-        left -= estimate_tokens(line) + 1
-        if left < 0:
+        if estimate_tokens(line) + 1 > left:
             break
+        left -= estimate_tokens(line) + 1
         skills_by_name[skill.name] = skill
         lines.append(line)
     skills_text = "\n".join(lines) or "(none)"
