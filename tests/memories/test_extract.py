@@ -289,6 +289,40 @@ def test_the_llm_adds_episodic_and_semantic_memories_with_absolute_dates(client_
     assert "Existing episodic memories:\n(none)" in prompt
 
 
+@pytest.mark.parametrize("refuse_schema", [False, True])
+def test_a_strict_answer_with_nulls_is_applied_through_the_schema_or_its_json_object_fallback(
+    client_a, add_messages, fake_openai, refuse_schema
+):
+    session = converse(client_a, add_messages)
+    fake_openai.refuse_json_schema = refuse_schema
+    empty = {"id": None, "details": None, "reason": None}
+    fake_openai.add_json(
+        {
+            "episodic": [
+                {
+                    "operation": "add",
+                    "turns": [1],
+                    "summary": "Caroline went to a support group.",
+                    "occurred_at": None,
+                    "time_granularity": None,
+                    "actor": "Caroline",
+                    "event_type": None,
+                    **empty,
+                }
+            ],
+            "semantic": [],
+        }
+    )
+    task = run_extraction(session)
+
+    assert task.status == "succeeded" and task.result["episodic"]["added"] == 1 and task.result["rejected"] == []
+    memory = EpisodicMemory.objects.get()
+    assert memory.occurred_at == datetime(2023, 5, 7, tzinfo=timezone.utc)  # "yesterday" in the cited turn
+    formats = [request["response_format"] for request in fake_openai.chat_requests()]
+    assert [item["type"] for item in formats] == (["json_schema", "json_object"] if refuse_schema else ["json_schema"])
+    assert formats[0]["json_schema"]["name"] == "ExtractionAnswer" and formats[0]["json_schema"]["strict"] is True
+
+
 def test_the_llm_updates_with_history_soft_deletes_and_sees_only_this_users_memories(
     client_a, add_messages, fake_openai
 ):
