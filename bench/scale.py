@@ -133,7 +133,8 @@ def _copy_skills(connection, rows_iter):
     register_vector(connection)
     columns = (
         "id, created_at, updated_at, organization_id, scope, name, description, instructions, triggers, examples,"
-        " entry_type, status, version, action_signature, retrieval_count, embedding, embedding_model, shared"
+        " entry_type, status, version, action_signature, retrieval_count, embedding, embedding_model, shared,"
+        " supporters"
     )
     with (
         connection.cursor() as cursor,
@@ -159,6 +160,7 @@ def _copy_skills(connection, rows_iter):
                 "vector",
                 "varchar",
                 "bool",
+                "uuid[]",
             ]
         )
         for row in rows_iter:
@@ -312,6 +314,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
                 vector,
                 "hash-384",
                 True,  # served to every user of its scope
+                [],
             )
 
     port = free_port()
