@@ -92,7 +92,11 @@ def _scale():
     """BENCH_SCALE_MESSAGES (default 1,000,000) messages, measured at 100k and at that size."""
     from bench import scale
 
-    scale.run(RESULTS_DIR, messages=int(os.environ.get("BENCH_SCALE_MESSAGES", "1000000")))
+    scale.run(
+        RESULTS_DIR,
+        messages=int(os.environ.get("BENCH_SCALE_MESSAGES", "1000000")),
+        skills=int(os.environ.get("BENCH_SCALE_SKILLS", "100000")),
+    )
 
 
 def _rerank():

@@ -133,7 +133,8 @@ def _copy_skills(connection, rows_iter):
     register_vector(connection)
     columns = (
         "id, created_at, updated_at, organization_id, scope, name, description, instructions, triggers, examples,"
-        " entry_type, status, version, action_signature, retrieval_count, embedding, embedding_model"
+        " entry_type, status, version, action_signature, retrieval_count, embedding, embedding_model, shared,"
+        " supporters"
     )
     with (
         connection.cursor() as cursor,
@@ -158,6 +159,8 @@ def _copy_skills(connection, rows_iter):
                 "int4",
                 "vector",
                 "varchar",
+                "bool",
+                "uuid[]",
             ]
         )
         for row in rows_iter:
@@ -178,6 +181,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
     import httpx
     import numpy as np
     import psycopg
+    from django.conf import settings
     from django.core.management import call_command
     from django.db import connection as django_connection
     from psycopg.types.json import Jsonb
@@ -309,6 +313,8 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
                 0,
                 vector,
                 "hash-384",
+                True,  # served to every user of its scope
+                [],
             )
 
     port = free_port()
@@ -355,6 +361,9 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
         owners = [f"user-{n}" for n in query_rng.integers(0, users, size=QUERIES) if n % 2 == 0]  # scope-a users
         pairs = list(zip(queries, owners))
         api_search, sql_search, api_retrieve, sql_retrieve, api_context = [], [], [], [], []
+        # The statement the API runs: with a reranker, it ranks RERANK_CANDIDATES items to rerank.
+        candidates = max(10, settings.RERANK_CANDIDATES) if settings.RERANKER != "none" else 10
+        sql_candidates = []
         for warm in pairs[:10]:  # warm the caches and connections
             http.post(
                 "/api/v1/memory/search",
@@ -388,6 +397,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
             api_search.append((time.perf_counter() - started) * 1000)
             assert response.status_code == 200, response.text
             sql_search.append(direct(SOURCES["message"], sql_query, {"user_id": sql_owner}, 10, reader))
+            sql_candidates.append(direct(SOURCES["message"], sql_query, {"user_id": sql_owner}, candidates, reader))
             started = time.perf_counter()
             response = http.post(
                 "/api/v1/memory/context",
@@ -408,6 +418,8 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
         figures = {
             "search_api_ms": _percentiles(api_search),
             "search_sql_ms": _percentiles(sql_search),
+            "search_sql_candidates_ms": _percentiles(sql_candidates),
+            "search_sql_candidates": candidates,
             "retrieve_api_ms": _percentiles(api_retrieve),
             "retrieve_sql_ms": _percentiles(sql_retrieve),
             "context_api_ms": _percentiles(api_context),
@@ -417,7 +429,8 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
             key: round(figures["context_api_ms"][key] / figures["search_api_ms"][key], 2) for key in ("p50", "p95")
         }
         print(
-            f"scale [{stage}]: search API p50 {figures['search_api_ms']['p50']} ms (SQL {figures['search_sql_ms']['p50']} ms), "
+            f"scale [{stage}]: search API p50 {figures['search_api_ms']['p50']} ms (SQL {figures['search_sql_ms']['p50']} ms, "
+            f"with its {candidates} candidates {figures['search_sql_candidates_ms']['p50']} ms), "
             f"retrieve API p50 {figures['retrieve_api_ms']['p50']} ms (SQL {figures['retrieve_sql_ms']['p50']} ms), "
             f"context API p50/p95 {figures['context_api_ms']['p50']}/{figures['context_api_ms']['p95']} ms "
             f"({figures['context_over_search']['p95']}x search at p95)",
@@ -478,6 +491,9 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
     stages = [results["stages"][key] for key in sorted(results["stages"], key=int)]
     last = stages[-1]
     results["api_over_sql_search_p50"] = round(last["search_api_ms"]["p50"] / last["search_sql_ms"]["p50"], 2)
+    results["api_over_candidates_sql_search_p50"] = round(
+        last["search_api_ms"]["p50"] / last["search_sql_candidates_ms"]["p50"], 2
+    )
     results["api_over_sql_retrieve_p50"] = round(last["retrieve_api_ms"]["p50"] / last["retrieve_sql_ms"]["p50"], 2)
     if len(stages) > 1:
         results["search_p50_growth_from_first_stage"] = round(

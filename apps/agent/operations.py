@@ -2,7 +2,7 @@
 with the operation's serializer, checks the caller's rights, calls one service or selector and
 returns the JSON answer. The REST views (apps.agent.views) and the MCP tools
 (apps.mcp_server.backend) are adapters around these, so both transports validate, refuse and
-answer alike. Errors are DRF's exceptions, which each transport maps once.
+answer alike. Errors are apps.core.errors' family, which each transport maps once.
 
 Rights: reads need the item in a scope the client reads; writes need a write scope (read-only
 clients are refused before any lookup) and the item in that scope. A foreign id, a malformed id
@@ -11,33 +11,30 @@ and a missing one are the same 404.
 
 from django.conf import settings
 from django.utils import timezone
-from rest_framework import exceptions
 
 from apps.agent.context import context_build
 from apps.agent.serializers import (
     ContextInputSerializer,
     ContextOutputSerializer,
     EpisodicMemoryCreateInputSerializer,
-    EpisodicMemoryOutputSerializer,
     EpisodicMemoryPatchInputSerializer,
     LintFindingOutputSerializer,
     MemoryHistoryOutputSerializer,
     MemoryListFilterSerializer,
     ProfileFindingsOutputSerializer,
     SemanticMemoryCreateInputSerializer,
-    SemanticMemoryOutputSerializer,
     SemanticMemoryPatchInputSerializer,
     SessionDeleteOutputSerializer,
 )
 from apps.conversations.models import Session, SessionTag
 from apps.conversations.selectors import AmbiguousSession, session_get
 from apps.conversations.serializers import OwnerQuerySerializer
-from apps.conversations.turns import TurnError, normalise_messages
-from apps.core.errors import NOT_FOUND_MESSAGE, ConflictError
-from apps.core.operations import Access, check_ids, get_or_404, operation, require, require_write_access
-from apps.core.operations import validated as validated_input
+from apps.conversations.turns import normalise_messages
+from apps.core.errors import ConflictError, InvalidInput, NotFound
+from apps.core.operations import Access, check_ids, get_or_404, operation, require_write_access, validated
 from apps.core.pagination import DEFAULT_LIMIT
 from apps.memories import selectors as memory_selectors
+from apps.memories.serializers import EpisodicMemoryOutputSerializer, SemanticMemoryOutputSerializer
 from apps.memories.services import memories as memory_services
 from apps.privacy.services import cascade
 from apps.profiles.models import LintFinding
@@ -64,20 +61,9 @@ MEMORY_READS = {"episodic": memory_selectors.episodic_memory_list, "semantic": m
 # Shared steps ------------------------------------------------------------------------------------
 
 
-def validated(serializer_class, data, **options) -> dict:
-    """A missing body is an empty one; anything else is the serializer's to accept or refuse (a 400
-    naming the field). MCP leaves unset arguments out before calling (apps.mcp_server.backend.given)."""
-    return validated_input(serializer_class, data if data is not None else {}, **options)
-
-
-def require_writer(client) -> None:
-    """Read-only clients are refused before any lookup, so a refusal says nothing about an id."""
-    require(client, Access.WRITE)
-
-
 def memory_type_checked(memory_type: str) -> str:
     if memory_type not in MEMORY_TYPES:
-        raise exceptions.NotFound(NOT_FOUND_MESSAGE)
+        raise NotFound()
     return memory_type
 
 
@@ -108,21 +94,16 @@ def owned_session(*, client, session_id: str, user_id: str, scope: str | None) -
     try:
         return session_get(client=client, user_id=user_id, session_id=session_id, scope=scope)
     except Session.DoesNotExist:
-        raise exceptions.NotFound(NOT_FOUND_MESSAGE) from None
+        raise NotFound() from None
     except AmbiguousSession as exc:
-        raise exceptions.ValidationError({"scope": [str(exc)]}) from None
+        raise InvalidInput({"scope": [str(exc)]}) from None
 
 
 # Context -----------------------------------------------------------------------------------------
 
 
 def _latest_text(raw_messages: list) -> str:
-    try:
-        turns = normalise_messages(
-            raw_messages, max_chars=settings.MESSAGE_MAX_CHARS, default_occurred_at=timezone.now()
-        )
-    except TurnError as exc:
-        raise exceptions.ValidationError({"messages": exc.errors}) from None
+    turns = normalise_messages(raw_messages, max_chars=settings.MESSAGE_MAX_CHARS, default_occurred_at=timezone.now())
     return next((turn.content for turn in reversed(turns) if turn.content.strip()), "")
 
 
@@ -216,7 +197,6 @@ def memory_create(*, client, memory_type: str, data: dict) -> dict:
 
     A fact or an event the agent or the person states (mem0's infer=False), in the client's write scope."""
     memory_type_checked(memory_type)
-    require_writer(client)
     fields = dict(validated(MEMORY_SHAPES[memory_type][1], data))
     user_id, reason = fields.pop("user_id"), fields.pop("reason", "")
     end_user = end_user_get_or_create(organization=client.organization, user_id=user_id)
@@ -237,7 +217,6 @@ def memory_update(*, client, memory_type: str, memory_id: str, data: dict) -> di
 
     Re-embedded, and recorded in its history with the client as actor; the pages quoting it are recompiled."""
     memory_type_checked(memory_type)
-    require_writer(client)
     memory = _memory(client, memory_type, memory_id)
     require_write_access(client, memory)
     fields = dict(validated(MEMORY_SHAPES[memory_type][2], data))
@@ -256,7 +235,6 @@ def memory_delete(*, client, memory_type: str, memory_id: str) -> None:
     """Delete a memory and its history for good.
 
     The pages quoting it are linted and recompiled."""
-    require_writer(client)
     memory = _memory(client, memory_type, memory_id)
     require_write_access(client, memory)
     memory_services.memory_delete(memory=memory)
@@ -280,7 +258,6 @@ def session_delete(*, client, session_id: str, data: dict) -> dict:
     """Delete a whole session and what was derived from its turns.
 
     Runs in the background (202 with the task's id): the provenance cascade of erasure, for one session."""
-    require_writer(client)
     check_ids(session_id=session_id)
     owner = validated(OwnerQuerySerializer, data)
     session = owned_session(client=client, session_id=session_id, user_id=owner["user_id"], scope=owner.get("scope"))
@@ -302,7 +279,6 @@ def experience_delete(*, client, experience_id: str) -> None:
     """Delete a skill experience.
 
     A skill evolved from it alone goes too; one with other sources is scrubbed and returned to review."""
-    require_writer(client)
     check_ids(experience_id=experience_id)
     experience = get_or_404(client.reader.rows(SkillExperience).select_related("organization"), pk=experience_id)
     require_write_access(client, experience)
@@ -319,7 +295,6 @@ def profile_delete(*, client, profile_id: str) -> None:
     """Delete a compiled profile page with its revisions and sources.
 
     Its entity stays: new mentions compile a new page."""
-    require_writer(client)
     profile = _profile(client, profile_id)
     require_write_access(client, profile)
     cascade.profile_delete(profile=profile)
@@ -341,7 +316,6 @@ def profile_findings(*, client, profile_id: str) -> dict:
 @operation(access=Access.WRITE)
 def entity_delete(*, client, entity_id: str) -> None:
     """Delete an entity with its mentions, edges and page."""
-    require_writer(client)
     check_ids(entity_id=entity_id)
     entity = get_or_404(entity_list(reader=client.reader), pk=entity_id)
     require_write_access(client, entity)

@@ -157,47 +157,6 @@ class EpisodicMemoryPatchInputSerializer(InputSerializer):
     reason = _text(REASON_MAX_LENGTH, required=False, allow_blank=True, help_text="Recorded in the history.")
 
 
-class MemoryTypeField(serializers.ChoiceField):
-    """The type of every memory a serializer renders (a constant, named in the schema as an enum of one)."""
-
-    def __init__(self, memory_type: str):
-        super().__init__(choices=[memory_type], source="*")
-        self.memory_type = memory_type
-
-    def to_representation(self, value):
-        return self.memory_type
-
-
-class MemoryOutputSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    user_id = serializers.CharField(source="end_user.user_id")
-    scope = serializers.CharField()
-    summary = serializers.CharField()
-    details = serializers.CharField()
-    source_message_ids = serializers.ListField(
-        child=serializers.UUIDField(), help_text="The turns it was learned from."
-    )
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-    deleted_at = serializers.DateTimeField(
-        allow_null=True, help_text="Set when extraction retired it (hidden from search)."
-    )
-
-
-class SemanticMemoryOutputSerializer(MemoryOutputSerializer):
-    memory_type = MemoryTypeField("semantic")
-    name = serializers.CharField()
-    source = serializers.CharField()
-
-
-class EpisodicMemoryOutputSerializer(MemoryOutputSerializer):
-    memory_type = MemoryTypeField("episodic")
-    occurred_at = serializers.DateTimeField()
-    time_granularity = serializers.CharField()
-    actor = serializers.CharField()
-    event_type = serializers.CharField()
-
-
 class MemoryChangeOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     operation = serializers.ChoiceField(choices=["add", "update", "delete"])

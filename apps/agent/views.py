@@ -10,13 +10,11 @@ from apps.agent.serializers import (
     ContextInputSerializer,
     ContextOutputSerializer,
     EpisodicMemoryCreateInputSerializer,
-    EpisodicMemoryOutputSerializer,
     EpisodicMemoryPatchInputSerializer,
     MemoryHistoryOutputSerializer,
     MemoryListFilterSerializer,
     ProfileFindingsOutputSerializer,
     SemanticMemoryCreateInputSerializer,
-    SemanticMemoryOutputSerializer,
     SemanticMemoryPatchInputSerializer,
     SessionDeleteOutputSerializer,
 )
@@ -24,6 +22,7 @@ from apps.conversations import views as conversation_views
 from apps.core.api import ClientAPIView, serves
 from apps.core.pagination import Pagination
 from apps.core.permissions import IsActiveClient
+from apps.memories.serializers import EpisodicMemoryOutputSerializer, SemanticMemoryOutputSerializer
 from apps.profiles import views as profile_views
 
 

@@ -4,8 +4,8 @@ from apps.conversations import selectors
 from apps.conversations.serializers import (
     MemoryAddInputSerializer,
     MemoryAddOutputSerializer,
-    MessageOutputSerializer,
     OwnerQuerySerializer,
+    SessionDetailOutputSerializer,
     SessionListFilterSerializer,
     SessionOutputSerializer,
     SessionPatchInputSerializer,
@@ -83,10 +83,9 @@ def get_session(*, client, session_id: str, query) -> dict:
     """Read a session with one page of its transcript (turns in order, with ids)."""
     session, owner = session_named(client=client, session_id=session_id, query=query)
     start, end = owner["offset"], owner["offset"] + owner["limit"]
-    body = SessionOutputSerializer(session).data
-    body["messages"] = MessageOutputSerializer(selectors.session_messages(session=session)[start:end], many=True).data
-    body["messages_next_offset"] = end if end < session.message_count else None
-    return body
+    session.messages_page = selectors.session_messages(session=session)[start:end]
+    session.messages_next_offset = end if end < session.message_count else None
+    return SessionDetailOutputSerializer(session).data
 
 
 @operation(access=Access.WRITE)

@@ -1,62 +1,21 @@
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
+from memory_platform_client.messages import ChatMessage
 from rest_framework import serializers
 
 from apps.conversations.models import SESSION_ID_PATTERN, Session, SessionTag
-from apps.conversations.turns import IGNORED_FIELDS, ROLES
 from apps.core import fields
-from apps.core.api import InputSerializer
+from apps.core.api import InputSerializer, projection
 from apps.core.pagination import MAX_OFFSET, PageQuerySerializer
-from apps.core.validation import TEXT_PATTERN, InputError, check_json
+from apps.core.validation import InputError, check_json
 from apps.tenancy.models import SCOPE_PATTERN
 
 
 def message_schema() -> dict:
-    """One OpenAI chat message as normalise_messages takes it."""
-    from apps.core.schema import DATETIME_PATTERN, storable_json_schema, storable_object_schema
+    """The chat message (the SDK's ChatMessage, which normalise_messages validates with) as the API stores it."""
+    from apps.core.schema import with_storage_rules
 
-    text = {"type": "string", "pattern": TEXT_PATTERN}
-    parts = {"type": "array", "items": storable_json_schema()}
-    tool_roles, other_roles = ["tool", "function"], sorted(ROLES - {"tool", "function"})
-    return {
-        "type": "object",
-        "description": "An OpenAI chat message. Tool and function results need content; other roles need "
-        "non-empty content, tool_calls or function_call.",
-        "properties": {
-            "role": {"type": "string", "enum": sorted(ROLES)},
-            "content": {"anyOf": [text, parts, {"type": "null"}]},
-            "name": {"anyOf": [text, {"type": "null"}]},
-            "tool_calls": {"anyOf": [{"type": "array", "items": storable_json_schema()}, {"type": "null"}]},
-            "tool_call_id": {"anyOf": [text, {"type": "null"}]},
-            "function_call": {"anyOf": [storable_object_schema(), {"type": "null"}]},
-            "metadata": {"anyOf": [storable_object_schema(), {"type": "null"}]},
-            "occurred_at": {"anyOf": [{"type": "string", "pattern": DATETIME_PATTERN}, {"type": "null"}]},
-            **{name: storable_json_schema() for name in sorted(IGNORED_FIELDS)},
-        },
-        "required": ["role"],
-        "additionalProperties": False,
-        "anyOf": [
-            {
-                "properties": {"role": {"enum": tool_roles}, "content": {"anyOf": [text, parts]}},
-                "required": ["content"],
-            },
-            {
-                "properties": {
-                    "role": {"enum": other_roles},
-                    "content": {"anyOf": [{**text, "minLength": 1}, {**parts, "minItems": 1}]},
-                },
-                "required": ["content"],
-            },
-            {
-                "properties": {"role": {"enum": other_roles}, "tool_calls": {"type": "array", "minItems": 1}},
-                "required": ["tool_calls"],
-            },
-            {
-                "properties": {"role": {"enum": other_roles}, "function_call": {"type": "object"}},
-                "required": ["function_call"],
-            },
-        ],
-    }
+    return with_storage_rules(ChatMessage.model_json_schema())
 
 
 @extend_schema_field(message_schema())
@@ -143,6 +102,9 @@ class SessionOutputSerializer(serializers.Serializer):
 
 
 class MessageOutputSerializer(serializers.Serializer):
+    """A stored turn, defined once: a session's transcript shows it without what the session says
+    (TranscriptMessage), a search hit with it (apps.conversations.search_sources)."""
+
     id = serializers.UUIDField()
     seq = serializers.IntegerField()
     role = serializers.CharField()
@@ -153,6 +115,26 @@ class MessageOutputSerializer(serializers.Serializer):
     metadata = serializers.JSONField()
     truncated = serializers.BooleanField()
     occurred_at = serializers.DateTimeField()
+    session_id = serializers.CharField(source="session.session_id")
+    session_tag = serializers.CharField(source="session.session_tag")
+    user_id = serializers.CharField(source="end_user.user_id")
+    scope = serializers.CharField()
+
+
+TranscriptMessageSerializer = projection(
+    MessageOutputSerializer,
+    ("id", "seq", "role", "name", "content", "tool_calls", "tool_call_id", "metadata", "truncated", "occurred_at"),
+    name="TranscriptMessageSerializer",
+)
+
+
+class SessionDetailOutputSerializer(SessionOutputSerializer):
+    messages = TranscriptMessageSerializer(
+        source="messages_page", many=True, help_text="One page of the transcript, in order."
+    )
+    messages_next_offset = serializers.IntegerField(
+        allow_null=True, help_text="The `offset` of the next page; null on the last."
+    )
 
 
 class SessionSealOutputSerializer(serializers.Serializer):

@@ -9,14 +9,23 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import pydantic
+from memory_platform_client.messages import ChatMessage
+
 from apps.core.errors import InvalidInput
 from apps.core.validation import InputError, check_json, parse_datetime_strict
 
-ROLES = {"system", "user", "assistant", "tool", "function", "developer"}
 ROLE_ALIASES = {"function": "tool", "developer": "system"}
-MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id", "metadata", "occurred_at", "function_call"}
-# Fields of OpenAI's message objects that carry nothing to remember; accepted and dropped.
-IGNORED_FIELDS = {"refusal", "annotations", "audio", "reasoning", "reasoning_content"}
+# What a value of the wrong type is told, by field (the shape itself is ChatMessage's).
+TYPE_PROBLEMS = {
+    "content": "Must be a string, a list of content parts, or null.",
+    "name": "Must be a string.",
+    "tool_call_id": "Must be a string.",
+    "tool_calls": "Must be a list of tool calls, or null.",
+    "function_call": "Must be an object, or null.",
+    "metadata": "Must be a JSON object.",
+    "occurred_at": "Must be an ISO 8601 date-time string.",
+}
 
 
 class TurnError(InvalidInput):
@@ -92,13 +101,29 @@ def _tool_call_text(call) -> tuple[dict | None, str]:
     return None, f"[tool_call {json.dumps(call, ensure_ascii=False, default=str)}]"
 
 
+def _problems(exc: pydantic.ValidationError, raw: dict) -> dict[str, list[str]]:
+    """ChatMessage's errors as the API names them: one message per field."""
+    problems: dict[str, list[str]] = {}
+    for error in exc.errors():
+        field = str(error["loc"][0])
+        if error["type"] == "extra_forbidden":
+            problem = "Unknown field."
+        elif field == "role":
+            role = raw.get("role")
+            shown = repr(role[:40]) if isinstance(role, str) else f"of type {type(role).__name__}"
+            problem = f"Unknown role {shown}; use system, user, assistant or tool."
+        else:
+            problem = TYPE_PROBLEMS.get(field, error["msg"])
+        problems.setdefault(field, [problem])
+    return problems
+
+
 def normalise_messages(raw_messages: list, *, max_chars: int, default_occurred_at: datetime) -> list[Turn]:
     errors: dict[int, dict[str, list[str]]] = {}
     turns: list[Turn] = []
     tool_names_by_call_id: dict[str, str] = {}
 
     for index, raw in enumerate(raw_messages):
-        problems: dict[str, list[str]] = {}
         if not isinstance(raw, dict):
             errors[index] = {"non_field_errors": ["Each message must be a JSON object."]}
             continue
@@ -107,55 +132,32 @@ def normalise_messages(raw_messages: list, *, max_chars: int, default_occurred_a
         except InputError as exc:
             errors[index] = {exc.field or "non_field_errors": [exc.message]}
             continue
-        unknown = sorted(set(raw) - MESSAGE_FIELDS - IGNORED_FIELDS)
-        for name in unknown:
-            problems[name] = ["Unknown field."]
-        role = raw.get("role")
-        if not isinstance(role, str) or role not in ROLES:
-            shown = repr(role[:40]) if isinstance(role, str) else f"of type {type(role).__name__}"
-            problems["role"] = [f"Unknown role {shown}; use system, user, assistant or tool."]
-        metadata = raw.get("metadata", {})
-        if metadata is None:
-            metadata = {}
-        if not isinstance(metadata, dict):
-            problems["metadata"] = ["Must be a JSON object."]
+        try:
+            message = ChatMessage.model_validate(raw)
+        except pydantic.ValidationError as exc:
+            errors[index] = _problems(exc, raw)
+            continue
+        if message.content_problem():
+            errors[index] = {"content": [message.content_problem()]}
+            continue
         occurred_at = default_occurred_at
-        if raw.get("occurred_at") is not None:
+        if message.occurred_at is not None:
             try:
                 occurred_at = parse_datetime_strict(
-                    raw["occurred_at"], field="occurred_at", default_tz=default_occurred_at.tzinfo
+                    message.occurred_at, field="occurred_at", default_tz=default_occurred_at.tzinfo
                 )
             except InputError as exc:
-                problems["occurred_at"] = [exc.message]
-        for text_field in ("name", "tool_call_id"):
-            if raw.get(text_field) is not None and not isinstance(raw[text_field], str):
-                problems[text_field] = ["Must be a string."]
-
-        raw_content = raw.get("content")
-        if raw_content is not None and not isinstance(raw_content, (str, list)):
-            problems["content"] = ["Must be a string, a list of content parts, or null."]
-        raw_calls = raw.get("tool_calls")
-        if raw_calls is not None and not isinstance(raw_calls, list):
-            problems["tool_calls"] = ["Must be a list of tool calls, or null."]
-        function_call = raw.get("function_call")
-        if function_call is not None and not isinstance(function_call, dict):
-            problems["function_call"] = ["Must be an object, or null."]
-        elif function_call is not None:  # the legacy single-call shape
-            raw_calls = [{"type": "function", "function": function_call}]
-        if role in ("tool", "function"):
-            if raw_content is None:
-                problems["content"] = ["A tool result needs content."]
-        elif not raw_content and not raw_calls:
-            problems["content"] = ["A message needs content or tool_calls."]
-        if problems:
-            errors[index] = problems
-            continue
+                errors[index] = {"occurred_at": [exc.message]}
+                continue
+        raw_content, raw_calls = message.content, message.tool_calls
+        if message.function_call is not None:  # the legacy single-call shape
+            raw_calls = [{"type": "function", "function": message.function_call}]
 
         content = _flatten_content(raw_content)
 
-        role = ROLE_ALIASES.get(role, role)
-        name = raw.get("name") or ""
-        tool_call_id = raw.get("tool_call_id") or ""
+        role = ROLE_ALIASES.get(message.role, message.role)
+        name = message.name or ""
+        tool_call_id = message.tool_call_id or ""
         text = content or ""
         structured_calls = None
         if raw_calls:
@@ -180,7 +182,7 @@ def normalise_messages(raw_messages: list, *, max_chars: int, default_occurred_a
                 name=name[:255],
                 tool_calls=structured_calls,
                 tool_call_id=tool_call_id[:255],
-                metadata=metadata,
+                metadata=message.metadata or {},
                 occurred_at=occurred_at,
                 truncated=truncated,
             )

@@ -9,6 +9,7 @@ from apps.conversations.serializers import (
     MemoryAddInputSerializer,
     MemoryAddOutputSerializer,
     OwnerQuerySerializer,
+    SessionDetailOutputSerializer,
     SessionListFilterSerializer,
     SessionOutputSerializer,
     SessionPatchInputSerializer,
@@ -70,7 +71,7 @@ SessionListView = list_view(
 
 
 class SessionDetailView(ClientAPIView):
-    @extend_schema(parameters=[OwnerQuerySerializer], responses=SessionOutputSerializer)
+    @extend_schema(parameters=[OwnerQuerySerializer], responses=SessionDetailOutputSerializer)
     @serves(operations.get_session, example="GET /api/v1/sessions/chat-2024-06-01/?user_id=alice&limit=100")
     def get(self, request, session_id):
         return Response(operations.get_session(client=self.client, session_id=session_id, query=request.query_params))

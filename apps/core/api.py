@@ -118,3 +118,14 @@ class InputSerializer(serializers.Serializer):
         if errors:
             raise serializers.ValidationError(errors)
         return value
+
+
+def projection(serializer_class, fields: tuple[str, ...], *, name: str, **extra):
+    """`serializer_class` showing only `fields` (in its own order), plus the `extra` fields: one
+    definition of each field, shown in part where an answer carries part of an item."""
+    declared = serializer_class._declared_fields
+    unknown = set(fields) - set(declared)
+    if unknown:
+        raise ValueError(f"{serializer_class.__name__} has no field {', '.join(sorted(unknown))}")
+    hidden = dict.fromkeys((field for field in declared if field not in fields), None)
+    return type(name, (serializer_class,), {**hidden, **extra, "__module__": serializer_class.__module__})

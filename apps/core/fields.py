@@ -127,3 +127,14 @@ class TagsField(serializers.DictField):
         except validation.InputError as exc:
             raise serializers.ValidationError({exc.field: [exc.message]} if exc.field else exc.message) from None
         return super().to_internal_value(data)
+
+
+class MemoryTypeField(serializers.ChoiceField):
+    """The type of every memory a serializer renders (a constant, named in the schema as an enum of one)."""
+
+    def __init__(self, memory_type: str):
+        super().__init__(choices=[memory_type], source="*")
+        self.memory_type = memory_type
+
+    def to_representation(self, value):
+        return self.memory_type

@@ -61,8 +61,9 @@ def operation(*, access: Access = Access.READ):
 
 
 def validated(serializer_class, data, **options) -> dict:
-    """The serializer's validated data, or InvalidInput naming each bad field."""
-    serializer = serializer_class(data=data, **options)
+    """The serializer's validated data, or InvalidInput naming each bad field. A missing body (None,
+    e.g. a JSON `null`) is an empty one; MCP leaves unset arguments out (apps.mcp_server.backend.given)."""
+    serializer = serializer_class(data=data if data is not None else {}, **options)
     if not serializer.is_valid():
         raise InvalidInput(serializer.errors)
     return serializer.validated_data

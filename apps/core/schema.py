@@ -77,6 +77,31 @@ def storable_object_schema() -> dict:
     }
 
 
+COMBINATIONS = ("anyOf", "oneOf", "allOf")
+SHAPE_KEYWORDS = ("type", "enum", "const", "$ref", "properties", "required", "items")
+
+
+def with_storage_rules(schema: dict, *, date_format: str | None = None) -> dict:
+    """A pydantic model's JSON Schema, with what the server stores: text without NUL or lone
+    surrogates, date-times (`format: date-time`) in the window, any JSON value as StorableJSON."""
+    node = {key: value for key, value in schema.items() if key not in ("title", "format", "default")}
+    date_format = schema.get("format", date_format)
+    if not any(key in node for key in (*SHAPE_KEYWORDS, *COMBINATIONS)):
+        return storable_json_schema()  # an `Any`
+    if node.get("type") == "string" and not any(key in node for key in ("enum", "const", "pattern")):
+        node["pattern"] = DATETIME_PATTERN if date_format == "date-time" else validation.TEXT_PATTERN
+    if node.get("type") == "object" and "properties" not in node and node.get("additionalProperties", True) is True:
+        node.update(storable_object_schema())
+    if "properties" in node:
+        node["properties"] = {name: with_storage_rules(value) for name, value in node["properties"].items()}
+    if isinstance(node.get("items"), dict):
+        node["items"] = with_storage_rules(node["items"])
+    for key in COMBINATIONS:
+        if key in node:
+            node[key] = [with_storage_rules(member, date_format=date_format) for member in node[key]]
+    return node
+
+
 def add_storable_json_component(result, generator, request, public):
     """drf-spectacular postprocessing hook: the recursive StorableJSON component.
 

@@ -1,40 +1,18 @@
 """The memory types the search engine serves from this app: `episodic` and `semantic`."""
 
 from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.memories.serializers import EpisodicMemoryOutputSerializer, SemanticMemoryOutputSerializer
 from apps.memories.services.memories import EPISODIC, SEMANTIC, embedding_text, memory_snapshot
 from apps.search.registry import SearchSource, register_source
 
-
-def _common(memory) -> dict:
-    return {
-        "summary": memory.summary,
-        "details": memory.details,
-        "source_message_ids": [str(message_id) for message_id in memory.source_message_ids],
-        "user_id": memory.end_user.user_id,
-        "scope": memory.scope,
-        "created_at": memory.created_at,
-        "updated_at": memory.updated_at,
-    }
-
-
-def episodic_item(memory: EpisodicMemory) -> dict:
-    return {
-        "occurred_at": memory.occurred_at,
-        "time_granularity": memory.time_granularity,
-        "actor": memory.actor,
-        "event_type": memory.event_type,
-        **_common(memory),
-    }
-
-
-def semantic_item(memory: SemanticMemory) -> dict:
-    return {"name": memory.name, "source": memory.source, **_common(memory)}
+COMMON_FIELDS = ("summary", "details", "source_message_ids", "user_id", "scope", "created_at", "updated_at")
 
 
 EPISODIC_SOURCE = SearchSource(
     memory_type="episodic",
     model=EpisodicMemory,
-    to_item=episodic_item,
+    output=EpisodicMemoryOutputSerializer,
+    item_fields=("occurred_at", "time_granularity", "actor", "event_type", *COMMON_FIELDS),
     default_method="hybrid",
     # Time range filters ask when the event happened, not when it was remembered.
     time_column="occurred_at",
@@ -48,7 +26,8 @@ EPISODIC_SOURCE = SearchSource(
 SEMANTIC_SOURCE = SearchSource(
     memory_type="semantic",
     model=SemanticMemory,
-    to_item=semantic_item,
+    output=SemanticMemoryOutputSerializer,
+    item_fields=("name", "source", *COMMON_FIELDS),
     default_method="hybrid",
     time_column="updated_at",
     user_column="end_user_id",

@@ -3,29 +3,26 @@
 from django.conf import settings
 
 from apps.profiles.models import Profile
+from apps.profiles.serializers import ProfileOutputSerializer
 from apps.search.registry import SearchSource, register_source
-
-
-def profile_item(profile: Profile) -> dict:
-    return {
-        "name": profile.name,
-        "markdown": profile.markdown,
-        "revision": profile.revision,
-        "entity_id": str(profile.entity_id),
-        # What the page quotes, so a caller can cite the turns and memories behind a hit.
-        "sources": profile.source_refs,
-        "user_id": profile.end_user.user_id,
-        "scope": profile.scope,
-        "compiled_at": profile.compiled_at,
-        "created_at": profile.created_at,
-        "updated_at": profile.updated_at,
-    }
-
 
 PROFILE_SOURCE = SearchSource(
     memory_type="profile",
     model=Profile,
-    to_item=profile_item,
+    output=ProfileOutputSerializer,
+    # `sources`: what the page quotes, so a caller can cite the turns and memories behind a hit.
+    item_fields=(
+        "name",
+        "markdown",
+        "revision",
+        "entity_id",
+        "sources",
+        "user_id",
+        "scope",
+        "compiled_at",
+        "created_at",
+        "updated_at",
+    ),
     default_method="hybrid",
     time_column="compiled_at",
     user_column="end_user_id",

@@ -451,30 +451,52 @@ def search_sql(
     return sql, params
 
 
-def _instances(source: SearchSource, rows) -> list[tuple]:
-    """Model instances from `search_sql` rows, with their select_related objects attached."""
+@functools.cache
+def _loaders(source: SearchSource) -> list[tuple]:
+    """Per group of `_row_layout`: the relation (None: the item itself), its model, the attnames and
+    database converters of its columns, and where its primary key stands among them."""
     _, _, groups = _row_layout(source)
-    layout = [
-        (name, model, [f.attname for f in fields], [f.get_db_converters(connection) for f in fields])
+    return [
+        (
+            None if name is None else source.model._meta.get_field(name),
+            model,
+            [f.attname for f in fields],
+            [f.get_db_converters(connection) for f in fields],
+            fields.index(model._meta.pk),
+        )
         for name, model, fields in groups
     ]
+
+
+def _instances(source: SearchSource, rows) -> list[tuple]:
+    """Model instances from `search_sql` rows, with their select_related objects attached. A related
+    row that several items share (their user, their session) is built once."""
+    loaders = _loaders(source)
+    related = {}
     results = []
     for score, _visible_rows, *values in rows:
         if not math.isfinite(score):
             continue
         instance, position = None, 0
-        for name, model, attnames, converters in layout:
-            chunk = []
-            for value, field_converters in zip(values[position : position + len(attnames)], converters):
-                for convert in field_converters:
-                    value = convert(value, None, connection)
-                chunk.append(value)
+        for relation, model, attnames, converters, pk_index in loaders:
+            chunk = values[position : position + len(attnames)]
             position += len(attnames)
+            if relation is not None:
+                if chunk[pk_index] is None:
+                    continue
+                key = (relation.name, chunk[pk_index])
+                if key in related:
+                    relation.set_cached_value(instance, related[key])
+                    continue
+            for index, field_converters in enumerate(converters):
+                for convert in field_converters:
+                    chunk[index] = convert(chunk[index], None, connection)
             loaded = model.from_db(connection.alias, attnames, chunk)
-            if name is None:
+            if relation is None:
                 instance = loaded
-            elif loaded.pk is not None:
-                setattr(instance, name, loaded)
+            else:
+                related[key] = loaded
+                relation.set_cached_value(instance, loaded)
         results.append((instance, float(score)))
     return results
 

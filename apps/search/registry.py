@@ -4,8 +4,14 @@ The engine builds its SQL from these descriptions, so every type gets the same s
 (organisation + read scopes inside the SQL) and the same four methods.
 """
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from rest_framework import serializers
+from rest_framework.fields import SkipField
+
+from apps.core.api import projection
 
 METHODS = ("bm25", "embedding", "hybrid", "fuzzy")
 
@@ -14,8 +20,10 @@ METHODS = ("bm25", "embedding", "hybrid", "fuzzy")
 class SearchSource:
     memory_type: str
     model: type
-    # Serialises one row into the result's item fields (id, type and score are added by the engine).
-    to_item: Callable
+    # The memory type's output, defined once (the serializer its own endpoint renders), and the
+    # fields of it a search hit carries besides `id`, `memory_type` and `score`.
+    output: type
+    item_fields: tuple[str, ...]
     default_method: str = "hybrid"
     # Columns of the model's table (aliased `t` in the SQL).
     search_vector_column: str = "search_vector"
@@ -39,6 +47,32 @@ class SearchSource:
     mixed_cap: Callable[[], int | None] | None = None
     # The text an item's vector encodes (used by the `reembed` command when the model changes).
     embedding_text: Callable | None = None
+
+    @functools.cached_property
+    def item_serializer(self) -> type:
+        return projection(self.output, self.item_fields, name=f"{self.output.__name__.removesuffix('Serializer')}Item")
+
+    @functools.cached_property
+    def _item_fields(self) -> list:
+        """The item serializer's fields, bound once: a hit is rendered without building a serializer."""
+        return list(self.item_serializer()._readable_fields)
+
+    def to_item(self, instance) -> dict:
+        """One row's item fields, as its search hits carry them: each by its field of the type's
+        output, but date-times in Python's ISO form (`+00:00`), as hits have always had them."""
+        item = {}
+        for shown in self._item_fields:
+            try:
+                value = shown.get_attribute(instance)
+            except SkipField:
+                continue
+            if value is None:
+                item[shown.field_name] = None
+            elif isinstance(shown, serializers.DateTimeField):
+                item[shown.field_name] = value.isoformat()
+            else:
+                item[shown.field_name] = shown.to_representation(value)
+        return item
 
 
 SOURCES: dict[str, SearchSource] = {}

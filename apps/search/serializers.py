@@ -1,7 +1,9 @@
+from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from apps.core import fields
-from apps.core.api import InputSerializer
+from apps.core.api import InputSerializer, projection
+from apps.core.fields import MemoryTypeField
 from apps.core.models import SessionTag
 from apps.search.registry import METHODS, SOURCES
 
@@ -40,22 +42,34 @@ class MemorySearchInputSerializer(SearchAllUsersInputSerializer):
     user_id = fields.CharField(max_length=255)
 
 
-class SearchResultSerializer(serializers.Serializer):
-    """The common result fields; each memory type adds its own item fields next to them."""
-
-    id = serializers.UUIDField()
-    memory_type = serializers.CharField()
-    score = serializers.FloatField()
+def result_serializer(source) -> type:
+    """A hit of one memory type as the schema shows it: `id`, `memory_type`, `score` and the type's item fields."""
+    name = f"{source.memory_type.capitalize()}SearchResultSerializer"
+    return projection(
+        source.output,
+        ("id", *source.item_fields),
+        name=name,
+        memory_type=MemoryTypeField(source.memory_type),
+        score=serializers.FloatField(),
+    )
 
 
 def render_hit(hit) -> dict:
-    item = hit.source.to_item(hit.instance)
+    """A hit as its memory type's output shows it (the fields its schema lists)."""
     return {
         "id": str(hit.instance.pk),
         "memory_type": hit.source.memory_type,
         "score": round(hit.score, 6),
-        **{key: value.isoformat() if hasattr(value, "isoformat") else value for key, value in item.items()},
+        **hit.source.to_item(hit.instance),
     }
+
+
+RESULT = PolymorphicProxySerializer(
+    component_name="SearchResult",
+    serializers=lambda: {memory_type: result_serializer(SOURCES[memory_type]) for memory_type in sorted(SOURCES)},
+    resource_type_field_name="memory_type",
+    many=True,
+)
 
 
 class SearchOutputSerializer(serializers.Serializer):
@@ -69,4 +83,4 @@ class SearchOutputSerializer(serializers.Serializer):
         allow_null=True,
         help_text="The sub-queries searched beside the question (QUERY_DECOMPOSER); null: the question alone.",
     )
-    results = SearchResultSerializer(many=True)
+    results = RESULT

@@ -2,42 +2,25 @@
 
 from apps.search.registry import SearchSource, register_source
 from apps.skills.models import Skill, SkillExperience
+from apps.skills.serializers import ExperienceOutputSerializer, SkillOutputSerializer
 from apps.skills.trust import SHARED_SQL, TAUGHT_SQL
-
-
-def skill_item(skill: Skill) -> dict:
-    return {
-        "name": skill.name,
-        "description": skill.description,
-        "instructions": skill.instructions,
-        "triggers": skill.triggers,
-        "examples": skill.examples,
-        "entry_type": skill.entry_type,
-        "version": skill.version,
-        "status": skill.status,
-        "shared": skill.shared,
-        "scope": skill.scope,
-    }
-
-
-def experience_item(experience: SkillExperience) -> dict:
-    return {
-        "title": experience.title,
-        "content": experience.content,
-        "experience_type": experience.experience_type,
-        "importance": experience.importance,
-        "credibility": experience.credibility,
-        "evidence": experience.evidence,
-        "status": experience.status,
-        "scope": experience.scope,
-        "created_at": experience.created_at.isoformat(),
-    }
-
 
 PROCEDURAL = SearchSource(
     memory_type="procedural",
     model=Skill,
-    to_item=skill_item,
+    output=SkillOutputSerializer,
+    item_fields=(
+        "name",
+        "description",
+        "instructions",
+        "triggers",
+        "examples",
+        "entry_type",
+        "version",
+        "status",
+        "shared",
+        "scope",
+    ),
     default_method="hybrid",
     time_column="updated_at",
     user_column="end_user_id",
@@ -51,7 +34,18 @@ PROCEDURAL = SearchSource(
 EXPERIENCE = SearchSource(
     memory_type="experience",
     model=SkillExperience,
-    to_item=experience_item,
+    output=ExperienceOutputSerializer,
+    item_fields=(
+        "title",
+        "content",
+        "experience_type",
+        "importance",
+        "credibility",
+        "evidence",
+        "status",
+        "scope",
+        "created_at",
+    ),
     default_method="hybrid",
     time_column="created_at",
     user_column="end_user_id",

@@ -244,7 +244,14 @@ SPECTACULAR_SETTINGS = {
     # A PATCH body has the fields the view requires, not every field made optional.
     "COMPONENT_SPLIT_PATCH": False,
     # The memory types the context uses, named once (search's `memory_types` is another set).
-    "ENUM_NAME_OVERRIDES": {"ContextMemoryTypeEnum": "apps.agent.context.CONTEXT_TYPES"},
+    "ENUM_NAME_OVERRIDES": {
+        "ContextMemoryTypeEnum": "apps.agent.context.CONTEXT_TYPES",
+        # The constant `memory_type` of each type's output (apps.core.fields.MemoryTypeField).
+        **{
+            f"{memory_type.capitalize()}MemoryTypeEnum": [memory_type]
+            for memory_type in ("message", "episodic", "semantic", "procedural", "experience", "profile")
+        },
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "apps.core.schema.add_storable_json_component",

@@ -13,10 +13,10 @@ from typing import Annotated, Any, Literal, Protocol
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from memory_platform_client.errors import APIConnectionError, APIError
-from memory_platform_client.messages import to_messages
+from memory_platform_client.messages import ChatMessage, to_messages
 
 SERVER_NAME = "memory-platform"
 INSTRUCTIONS = (
@@ -43,26 +43,6 @@ READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 EDIT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
-
-
-class ChatMessage(BaseModel):
-    """One turn in OpenAI chat format."""
-
-    # NaN and ±Infinity pass through as numbers, for the platform to refuse as the REST API does
-    # (pydantic's JSON mode would otherwise write them as null).
-    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
-
-    role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: str | list[dict[str, Any]] | None = Field(
-        default=None, description="The text, or OpenAI content parts; may be empty on a pure tool-call turn."
-    )
-    name: str | None = Field(default=None, description="The speaker's name, or the tool's name on a tool result.")
-    tool_calls: list[dict[str, Any]] | None = Field(
-        default=None,
-        description='Assistant tool calls: [{"id", "type": "function", "function": {"name", "arguments"}}].',
-    )
-    tool_call_id: str | None = Field(default=None, description="On a tool result: the id of the call it answers.")
-    occurred_at: str | None = Field(default=None, description="When the turn happened (ISO 8601); default now.")
 
 
 class Backend(Protocol):
