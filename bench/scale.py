@@ -133,7 +133,7 @@ def _copy_skills(connection, rows_iter):
     register_vector(connection)
     columns = (
         "id, created_at, updated_at, organization_id, scope, name, description, instructions, triggers, examples,"
-        " entry_type, status, version, action_signature, retrieval_count, embedding, embedding_model"
+        " entry_type, status, version, action_signature, embedding, embedding_model"
     )
     with (
         connection.cursor() as cursor,
@@ -155,7 +155,6 @@ def _copy_skills(connection, rows_iter):
                 "varchar",
                 "int4",
                 "varchar[]",
-                "int4",
                 "vector",
                 "varchar",
             ]
@@ -306,7 +305,6 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
                 "active",
                 1,
                 [],
-                0,
                 vector,
                 "hash-384",
             )

@@ -7,7 +7,9 @@ import json
 from django.conf import settings
 
 from apps.providers.llm import LLMOutputError, chat_json
+from apps.skills.effectiveness import failure_notes
 from apps.skills.models import Skill
+from apps.skills.selectors import with_retrievals
 from apps.skills.services.evolve.rules import MAX_EXAMPLES, MAX_TRIGGERS, TRIGGER_MAX_CHARS
 from apps.skills.services.skills import skill_slug
 
@@ -24,7 +26,8 @@ BUDGET operations. Each operation is one of:
    triggers, examples, entry_type}, "experiences": [...]}  Prefer small edits; a large rewrite is refused.
 - {"op": "merge", "skills": [two or more existing names], "into": {"name", "description", "instructions", "triggers",
    "examples", "entry_type"}, "experiences": [...]}
-There is no delete. Leave out experiences that add nothing new. Never put personal data into a skill."""
+There is no delete. Leave out experiences that add nothing new. Never put personal data into a skill.
+A skill's "worth_avoiding" note counts the failed sessions that followed it: a change to it should avoid what failed."""
 
 
 class OperationError(ValueError):
@@ -127,12 +130,13 @@ def llm_operations(
     """(valid operations within the budget, problems, whether the answer was usable)."""
     labels = {f"E{index}": experience for index, experience in enumerate(pending, start=1)}
     skills = list(
-        Skill.objects.filter(organization=organization, scope=scope, end_user__isnull=True)
+        with_retrievals(Skill.objects.filter(organization=organization, scope=scope, end_user__isnull=True))
         .exclude(status=Skill.Status.ARCHIVED)
         .order_by("-retrieval_count", "-updated_at")
         .defer("embedding")[:SKILLS_IN_PROMPT]
     )
     skills_by_name = {skill.name: skill for skill in skills}
+    failures = failure_notes(skills)
     experiences_text = "\n".join(
         f"{label} [{experience.experience_type}, credibility {experience.credibility:.2f}] {experience.title}\n"
         f"   {experience.content[:1500]}"
@@ -146,6 +150,7 @@ def llm_operations(
                     "description": s.description,
                     "instructions": s.instructions[:1500],
                     "triggers": s.triggers,
+                    **({"worth_avoiding": failures[s.pk]} if s.pk in failures else {}),
                 },
                 ensure_ascii=False,
             )
