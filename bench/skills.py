@@ -59,7 +59,7 @@ def run(output_dir) -> dict:
     from apps.skills.models import Skill, SkillExperience
     from apps.skills.services.distill import distill_lock_key, session_distill
     from apps.skills.services.evolve.run import evolve_key, skills_evolve
-    from apps.skills.services.retrieve import skills_retrieve
+    from apps.skills.services.retrieve import skills_rank
     from apps.tenancy.services import client_create, organization_create
 
     trajectories = json.loads(data_file("tau-airline-dev.json").read_text())
@@ -97,16 +97,16 @@ def run(output_dir) -> dict:
                 # those that user taught (apps.skills.trust).
                 user_id = trajectory["info"]["task"].get("user_id") or "imported"
                 started = time.perf_counter()
-                hits = skills_retrieve(
-                    reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K, user_id=user_id
-                )
+                hits = skills_rank(reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K, user_id=user_id)
                 latencies.append(time.perf_counter() - started)
-                shared_hits = skills_retrieve(reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K)
+                shared_hits = skills_rank(reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K)
                 if not gold:
                     continue
                 with_gold += 1
-                covered += any(gold <= set(skill.action_signature) for skill, _ in hits)
-                covered_shared += any(gold <= set(skill.action_signature) for skill, _ in shared_hits)
+                covered += any(gold <= set(skill.action_signature) for skill in (hit.skill for hit in hits))
+                covered_shared += any(
+                    gold <= set(skill.action_signature) for skill in (hit.skill for hit in shared_hits)
+                )
                 reachable += any(gold <= set(skill.action_signature) for skill in skills.values())
 
         experiences = Counter(

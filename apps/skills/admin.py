@@ -74,15 +74,7 @@ class SkillChangeList(ChangeList):
         super().__init__(request, *args, **kwargs)
 
     def get_queryset(self, request, exclude_parameters=None):
-        return (
-            super()
-            .get_queryset(request, exclude_parameters)
-            .annotate(
-                outcome_sessions=RawSQL(SESSIONS_SQL, [], output_field=IntegerField()),
-                success_rate=RawSQL(SUCCESS_RATE_SQL, [], output_field=FloatField()),
-            )
-            .defer(*HEAVY_SKILL_COLUMNS)
-        )
+        return super().get_queryset(request, exclude_parameters).defer(*HEAVY_SKILL_COLUMNS)
 
     def get_ordering_field_columns(self):
         # Django marks the model's default ordering in the headers; the queue's own order has no column.
@@ -295,7 +287,11 @@ class SkillAdmin(OrganizationScopedAdmin):
         return TemplateResponse(request, "admin/skills/skill/versions.html", context)
 
     def get_queryset(self, request):
-        return with_retrievals(super().get_queryset(request))
+        # Counted from the uses and the sessions they served (sortable columns of the changelist).
+        return with_retrievals(super().get_queryset(request)).annotate(
+            outcome_sessions=RawSQL(SESSIONS_SQL, [], output_field=IntegerField()),
+            success_rate=RawSQL(SUCCESS_RATE_SQL, [], output_field=FloatField()),
+        )
 
     @admin.display(description="retrievals", ordering="retrieval_count")
     def retrievals(self, skill):

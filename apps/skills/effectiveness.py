@@ -18,6 +18,9 @@ from apps.skills.models import Skill, SkillFeedback
 
 # The interval's confidence (two-sided 95%: z = 1.96).
 Z = 1.959964
+# Review's boundary (Evidence.harmful), chosen with bench/skill_effect.py.
+REVIEW_Z = 2.05
+REVIEW_HORIZON = 50
 RANKING_CACHE_SECONDS = 30
 # A shrunk lift of this size moves a skill's ranking score most of the way to its bound (tanh).
 LIFT_SCALE = 0.25
@@ -39,6 +42,11 @@ def wilson_interval(successes: int, trials: int, z: float = Z) -> tuple[float, f
     centre = (p + z * z / (2 * trials)) / denominator
     half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def review_z(sessions: int) -> float:
+    """The width of the interval review decides on, after `sessions` sessions (see Evidence.harmful)."""
+    return REVIEW_Z * math.sqrt(max(REVIEW_HORIZON / sessions, 1.0))
 
 
 def newcombe_interval(s1: int, n1: int, s2: int, n2: int, z: float = Z) -> tuple[float, float] | None:
@@ -84,9 +92,18 @@ class Evidence:
         return newcombe_interval(self.successes, self.sessions, self.baseline_successes, self.baseline_sessions)
 
     def harmful(self) -> bool:
-        """The lift's interval lies below zero, over at least SKILL_REVIEW_MIN_SESSIONS sessions."""
-        interval = self.lift_interval()
-        return self.sessions >= settings.SKILL_REVIEW_MIN_SESSIONS and interval is not None and interval[1] < 0
+        """The lift's review interval lies below zero, over at least SKILL_REVIEW_MIN_SESSIONS sessions.
+
+        Review looks again after every sealed session, and each look at a 95% interval would add its
+        own chance of sending a neutral skill to review. The review interval is wider while the
+        evidence is young (an O'Brien-Fleming-shaped boundary, REVIEW_Z · sqrt(REVIEW_HORIZON / n)
+        until n reaches REVIEW_HORIZON sessions, REVIEW_Z after), which keeps the share of neutral
+        skills sent by REVIEW_HORIZON sessions near 5% (bench/skill_effect.py measures it)."""
+        if self.sessions < settings.SKILL_REVIEW_MIN_SESSIONS:
+            return False
+        z = review_z(self.sessions)
+        interval = newcombe_interval(self.successes, self.sessions, self.baseline_successes, self.baseline_sessions, z)
+        return interval is not None and interval[1] < 0
 
     def as_dict(self) -> dict:
         rate_interval, lift_interval = wilson_interval(self.successes, self.sessions), self.lift_interval()
@@ -102,10 +119,13 @@ class Evidence:
     def summary(self) -> str:
         """The figures in a sentence, for a review note."""
         interval = self.lift_interval()
+        z = review_z(self.sessions)
+        review = newcombe_interval(self.successes, self.sessions, self.baseline_successes, self.baseline_sessions, z)
         return (
             f"{self.successes} of {self.sessions} task sessions that retrieved it succeeded ({self.rate:.0%}), "
             f"against {self.baseline_successes} of {self.baseline_sessions} ({self.baseline_rate:.0%}) of the "
-            f"scope's sessions that did not: lift {self.lift:+.2f}, 95% interval [{interval[0]:+.2f}, {interval[1]:+.2f}]."
+            f"scope's sessions that did not: lift {self.lift:+.2f}, 95% interval [{interval[0]:+.2f}, {interval[1]:+.2f}]; "
+            f"review interval (z = {z:.2f}) [{review[0]:+.2f}, {review[1]:+.2f}]."
         )
 
 
@@ -247,6 +267,15 @@ def _cached_many(prefix: str, keys: list, compute) -> dict:
     return found
 
 
+def effectiveness_factor(
+    *, successes: int, sessions: int, scope_rate: float, weight: float, prior: float
+) -> tuple[float, float]:
+    """(the ranking factor, the shrunk success rate): the rate shrunk towards the scope's by a prior
+    worth `prior` sessions, its difference from the scope's through tanh, within 1 ± weight."""
+    shrunk = (successes + prior * scope_rate) / (sessions + prior)
+    return 1 + weight * math.tanh((shrunk - scope_rate) / LIFT_SCALE), shrunk
+
+
 def ranking_adjustments(skills: list[Skill]) -> dict:
     """{skill id: Adjustment}: a factor within 1 ± SKILL_EFFECTIVENESS_WEIGHT on the relevance score.
 
@@ -272,8 +301,9 @@ def ranking_adjustments(skills: list[Skill]) -> dict:
             adjustments[skill.pk] = Adjustment(1.0, "no task outcomes yet")
             continue
         centre = scope_successes / scope_sessions
-        shrunk = (successes + prior * centre) / (sessions + prior)
-        factor = 1 + weight * math.tanh((shrunk - centre) / LIFT_SCALE)
+        factor, shrunk = effectiveness_factor(
+            successes=successes, sessions=sessions, scope_rate=centre, weight=weight, prior=prior
+        )
         adjustments[skill.pk] = Adjustment(
             round(factor, 4),
             f"{successes} of {sessions} sessions succeeded ({successes / sessions:.0%}) against the scope's "

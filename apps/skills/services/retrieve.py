@@ -10,6 +10,7 @@ from apps.skills.effectiveness import Adjustment, ranking_adjustments
 from apps.skills.models import Skill, SkillUse
 from apps.skills.search import PROCEDURAL
 from apps.tenancy.models import EndUser
+from apps.tenancy.readers import Reader
 from apps.tenancy.services import end_user_get_or_create
 
 # Relevance picks the candidates; effectiveness reorders them: twice k, so an adjustment can lift a
@@ -41,31 +42,36 @@ def _end_user(*, client, user_id: str | None, session_id: str | None):
     return end_user_get_or_create(organization=client.organization, user_id=user_id)
 
 
-def skills_retrieve(
-    *, client, task: str, k: int, user_id: str | None = None, session_id: str | None = None
-) -> list[Retrieved]:
+def skills_rank(*, reader: Reader, task: str, k: int, user_id: str | None = None) -> list[Retrieved]:
     """The best k skills by hybrid search over name, description, triggers and instructions, each
     relevance score times its effectiveness factor (apps.skills.effectiveness.ranking_adjustments).
 
     With a user_id: the scope's shared skills and those that user taught; without: the shared
-    skills only (apps.skills.trust). Each returned skill is recorded as a SkillUse, tied to the
-    task session `session_id` of `user_id` in the client's write scope when one is named.
+    skills only (apps.skills.trust).
     """
-    end_user = _end_user(client=client, user_id=user_id, session_id=session_id)
     filters = {"user_id": user_id} if user_id else {}
     hits = search_source(
         PROCEDURAL,
-        reader=client.reader,
+        reader=reader,
         query=task,
         method="hybrid",
         limit=max(CANDIDATE_FACTOR * k, MIN_CANDIDATES),
         filters=filters,
     )
     adjustments = ranking_adjustments([skill for skill, _ in hits])
-    ranked = sorted(
+    return sorted(
         (Retrieved(skill=skill, relevance=score, adjustment=adjustments[skill.pk]) for skill, score in hits),
         key=lambda retrieved: -retrieved.score,
     )[:k]
+
+
+def skills_retrieve(
+    *, client, task: str, k: int, user_id: str | None = None, session_id: str | None = None
+) -> list[Retrieved]:
+    """skills_rank for a client, each skill returned recorded as a SkillUse, tied to the task session
+    `session_id` of `user_id` in the client's write scope when one is named."""
+    end_user = _end_user(client=client, user_id=user_id, session_id=session_id)
+    ranked = skills_rank(reader=client.reader, task=task, k=k, user_id=user_id)
     SkillUse.objects.bulk_create(
         SkillUse(
             organization_id=retrieved.skill.organization_id,
