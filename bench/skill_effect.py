@@ -96,7 +96,7 @@ def _api_seed(seed: int) -> dict:
             if item is not None:
                 retrieve_skills(
                     client=client,
-                    data={"task": f"{item['word']} request", "k": 1, "user_id": user_id, "session_id": session_id},
+                    data={"task": item["word"], "k": 1, "user_id": user_id, "session_id": session_id},
                 )
             outcome = "success" if rng.random() < probability else "failure"
             add_memory(
