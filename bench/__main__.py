@@ -28,6 +28,12 @@ def _skills():
     skills.run(RESULTS_DIR)
 
 
+def _skill_effect():
+    from bench import skill_effect
+
+    skill_effect.run(RESULTS_DIR)
+
+
 def _locomo():
     """Every method with and without the context reranker, for each local embedding provider
     (BENCH_EMBEDDING_PROVIDERS, default `e5,local`; `local` needs the bench extra), then the row of
@@ -147,6 +153,7 @@ BENCHMARKS = {
     "ingest": _ingest,
     "pipeline": _pipeline,
     "skills": _skills,
+    "skill_effect": _skill_effect,
     "locomo": _locomo,
     "erasure": _erasure,
     "admin": _admin,

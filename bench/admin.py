@@ -23,7 +23,7 @@ def _seed(organization, count: int) -> None:
 
     columns = (
         "id, created_at, updated_at, organization_id, scope, name, description, instructions, triggers, examples,"
-        " entry_type, status, version, action_signature, retrieval_count, embedding_model"
+        " entry_type, status, version, action_signature, embedding_model"
     )
     statuses = ["active"] * 17 + ["pending_review"] * 2 + ["archived"]
     started = datetime.now(timezone.utc)
@@ -47,7 +47,6 @@ def _seed(organization, count: int) -> None:
                         statuses[n % len(statuses)],
                         1,
                         "{}",
-                        n % 50,
                         "",
                     )
                 )

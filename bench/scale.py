@@ -133,8 +133,12 @@ def _copy_skills(connection, rows_iter):
     register_vector(connection)
     columns = (
         "id, created_at, updated_at, organization_id, scope, name, description, instructions, triggers, examples,"
+<<<<<<< HEAD
         " entry_type, status, version, action_signature, retrieval_count, embedding, embedding_model, shared,"
         " supporters"
+=======
+        " entry_type, status, version, action_signature, embedding, embedding_model"
+>>>>>>> effectiveness
     )
     with (
         connection.cursor() as cursor,
@@ -156,7 +160,6 @@ def _copy_skills(connection, rows_iter):
                 "varchar",
                 "int4",
                 "varchar[]",
-                "int4",
                 "vector",
                 "varchar",
                 "bool",
@@ -310,7 +313,6 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
                 "active",
                 1,
                 [],
-                0,
                 vector,
                 "hash-384",
                 True,  # served to every user of its scope

@@ -49,6 +49,125 @@ def _import(client, trajectories) -> tuple[list, int]:
     return sessions, messages
 
 
+def _coverage(ranked_lists, golds) -> dict:
+    """Share of requests with gold actions whose top-1 / top-k skill covers them."""
+    top1 = topk = counted = 0
+    for ranked, gold in zip(ranked_lists, golds):
+        if not gold:
+            continue
+        counted += 1
+        covers = [gold <= set(retrieved.skill.action_signature) for retrieved in ranked]
+        top1 += bool(covers[:1] and covers[0])
+        topk += any(covers)
+    return {"requests": counted, "top1": round(top1 / counted, 4), f"top{TOP_K}": round(topk / counted, 4)}
+
+
+def _effectiveness_replay(trajectories) -> dict:
+    """Trials 0-2 build the skills; each trial-3 session retrieves with its session id (as its user)
+    and is sealed with its real reward. Reports the per-skill figures this evidence gives and the
+    gold-action coverage of trial 3's requests before it (relevance alone) and after it, with the
+    effectiveness factor and, beside it at the same moment, with the factor off."""
+    from django.conf import settings
+    from django.core.cache import cache
+    from django.test.utils import override_settings
+
+    from apps.conversations.management.commands.import_sessions import trajectory_sessions
+    from apps.conversations.services import messages_ingest
+    from apps.pipeline.locks import advisory_lock
+    from apps.pipeline.models import MemoryTask
+    from apps.pipeline.services import tasks_cancel
+    from apps.skills.effectiveness import ranking_adjustments, skill_evidence
+    from apps.skills.models import Skill
+    from apps.skills.services.distill import distill_lock_key, session_distill
+    from apps.skills.services.evolve.run import evolve_key, skills_evolve
+    from apps.skills.services.retrieve import skills_rank, skills_retrieve
+    from apps.tenancy.services import client_create, organization_create
+
+    organization = organization_create(name=f"bench-skills-replay-{uuid.uuid4().hex[:8]}")
+    try:
+        with override_settings(LLM_PROVIDER="rules", SKILL_REVIEW_MODE="auto"):
+            client, _ = client_create(organization=organization, name="bench", write_scope=SCOPE, read_scopes=[SCOPE])
+            learning = [t for t in trajectories if t.get("trial", 0) < 3]
+            replay = [t for t in trajectories if t.get("trial", 0) == 3]
+            sessions, _ = _import(client, learning)
+            tasks_cancel(queryset=MemoryTask.objects.filter(organization=organization))
+            for session in sessions:
+                with advisory_lock(distill_lock_key(session)):
+                    session_distill(session=session)
+            while True:
+                with advisory_lock(evolve_key(organization=organization, scope=SCOPE)):
+                    result = skills_evolve(organization=organization, scope=SCOPE)
+                if not result["remaining"] or not (result["consumed"] or result["superseded"]):
+                    break
+            tasks_cancel(queryset=MemoryTask.objects.filter(organization=organization))
+
+            items = trajectory_sessions(replay)
+            golds = [{action["name"] for action in t["info"]["task"]["actions"]} for t in replay]
+            before = []
+            for item, trajectory in zip(items, replay):
+                before.append(
+                    skills_retrieve(
+                        client=client,
+                        task=_first_user_turn(trajectory),
+                        k=TOP_K,
+                        user_id=item["user_id"],
+                        session_id=item["session_id"],
+                    )
+                )
+                messages_ingest(
+                    client=client,
+                    user_id=item["user_id"],
+                    session_id=item["session_id"],
+                    messages=item["messages"],
+                    session_tag="task",
+                    seal=True,
+                    outcome=item["outcome"],
+                )
+            tasks_cancel(queryset=MemoryTask.objects.filter(organization=organization))
+            cache.clear()
+
+            def ranked(weight):
+                with override_settings(SKILL_EFFECTIVENESS_WEIGHT=weight):
+                    cache.clear()
+                    return [
+                        skills_rank(reader=client.reader, task=_first_user_turn(t), k=TOP_K, user_id=item["user_id"])
+                        for item, t in zip(items, replay)
+                    ]
+
+            after = ranked(settings.SKILL_EFFECTIVENESS_WEIGHT)
+            relevance_only = ranked(0)
+            used = list(Skill.objects.filter(organization=organization, uses__isnull=False).distinct())
+            cache.clear()
+            factors = ranking_adjustments(used)
+            per_skill = []
+            for skill in used:
+                evidence, _ = skill_evidence(skill)
+                figures = evidence.as_dict()
+                per_skill.append(
+                    {
+                        "skill": skill.name,
+                        **{name: figures[name] for name in ("uses", "sessions", "successes", "failures")},
+                        **{name: figures[name] for name in ("success_rate", "lift", "lift_interval")},
+                        "factor": factors[skill.pk].factor,
+                        "status": skill.status,
+                    }
+                )
+            per_skill.sort(key=lambda row: -row["uses"])
+            return {
+                "learned_from_trials": [0, 1, 2],
+                "replayed_trial": 3,
+                "replayed_sessions": len(items),
+                "replayed_successes": sum(1 for item in items if item["outcome"] == "success"),
+                "weight": settings.SKILL_EFFECTIVENESS_WEIGHT,
+                "coverage_before_outcomes": _coverage(before, golds),
+                "coverage_after_outcomes_with_factor": _coverage(after, golds),
+                "coverage_after_outcomes_relevance_only": _coverage(relevance_only, golds),
+                "per_skill": per_skill,
+            }
+    finally:
+        organization.delete()
+
+
 def run(output_dir) -> dict:
     from django.conf import settings
     from django.test.utils import override_settings
@@ -59,7 +178,7 @@ def run(output_dir) -> dict:
     from apps.skills.models import Skill, SkillExperience
     from apps.skills.services.distill import distill_lock_key, session_distill
     from apps.skills.services.evolve.run import evolve_key, skills_evolve
-    from apps.skills.services.retrieve import skills_retrieve
+    from apps.skills.services.retrieve import skills_rank
     from apps.tenancy.services import client_create, organization_create
 
     trajectories = json.loads(data_file("tau-airline-dev.json").read_text())
@@ -97,16 +216,16 @@ def run(output_dir) -> dict:
                 # those that user taught (apps.skills.trust).
                 user_id = trajectory["info"]["task"].get("user_id") or "imported"
                 started = time.perf_counter()
-                hits = skills_retrieve(
-                    reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K, user_id=user_id
-                )
+                hits = skills_rank(reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K, user_id=user_id)
                 latencies.append(time.perf_counter() - started)
-                shared_hits = skills_retrieve(reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K)
+                shared_hits = skills_rank(reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K)
                 if not gold:
                     continue
                 with_gold += 1
-                covered += any(gold <= set(skill.action_signature) for skill, _ in hits)
-                covered_shared += any(gold <= set(skill.action_signature) for skill, _ in shared_hits)
+                covered += any(gold <= set(skill.action_signature) for skill in (hit.skill for hit in hits))
+                covered_shared += any(
+                    gold <= set(skill.action_signature) for skill in (hit.skill for hit in shared_hits)
+                )
                 reachable += any(gold <= set(skill.action_signature) for skill in skills.values())
 
         experiences = Counter(
@@ -143,6 +262,7 @@ def run(output_dir) -> dict:
     finally:
         organization.delete()
 
+    results["effectiveness_replay"] = _effectiveness_replay(trajectories)
     output = Path(output_dir)
     output.mkdir(parents=True, exist_ok=True)
     (output / "skills.json").write_text(json.dumps(results, indent=2) + "\n")

@@ -18,8 +18,10 @@ from apps.skills.views import (
     ProceduralMemoryDeleteView,
     SessionDistillView,
     SkillDetailView,
+    SkillFeedbackView,
     SkillListView,
     SkillRetrieveView,
+    SkillUseView,
 )
 from apps.tenancy.views import CurrentClientView
 
@@ -53,6 +55,8 @@ urlpatterns = [
     path("skills/retrieve", SkillRetrieveView.as_view(), name="skill-retrieve"),
     path("skills/", SkillListView.as_view(), name="skill-list"),
     path("skills/<str:skill_id>/", SkillDetailView.as_view(), name="skill-detail"),
+    path("skills/<str:skill_id>/uses", SkillUseView.as_view(), name="skill-uses"),
+    path("skills/<str:skill_id>/feedback", SkillFeedbackView.as_view(), name="skill-feedback"),
     path("experiences/", ExperienceListView.as_view(), name="experience-list"),
     path("experiences/<str:experience_id>/", agent.ExperienceDetailView.as_view(), name="experience-detail"),
     path("users/<path:user_id>/memories", UserErasureView.as_view(), name="user-erasure"),

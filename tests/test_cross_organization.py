@@ -23,7 +23,7 @@ from apps.pipeline.services import task_execute
 from apps.portability.models import ExportRequest
 from apps.privacy.models import ErasureRequest
 from apps.profiles.models import Entity, Profile
-from apps.skills.models import Skill, SkillExperience
+from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse
 from apps.tenancy.models import Client, ClientAPIKey
 from tests.conftest import api_for
 from tests.factories import ClientFactory
@@ -90,6 +90,35 @@ def _skill_url(template="/api/v1/skills/{}/"):
         return template.format(skill.pk), template.format(uuid.uuid4())
 
     return make
+
+
+def _skill_feedback(client, add):
+    from tests.skills.factories import SkillFactory
+
+    skill = SkillFactory(organization=client.organization, scope=client.write_scope)
+    body = {"user_id": "owner", "session_id": "sess-f", "verdict": "hurt", "reason": "It skipped a step."}
+    return f"/api/v1/skills/{skill.pk}/feedback", f"/api/v1/skills/{uuid.uuid4()}/feedback", body, body
+
+
+def _skill_uses(client, add):
+    from apps.tenancy.services import end_user_get_or_create
+    from tests.skills.factories import SkillFactory
+
+    skill = SkillFactory(organization=client.organization, scope=client.write_scope)
+    SkillUse.objects.create(
+        organization=client.organization,
+        scope=skill.scope,
+        skill=skill,
+        version=skill.version,
+        rank=1,
+        score=0.1,
+        client=client,
+        end_user=end_user_get_or_create(organization=client.organization, user_id="owner"),
+        session_scope=client.write_scope,
+        session_id="sess-u",
+    )
+    body = {"user_id": "owner", "session_id": "sess-u"}
+    return f"/api/v1/skills/{skill.pk}/uses", f"/api/v1/skills/{uuid.uuid4()}/uses", body, body
 
 
 def _memory_url(memory_type, suffix=""):
@@ -231,6 +260,8 @@ ENDPOINTS = {
     "task-get": ("get", _task_url, READ),
     "skill-get": ("get", _skill_url(), READ),
     "skill-delete": ("delete", _skill_url(), DELETE),
+    "skill-feedback": ("post", _skill_feedback, expect(201, 403, 404, 403, 404, 404)),
+    "skill-uses": ("post", _skill_uses, WRITE),
     "procedural-delete": ("delete", _skill_url("/api/v1/memory/procedural/{}"), DELETE),
     "episodic-delete": ("delete", _memory_url("episodic"), DELETE),
     "semantic-delete": ("delete", _memory_url("semantic"), DELETE),
@@ -261,7 +292,19 @@ ENDPOINTS = {
 
 def alpha_rows(organization) -> dict:
     """Every row of scope alpha (and the alpha clients and keys), all columns: what "unchanged" compares."""
-    scoped = (Session, Message, MemoryTask, Skill, SkillExperience, EpisodicMemory, SemanticMemory, Entity, Profile)
+    scoped = (
+        Session,
+        Message,
+        MemoryTask,
+        Skill,
+        SkillExperience,
+        SkillUse,
+        SkillFeedback,
+        EpisodicMemory,
+        SemanticMemory,
+        Entity,
+        Profile,
+    )
     rows = {model._meta.label: sorted(map(repr, model.objects.filter(scope="alpha").values())) for model in scoped}
     alpha_clients = Client.objects.filter(organization=organization, write_scope="alpha")
     rows["tenancy.Client"] = sorted(map(repr, alpha_clients.values()))

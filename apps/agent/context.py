@@ -15,7 +15,7 @@ from django.conf import settings
 from apps.agent.tokens import estimate_tokens, trim_to_tokens
 from apps.search.engine import search
 from apps.search.registry import SOURCES
-from apps.skills.services.retrieve import skills_retrieve
+from apps.skills.services.retrieve import skills_rank
 from apps.tenancy.readers import Reader
 
 CONTEXT_TYPES = ("profile", "semantic", "episodic", "message", "procedural")
@@ -239,8 +239,8 @@ def context_build(
             block.add(_item("user", "profile", page, None, max(int(max_tokens * USER_PAGE_SHARE), MIN_ITEM_TOKENS)))
     if "procedural" in types and (task_session or memory_types):
         cap = max(int(max_tokens * SKILL_SHARE), MIN_ITEM_TOKENS)
-        for skill, score in skills_retrieve(reader=reader, task=query or "", k=SKILLS_SHOWN, user_id=user_id):
-            block.add(_item("skills", "procedural", skill, score, cap))
+        for retrieved in skills_rank(reader=reader, task=query or "", k=SKILLS_SHOWN, user_id=user_id):
+            block.add(_item("skills", "procedural", retrieved.skill, retrieved.score, cap))
     ranked_types = [memory_type for memory_type in types if memory_type != "procedural"]
     if ranked_types:
         filters = {"user_id": user_id}

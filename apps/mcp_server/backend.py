@@ -104,8 +104,9 @@ class PlatformBackend:
         )
         return await self._run(search.search_memory, data=data)
 
-    async def retrieve_skills(self, *, task, k, user_id) -> dict:
-        return await self._run(skills.retrieve_skills, data=given(task=task, k=k, user_id=user_id))
+    async def retrieve_skills(self, *, task, k, user_id, session_id) -> dict:
+        data = given(task=task, k=k, user_id=user_id, session_id=session_id)
+        return await self._run(skills.retrieve_skills, data=data)
 
     async def list_sessions(self, *, user_id, session_tag, status, limit, offset) -> dict:
         query = given(user_id=user_id, session_tag=session_tag, status=status, limit=limit, offset=offset)

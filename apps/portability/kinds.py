@@ -14,7 +14,7 @@ from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticM
 from apps.pipeline.models import MemoryTask
 from apps.profiles.models import Edge, Entity, LintFinding, Mention, Profile, ProfileRevision, ProfileSource
 from apps.providers.models import LLMUsage
-from apps.skills.models import Skill, SkillExperience, SkillVersion
+from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse, SkillVersion
 from apps.tenancy.models import Client, ClientAPIKey, EndUser
 
 # What the importer does with a row whose parent is neither in the archive nor already imported.
@@ -113,6 +113,15 @@ SKILL_LINEAGE = Kind(
     exclude=(),
     parents={"skillversion_id": (SkillVersion, SKIP), "skillexperience_id": (SkillExperience, SKIP)},
 )
+# A skill's evidence: it goes where its skill goes (a use of a skill outside the archive is left out).
+SKILL_USES = Kind(
+    "skill_uses", SkillUse, parents={"skill_id": (Skill, SKIP), "end_user_id": USER, "client_id": (Client, SKIP)}
+)
+SKILL_FEEDBACK = Kind(
+    "skill_feedback",
+    SkillFeedback,
+    parents={"skill_id": (Skill, SKIP), "end_user_id": USER, "client_id": (Client, NULL)},
+)
 EPISODIC = Kind(
     "episodic_memories",
     EpisodicMemory,
@@ -183,6 +192,8 @@ KINDS = [
     SKILLS,
     SKILL_VERSIONS,
     SKILL_LINEAGE,
+    SKILL_USES,
+    SKILL_FEEDBACK,
     EPISODIC,
     EPISODIC_CHANGES,
     SEMANTIC,

@@ -6,7 +6,8 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ORDER_VAR, ChangeList
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count
+from django.db.models import Count, FloatField, IntegerField
+from django.db.models.expressions import RawSQL
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -15,8 +16,10 @@ from django.utils.html import format_html, format_html_join
 from apps.core.errors import ConflictError
 from apps.core.extensions import Tile, admin_url, of_organization, register_admin_action, register_dashboard_card
 from apps.core.validation import JSONFormField, check_fields
+from apps.skills.effectiveness import SESSIONS_SQL, SUCCESS_RATE_SQL, outcomes_over_time, skill_effectiveness
 from apps.skills.history import experience_evidence, skill_history
 from apps.skills.models import SignalType, Skill, SkillExperience, SkillVersion
+from apps.skills.selectors import with_retrievals
 from apps.skills.services.distill import distill_request
 from apps.skills.services.review import (
     experience_approve,
@@ -124,6 +127,71 @@ def _each(model_admin, request, objects, action, done_message: str) -> None:
         model_admin.message_user(request, done_message.format(done), messages.SUCCESS)
 
 
+CHART_WIDTH, CHART_HEIGHT, BAR_GAP = 360, 80, 4
+
+
+def _interval(pair) -> str:
+    return "–" if pair is None else f"[{pair[0]:+.2f}, {pair[1]:+.2f}]"
+
+
+def effectiveness_panel(skill: Skill):
+    """The figures and an inline SVG of successes (green) over failures (red) per week: no script,
+    nothing loaded from elsewhere."""
+    figures = skill_effectiveness(skill)
+    weeks = outcomes_over_time(skill)
+    tallest = max((successes + failures for _, successes, failures in weeks), default=0)
+    bars = []
+    if tallest:
+        width = CHART_WIDTH / max(len(weeks), 1)
+        for index, (week, successes, failures) in enumerate(weeks):
+            x = index * width + BAR_GAP / 2
+            success_height = CHART_HEIGHT * successes / tallest
+            failure_height = CHART_HEIGHT * failures / tallest
+            bars.append(
+                (
+                    f"{x:.1f}",
+                    f"{CHART_HEIGHT - success_height:.1f}",
+                    f"{width - BAR_GAP:.1f}",
+                    f"{success_height:.1f}",
+                    f"{CHART_HEIGHT - success_height - failure_height:.1f}",
+                    f"{failure_height:.1f}",
+                    f"week of {week:%Y-%m-%d}: {successes} succeeded, {failures} failed",
+                )
+            )
+    rate = figures["success_rate"]
+    summary = format_html(
+        "<p>{} uses ({} applied) in {} task sessions with an outcome: {} succeeded, {} failed; success rate {} {}; "
+        "the scope's other sessions {}; lift {} {}. Feedback: {} helped, {} hurt, {} irrelevant.</p>",
+        figures["uses"],
+        figures["applied"],
+        figures["sessions"],
+        figures["successes"],
+        figures["failures"],
+        "–" if rate is None else f"{rate:.0%}",
+        _interval(figures["success_rate_interval"]),
+        "–" if figures["baseline_rate"] is None else f"{figures['baseline_rate']:.0%}",
+        "–" if figures["lift"] is None else f"{figures['lift']:+.2f}",
+        _interval(figures["lift_interval"]),
+        figures["feedback"]["helped"],
+        figures["feedback"]["hurt"],
+        figures["feedback"]["irrelevant"],
+    )
+    if not bars:
+        return summary
+    chart = format_html(
+        '<svg class="skill-outcomes" role="img" aria-label="outcomes per week" width="{}" height="{}">{}</svg>',
+        CHART_WIDTH,
+        CHART_HEIGHT,
+        format_html_join(
+            "",
+            '<g><title>{6}</title><rect x="{0}" y="{1}" width="{2}" height="{3}" fill="#2e7d32"></rect>'
+            '<rect x="{0}" y="{4}" width="{2}" height="{5}" fill="#c62828"></rect></g>',
+            bars,
+        ),
+    )
+    return format_html("{}{}", summary, chart)
+
+
 @admin.register(Skill)
 class SkillAdmin(OrganizationScopedAdmin):
     form = SkillChangeForm
@@ -134,8 +202,8 @@ class SkillAdmin(OrganizationScopedAdmin):
         "entry_type",
         "scope",
         "version",
-        "retrieval_count",
-        "last_retrieved_at",
+        "retrievals",
+        "outcomes",
         "updated_at",
         "versions_link",
     ]
@@ -154,18 +222,18 @@ class SkillAdmin(OrganizationScopedAdmin):
         "end_user",
         "version",
         "action_signature",
-        "retrieval_count",
-        "last_retrieved_at",
         "embedding_model",
         "created_at",
         "updated_at",
+        "effectiveness",
     ]
     fieldsets = [
         (
             None,
             {"fields": ["name", "entry_type", "description", "instructions", "triggers", "examples", "change_reason"]},
         ),
-        ("State", {"fields": readonly_fields}),
+        ("State", {"fields": readonly_fields[:-1]}),
+        ("Effectiveness", {"fields": ["effectiveness"]}),
     ]
     inlines = [SkillVersionInline]
 
@@ -217,6 +285,27 @@ class SkillAdmin(OrganizationScopedAdmin):
             "title": f"Versions and lineage of {skill.name}",
         }
         return TemplateResponse(request, "admin/skills/skill/versions.html", context)
+
+    def get_queryset(self, request):
+        # Counted from the uses and the sessions they served (sortable columns of the changelist).
+        return with_retrievals(super().get_queryset(request)).annotate(
+            outcome_sessions=RawSQL(SESSIONS_SQL, [], output_field=IntegerField()),
+            success_rate=RawSQL(SUCCESS_RATE_SQL, [], output_field=FloatField()),
+        )
+
+    @admin.display(description="retrievals", ordering="retrieval_count")
+    def retrievals(self, skill):
+        return skill.retrieval_count
+
+    @admin.display(description="success rate (sessions)", ordering="success_rate")
+    def outcomes(self, skill):
+        if not skill.outcome_sessions:
+            return "–"
+        return f"{skill.success_rate:.0%} ({skill.outcome_sessions})"
+
+    @admin.display(description="outcomes of the task sessions that retrieved it")
+    def effectiveness(self, skill):
+        return effectiveness_panel(skill)
 
     @admin.display(description="history")
     def versions_link(self, skill):

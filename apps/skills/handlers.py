@@ -6,6 +6,7 @@ from apps.core.errors import ConflictError
 from apps.pipeline.registry import register_handler
 from apps.skills.services.distill import session_distill_locked
 from apps.skills.services.evolve.run import EVOLVE_SKILLS, evolve_enqueue, skills_evolve_locked
+from apps.skills.services.review import skills_review_effectiveness
 
 
 @register_handler(DISTILL_SESSION)
@@ -14,9 +15,12 @@ def distill_session(task) -> dict:
     if session is None:
         return {"skipped": "session no longer exists", "experiences": 0}
     try:
-        return session_distill_locked(session=session, task=task)
+        result = session_distill_locked(session=session, task=task)
     except ConflictError as exc:  # not a sealed task session: retrying would not change that
         return {"skipped": str(exc), "experiences": 0}
+    # The session's outcome is new evidence about the skills it retrieved.
+    result["sent_to_review"] = [str(skill.pk) for skill in skills_review_effectiveness(session=session)]
+    return result
 
 
 @register_handler(EVOLVE_SKILLS)

@@ -144,8 +144,6 @@ class Skill(BaseModel):
     # it (`supporters`, EndUser ids) until SKILL_SHARE_MIN_USERS of them did or a person approved it.
     shared = models.BooleanField(default=False)
     supporters = ArrayField(models.UUIDField(), default=list, blank=True)
-    retrieval_count = models.PositiveIntegerField(default=0)
-    last_retrieved_at = models.DateTimeField(null=True, blank=True)
     search_vector = models.GeneratedField(
         expression=SearchVector("name", "description", "triggers", "instructions", config="english"),
         output_field=SearchVectorField(),
@@ -232,3 +230,78 @@ class SkillVersion(BaseModel):
 
     def __str__(self):
         return f"{self.skill.name} v{self.version} ({self.operation})"
+
+
+class SkillUse(BaseModel):
+    """One skill served by one retrieval, append-only: the evidence effectiveness is computed from.
+
+    A use names the task session it served by its id, as the agent sent it: the session usually
+    does not exist yet when the agent retrieves at the start of its task. Its outcome is the
+    session's once sealed (apps.skills.effectiveness joins on the session's natural key), so an
+    outcome set or corrected later counts without rewriting any use."""
+
+    organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=64, help_text="The skill's scope.")
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="uses")
+    version = models.PositiveIntegerField()
+    rank = models.PositiveSmallIntegerField()
+    score = models.FloatField()
+    client = models.ForeignKey("tenancy.Client", on_delete=models.CASCADE, related_name="+")
+    end_user = models.ForeignKey(
+        "tenancy.EndUser", on_delete=models.CASCADE, null=True, blank=True, related_name="skill_uses"
+    )
+    # The session (its id within the end user and the client's write scope), when the agent named one.
+    session_scope = models.CharField(max_length=64, blank=True, default="")
+    session_id = models.CharField(max_length=64, blank=True, default="")
+    applied_at = models.DateTimeField(null=True, blank=True, help_text="When the agent reported it followed the skill.")
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["skill", "created_at"], name="skill_use_skill_time_idx"),
+            models.Index(
+                fields=["organization", "end_user", "session_scope", "session_id"], name="skill_use_session_idx"
+            ),
+            models.Index(fields=["client"], name="skill_use_client_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.skill_id} v{self.version} in {self.session_id or 'no session'}"
+
+
+class SkillFeedback(BaseModel):
+    """An agent's or a person's verdict on a skill for one task session, with the actor."""
+
+    class Verdict(models.TextChoices):
+        HELPED = "helped", "Helped"
+        HURT = "hurt", "Hurt"
+        IRRELEVANT = "irrelevant", "Irrelevant"
+
+    organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=64, help_text="The skill's scope.")
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="feedback")
+    version = models.PositiveIntegerField()
+    end_user = models.ForeignKey(
+        "tenancy.EndUser", on_delete=models.CASCADE, null=True, blank=True, related_name="skill_feedback"
+    )
+    session_id = models.CharField(max_length=64, blank=True, default="")
+    verdict = models.CharField(max_length=16, choices=Verdict.choices)
+    reason = models.TextField(blank=True, default="")
+    # The client that sent it (an agent), or none for a person in the admin, named by `actor`.
+    client = models.ForeignKey("tenancy.Client", on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    actor = models.CharField(max_length=255, help_text='e.g. "client:support-bot", "admin:alice".')
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(verdict__in=["helped", "hurt", "irrelevant"]), name="skill_feedback_verdict_valid"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["skill", "created_at"], name="skill_feedback_skill_time_idx"),
+            models.Index(fields=["client"], name="skill_feedback_client_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.verdict} on {self.skill_id}"

@@ -1,5 +1,7 @@
 """The skill endpoints' operations (REST: apps.skills.views; MCP: apps.mcp_server)."""
 
+from django.conf import settings
+
 from apps.conversations.operations import session_named
 from apps.core.operations import (
     Access,
@@ -13,17 +15,23 @@ from apps.core.operations import (
 )
 from apps.core.pagination import DEFAULT_LIMIT
 from apps.skills import selectors
+from apps.skills.effectiveness import skill_effectiveness
 from apps.skills.serializers import (
     DistillOutputSerializer,
     ExperienceListFilterSerializer,
     ExperienceOutputSerializer,
     RetrievedSkillSerializer,
     SkillDetailOutputSerializer,
+    SkillFeedbackInputSerializer,
+    SkillFeedbackOutputSerializer,
     SkillListFilterSerializer,
     SkillOutputSerializer,
     SkillRetrieveInputSerializer,
+    SkillUseInputSerializer,
+    SkillUseOutputSerializer,
 )
 from apps.skills.services.distill import distill_request
+from apps.skills.services.feedback import skill_feedback_record, skill_uses_apply
 from apps.skills.services.retrieve import skills_retrieve
 from apps.skills.services.skills import skill_delete
 
@@ -33,14 +41,33 @@ def retrieve_skills(*, client, data) -> dict:
     """Retrieve the top-k active skills for a task.
 
     Hybrid search over name, description, triggers and instructions of the skills in the caller's
-    read scopes: the scope's shared skills and, with `user_id`, that user's own. Call it before acting."""
+    read scopes: the scope's shared skills and, with `user_id`, that user's own. Call it before acting.
+    Each skill's relevance is multiplied by a bounded effectiveness factor (its reason is shown); with
+    `session_id` (and `user_id`) every skill returned is recorded as a use of that task session, whose
+    outcome, once sealed, counts for or against it."""
     retrieval = validated(SkillRetrieveInputSerializer, data)
-    hits = skills_retrieve(
-        reader=client.reader, task=retrieval["task"], k=retrieval["k"], user_id=retrieval.get("user_id")
+    ranked = skills_retrieve(
+        client=client,
+        task=retrieval["task"],
+        k=retrieval["k"],
+        user_id=retrieval.get("user_id"),
+        session_id=retrieval.get("session_id"),
     )
-    for skill, score in hits:
-        skill.score = score
-    return {"task": retrieval["task"], "skills": RetrievedSkillSerializer([skill for skill, _ in hits], many=True).data}
+    skills = []
+    for retrieved in ranked:
+        skill = retrieved.skill
+        skill.score, skill.relevance = retrieved.score, retrieved.relevance
+        skill.effectiveness_factor, skill.effectiveness_reason = (
+            retrieved.adjustment.factor,
+            retrieved.adjustment.reason,
+        )
+        skills.append(skill)
+    return {
+        "task": retrieval["task"],
+        "session_id": retrieval.get("session_id"),
+        "effectiveness_weight": settings.SKILL_EFFECTIVENESS_WEIGHT,
+        "skills": RetrievedSkillSerializer(skills, many=True).data,
+    }
 
 
 @operation()
@@ -53,10 +80,49 @@ def list_skills(*, client, query) -> Page:
 
 @operation()
 def get_skill(*, client, skill_id: str) -> dict:
-    """Read a skill with its version history (each version's snapshot and source experiences)."""
+    """Read a skill with its version history and its effectiveness.
+
+    `versions`: each version's snapshot and source experiences. `effectiveness`: its uses, the
+    outcomes of the task sessions that retrieved it, the success rate with a Wilson interval and the
+    lift against the scope's other task sessions with a Newcombe interval, overall and per version,
+    and the feedback it received."""
     check_ids(skill_id=skill_id)
-    return SkillDetailOutputSerializer(
-        get_or_404(selectors.skill_detail_queryset(reader=client.reader), pk=skill_id)
+    skill = get_or_404(selectors.skill_detail_queryset(reader=client.reader), pk=skill_id)
+    skill.effectiveness = skill_effectiveness(skill)
+    return SkillDetailOutputSerializer(skill).data
+
+
+@operation(access=Access.WRITE)
+def apply_skill(*, client, skill_id: str, data) -> dict:
+    """Report that the agent followed a skill it retrieved in a task session.
+
+    Marks the skill's uses in that session (of `user_id`, in the client's write scope) as applied;
+    409 when the session never retrieved the skill."""
+    check_ids(skill_id=skill_id)
+    use = validated(SkillUseInputSerializer, data)
+    skill = get_or_404(selectors.skill_writable_queryset(reader=client.reader), pk=skill_id)
+    return SkillUseOutputSerializer(
+        skill_uses_apply(skill=skill, client=client, user_id=use["user_id"], session_id=use["session_id"])
+    ).data
+
+
+@operation(access=Access.WRITE)
+def skill_feedback(*, client, skill_id: str, data) -> dict:
+    """Give a verdict on a skill for a task session: `helped`, `hurt` or `irrelevant`, with a reason.
+
+    Recorded with the client as its actor; the skill's effectiveness counts it."""
+    check_ids(skill_id=skill_id)
+    feedback = validated(SkillFeedbackInputSerializer, data)
+    skill = get_or_404(selectors.skill_writable_queryset(reader=client.reader), pk=skill_id)
+    return SkillFeedbackOutputSerializer(
+        skill_feedback_record(
+            skill=skill,
+            client=client,
+            user_id=feedback["user_id"],
+            session_id=feedback["session_id"],
+            verdict=feedback["verdict"],
+            reason=feedback["reason"],
+        )
     ).data
 
 

@@ -1,19 +1,30 @@
 """Reads of skills and experiences, always within the caller's organisation and read scopes."""
 
 from django.contrib.postgres.search import SearchQuery
-from django.db.models import Prefetch, Q
+from django.db.models import Count, IntegerField, Max, OuterRef, Prefetch, Q, Subquery
+from django.db.models.functions import Coalesce
 
-from apps.skills.models import Skill, SkillExperience, SkillVersion
+from apps.skills.models import Skill, SkillExperience, SkillUse, SkillVersion
 from apps.skills.trust import visible_q
 from apps.tenancy.models import EndUser
 from apps.tenancy.readers import Reader
+
+
+def with_retrievals(queryset):
+    """Annotates `retrieval_count` and `last_retrieved_at`, counted from the skill's uses (retrieval
+    appends uses and updates no skill row)."""
+    uses = SkillUse.objects.filter(skill=OuterRef("pk")).order_by().values("skill")
+    return queryset.annotate(
+        retrieval_count=Coalesce(Subquery(uses.annotate(n=Count("*")).values("n"), output_field=IntegerField()), 0),
+        last_retrieved_at=Subquery(uses.annotate(last=Max("created_at")).values("last")),
+    )
 
 
 def skill_list(*, reader: Reader, filters: dict | None = None):
     """Skills in the reader's scopes. Archived skills appear only when asked for by status; with a
     user_id, only the skills that user is served (apps.skills.trust)."""
     filters = filters or {}
-    queryset = reader.rows(Skill).select_related("end_user").defer("embedding", "search_vector")
+    queryset = with_retrievals(reader.rows(Skill).select_related("end_user").defer("embedding", "search_vector"))
     if filters.get("status"):
         queryset = queryset.filter(status=filters["status"])
     else:
@@ -42,7 +53,9 @@ def skill_detail_queryset(*, reader: Reader):
             Prefetch("experiences", queryset=SkillExperience.objects.only("id"))
         ),
     )
-    return reader.rows(Skill).select_related("end_user").defer("embedding", "search_vector").prefetch_related(versions)
+    return with_retrievals(
+        reader.rows(Skill).select_related("end_user").defer("embedding", "search_vector").prefetch_related(versions)
+    )
 
 
 def skill_writable_queryset(*, reader: Reader):

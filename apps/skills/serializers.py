@@ -1,12 +1,14 @@
 from rest_framework import serializers
 
+from apps.conversations.models import SESSION_ID_PATTERN
 from apps.core import fields
 from apps.core.api import InputSerializer
 from apps.core.pagination import PageQuerySerializer
-from apps.skills.models import ExperienceType, Skill, SkillExperience
+from apps.skills.models import ExperienceType, Skill, SkillExperience, SkillFeedback
 from apps.tenancy.models import SCOPE_PATTERN
 
 MAX_K = 50
+SESSION_ID_ERRORS = {"invalid": "Use 1-64 letters, digits, '_' or '-'."}
 
 
 class SkillRetrieveInputSerializer(InputSerializer):
@@ -16,6 +18,13 @@ class SkillRetrieveInputSerializer(InputSerializer):
         max_length=255,
         required=False,
         help_text="The end user the agent acts for: also the skills this user taught. Without it, only shared skills.",
+    )
+    session_id = fields.RegexField(
+        SESSION_ID_PATTERN,
+        required=False,
+        error_messages=SESSION_ID_ERRORS,
+        help_text="The task session (of `user_id`, in the client's write scope) the skills serve: each skill "
+        "returned is recorded as a use of it, and the session's outcome, once sealed, counts for or against it.",
     )
 
 
@@ -32,12 +41,51 @@ class RetrievedSkillSerializer(serializers.Serializer):
     shared = serializers.BooleanField(
         help_text="Served to every user of the scope; false: only to the users who taught it."
     )
-    score = serializers.FloatField()
+    score = serializers.FloatField(help_text="The ranking score: relevance times the effectiveness factor.")
+    relevance = serializers.FloatField(help_text="The hybrid search score alone.")
+    effectiveness_factor = serializers.FloatField(
+        help_text="Within 1 ± SKILL_EFFECTIVENESS_WEIGHT: above 1 when the skill's sessions succeed more often than "
+        "its scope's, below when less; 1 without outcomes."
+    )
+    effectiveness_reason = serializers.CharField()
 
 
 class SkillRetrieveOutputSerializer(serializers.Serializer):
     task = serializers.CharField()
+    session_id = serializers.CharField(allow_null=True)
+    effectiveness_weight = serializers.FloatField(help_text="SKILL_EFFECTIVENESS_WEIGHT: the factor's bound.")
     skills = RetrievedSkillSerializer(many=True)
+
+
+class SkillUseInputSerializer(InputSerializer):
+    user_id = fields.CharField(max_length=255)
+    session_id = fields.RegexField(SESSION_ID_PATTERN, error_messages=SESSION_ID_ERRORS)
+
+
+class SkillUseOutputSerializer(serializers.Serializer):
+    skill_id = serializers.UUIDField()
+    session_id = serializers.CharField()
+    applied = serializers.IntegerField(help_text="The uses of the skill in the session now marked applied.")
+    applied_at = serializers.DateTimeField()
+
+
+class SkillFeedbackInputSerializer(InputSerializer):
+    user_id = fields.CharField(max_length=255)
+    session_id = fields.RegexField(SESSION_ID_PATTERN, error_messages=SESSION_ID_ERRORS)
+    verdict = fields.ChoiceField(choices=SkillFeedback.Verdict.choices)
+    reason = fields.CharField(max_length=2000, required=False, allow_blank=True, default="")
+
+
+class SkillFeedbackOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    skill_id = serializers.UUIDField()
+    version = serializers.IntegerField()
+    session_id = serializers.CharField()
+    user_id = serializers.CharField(source="end_user.user_id", allow_null=True, default=None)
+    verdict = serializers.CharField()
+    reason = serializers.CharField()
+    actor = serializers.CharField()
+    created_at = serializers.DateTimeField()
 
 
 class SkillListFilterSerializer(PageQuerySerializer):
@@ -83,8 +131,43 @@ class SkillVersionOutputSerializer(serializers.Serializer):
         return [str(experience.pk) for experience in version.experiences.all()]
 
 
+class EffectivenessVersionSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    uses = serializers.IntegerField(help_text="Retrievals that returned it.")
+    applied = serializers.IntegerField(help_text="Uses the agent reported it followed.")
+    sessions = serializers.IntegerField(help_text="Sealed task sessions with an outcome that retrieved it.")
+    successes = serializers.IntegerField()
+    failures = serializers.IntegerField()
+    success_rate = serializers.FloatField(allow_null=True)
+    success_rate_interval = serializers.ListField(
+        child=serializers.FloatField(), allow_null=True, help_text="Wilson 95% interval."
+    )
+    baseline_sessions = serializers.IntegerField(
+        help_text="The scope's sealed task sessions with an outcome that did not retrieve it."
+    )
+    baseline_successes = serializers.IntegerField()
+    baseline_rate = serializers.FloatField(allow_null=True)
+    lift = serializers.FloatField(allow_null=True, help_text="success_rate - baseline_rate.")
+    lift_interval = serializers.ListField(
+        child=serializers.FloatField(), allow_null=True, help_text="Newcombe 95% interval of the lift."
+    )
+
+
+class EffectivenessFeedbackSerializer(serializers.Serializer):
+    helped = serializers.IntegerField()
+    hurt = serializers.IntegerField()
+    irrelevant = serializers.IntegerField()
+
+
+class EffectivenessSerializer(EffectivenessVersionSerializer):
+    version = None
+    feedback = EffectivenessFeedbackSerializer()
+    versions = EffectivenessVersionSerializer(many=True)
+
+
 class SkillDetailOutputSerializer(SkillOutputSerializer):
     versions = SkillVersionOutputSerializer(many=True)
+    effectiveness = EffectivenessSerializer()
 
 
 class ExperienceListFilterSerializer(PageQuerySerializer):

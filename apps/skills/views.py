@@ -13,10 +13,14 @@ from apps.skills.serializers import (
     ExperienceListFilterSerializer,
     ExperienceOutputSerializer,
     SkillDetailOutputSerializer,
+    SkillFeedbackInputSerializer,
+    SkillFeedbackOutputSerializer,
     SkillListFilterSerializer,
     SkillOutputSerializer,
     SkillRetrieveInputSerializer,
     SkillRetrieveOutputSerializer,
+    SkillUseInputSerializer,
+    SkillUseOutputSerializer,
 )
 
 
@@ -25,7 +29,12 @@ class SkillRetrieveView(ClientAPIView):
     @serves(
         operations.retrieve_skills,
         example="POST /api/v1/skills/retrieve",
-        body={"task": "Book a one-way flight from Lisbon to Oslo for next Friday", "k": 5, "user_id": "alice"},
+        body={
+            "task": "Book a one-way flight from Lisbon to Oslo for next Friday",
+            "k": 5,
+            "user_id": "alice",
+            "session_id": "book-flight-17",
+        },
     )
     def post(self, request):
         return Response(operations.retrieve_skills(client=self.client, data=request.data))
@@ -50,6 +59,36 @@ class SkillDetailView(ClientAPIView):
     def delete(self, request, skill_id):
         operations.delete_skill(client=self.client, item_id=skill_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SkillUseView(ClientAPIView):
+    error_statuses = (409,)  # the session never retrieved the skill
+
+    @extend_schema(request=SkillUseInputSerializer, responses=SkillUseOutputSerializer)
+    @serves(
+        operations.apply_skill,
+        example="POST /api/v1/skills/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31/uses",
+        body={"user_id": "alice", "session_id": "book-flight-17"},
+    )
+    def post(self, request, skill_id):
+        return Response(operations.apply_skill(client=self.client, skill_id=skill_id, data=request.data))
+
+
+class SkillFeedbackView(ClientAPIView):
+    @extend_schema(request=SkillFeedbackInputSerializer, responses={201: SkillFeedbackOutputSerializer})
+    @serves(
+        operations.skill_feedback,
+        example="POST /api/v1/skills/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31/feedback",
+        body={
+            "user_id": "alice",
+            "session_id": "book-flight-17",
+            "verdict": "hurt",
+            "reason": "The fare rules step no longer applies to basic economy.",
+        },
+    )
+    def post(self, request, skill_id):
+        body = operations.skill_feedback(client=self.client, skill_id=skill_id, data=request.data)
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 ProceduralMemoryDeleteView = delete_view(

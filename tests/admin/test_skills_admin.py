@@ -5,9 +5,12 @@ import pytest
 from django.contrib.admin.models import DELETION, LogEntry
 from django.contrib.auth import get_user_model
 
-from apps.skills.models import Skill, SkillVersion
+from apps.skills.models import Skill, SkillUse, SkillVersion
 from tests.admin.makers import pending_skill, skill_with_lineage
-from tests.skills.factories import ExperienceFactory, SkillFactory
+from tests.conftest import api_for
+from tests.skills.factories import ExperienceFactory, SkillFactory, task_session
+
+TURNS = [{"role": "user", "content": "Move my flight to Friday."}, {"role": "assistant", "content": "Moved."}]
 
 pytestmark = pytest.mark.django_db
 
@@ -29,13 +32,38 @@ def test_the_changelist_shows_the_curation_columns_and_searches_instructions(cur
         "column-entry_type",
         "column-scope",
         "column-version",
-        "column-retrieval_count",
-        "column-last_retrieved_at",
+        "column-retrievals",
+        "column-outcomes",
         "column-updated_at",
     ):
         assert column in html
     found = curator_client.get(CHANGELIST, {"q": "rebook_flight"}).content.decode()
     assert "rebook-flight" in found and ">other<" not in found
+
+
+def test_the_changelist_sorts_by_success_rate_and_the_skill_page_charts_its_outcomes(
+    curator_client, organization, client_a
+):
+    winner = SkillFactory(organization=organization, name="winner", description="Change a flight to another day.")
+    loser = SkillFactory(organization=organization, name="loser", description="Change a flight to another day.")
+    api = api_for(client_a)
+    for number, (skill, outcome) in enumerate([(winner, "success"), (loser, "failure"), (winner, "success")]):
+        user_id, session_id = f"traveller-{number}", f"trip-{number}"
+        body = {"task": "change flight", "user_id": user_id, "session_id": session_id}
+        assert api.post("/api/v1/skills/retrieve", body, format="json").status_code == 200
+        SkillUse.objects.filter(session_id=session_id).exclude(skill=skill).delete()  # it used this one only
+        task_session(client_a, messages=TURNS, session_id=session_id, user_id=user_id, outcome=outcome)
+
+    rows = curator_client.get(CHANGELIST, {"o": "-8"}).context["cl"].result_list  # the success-rate column
+    assert [(skill.name, skill.success_rate, skill.outcome_sessions) for skill in rows] == [
+        ("winner", 1.0, 2),
+        ("loser", 0.0, 1),
+    ]
+    assert "100% (2)" in curator_client.get(CHANGELIST).content.decode()
+    page = curator_client.get(f"{CHANGELIST}{winner.pk}/change/").content.decode()
+    assert "in 2 task sessions with an outcome: 2 succeeded, 0 failed" in page
+    assert '<svg class="skill-outcomes"' in page and "2 succeeded, 0 failed</title>" in page
+    assert "<script" not in page.split('<svg class="skill-outcomes"')[1].split("</svg>")[0]
 
 
 def test_the_review_queue_lists_pending_skills_first(curator_client, organization):
@@ -75,10 +103,8 @@ def test_the_lists_take_a_bounded_number_of_queries(curator_client, organization
     rows_query = next(
         q["sql"]
         for q in small.captured_queries
-        if 'FROM "skills_skill"' in q["sql"]
-        and "LIMIT" not in q["sql"]
-        and "COUNT" not in q["sql"]
-        and "DISTINCT" not in q["sql"]
+        # The rows (their columns, the retrieval and outcome counts beside them), not a count of them.
+        if q["sql"].startswith('SELECT "skills_skill"."id"') and "LIMIT" not in q["sql"]
     )
     assert '"skills_skill"."instructions"' not in rows_query and '"skills_skill"."embedding"' not in rows_query
 

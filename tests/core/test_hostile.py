@@ -66,6 +66,14 @@ ADD = ("POST", "/api/v1/memory/add")
 SEARCH = ("POST", "/api/v1/memory/search")
 RETRIEVE = ("POST", "/api/v1/skills/retrieve")
 CONTEXT = ("POST", "/api/v1/memory/context")
+FEEDBACK = ("POST", "/api/v1/skills/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31/feedback")
+USES = ("POST", "/api/v1/skills/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31/uses")
+
+
+def feedback(**overrides):
+    return {"user_id": "u1", "session_id": "s1", "verdict": "hurt", "reason": "It skipped a step.", **overrides}
+
+
 SEMANTIC = ("POST", "/api/v1/memory/semantic/")
 EPISODIC = ("POST", "/api/v1/memory/episodic/")
 
@@ -166,6 +174,21 @@ CASES = [
     ("nul-parameter-name", get("/api/v1/memory/search_all_users?a%00b=1"), "A parameter name"),
     ("nul-retrieve-task", post(RETRIEVE, {"task": f"book{NUL}"}), "task"),
     ("nul-retrieve-user-id", post(RETRIEVE, {"task": "book", "user_id": f"u{NUL}"}), "user_id"),
+    (
+        "nul-retrieve-session-id",
+        post(RETRIEVE, {"task": "book", "user_id": "u1", "session_id": f"s{NUL}"}),
+        "session_id",
+    ),
+    ("nul-path-skill-feedback", post(("POST", "/api/v1/skills/a%00b/feedback"), feedback()), "skill_id"),
+    ("nul-feedback-reason", post(FEEDBACK, feedback(reason=f"r{NUL}")), "reason"),
+    ("nul-feedback-verdict", post(FEEDBACK, feedback(verdict=f"hurt{NUL}")), "verdict"),
+    ("nul-feedback-session-id", post(FEEDBACK, feedback(session_id=f"s{NUL}")), "session_id"),
+    (
+        "nul-path-skill-uses",
+        post(("POST", "/api/v1/skills/a%00b/uses"), {"user_id": "u1", "session_id": "s1"}),
+        "skill_id",
+    ),
+    ("nul-uses-user-id", post(USES, {"user_id": f"u{NUL}", "session_id": "s1"}), "user_id"),
     ("nul-path-session-get", get("/api/v1/sessions/a%00b/?user_id=u1"), "session_id"),
     ("nul-path-session-user", get("/api/v1/sessions/s1/?user_id=u%001"), "user_id"),
     ("nul-path-session-scope", get("/api/v1/sessions/s1/?user_id=u1&scope=d%00"), "scope"),
@@ -251,6 +274,7 @@ CASES = [
         "filter_tags",
     ),
     ("surrogate-retrieve-task", post(RETRIEVE, {"task": SURROGATE}), "task"),
+    ("surrogate-feedback-reason", post(FEEDBACK, feedback(reason=SURROGATE)), "reason"),
     ("surrogate-context-query", post(CONTEXT, {"user_id": "u1", "query": SURROGATE}), "query"),
     (
         "surrogate-context-message",
@@ -285,6 +309,7 @@ CASES = [
     ),
     ("deep-retrieve-extra-field", post(RETRIEVE, {"task": "x", "extra": nested(10000)}), "nested deeper than 32"),
     ("deep-retrieve-task", post(RETRIEVE, {"task": nested(3000)}), "nested deeper than 32"),
+    ("deep-feedback-reason", post(FEEDBACK, feedback(reason=nested(3000))), "nested deeper than 32"),
     ("deep-tool-arguments", post(ADD, tool_call(arguments=nested(2000, container="dict"))), "nested deeper than 32"),
     ("deep-raw-unclosed", ("POST", "/api/v1/memory/add", "[" * 100000), "nested deeper than 32"),
     ("deep-patch", ("PATCH", "/api/v1/sessions/s1/?user_id=u1", {"outcome": nested(5000)}), "nested deeper than 32"),

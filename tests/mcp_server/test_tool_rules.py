@@ -81,6 +81,8 @@ CASES = [
     ("nul-search-session-id", search(session_id=f"s{NUL}"), 400, "session_id"),
     ("nul-retrieve-task", retrieve(task=f"book{NUL}"), 400, "task"),
     ("nul-retrieve-user-id", retrieve(user_id=f"u{NUL}"), 400, "user_id"),
+    ("nul-retrieve-session-id", retrieve(user_id="u1", session_id=f"s{NUL}"), 400, "session_id"),
+    ("session-without-its-user", retrieve(session_id="s1"), 400, "user_id"),
     ("nul-list-user-id", ("list_sessions", {"user_id": f"u{NUL}"}), 400, "user_id"),
     ("nul-get-session-id", get_session(session_id=f"a{NUL}b"), 400, "session_id"),
     ("nul-get-user-id", get_session(user_id=f"u{NUL}"), 400, "user_id"),

@@ -7,7 +7,7 @@ import pytest
 from apps.skills.models import Skill, SkillExperience
 from apps.skills.screen import screen_flags
 from apps.skills.services.evolve.run import skills_evolve
-from apps.skills.services.retrieve import skills_retrieve
+from apps.skills.services.retrieve import skills_rank
 from apps.skills.services.review import experience_approve, experience_reject, skill_approve, skill_share_by_person
 from bench.privacy_poisoning import (
     ATTACKER,
@@ -58,7 +58,7 @@ def test_ordinary_requests_and_tool_errors_pass_the_screen(text):
 
 
 def _served(client, user_id):
-    return [skill.pk for skill, _ in skills_retrieve(reader=client.reader, task=TASK, k=10, user_id=user_id)]
+    return [retrieved.skill.pk for retrieved in skills_rank(reader=client.reader, task=TASK, k=10, user_id=user_id)]
 
 
 def _teach(client, users, session_id="booking", **options):

@@ -95,8 +95,8 @@ def test_retrieval_ranks_by_the_task_returns_only_active_skills_and_counts_retri
     assert names[0] == "book-flight" and "hidden" not in names and "old" not in names
     scores = [hit["score"] for hit in body["skills"]]
     assert scores == sorted(scores, reverse=True)
-    booking.refresh_from_db()
-    assert booking.retrieval_count == 1 and booking.last_retrieved_at is not None
+    detail = api_for(client_a).get(f"/api/v1/skills/{booking.pk}/").json()
+    assert detail["retrieval_count"] == 1 and detail["last_retrieved_at"] is not None
     assert len(_retrieve(client_a, "flight", k=1).json()["skills"]) == 1
 
 

@@ -23,7 +23,7 @@ from apps.privacy.services.subjects import CLIENT, USER, Subject
 from apps.profiles.models import Edge, Entity, LintFinding, Mention, Profile, ProfileRevision, ProfileSource
 from apps.providers.embeddings import embedding_model_name
 from apps.providers.models import LLMUsage
-from apps.skills.models import Skill, SkillExperience, SkillVersion
+from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse, SkillVersion
 from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization
 
 ORGANIZATION, SCOPE = "organization", "scope"
@@ -51,7 +51,17 @@ class Selection:
         rows = self._subject_rows() if self.subject is not None else self._organization_rows()
         owners = {
             kind: "end_user_id"
-            for kind in (k.SESSIONS, k.MESSAGES, k.EXPERIENCES, k.SKILLS, k.EPISODIC, k.SEMANTIC, k.ENTITIES)
+            for kind in (
+                k.SESSIONS,
+                k.MESSAGES,
+                k.EXPERIENCES,
+                k.SKILLS,
+                k.SKILL_USES,
+                k.SKILL_FEEDBACK,
+                k.EPISODIC,
+                k.SEMANTIC,
+                k.ENTITIES,
+            )
         }
         rows[k.END_USERS] = EndUser.objects.filter(organization=self.organization).filter(_referenced(rows, owners))
         writers = _referenced(
@@ -60,6 +70,8 @@ class Selection:
                 k.SESSIONS: "client_id",
                 k.MESSAGES: "created_by_id",
                 k.EXPERIENCES: "created_by_id",
+                k.SKILL_USES: "client_id",
+                k.SKILL_FEEDBACK: "client_id",
                 k.EPISODIC: "created_by_id",
                 k.SEMANTIC: "created_by_id",
             },
@@ -83,6 +95,8 @@ class Selection:
             k.SKILLS: skills,
             k.SKILL_VERSIONS: versions,
             k.SKILL_LINEAGE: SkillVersion.experiences.through.objects.filter(skillversion__in=versions),
+            k.SKILL_USES: SkillUse.objects.filter(**owned),
+            k.SKILL_FEEDBACK: SkillFeedback.objects.filter(**owned),
             k.EPISODIC: episodic,
             k.EPISODIC_CHANGES: EpisodicMemoryChange.objects.filter(memory__in=episodic),
             k.SEMANTIC: semantic,
@@ -116,6 +130,8 @@ class Selection:
             k.SKILLS: skills,
             k.SKILL_VERSIONS: SkillVersion.objects.filter(Q(skill__in=skills) | Q(pk__in=named_versions.values("pk"))),
             k.SKILL_LINEAGE: subject.lineage_links(),
+            k.SKILL_USES: subject.skill_uses(),
+            k.SKILL_FEEDBACK: subject.skill_feedback(),
             k.EPISODIC: memories[EpisodicMemory._meta.label],
             k.EPISODIC_CHANGES: memories[EpisodicMemoryChange._meta.label],
             k.SEMANTIC: memories[SemanticMemory._meta.label],

@@ -45,8 +45,12 @@ def stop_tasks(subject: Subject, erasure_id) -> dict:
 
 
 def purge_skills(subject: Subject, erasure_id) -> dict:
-    """Skills before experiences: what happens to a skill depends on who its sources were."""
-    return forget_skills(subject.derived(), actor=f"privacy:erasure:{erasure_id}", own_skills=subject.own_skills())
+    """Skills before experiences: what happens to a skill depends on who its sources were. The
+    subject's uses of skills and verdicts on them go too (a skill's effectiveness forgets them)."""
+    counts = forget_skills(subject.derived(), actor=f"privacy:erasure:{erasure_id}", own_skills=subject.own_skills())
+    counts["skills.SkillUse"] = delete_in_batches(subject.skill_uses())
+    counts["skills.SkillFeedback"] = delete_in_batches(subject.skill_feedback())
+    return counts
 
 
 def purge_profiles(subject: Subject, erasure_id) -> dict:

@@ -14,7 +14,7 @@ from apps.conversations.models import IngestRequest, Message, Session
 from apps.pipeline.models import MemoryTask
 from apps.privacy.services.provenance import MEMORY_MODELS, Derived
 from apps.profiles.models import Entity, Mention, Profile, ProfileRevision, ProfileSource
-from apps.skills.models import Skill, SkillExperience, SkillVersion
+from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse, SkillVersion
 from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization
 
 USER = "user"
@@ -111,6 +111,22 @@ class Subject:
         if self.kind != USER:
             return SkillVersion.objects.none()
         return SkillVersion.objects.filter(skill__organization=self.organization, snapshot__end_user=self.subject_id)
+
+    def skill_uses(self) -> QuerySet:
+        """The skills served to a user's tasks, or retrieved by a client: the evidence of their outcomes."""
+        if self.end_user is not None:
+            return SkillUse.objects.filter(end_user=self.end_user)
+        if self.client is not None:
+            return SkillUse.objects.filter(client=self.client)
+        return SkillUse.objects.none()
+
+    def skill_feedback(self) -> QuerySet:
+        """Verdicts on skills given for a user's sessions, or sent by a client."""
+        if self.end_user is not None:
+            return SkillFeedback.objects.filter(end_user=self.end_user)
+        if self.client is not None:
+            return SkillFeedback.objects.filter(client=self.client)
+        return SkillFeedback.objects.none()
 
     def lineage_links(self) -> QuerySet:
         return SkillVersion.experiences.through.objects.filter(skillexperience__in=self.experiences().values("pk"))

@@ -41,6 +41,8 @@ def subject_checks(subject: Subject) -> list[tuple[str, QuerySet]]:
     skills = [
         ("skills.SkillExperience", subject.experiences()),
         ("skills.SkillVersion.experiences", subject.lineage_links()),
+        ("skills.SkillUse", subject.skill_uses()),
+        ("skills.SkillFeedback", subject.skill_feedback()),
     ]
     if subject.kind == USER:
         skills += [("skills.Skill", subject.own_skills()), ("skills.SkillVersion", subject.named_skill_versions())]

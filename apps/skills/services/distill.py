@@ -16,6 +16,7 @@ from apps.providers.embeddings import embed_texts, embedding_model_name
 from apps.providers.llm import llm_enabled
 from apps.skills.models import ExperienceType, Skill, SkillExperience
 from apps.skills.screen import screen_flags
+from apps.skills.selectors import with_retrievals
 from apps.skills.services.evolve.run import evolve_enqueue
 from apps.skills.services.llm_distiller import llm_lessons
 from apps.skills.services.rule_distiller import rule_lessons
@@ -61,7 +62,7 @@ def distill_request(*, session: Session, client=None) -> MemoryTask:
 def _existing_skills(session: Session) -> list[dict]:
     """The skills the session's user is served: the distiller's prompt shows no other user's."""
     return list(
-        Skill.objects.filter(organization_id=session.organization_id, scope=session.scope)
+        with_retrievals(Skill.objects.filter(organization_id=session.organization_id, scope=session.scope))
         .filter(visible_q(session.end_user_id))
         .exclude(status=Skill.Status.ARCHIVED)
         .order_by("-retrieval_count", "name")

@@ -1,18 +1,90 @@
-"""Act-time retrieval: the top-k active skills for a task, in the caller's read scopes."""
+"""Act-time retrieval: the top-k active skills for a task, in the caller's read scopes, ranked by
+relevance with a bounded adjustment for what each skill's outcomes show; each skill served is
+recorded as a use (append-only: nothing on the read path updates a skill row)."""
 
+from dataclasses import dataclass
+
+from apps.core.errors import InvalidInput
 from apps.search.engine import search_source
+from apps.skills.effectiveness import Adjustment, ranking_adjustments
+from apps.skills.models import Skill, SkillUse
 from apps.skills.search import PROCEDURAL
-from apps.skills.services.skills import skills_record_retrieval
+from apps.tenancy.models import EndUser
 from apps.tenancy.readers import Reader
+from apps.tenancy.services import end_user_get_or_create
+
+# Relevance picks the candidates; effectiveness reorders them: twice k, so an adjustment can lift a
+# skill a few places but never bring in one the task is not about.
+CANDIDATE_FACTOR = 2
+MIN_CANDIDATES = 10
 
 
-def skills_retrieve(*, reader: Reader, task: str, k: int, user_id: str | None = None) -> list[tuple]:
-    """[(skill, score)] by hybrid search over name, description, triggers and instructions.
+@dataclass
+class Retrieved:
+    skill: Skill
+    relevance: float
+    adjustment: Adjustment
+
+    @property
+    def score(self) -> float:
+        return self.relevance * self.adjustment.factor
+
+
+def _end_user(*, client, user_id: str | None, session_id: str | None):
+    if session_id is None:
+        if user_id is None:
+            return None
+        return EndUser.objects.filter(organization_id=client.organization_id, user_id=user_id).first()
+    if user_id is None:
+        raise InvalidInput({"user_id": ["A session belongs to a user: send user_id with session_id."]})
+    if client.write_scope is None:
+        raise InvalidInput({"session_id": ["A read-only client has no sessions; leave session_id out."]})
+    return end_user_get_or_create(organization=client.organization, user_id=user_id)
+
+
+def skills_rank(*, reader: Reader, task: str, k: int, user_id: str | None = None) -> list[Retrieved]:
+    """The best k skills by hybrid search over name, description, triggers and instructions, each
+    relevance score times its effectiveness factor (apps.skills.effectiveness.ranking_adjustments).
 
     With a user_id: the scope's shared skills and those that user taught; without: the shared
-    skills only (apps.skills.trust). Each returned skill's retrieval counter moves in one UPDATE.
+    skills only (apps.skills.trust).
     """
     filters = {"user_id": user_id} if user_id else {}
-    hits = search_source(PROCEDURAL, reader=reader, query=task, method="hybrid", limit=k, filters=filters)
-    skills_record_retrieval(skill_ids=[skill.pk for skill, _ in hits])
-    return hits
+    hits = search_source(
+        PROCEDURAL,
+        reader=reader,
+        query=task,
+        method="hybrid",
+        limit=max(CANDIDATE_FACTOR * k, MIN_CANDIDATES),
+        filters=filters,
+    )
+    adjustments = ranking_adjustments([skill for skill, _ in hits])
+    return sorted(
+        (Retrieved(skill=skill, relevance=score, adjustment=adjustments[skill.pk]) for skill, score in hits),
+        key=lambda retrieved: -retrieved.score,
+    )[:k]
+
+
+def skills_retrieve(
+    *, client, task: str, k: int, user_id: str | None = None, session_id: str | None = None
+) -> list[Retrieved]:
+    """skills_rank for a client, each skill returned recorded as a SkillUse, tied to the task session
+    `session_id` of `user_id` in the client's write scope when one is named."""
+    end_user = _end_user(client=client, user_id=user_id, session_id=session_id)
+    ranked = skills_rank(reader=client.reader, task=task, k=k, user_id=user_id)
+    SkillUse.objects.bulk_create(
+        SkillUse(
+            organization_id=retrieved.skill.organization_id,
+            scope=retrieved.skill.scope,
+            skill=retrieved.skill,
+            version=retrieved.skill.version,
+            rank=rank,
+            score=retrieved.score,
+            client=client,
+            end_user=end_user,
+            session_scope=client.write_scope if session_id else "",
+            session_id=session_id or "",
+        )
+        for rank, retrieved in enumerate(ranked, start=1)
+    )
+    return ranked

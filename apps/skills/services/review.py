@@ -4,9 +4,16 @@ SkillVersion that names the person; and of the lessons held for corroboration or
 from django.db import transaction
 
 from apps.core.errors import ConflictError
-from apps.skills.models import Skill, SkillExperience, SkillVersion
+from apps.skills.effectiveness import skill_evidence
+from apps.skills.models import Skill, SkillExperience, SkillUse, SkillVersion
 from apps.skills.services.evolve.run import evolve_enqueue
-from apps.skills.services.skills import EDITABLE_FIELDS, skill_archive, skill_share, skill_update
+from apps.skills.services.skills import (
+    EDITABLE_FIELDS,
+    skill_archive,
+    skill_return_to_review,
+    skill_share,
+    skill_update,
+)
 
 
 def person_actor(user) -> str:
@@ -99,3 +106,28 @@ def experience_reject(*, experience: SkillExperience, actor: str) -> SkillExperi
     experience.status = SkillExperience.Status.SUPERSEDED
     experience.save(update_fields=["status", "updated_at"])
     return experience
+
+
+EFFECTIVENESS_ACTOR = "review:effectiveness"
+
+
+def skills_review_effectiveness(*, session) -> list[Skill]:
+    """Sends to review each active skill the sealed task `session` retrieved whose evidence now says
+    it hurts (apps.skills.effectiveness.Evidence.harmful), with the figures as the version's reason.
+    Nothing is deleted: a person approves it back or rejects it. Returns the skills sent."""
+    skills = Skill.objects.filter(
+        status=Skill.Status.ACTIVE,
+        pk__in=SkillUse.objects.filter(
+            organization_id=session.organization_id,
+            end_user_id=session.end_user_id,
+            session_scope=session.scope,
+            session_id=session.session_id,
+        ).values("skill_id"),
+    ).select_related("organization", "end_user")
+    sent = []
+    for skill in skills:
+        evidence, _ = skill_evidence(skill)
+        if evidence.harmful():
+            reason = f"Sent to review by its outcomes: {evidence.summary()}"
+            sent.append(skill_return_to_review(skill=skill, changes={}, actor=EFFECTIVENESS_ACTOR, reason=reason))
+    return sent

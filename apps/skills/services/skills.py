@@ -5,8 +5,6 @@ import re
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
-from django.utils import timezone
 from django.utils.text import slugify
 
 from apps.core.validation import check_fields
@@ -215,12 +213,3 @@ def skill_return_to_review(*, skill: Skill, changes: dict, actor: str, reason: s
 def skill_delete(*, skill: Skill) -> None:
     """A caller's explicit delete: the skill and its history go (its experiences stay)."""
     skill.delete()
-
-
-def skills_record_retrieval(*, skill_ids: list) -> int:
-    """Counts a retrieval of each skill in one UPDATE."""
-    if not skill_ids:
-        return 0
-    return Skill.objects.filter(pk__in=skill_ids).update(
-        retrieval_count=F("retrieval_count") + 1, last_retrieved_at=timezone.now()
-    )

@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 
 from apps.providers.llm import LLMOutputError, chat_json, validation_problems
 from apps.providers.tokens import estimate_tokens, fit_text, room_for
+from apps.skills.effectiveness import failure_notes
 from apps.skills.models import Skill
+from apps.skills.selectors import with_retrievals
 from apps.skills.services.evolve.rules import MAX_EXAMPLES, MAX_TRIGGERS, TRIGGER_MAX_CHARS
 from apps.skills.services.skills import skill_slug
 
@@ -27,7 +29,8 @@ BUDGET operations. Each operation is one of:
    triggers, examples, entry_type}, "experiences": [...]}  Prefer small edits; a large rewrite is refused.
 - {"op": "merge", "skills": [two or more existing names], "into": {"name", "description", "instructions", "triggers",
    "examples", "entry_type"}, "experiences": [...]}
-There is no delete. Leave out experiences that add nothing new. Never put personal data into a skill."""
+There is no delete. Leave out experiences that add nothing new. Never put personal data into a skill.
+A skill's "worth_avoiding" note counts the failed sessions that followed it: a change to it should avoid what failed."""
 
 
 class OperationError(ValueError):
@@ -161,7 +164,7 @@ def llm_operations(
     """(valid operations within the budget, problems, whether the answer was usable)."""
     labels = {f"E{index}": experience for index, experience in enumerate(pending, start=1)}
     skills = list(
-        Skill.objects.filter(organization=organization, scope=scope, end_user__isnull=True)
+        with_retrievals(Skill.objects.filter(organization=organization, scope=scope, end_user__isnull=True))
         .exclude(status=Skill.Status.ARCHIVED)
         .order_by("-retrieval_count", "-updated_at")
         .defer("embedding")[:SKILLS_IN_PROMPT]
@@ -171,6 +174,7 @@ def llm_operations(
     # Every experience is shown (those left out would count as consumed), each within its share of
     # two thirds of the room; the skills fill what is left, most retrieved first.
     share = max(20, room * 2 // 3 // max(1, len(labels)) - 1)
+    failures = failure_notes(skills)
     experiences_text = "\n".join(
         fit_text(
             f"{label} [{experience.experience_type}, credibility {experience.credibility:.2f}] {experience.title}\n"
@@ -184,6 +188,8 @@ def llm_operations(
     skills_by_name, lines = {}, []
     for skill in skills:
         fields = {"name": skill.name, "description": skill.description[:300], "triggers": skill.triggers}
+        if skill.pk in failures:  # its recorded failures, as worth_avoiding context for the next version
+            fields["worth_avoiding"] = failures[skill.pk]
         base = estimate_tokens(json.dumps({**fields, "instructions": ""}, ensure_ascii=False)) + 1
         line = json.dumps(
             {**fields, "instructions": fit_text(skill.instructions[:1500], max(0, share - base))}, ensure_ascii=False

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from apps.providers.embeddings import embed_texts
 from apps.skills.models import ExperienceType, Skill, SkillExperience
+from apps.skills.selectors import with_retrievals
 from apps.skills.services.rule_distiller import workflow_request, workflow_steps, workflow_title
 from apps.skills.services.skills import skill_slug
 from apps.skills.trust import may_reach, teachers
@@ -127,7 +128,7 @@ def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], bud
     """Drafts keyed by skill (id or new name), the ids of experiences that added nothing, and the
     ids of those held until more end users corroborate them (apps.skills.trust)."""
     live = list(
-        Skill.objects.filter(organization=organization, scope=scope, end_user__isnull=True)
+        with_retrievals(Skill.objects.filter(organization=organization, scope=scope, end_user__isnull=True))
         .exclude(status=Skill.Status.ARCHIVED)
         .defer("embedding")
     )

@@ -379,9 +379,21 @@ class _Methods:
         )
         return self._run(Call("POST", "memory/context", json=body))
 
-    def retrieve_skills(self, task: str, k: int = 5, user_id: str | None = None):
-        """Act time: the top-k active skills for a task description."""
-        return self._run(Call("POST", "skills/retrieve", json=_body(task=task, k=k, user_id=user_id)))
+    def retrieve_skills(self, task: str, k: int = 5, user_id: str | None = None, session_id: str | None = None):
+        """Act time: the top-k active skills for a task description. With `session_id` (and `user_id`),
+        each skill returned is recorded as used by that task session; its outcome counts for the skill."""
+        body = _body(task=task, k=k, user_id=user_id, session_id=session_id)
+        return self._run(Call("POST", "skills/retrieve", json=body))
+
+    def apply_skill(self, skill_id: str, *, user_id: str, session_id: str):
+        """Reports that the agent followed a skill it retrieved in this task session."""
+        body = _body(user_id=user_id, session_id=session_id)
+        return self._run(Call("POST", f"skills/{_segment(skill_id)}/uses", json=body))
+
+    def skill_feedback(self, skill_id: str, *, user_id: str, session_id: str, verdict: str, reason: str = ""):
+        """A verdict on a skill for a task session: `helped`, `hurt` or `irrelevant`, with a reason."""
+        body = _body(user_id=user_id, session_id=session_id, verdict=verdict, reason=reason)
+        return self._run(Call("POST", f"skills/{_segment(skill_id)}/feedback", json=body))
 
     def delete_memory(self, memory_type: str, memory_id: str):
         """Deletes one item: `message`, `episodic`, `semantic` or `procedural`."""

@@ -26,8 +26,8 @@ class HTTPBackend:
             user_id, query, memory_types=memory_types, search_method=search_method, limit=limit, session_id=session_id
         )
 
-    async def retrieve_skills(self, *, task, k, user_id):
-        return await self.client.retrieve_skills(task, k=k, user_id=user_id)
+    async def retrieve_skills(self, *, task, k, user_id, session_id):
+        return await self.client.retrieve_skills(task, k=k, user_id=user_id, session_id=session_id)
 
     async def list_sessions(self, *, user_id, session_tag, status, limit, offset):
         return await self.client.sessions.page(

@@ -70,7 +70,7 @@ class Backend(Protocol):
         session_id: str | None,
     ) -> dict: ...
 
-    async def retrieve_skills(self, *, task: str, k: int, user_id: str | None) -> dict: ...
+    async def retrieve_skills(self, *, task: str, k: int, user_id: str | None, session_id: str | None) -> dict: ...
 
     async def list_sessions(
         self, *, user_id: str | None, session_tag: str | None, status: str | None, limit: int, offset: int
@@ -225,9 +225,15 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
                 description="The end user the agent acts for: also the skills this user taught. Without it, only the skills shared by the whole scope."
             ),
         ] = None,
+        session_id: Annotated[
+            str | None,
+            Field(
+                description="The task session the skills serve (with user_id): its outcome, once sealed, counts for or against each skill returned."
+            ),
+        ] = None,
     ) -> CallToolResult:
         """The learned procedures (skills) most relevant to a task, with their instructions: call it before acting."""
-        body = await call(ctx, "retrieve_skills", task=task, k=k, user_id=user_id)
+        body = await call(ctx, "retrieve_skills", task=task, k=k, user_id=user_id, session_id=session_id)
         return result(render_skills(body), body)
 
     @tool("list_sessions", "List sessions", READ)
@@ -523,7 +529,8 @@ def render_skills(body: dict) -> str:
     lines = [f"{len(skills)} skill(s) for {body['task']!r}:"]
     for number, skill in enumerate(skills, 1):
         lines.append(
-            f"{number}. {skill['name']} ({skill['entry_type']}, v{skill['version']}, score {skill['score']:.4f}) "
+            f"{number}. {skill['name']} ({skill['entry_type']}, v{skill['version']}, score {skill['score']:.4f}, "
+            f"effectiveness ×{skill['effectiveness_factor']:.2f}) "
             f"id={skill['id']}\n   {clip(skill['description'])}\n   Instructions: {clip(skill['instructions'], 1200)}"
         )
     return "\n".join(lines)

@@ -1,0 +1,56 @@
+"""Writes of the evidence agents and people give about a skill: a use marked applied, a verdict."""
+
+from django.utils import timezone
+
+from apps.core.errors import ConflictError
+from apps.skills.models import Skill, SkillFeedback, SkillUse
+from apps.tenancy.models import EndUser
+from apps.tenancy.services import end_user_get_or_create
+
+
+def client_actor(client) -> str:
+    """How a client appears as the actor of feedback, next to "admin:alice"."""
+    return f"client:{client.name}"
+
+
+def skill_uses_apply(*, skill: Skill, client, user_id: str, session_id: str) -> dict:
+    """Marks the skill's uses in the client's task session `session_id` of `user_id` as applied (the
+    uses keep the time they were first marked)."""
+    uses = SkillUse.objects.filter(
+        skill=skill,
+        organization_id=client.organization_id,
+        end_user__in=EndUser.objects.filter(organization_id=client.organization_id, user_id=user_id),
+        session_scope=client.write_scope,
+        session_id=session_id,
+    )
+    if not uses.exists():
+        raise ConflictError(
+            f"Session {session_id!r} of this user never retrieved this skill: retrieve it with the session_id first."
+        )
+    now = timezone.now()
+    uses.filter(applied_at__isnull=True).update(applied_at=now, updated_at=now)
+    return {
+        "skill_id": skill.pk,
+        "session_id": session_id,
+        "applied": uses.count(),
+        "applied_at": min(uses.values_list("applied_at", flat=True)),
+    }
+
+
+def skill_feedback_record(
+    *, skill: Skill, verdict: str, reason: str, client=None, actor: str = "", user_id: str | None = None, session_id=""
+) -> SkillFeedback:
+    """One verdict on the skill's current version, from a client (an agent) or a person (`actor`)."""
+    end_user = end_user_get_or_create(organization=skill.organization, user_id=user_id) if user_id else None
+    return SkillFeedback.objects.create(
+        organization_id=skill.organization_id,
+        scope=skill.scope,
+        skill=skill,
+        version=skill.version,
+        end_user=end_user,
+        session_id=session_id or "",
+        verdict=verdict,
+        reason=reason,
+        client=client,
+        actor=actor or client_actor(client),
+    )
