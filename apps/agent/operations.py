@@ -13,8 +13,11 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import exceptions
 
+from apps.agent.consolidate import consolidation_request
 from apps.agent.context import context_build
 from apps.agent.serializers import (
+    ConsolidateInputSerializer,
+    ConsolidateOutputSerializer,
     ContextInputSerializer,
     ContextOutputSerializer,
     EpisodicMemoryCreateInputSerializer,
@@ -269,6 +272,41 @@ def memory_history(*, client, memory_type: str, memory_id: str) -> dict:
     memory = _memory(client, memory_type, memory_id)
     return MemoryHistoryOutputSerializer(
         {"id": memory.pk, "memory_type": memory_type, "changes": memory_selectors.memory_history(memory=memory)}
+    ).data
+
+
+@operation(access=Access.WRITE)
+def memory_consolidate(*, client, data: dict) -> dict:
+    """Merge duplicate memories and resolve contradicting ones, for a user or the whole scope.
+
+    Runs in the background in the client's write scope (202 with the task's id; its result lists what
+    was merged, retired and flagged). Near-duplicates and paraphrases of one user's episodic and
+    semantic memories merge into one survivor that keeps their sources and history; contradicting
+    facts are resolved by the LLM when one is configured (the superseded one retired), otherwise
+    flagged for review. Nothing is deleted: merged and retired memories are soft-deleted with a history
+    row naming why. `dry_run` only reports what would happen."""
+    require_writer(client)
+    params = validated(ConsolidateInputSerializer, data)
+    end_user = None
+    if params.get("user_id"):
+        # Known only where the caller writes: a user of another scope is as missing as one never seen.
+        owners = memory_selectors.memory_owners(organization_id=client.organization_id, scope=client.write_scope)
+        end_user = get_or_404(owners, user_id=params["user_id"])
+    task = consolidation_request(
+        organization=client.organization,
+        scope=client.write_scope,
+        end_user=end_user,
+        dry_run=params["dry_run"],
+        client=client,
+    )
+    return ConsolidateOutputSerializer(
+        {
+            "user_id": params.get("user_id"),
+            "scope": client.write_scope,
+            "dry_run": params["dry_run"],
+            "task_id": task.pk,
+            "status": task.status,
+        }
     ).data
 
 

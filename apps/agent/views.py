@@ -7,6 +7,8 @@ from rest_framework.response import Response
 
 from apps.agent import operations
 from apps.agent.serializers import (
+    ConsolidateInputSerializer,
+    ConsolidateOutputSerializer,
     ContextInputSerializer,
     ContextOutputSerializer,
     EpisodicMemoryCreateInputSerializer,
@@ -60,6 +62,22 @@ class ContextView(ClientAPIView):
 
 
 # Memories ---------------------------------------------------------------------------------------
+
+
+class MemoryConsolidateView(ClientAPIView):
+    """Merge duplicates and resolve contradictions for a user or the whole write scope."""
+
+    error_statuses = (404,)  # a user_id the organisation does not know
+
+    @extend_schema(request=ConsolidateInputSerializer, responses={202: ConsolidateOutputSerializer})
+    @serves(
+        operations.memory_consolidate,
+        example="POST /api/v1/memory/consolidate",
+        body={"user_id": "alice", "dry_run": True},
+    )
+    def post(self, request):
+        body = operations.memory_consolidate(client=self.client, data=request.data)
+        return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 class MemoryListView(ClientAPIView):

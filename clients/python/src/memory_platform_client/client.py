@@ -246,6 +246,12 @@ class Memories:
         """`{id, memory_type, changes: [{operation, actor, reason, previous_value, new_value, created_at}]}`."""
         return self._run(Call("GET", self._path(memory_type, memory_id, "/history")))
 
+    def consolidate(self, user_id: str | None = None, *, dry_run: bool = False):
+        """Merges duplicate memories and resolves contradicting ones for `user_id` (None: every user of the
+        key's write scope), in the background → `{user_id, scope, dry_run, task_id, status}`;
+        `wait_for_task(task_id)["result"]` lists what was merged, retired and flagged."""
+        return self._run(Call("POST", "memory/consolidate", json=_body(user_id=user_id, dry_run=dry_run)))
+
 
 class _Methods:
     """The API, written once; `_driver` makes each call blocking or awaitable."""
