@@ -3,21 +3,25 @@ with history and lineage kept, conflicts flagged offline and resolved by the mod
 report exactly what a run does and change nothing."""
 
 import json
+import threading
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from apps.agent.consolidate import CONSOLIDATE_MEMORIES
 from apps.conversations.models import Message
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
-from apps.pipeline.locks import advisory_lock
+from apps.memories.services.extract import extract_locks
+from apps.pipeline.locks import WorkOf, advisory_lock
 from apps.pipeline.models import MemoryTask
-from apps.profiles.models import ItemType, LintFinding
+from apps.profiles.models import Entity, ItemType, LintFinding, ProfileSource
 from apps.profiles.services.compile import profile_compile
 from apps.profiles.services.entities import session_project
-from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 from tests.factories import ClientFactory
+from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
+from tests.memories.makers import semantic
 
 pytestmark = pytest.mark.django_db
 
@@ -144,8 +148,6 @@ def test_what_was_derived_from_a_merged_memory_follows(api, client_a, memories, 
     """Mentions are projected again from the survivor's sessions; pages quoting a merged memory are
     linted (stale, recompiled), as after an edit or a delete."""
     session_project(session=Message.objects.first().session)
-    from apps.profiles.models import Entity, ProfileSource
-
     for entity in Entity.objects.all():
         profile_compile(entity=entity)
     quoted = ProfileSource.objects.filter(item_type=ItemType.SEMANTIC, item_id=memories["hiking"])
@@ -193,8 +195,6 @@ def test_a_failed_model_leaves_the_conflicts_flagged(api, memories, fake_openai,
 
 def test_scope_wide_consolidation_covers_every_user_of_the_write_scope_only(api, client_a, memories, rules, run_tasks):
     other_scope = ClientFactory(organization=client_a.organization, write_scope="elsewhere", read_scopes=["elsewhere"])
-    from tests.memories.makers import semantic
-
     for _ in range(2):
         semantic(client_a.organization, "default", "bob", "Bob", "Bob plays the cello.")
         semantic(other_scope.organization, "elsewhere", "carol", "Carol", "Carol plays the cello.")
@@ -237,18 +237,11 @@ def test_the_command_records_a_task_and_prints_its_result(client_a, memories, ru
 
 def test_it_waits_for_the_users_extraction_lock(client_a, memories, rules):
     """Consolidation takes the user's extraction lock (which erasure takes too): busy, the command says so."""
-    from apps.memories.services.extract import extract_locks
-    from apps.pipeline.locks import WorkOf
-
     end_user = SemanticMemory.objects.get(pk=memories["hiking"]).end_user
     (key,) = extract_locks(WorkOf(organization_id=client_a.organization_id, end_user_ids=(end_user.pk,)))
-    import threading
-
     held, release = threading.Event(), threading.Event()
 
     def hold():
-        from django.db import connection
-
         with advisory_lock(key):
             held.set()
             release.wait(10)
