@@ -138,6 +138,17 @@ class Sessions(_Listing):
         )
         return self._client._driver.run(_one(call))
 
+    def retag(self, session_id: str, user_id: str, session_tag: str, *, scope: str | None = None):
+        """Moves a session to `task` or `conversation` routing, until anything has been learned from it
+        (afterwards the platform answers 409 naming what)."""
+        call = Call(
+            "PATCH",
+            self._path(session_id),
+            params={"user_id": user_id, "scope": scope},
+            json={"session_tag": session_tag},
+        )
+        return self._client._driver.run(_one(call))
+
     def distill(self, session_id: str, user_id: str, *, scope: str | None = None):
         call = Call("POST", self._path(session_id, "distill"), params={"user_id": user_id, "scope": scope})
         return self._client._driver.run(_one(call))
