@@ -132,6 +132,13 @@ def _export():
     export.run(RESULTS_DIR)
 
 
+def _consolidate():
+    """Merge precision and recall on seeded duplicates of one LOCOMO user's memories, recall@10 kept."""
+    from bench import consolidate
+
+    consolidate.run(RESULTS_DIR)
+
+
 BENCHMARKS = {
     "ingest": _ingest,
     "pipeline": _pipeline,
@@ -151,6 +158,7 @@ BENCHMARKS = {
     "privacy_slow_clients": _privacy_slow_clients,
     "context": _context,
     "export": _export,
+    "consolidate": _consolidate,
 }
 
 
