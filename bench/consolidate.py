@@ -17,7 +17,8 @@ some are real duplicates: a sample is printed for inspection). The thresholds ar
 (nothing changes), then the default ones run for real.
 
 `BENCH_CONSOLIDATE_SAMPLE` (default 0) picks the conversation, `BENCH_CONSOLIDATE_SHARE` (default
-0.3) the share of memories copied, `BENCH_CONSOLIDATE_SEED` (default 7) the seed.
+0.3) the share of memories copied, `BENCH_CONSOLIDATE_SEED` (default 7) the seed,
+`BENCH_CONSOLIDATE_QUESTIONS` (default: all) how many of the user's questions recall@10 is measured on.
 """
 
 import itertools
@@ -221,6 +222,8 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
             evidence = normalise_evidence(qa.get("evidence") or [], set(texts))
             if qa.get("category") in CATEGORIES and evidence:
                 questions.append((str(qa["question"]), evidence))
+        if os.environ.get("BENCH_CONSOLIDATE_QUESTIONS"):
+            questions = questions[: int(os.environ["BENCH_CONSOLIDATE_QUESTIONS"])]
         recall_clean = _recall_at_10(client, user_id, questions, dia_by_message)
         log(f"{user_id}: {len(texts)} turns, {len(originals_stored)} memories, recall@10 {recall_clean}")
 
