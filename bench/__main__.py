@@ -147,6 +147,11 @@ def _tokens():
     from bench import tokens
 
     tokens.run(RESULTS_DIR)
+def _consolidate():
+    """Merge precision and recall on seeded duplicates of one LOCOMO user's memories, recall@10 kept."""
+    from bench import consolidate
+
+    consolidate.run(RESULTS_DIR)
 
 
 BENCHMARKS = {
@@ -170,6 +175,7 @@ BENCHMARKS = {
     "context": _context,
     "export": _export,
     "tokens": _tokens,
+    "consolidate": _consolidate,
 }
 
 

@@ -34,6 +34,7 @@ urlpatterns = [
     path("memory/message/<str:item_id>", MessageDeleteView.as_view(), name="memory-message-delete"),
     path("sessions/", SessionListView.as_view(), name="session-list"),
     path("memory/context", agent.ContextView.as_view(), name="memory-context"),
+    path("memory/consolidate", agent.MemoryConsolidateView.as_view(), name="memory-consolidate"),
     path("sessions/<str:session_id>/", agent.SessionDetailView.as_view(), name="session-detail"),
     path("sessions/<str:session_id>/seal", SessionSealView.as_view(), name="session-seal"),
     path("sessions/<str:session_id>/distill", SessionDistillView.as_view(), name="session-distill"),

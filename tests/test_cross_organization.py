@@ -154,6 +154,14 @@ def _context(client, add):
     )
 
 
+def _consolidate(client, add):
+    from tests.memories.makers import make_semantic
+
+    make_semantic(client, "owner", f"a fact of {client.name}")
+    missing = f"owner-{uuid.uuid4().hex[:8]}"
+    return "/api/v1/memory/consolidate", "/api/v1/memory/consolidate", {"user_id": "owner"}, {"user_id": missing}
+
+
 def _experience_url(client, add):
     from tests.skills.makers import make_experience
 
@@ -267,6 +275,7 @@ ENDPOINTS = {
     "semantic-delete": ("delete", _memory_url("semantic"), DELETE),
     "profile-get": ("get", _profile_url, READ),
     "context-session": ("post", _context, READ),
+    "memory-consolidate": ("post", _consolidate, expect(202, 403, 404, 403, 404, 404)),
     "episodic-get": ("get", _memory_url("episodic"), READ),
     "semantic-get": ("get", _memory_url("semantic"), READ),
     "episodic-patch": ("patch", _memory_patch("episodic"), WRITE),

@@ -1,5 +1,6 @@
 """Pipeline handlers of the agent's API: thin, they call a service."""
 
+from apps.agent.consolidate import CONSOLIDATE_MEMORIES, consolidation_run
 from apps.pipeline.registry import register_handler
 from apps.privacy.services.cascade import DELETE_SESSION, session_purge
 
@@ -7,3 +8,8 @@ from apps.privacy.services.cascade import DELETE_SESSION, session_purge
 @register_handler(DELETE_SESSION)
 def delete_session(task) -> dict:
     return session_purge(session_pk=task.payload["deleted_session"])
+
+
+@register_handler(CONSOLIDATE_MEMORIES)
+def consolidate_memories(task) -> dict:
+    return consolidation_run(task=task)

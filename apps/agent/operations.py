@@ -9,11 +9,18 @@ clients are refused before any lookup) and the item in that scope. A foreign id,
 and a missing one are the same 404.
 """
 
+from contextlib import ExitStack
+
 from django.conf import settings
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db import transaction
 from django.utils import timezone
 
+from apps.agent.consolidate import consolidation_request
 from apps.agent.context import context_build
 from apps.agent.serializers import (
+    ConsolidateInputSerializer,
+    ConsolidateOutputSerializer,
     ContextInputSerializer,
     ContextOutputSerializer,
     EpisodicMemoryCreateInputSerializer,
@@ -26,9 +33,11 @@ from apps.agent.serializers import (
     SemanticMemoryPatchInputSerializer,
     SessionDeleteOutputSerializer,
 )
-from apps.conversations.models import Session, SessionTag
+from apps.conversations.models import Message, Session, SessionTag
+from apps.conversations.operations import session_named
 from apps.conversations.selectors import AmbiguousSession, session_get
-from apps.conversations.serializers import OwnerQuerySerializer
+from apps.conversations.serializers import OwnerQuerySerializer, SessionOutputSerializer, SessionPatchInputSerializer
+from apps.conversations.services import session_retag, session_set_outcome
 from apps.conversations.turns import normalise_messages
 from apps.core.errors import ConflictError, InvalidInput, NotFound
 from apps.core.operations import Access, check_ids, get_or_404, operation, require_write_access, validated
@@ -36,8 +45,9 @@ from apps.core.pagination import DEFAULT_LIMIT
 from apps.memories import selectors as memory_selectors
 from apps.memories.serializers import EpisodicMemoryOutputSerializer, SemanticMemoryOutputSerializer
 from apps.memories.services import memories as memory_services
+from apps.pipeline.locks import LockNotAvailable, WorkOf, advisory_lock, work_lock_keys
 from apps.privacy.services import cascade
-from apps.profiles.models import LintFinding
+from apps.profiles.models import LintFinding, Mention
 from apps.profiles.selectors import entity_list, profile_detail_queryset
 from apps.skills.models import SkillExperience
 from apps.tenancy.services import end_user_get_or_create
@@ -250,7 +260,89 @@ def memory_history(*, client, memory_type: str, memory_id: str) -> dict:
     ).data
 
 
+@operation(access=Access.WRITE)
+def memory_consolidate(*, client, data: dict) -> dict:
+    """Merge duplicate memories and resolve contradicting ones, for a user or the whole scope.
+
+    Runs in the background in the client's write scope (202 with the task's id; its result lists what
+    was merged, retired and flagged). Near-duplicates and paraphrases of one user's episodic and
+    semantic memories merge into one survivor that keeps their sources and history; contradicting
+    facts are resolved by the LLM when one is configured (the superseded one retired), otherwise
+    flagged for review. Nothing is deleted: merged and retired memories are soft-deleted with a history
+    row naming why. `dry_run` only reports what would happen."""
+    params = validated(ConsolidateInputSerializer, data)
+    end_user = None
+    if params.get("user_id"):
+        # Known only where the caller writes: a user of another scope is as missing as one never seen.
+        owners = memory_selectors.memory_owners(organization_id=client.organization_id, scope=client.write_scope)
+        end_user = get_or_404(owners, user_id=params["user_id"])
+    task = consolidation_request(
+        organization=client.organization,
+        scope=client.write_scope,
+        end_user=end_user,
+        dry_run=params["dry_run"],
+        client=client,
+    )
+    return ConsolidateOutputSerializer(
+        {
+            "user_id": params.get("user_id"),
+            "scope": client.write_scope,
+            "dry_run": params["dry_run"],
+            "task_id": task.pk,
+            "status": task.status,
+        }
+    ).data
+
+
 # Sessions, experiences, profiles, entities -------------------------------------------------------
+
+
+def _derived_from(session: Session) -> str:
+    """What other apps learned from the session's turns, named for a 409 ("" if nothing)."""
+    turns = ArraySubquery(Message.objects.filter(session_id=session.pk).values("pk"))
+    if SkillExperience.objects.filter(session_id=session.pk).exists():
+        return "skill experiences were distilled from it"
+    for memory_type, model in memory_services.MODELS.items():
+        if model.objects.filter(end_user_id=session.end_user_id, source_message_ids__overlap=turns).exists():
+            return f"{memory_type} memories were learned from it"
+    if Mention.objects.filter(session_id=session.pk).exists():
+        return "entities were projected from it"
+    return ""
+
+
+def _retag(*, client, session: Session, session_tag: str) -> Session:
+    """Under the owner's work locks (those erasure takes), so no learning runs while the tag changes."""
+    keys = work_lock_keys(
+        WorkOf(organization_id=session.organization_id, end_user_ids=(session.end_user_id,), scopes=(session.scope,))
+    )
+    try:
+        with ExitStack() as locks:
+            for key in keys:
+                locks.enter_context(advisory_lock(key, wait=False))
+            why = _derived_from(session) if session.session_tag != session_tag else ""
+            if why:
+                raise ConflictError(f"The session's tag can no longer change: {why}.")
+            return session_retag(session=session, session_tag=session_tag, client=client)
+    except LockNotAvailable:
+        raise ConflictError("Learning from this user's sessions is running right now; try again shortly.") from None
+
+
+@operation(access=Access.WRITE)
+def update_session(*, client, session_id: str, query, data) -> dict:
+    """Set a session's outcome, or re-tag it.
+
+    `outcome`: `success`, `failure`, `unknown`. `session_tag` (`task` | `conversation`) may change until
+    anything has been learned from the session (409 naming what, after); the work routed by the old tag
+    that has not run is cancelled and the new tag's is queued (a sealed task session is distilled)."""
+    session, _ = session_named(client=client, session_id=session_id, query=query)
+    require_write_access(client, session)
+    patch = validated(SessionPatchInputSerializer, data)
+    with transaction.atomic():
+        if "session_tag" in patch:
+            session = _retag(client=client, session=session, session_tag=patch["session_tag"])
+        if "outcome" in patch:
+            session = session_set_outcome(session=session, outcome=patch["outcome"])
+    return SessionOutputSerializer(session).data
 
 
 @operation(access=Access.WRITE)

@@ -200,3 +200,23 @@ class LintFindingOutputSerializer(serializers.Serializer):
 class ProfileFindingsOutputSerializer(serializers.Serializer):
     profile_id = serializers.UUIDField()
     findings = LintFindingOutputSerializer(many=True, help_text="Open findings first, newest first.")
+
+
+# Consolidation -----------------------------------------------------------------------------------
+
+
+class ConsolidateInputSerializer(InputSerializer):
+    user_id = fields.CharField(
+        max_length=255, required=False, help_text="The person whose memories to consolidate; absent: the whole scope."
+    )
+    dry_run = fields.StrictBooleanField(
+        required=False, default=False, help_text="Only report what would be merged, retired and flagged."
+    )
+
+
+class ConsolidateOutputSerializer(serializers.Serializer):
+    user_id = serializers.CharField(allow_null=True, help_text="null: every user of the scope.")
+    scope = serializers.CharField(help_text="The client's write scope, where consolidation runs.")
+    dry_run = serializers.BooleanField()
+    task_id = serializers.UUIDField(help_text="The background task: GET tasks/<id>/ for its status and result.")
+    status = serializers.CharField(help_text="The task's status.")

@@ -7,6 +7,8 @@ from rest_framework.response import Response
 
 from apps.agent import operations
 from apps.agent.serializers import (
+    ConsolidateInputSerializer,
+    ConsolidateOutputSerializer,
     ContextInputSerializer,
     ContextOutputSerializer,
     EpisodicMemoryCreateInputSerializer,
@@ -19,6 +21,7 @@ from apps.agent.serializers import (
     SessionDeleteOutputSerializer,
 )
 from apps.conversations import views as conversation_views
+from apps.conversations.serializers import SessionOutputSerializer, SessionPatchInputSerializer
 from apps.core.api import ClientAPIView, serves
 from apps.core.pagination import Pagination
 from apps.core.permissions import IsActiveClient
@@ -59,6 +62,22 @@ class ContextView(ClientAPIView):
 
 
 # Memories ---------------------------------------------------------------------------------------
+
+
+class MemoryConsolidateView(ClientAPIView):
+    """Merge duplicates and resolve contradictions for a user or the whole write scope."""
+
+    error_statuses = (404,)  # a user_id the organisation does not know
+
+    @extend_schema(request=ConsolidateInputSerializer, responses={202: ConsolidateOutputSerializer})
+    @serves(
+        operations.memory_consolidate,
+        example="POST /api/v1/memory/consolidate",
+        body={"user_id": "alice", "dry_run": True},
+    )
+    def post(self, request):
+        body = operations.memory_consolidate(client=self.client, data=request.data)
+        return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 class MemoryListView(ClientAPIView):
@@ -165,7 +184,27 @@ class SemanticMemoryHistoryView(MemoryHistoryView):
 
 
 class SessionDetailView(conversation_views.SessionDetailView):
-    """The session endpoints of apps.conversations, and deletion of the whole session."""
+    """The session endpoints of apps.conversations, with its edit (outcome, re-tagging: it must see what
+    every app learned from the session) and deletion of the whole session."""
+
+    error_statuses = (409,)  # a re-tag after something was learned from the session
+
+    @extend_schema(
+        parameters=[conversation_views.USER_ID_PARAMETER, conversation_views.SCOPE_PARAMETER],
+        request=SessionPatchInputSerializer,
+        responses=SessionOutputSerializer,
+    )
+    @serves(
+        operations.update_session,
+        example="PATCH /api/v1/sessions/book-flight-17/?user_id=alice",
+        body={"outcome": "success"},
+    )
+    def patch(self, request, session_id):
+        return Response(
+            operations.update_session(
+                client=self.client, session_id=session_id, query=request.query_params, data=request.data
+            )
+        )
 
     @extend_schema(
         parameters=[conversation_views.USER_ID_PARAMETER, conversation_views.SCOPE_PARAMETER],

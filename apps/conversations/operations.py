@@ -8,14 +8,12 @@ from apps.conversations.serializers import (
     SessionDetailOutputSerializer,
     SessionListFilterSerializer,
     SessionOutputSerializer,
-    SessionPatchInputSerializer,
     SessionSealOutputSerializer,
 )
 from apps.conversations.services import (
     messages_ingest,
     request_fingerprint,
     session_seal_now,
-    session_set_outcome,
 )
 from apps.core.errors import InvalidInput
 from apps.core.operations import (
@@ -86,15 +84,6 @@ def get_session(*, client, session_id: str, query) -> dict:
     session.messages_page = selectors.session_messages(session=session)[start:end]
     session.messages_next_offset = end if end < session.message_count else None
     return SessionDetailOutputSerializer(session).data
-
-
-@operation(access=Access.WRITE)
-def update_session(*, client, session_id: str, query, data) -> dict:
-    """Set a session's outcome (`success`, `failure`, `unknown`)."""
-    session, _ = session_named(client=client, session_id=session_id, query=query)
-    require_write_access(client, session)
-    patch = validated(SessionPatchInputSerializer, data)
-    return SessionOutputSerializer(session_set_outcome(session=session, outcome=patch["outcome"])).data
 
 
 @operation(access=Access.WRITE)

@@ -82,7 +82,17 @@ class OwnerQuerySerializer(InputSerializer):
 
 
 class SessionPatchInputSerializer(InputSerializer):
-    outcome = fields.ChoiceField(choices=Session.Outcome.choices)
+    outcome = fields.ChoiceField(choices=Session.Outcome.choices, required=False)
+    session_tag = fields.ChoiceField(
+        choices=SessionTag.choices,
+        required=False,
+        help_text="Re-tag the session; allowed until anything has been learned from it (409 after).",
+    )
+
+    def validate(self, data):
+        if not data:
+            raise serializers.ValidationError({"non_field_errors": ["Give outcome, session_tag or both."]})
+        return data
 
 
 class SessionOutputSerializer(serializers.Serializer):

@@ -15,11 +15,20 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from apps.conversations.models import SESSION_ID_PATTERN, IngestRequest, Message, Session, SessionTag
-from apps.conversations.routing import distillation_enqueue, embedding_enqueue, extraction_enqueue, projection_enqueue
+from apps.conversations.routing import (
+    DISTILL_SESSION,
+    EXTRACT_MEMORIES,
+    PROJECT_ENTITIES,
+    distillation_enqueue,
+    embedding_enqueue,
+    extraction_enqueue,
+    projection_enqueue,
+)
 from apps.conversations.turns import normalise_messages
 from apps.core.errors import ConflictError
 from apps.core.validation import InputError, check_tags, check_text
 from apps.pipeline.models import MemoryTask
+from apps.pipeline.services import tasks_cancel
 from apps.tenancy.services import end_user_get_or_create
 
 
@@ -223,6 +232,45 @@ def messages_ingest(
 def session_seal_now(*, session: Session, client=None) -> list[MemoryTask]:
     session = Session.objects.select_for_update().get(pk=session.pk)
     return session_seal(session=session, client=client)
+
+
+# The work each tag routes a session to, as queued for that session.
+TAG_WORK = {SessionTag.CONVERSATION: (EXTRACT_MEMORIES, PROJECT_ENTITIES), SessionTag.TASK: (DISTILL_SESSION,)}
+
+
+def session_learned_from(session: Session) -> str:
+    """Why the session counts as learned from, by the marks learning leaves on it ("" if none)."""
+    if session.distilled_at:
+        return "it was distilled"
+    if session.extracted_at or Message.objects.filter(session=session, learned_at__isnull=False).exists():
+        return "its turns were extracted"
+    return ""
+
+
+@transaction.atomic
+def session_retag(*, session: Session, session_tag: str, client=None) -> Session:
+    """Moves a session not yet learned from to the other tag's routing: the old tag's queued work for
+    it is cancelled, the new tag's is queued (extraction and projection for a conversation;
+    distillation for a task session that is sealed). The caller holds the owner's work locks and has
+    checked the rows other apps derive (apps.agent.operations.update_session)."""
+    if session.session_tag == session_tag:
+        return session
+    why = session_learned_from(session)
+    if why:
+        raise ConflictError(f"The session's tag can no longer change: {why}.")
+    tasks_cancel(
+        queryset=MemoryTask.objects.filter(
+            task_type__in=TAG_WORK[session.session_tag], payload__session=str(session.pk)
+        )
+    )
+    session.session_tag = session_tag
+    session.save(update_fields=["session_tag", "updated_at"])
+    if session_tag == SessionTag.CONVERSATION:
+        extraction_enqueue(session, client=client)
+        projection_enqueue(session, client=client)
+    elif session.status == Session.Status.SEALED:
+        distillation_enqueue(session, client=client)
+    return session
 
 
 def session_set_outcome(*, session: Session, outcome: str) -> Session:

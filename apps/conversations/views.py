@@ -12,7 +12,6 @@ from apps.conversations.serializers import (
     SessionDetailOutputSerializer,
     SessionListFilterSerializer,
     SessionOutputSerializer,
-    SessionPatchInputSerializer,
     SessionSealOutputSerializer,
 )
 from apps.core.adapters import list_view
@@ -75,23 +74,6 @@ class SessionDetailView(ClientAPIView):
     @serves(operations.get_session, example="GET /api/v1/sessions/chat-2024-06-01/?user_id=alice&limit=100")
     def get(self, request, session_id):
         return Response(operations.get_session(client=self.client, session_id=session_id, query=request.query_params))
-
-    @extend_schema(
-        parameters=[USER_ID_PARAMETER, SCOPE_PARAMETER],
-        request=SessionPatchInputSerializer,
-        responses=SessionOutputSerializer,
-    )
-    @serves(
-        operations.update_session,
-        example="PATCH /api/v1/sessions/book-flight-17/?user_id=alice",
-        body={"outcome": "success"},
-    )
-    def patch(self, request, session_id):
-        return Response(
-            operations.update_session(
-                client=self.client, session_id=session_id, query=request.query_params, data=request.data
-            )
-        )
 
 
 class SessionSealView(ClientAPIView):

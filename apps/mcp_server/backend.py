@@ -151,6 +151,9 @@ class PlatformBackend:
     async def delete_session(self, *, session_id, user_id, scope) -> dict:
         return await self._run(agent.session_delete, session_id=session_id, data=given(user_id=user_id, scope=scope))
 
+    async def consolidate_memories(self, *, user_id, dry_run) -> dict:
+        return await self._run(agent.memory_consolidate, data=given(user_id=user_id, dry_run=dry_run))
+
 
 def _unknown_memory_type(*, client, item_id):
     raise NotFound()

@@ -1,8 +1,9 @@
 """Reads of episodic and semantic memories, always within the caller's organisation and read scopes."""
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.tenancy.models import EndUser
 from apps.tenancy.readers import Reader
 
 
@@ -42,3 +43,16 @@ def memory_list(*, reader: Reader, memory_type: str, filters: dict):
             text |= Q(name__icontains=filters["q"])
         queryset = queryset.filter(text)
     return queryset.order_by(f"-{time_field}", "-id")
+
+
+def memory_owners(*, organization_id, scope: str):
+    """The organisation's end users who hold live memories in `scope`."""
+    live = {
+        "organization_id": organization_id,
+        "scope": scope,
+        "end_user_id": OuterRef("pk"),
+        "deleted_at__isnull": True,
+    }
+    return EndUser.objects.filter(organization_id=organization_id).filter(
+        Exists(EpisodicMemory.objects.filter(**live)) | Exists(SemanticMemory.objects.filter(**live))
+    )

@@ -288,6 +288,37 @@ def task_execute(*, task_id, worker: str) -> str:
     return "succeeded"
 
 
+def task_run_here(task_type: str, payload: dict, *, organization=None, scope: str | None = None, body) -> MemoryTask:
+    """Runs work in this process (a management command) as a task row, so its result is recorded like a
+    worker's: the row is created running and claimed here, heart-beats while `body(task)` runs and ends
+    succeeded with its result, or dead with the error (re-raised; one attempt, recovery never requeues it)."""
+    now = timezone.now()
+    task = MemoryTask.objects.create(
+        task_type=task_type,
+        organization=organization,
+        scope=scope,
+        payload=payload,
+        status=MemoryTask.Status.RUNNING,
+        attempts=1,
+        max_attempts=1,
+        claimed_by=worker_name(),
+        claimed_at=now,
+        heartbeat_at=now,
+    )
+    _heartbeats.add(task.pk)
+    try:
+        result = body(task)
+    except BaseException as exc:
+        error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"[:ERROR_MAX_CHARS]
+        _finish(task, status=MemoryTask.Status.DEAD, error=error, finished_at=timezone.now())
+        raise
+    finally:
+        _heartbeats.remove(task.pk)
+    _finish(task, status=MemoryTask.Status.SUCCEEDED, result=result, error="", finished_at=timezone.now())
+    task.refresh_from_db()
+    return task
+
+
 def republish_due_tasks(*, limit: int = 1000) -> int:
     """Sends again the due rows nobody picked up (a publish lost while the broker was down)."""
     cutoff = timezone.now() - timedelta(seconds=settings.TASK_REPUBLISH_AFTER_SECONDS)

@@ -76,6 +76,7 @@ def feedback(**overrides):
 
 SEMANTIC = ("POST", "/api/v1/memory/semantic/")
 EPISODIC = ("POST", "/api/v1/memory/episodic/")
+CONSOLIDATE = ("POST", "/api/v1/memory/consolidate")
 
 
 def fact(**overrides):
@@ -391,6 +392,11 @@ CASES = [
     ),
     ("max-tokens-10e20-context", post(CONTEXT, {"user_id": "u1", "max_tokens": 10**20}), "max_tokens"),
     ("max-tokens-string-context", post(CONTEXT, {"user_id": "u1", "max_tokens": "500"}), "max_tokens"),
+    ("nul-consolidate-user", post(CONSOLIDATE, {"user_id": f"u{NUL}"}), "user_id"),
+    ("surrogate-consolidate-user", post(CONSOLIDATE, {"user_id": SURROGATE}), "user_id"),
+    ("deep-consolidate-user", post(CONSOLIDATE, {"user_id": "@@deep:40:dict@@"}), "nested deeper than 32"),
+    ("dry-run-string-consolidate", post(CONSOLIDATE, {"dry_run": "yes"}), "dry_run"),
+    ("user-number-consolidate", post(CONSOLIDATE, {"user_id": 5}), "user_id"),
     ("offset-10e20-memory-list", get("/api/v1/memory/semantic/?user_id=u1&offset=100000000000000000000"), "offset"),
     ("limit-zero-memory-list", get("/api/v1/memory/episodic/?user_id=u1&limit=0"), "limit"),
     ("k-string-retrieve", post(RETRIEVE, {"task": "x", "k": "5"}), "k: Must be an integer"),

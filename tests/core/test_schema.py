@@ -22,10 +22,10 @@ def operations(schema):
 def test_every_operation_documents_its_errors_with_the_error_shape(schema):
     assert schema["openapi"] == "3.1.0"
     found = list(operations(schema))
-    assert len(found) == 47  # issue 30: skills/<id>/uses and skills/<id>/feedback
+    assert len(found) == 48  # issue 30: skills/<id>/uses and skills/<id>/feedback; issue 32: POST memory/consolidate
     # The context names a session in its body: a session the client does not read is a 404 there too.
-    # An export names its user or client in the body too.
-    body_lookups = {"/api/v1/memory/context", "/api/v1/exports"}
+    # An export names its user or client in the body too, and a consolidation its user.
+    body_lookups = {"/api/v1/memory/context", "/api/v1/exports", "/api/v1/memory/consolidate"}
     for path, method, operation in found:
         statuses = set(operation["responses"])
         assert {"400", "401"} <= statuses, (method, path)

@@ -89,6 +89,8 @@ CASES = [
     ("nul-get-scope", get_session(scope=f"d{NUL}"), 400, "scope"),
     ("nul-delete-id", ("delete_memory", {"memory_type": "semantic", "memory_id": f"a{NUL}"}), 400, "item_id"),
     ("nul-erase-user-id", ("erase_user", {"user_id": f"u{NUL}"}), 400, "user_id"),
+    ("nul-consolidate-user-id", ("consolidate_memories", {"user_id": f"u{NUL}"}), 400, "user_id"),
+    ("surrogate-consolidate-user-id", ("consolidate_memories", {"user_id": SURROGATE}), 400, "user_id"),
     ("surrogate-add-content", turn(content=f"a{SURROGATE}"), 400, "messages.0.content"),
     ("surrogate-add-user-id", add(user_id=SURROGATE), 400, "user_id"),
     ("surrogate-search-query", search(query=SURROGATE), 400, "query"),
@@ -189,6 +191,7 @@ def test_every_tool_and_family_has_cases():
         "get_session",
         "delete_memory",
         "erase_user",
+        "consolidate_memories",
     }
     families = {case[0].split("-")[0] for case in CASES}
     assert {"nul", "surrogate", "deep", "nan", "infinity", "offset", "role", "date"} <= families
@@ -242,6 +245,14 @@ def _erasure(client, add_messages):
     return ("erase_user", {"user_id": "erase-me"}), ("erase_user", {"user_id": f"erase-{uuid.uuid4().hex[:8]}"})
 
 
+def _consolidation(client, add_messages):
+    from tests.memories.makers import make_semantic
+
+    make_semantic(client, "owner", f"a fact of {client.name}")
+    missing = f"owner-{uuid.uuid4().hex[:8]}"
+    return ("consolidate_memories", {"user_id": "owner"}), ("consolidate_memories", {"user_id": missing})
+
+
 READ = expect(200, 200, 404, 404, 404, 404)
 DELETE = expect(200, 403, 404, 403, 404, 404)
 ERASE = expect(200, 403, 403, 403, 200, 404)
@@ -252,6 +263,7 @@ TOOLS = {
     "delete_memory-semantic": (_deletion("semantic"), DELETE),
     "delete_memory-procedural": (_deletion("procedural"), DELETE),
     "erase_user": (_erasure, ERASE),
+    "consolidate_memories": (_consolidation, expect(200, 403, 404, 403, 404, 404)),
 }
 
 

@@ -31,6 +31,7 @@ TOOLS = {
     "get_profile",
     "list_entities",
     "delete_session",
+    "consolidate_memories",
 }
 READ_TOOLS = {
     "search_memory",
@@ -44,7 +45,7 @@ READ_TOOLS = {
     "get_profile",
     "list_entities",
 }
-DESTRUCTIVE_TOOLS = {"delete_memory", "erase_user", "delete_session"}
+DESTRUCTIVE_TOOLS = {"delete_memory", "erase_user", "delete_session", "consolidate_memories"}
 READ_ONLY = "Refused (403 permission_denied): This client is read-only (it has no write scope)."
 NO_ERASE = (
     "Refused (403 permission_denied): This client may not erase: erasure needs the client's can_erase permission."

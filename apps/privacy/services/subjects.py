@@ -20,7 +20,7 @@ from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization
 USER = "user"
 CLIENT = "client"
 # Payload keys of pipeline tasks that hold the id of a row of these models.
-TASK_REFERENCES = {"session": Session, "entity": Entity}
+TASK_REFERENCES = {"session": Session, "entity": Entity, "end_user": EndUser}
 
 
 @dataclass(frozen=True)
@@ -168,6 +168,7 @@ class Subject:
         if self.end_user is not None:  # a client's own rows hold no entities (an empty queryset has no SQL)
             entities, entity_params = self.entities().values("pk").query.sql_with_params()
             sql, params = f"{sql} UNION ALL SELECT e.id::text FROM ({entities}) AS e(id)", [*params, *entity_params]
+            sql, params = f"{sql} UNION ALL SELECT %s::text", [*params, str(self.end_user.pk)]
         return sql, params
 
     def tasks(self) -> QuerySet:

@@ -138,6 +138,17 @@ class Sessions(_Listing):
         )
         return self._client._driver.run(_one(call))
 
+    def retag(self, session_id: str, user_id: str, session_tag: str, *, scope: str | None = None):
+        """Moves a session to `task` or `conversation` routing, until anything has been learned from it
+        (afterwards the platform answers 409 naming what)."""
+        call = Call(
+            "PATCH",
+            self._path(session_id),
+            params={"user_id": user_id, "scope": scope},
+            json={"session_tag": session_tag},
+        )
+        return self._client._driver.run(_one(call))
+
     def distill(self, session_id: str, user_id: str, *, scope: str | None = None):
         call = Call("POST", self._path(session_id, "distill"), params={"user_id": user_id, "scope": scope})
         return self._client._driver.run(_one(call))
@@ -245,6 +256,12 @@ class Memories:
     def history(self, memory_type: str, memory_id: str):
         """`{id, memory_type, changes: [{operation, actor, reason, previous_value, new_value, created_at}]}`."""
         return self._run(Call("GET", self._path(memory_type, memory_id, "/history")))
+
+    def consolidate(self, user_id: str | None = None, *, dry_run: bool = False):
+        """Merges duplicate memories and resolves contradicting ones for `user_id` (None: every user of the
+        key's write scope), in the background → `{user_id, scope, dry_run, task_id, status}`;
+        `wait_for_task(task_id)["result"]` lists what was merged, retired and flagged."""
+        return self._run(Call("POST", "memory/consolidate", json=_body(user_id=user_id, dry_run=dry_run)))
 
 
 class _Methods:

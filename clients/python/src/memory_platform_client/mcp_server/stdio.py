@@ -69,6 +69,9 @@ class HTTPBackend:
     async def delete_session(self, *, session_id, user_id, scope):
         return await self.client.sessions.delete(session_id, user_id, scope=scope)
 
+    async def consolidate_memories(self, *, user_id, dry_run):
+        return await self.client.memories.consolidate(user_id, dry_run=dry_run)
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(

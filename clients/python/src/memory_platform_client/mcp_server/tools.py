@@ -123,6 +123,8 @@ class Backend(Protocol):
 
     async def delete_session(self, *, session_id: str, user_id: str, scope: str | None) -> dict: ...
 
+    async def consolidate_memories(self, *, user_id: str | None, dry_run: bool) -> dict: ...
+
 
 BackendFor = Callable[[Context], Backend]
 
@@ -458,6 +460,23 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         return result(
             f"Deletion of session {body['session_id']} accepted: task {body['task_id']}, status {body['status']}.", body
         )
+
+    @tool("consolidate_memories", "Consolidate memories", DESTRUCTIVE)
+    async def consolidate_memories(
+        ctx: Context,
+        user_id: Annotated[
+            str | None,
+            Field(description="The person whose memories to consolidate; omit for every user of your scope."),
+        ] = None,
+        dry_run: Annotated[bool, Field(description="Only report what would change.")] = False,
+    ) -> CallToolResult:
+        """Merge duplicate and paraphrased facts and events into one, and resolve contradicting facts (the
+        outdated one is retired; without a model they are flagged for review). Merged and retired memories
+        are hidden from search but kept with their history. Runs in the background: the task's result
+        lists what changed; try dry_run first."""
+        body = await call(ctx, "consolidate_memories", user_id=user_id, dry_run=dry_run)
+        what = "Dry run" if body["dry_run"] else "Consolidation"
+        return result(f"{what} accepted: task {body['task_id']}, status {body['status']}.", body)
 
     return server
 

@@ -1,0 +1,456 @@
+"""Consolidation of a user's (or a whole scope's) episodic and semantic memories, run by an operator:
+near-duplicates and paraphrases are merged into one survivor, contradicting facts are resolved by the
+LLM (the superseded one retired) or, offline, flagged for review. Nothing is deleted: a merged or
+retired memory is soft-deleted with a history row naming the survivor, the survivor's history row
+names what it absorbed, and its sources become the union of theirs (lineage to the turns).
+
+Offline the decision is deterministic: two memories of one owner and type are duplicates when they
+are about the same thing (a fact's subject, an event's day), their vectors are close
+(`CONSOLIDATE_MIN_COSINE`) and they share most of their content words
+(`CONSOLIDATE_MIN_TEXT_SIMILARITY`, Dice over word stems), and neither states something the other
+does not: a negation, a number or a name only one side has is a conflict, never a merge.
+"""
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+
+from apps.memories.models import DETAILS_MAX_LENGTH, EpisodicMemory, SemanticMemory
+from apps.memories.services.extract import extract_locks
+from apps.memories.services.memories import (
+    EPISODIC,
+    SEMANTIC,
+    memory_embed,
+    memory_snapshot,
+    memory_soft_delete,
+    memory_update,
+)
+from apps.pipeline.locks import WorkOf, advisory_lock
+from apps.pipeline.services import enqueue
+from apps.privacy.services import cascade
+from apps.providers.llm import LLMError, chat_json, llm_enabled
+
+logger = logging.getLogger(__name__)
+
+CONSOLIDATE_MEMORIES = "consolidate_memories"
+ACTOR = "consolidation"
+MODELS = {EPISODIC: EpisodicMemory, SEMANTIC: SemanticMemory}
+# Pairs the model judges per call: small enough for any local model's context.
+LLM_PAIRS_PER_CALL = 20
+
+_WORD = re.compile(r"[A-Za-z0-9]+(?:'[a-z]+)?")
+_NEGATIONS = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "stopped"})
+_STOPWORDS = frozenset(
+    "a an the and or but of to in on at for with by from as is are was were be been being has have had do does did "
+    "this that these those it its he she they them his her their i me my we our you your who whom which what when "
+    "where how also just very really so some any about into over after before than then there here".split()
+)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One memory as consolidation compares it."""
+
+    memory: object
+    memory_type: str
+    block: str
+    stems: frozenset
+    negated: bool
+    numbers: frozenset
+    names: frozenset
+    normalized: str
+
+
+@dataclass
+class Report:
+    dry_run: bool
+    scope: str
+    users: int = 0
+    examined: int = 0
+    merged: int = 0
+    retired: int = 0
+    flagged: int = 0
+    llm_calls: int = 0
+    merges: list = field(default_factory=list)
+    retirements: list = field(default_factory=list)
+    flags: list = field(default_factory=list)
+
+    def as_dict(self, seconds: float) -> dict:
+        return {
+            "dry_run": self.dry_run,
+            "scope": self.scope,
+            "users": self.users,
+            "examined": self.examined,
+            "merged": self.merged,
+            "retired": self.retired,
+            "flagged": self.flagged,
+            "llm_calls": self.llm_calls,
+            "seconds": round(seconds, 3),
+            "merges": self.merges,
+            "retirements": self.retirements,
+            "flags": self.flags,
+        }
+
+
+def _stem(word: str) -> str:
+    word = word.lower().removesuffix("'s")
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _statement(memory, memory_type: str) -> str:
+    return memory.summary if memory_type == EPISODIC else f"{memory.name}: {memory.summary}"
+
+
+def _item(memory, memory_type: str) -> Item:
+    text = memory.summary
+    words = _WORD.findall(text)
+    lowered = [word.lower() for word in words]
+    if memory_type == SEMANTIC:
+        block = " ".join(_WORD.findall(memory.name.lower()))
+    else:
+        block = memory.occurred_at.date().isoformat()
+    return Item(
+        memory=memory,
+        memory_type=memory_type,
+        block=block,
+        stems=frozenset(_stem(word) for word in lowered if word not in _STOPWORDS and not word.isdigit()),
+        negated=any(word in _NEGATIONS or word.endswith("n't") for word in lowered),
+        numbers=frozenset(word for word in lowered if word.isdigit()),
+        # Capitalised words after the first: names, places, titles.
+        names=frozenset(word.lower() for word in words[1:] if word[0].isupper()),
+        normalized=" ".join(lowered),
+    )
+
+
+def _dice(left: frozenset, right: frozenset) -> float:
+    if not left and not right:
+        return 1.0
+    return 2 * len(left & right) / (len(left) + len(right))
+
+
+def _conflict(left: Item, right: Item) -> str:
+    """Why two similar statements may say different things ("" when nothing tells them apart)."""
+    if left.negated != right.negated:
+        return "one of them is negated"
+    if left.numbers and right.numbers and left.numbers != right.numbers:
+        return "they state different numbers"
+    if (left.names - right.names) and (right.names - left.names):
+        return "they name different things"
+    return ""
+
+
+def _vectors(items: list[Item]) -> np.ndarray:
+    dimensions = settings.EMBEDDING_DIMENSIONS
+    matrix = np.zeros((len(items), dimensions), dtype=np.float32)
+    for row, item in enumerate(items):
+        if item.memory.embedding is not None:
+            matrix[row] = np.asarray(item.memory.embedding, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1, norms)
+
+
+@dataclass
+class Pairs:
+    duplicates: list = field(default_factory=list)
+    conflicts: list = field(default_factory=list)  # (left, right, why)
+
+
+def _pairs(items: list[Item]) -> Pairs:
+    """Compares the memories of one block (same subject or same day) two by two."""
+    found = Pairs()
+    if len(items) < 2:
+        return found
+    cosine = _vectors(items) @ _vectors(items).T
+    min_cosine, min_text = settings.CONSOLIDATE_MIN_COSINE, settings.CONSOLIDATE_MIN_TEXT_SIMILARITY
+    for i, left in enumerate(items):
+        for j in range(i + 1, len(items)):
+            right = items[j]
+            text = _dice(left.stems, right.stems)
+            if text < min_text:
+                continue
+            why = _conflict(left, right)
+            if why:
+                found.conflicts.append((left, right, why))
+            elif left.normalized == right.normalized or cosine[i, j] >= min_cosine:
+                found.duplicates.append((left, right))
+    return found
+
+
+def _groups(pairs: list[tuple[Item, Item]]) -> list[list[Item]]:
+    """Connected duplicates (union-find), each group in a stable order."""
+    parent: dict = {}
+
+    def root(item):
+        while parent.setdefault(item.memory.pk, item.memory.pk) != item.memory.pk:
+            item = by_pk[parent[item.memory.pk]]
+        return item.memory.pk
+
+    by_pk = {item.memory.pk: item for pair in pairs for item in pair}
+    for left, right in pairs:
+        a, b = root(left), root(right)
+        if a != b:
+            parent[max(a, b, key=str)] = min(a, b, key=str)
+    groups: dict = {}
+    for item in by_pk.values():
+        groups.setdefault(root(item), []).append(item)
+    return sorted((sorted(group, key=_survivor_rank) for group in groups.values()), key=lambda g: str(g[0].memory.pk))
+
+
+def _survivor_rank(item: Item):
+    """The survivor: learned from the most turns, then the fullest text, then the oldest id."""
+    memory = item.memory
+    return (
+        -len(memory.source_message_ids),
+        -len(memory.summary) - len(memory.details),
+        memory.created_at,
+        str(memory.pk),
+    )
+
+
+def _folded_details(survivor, others) -> str:
+    details = survivor.details
+    for other in others:
+        if other.details and other.details not in details and other.details not in survivor.summary:
+            details = f"{details}\n{other.details}".strip()
+    return details[:DETAILS_MAX_LENGTH]
+
+
+def _judge(conflicts: list, *, organization, task, report: Report) -> list[tuple[Item, Item, str, str]]:
+    """The model's verdict on each conflicting pair: ("duplicate" | "supersedes" | "compatible", and for
+    "supersedes" which of the two is current). A failed call leaves its pairs flagged."""
+    verdicts = []
+    for start in range(0, len(conflicts), LLM_PAIRS_PER_CALL):
+        batch = conflicts[start : start + LLM_PAIRS_PER_CALL]
+        numbered = "\n".join(
+            f"[{number}] A ({left.memory.updated_at:%Y-%m-%d}): {_statement(left.memory, left.memory_type)} | "
+            f"B ({right.memory.updated_at:%Y-%m-%d}): {_statement(right.memory, right.memory_type)}"
+            for number, (left, right, _why) in enumerate(batch, 1)
+        )
+        try:
+            report.llm_calls += 1
+            answer = chat_json(
+                messages=[
+                    {
+                        "role": "system",
+                        "content": (
+                            "You compare numbered pairs of statements A and B from one person's memory, each "
+                            "with the date it was learned. For each pair decide: 'duplicate' (they say the same), "
+                            "'contradiction' (both cannot be true now; say which one is current: 'A' or 'B', "
+                            "usually the later one unless the text says otherwise) or 'compatible'. Answer with "
+                            'JSON: {"pairs": [{"pair": n, "verdict": "...", "current": "A"|"B"}]}.'
+                        ),
+                    },
+                    {"role": "user", "content": numbered},
+                ],
+                organization=organization,
+                task=task,
+                purpose="consolidate",
+            )
+        except LLMError as exc:
+            logger.warning("consolidation: the model failed on %d pairs: %s", len(batch), type(exc).__name__)
+            verdicts += [(left, right, "flag", why) for left, right, why in batch]
+            continue
+        answered = {}
+        for entry in answer.get("pairs") or []:
+            if isinstance(entry, dict) and isinstance(entry.get("pair"), int) and 0 < entry["pair"] <= len(batch):
+                answered[entry["pair"]] = entry
+        for number, (left, right, why) in enumerate(batch, 1):
+            entry = answered.get(number, {})
+            verdict = entry.get("verdict")
+            if verdict == "duplicate":
+                verdicts.append((left, right, "duplicate", ""))
+            elif verdict == "contradiction" and entry.get("current") in ("A", "B"):
+                current, old = (left, right) if entry["current"] == "A" else (right, left)
+                verdicts.append((current, old, "supersedes", why))
+            elif verdict != "compatible":
+                verdicts.append((left, right, "flag", why))
+    return verdicts
+
+
+def _owner_plan(*, organization, scope: str, end_user_id, task, report: Report) -> tuple[list, list]:
+    """The merge groups and the retirements (current, superseded, why) of one owner; flags go to the report."""
+    merge_pairs, retire = [], []
+    for memory_type, model in MODELS.items():
+        memories = model.objects.filter(
+            organization=organization, scope=scope, end_user_id=end_user_id, deleted_at__isnull=True
+        ).order_by("created_at", "id")
+        items = [_item(memory, memory_type) for memory in memories]
+        report.examined += len(items)
+        blocks: dict = {}
+        for item in items:
+            blocks.setdefault(item.block, []).append(item)
+        conflicts = []
+        for block in blocks.values():
+            pairs = _pairs(block)
+            merge_pairs += pairs.duplicates
+            conflicts += pairs.conflicts
+        if conflicts and llm_enabled():
+            verdicts = _judge(conflicts, organization=organization, task=task, report=report)
+        else:
+            verdicts = [(left, right, "flag", why) for left, right, why in conflicts]
+        for left, right, verdict, why in verdicts:
+            if verdict == "duplicate":
+                merge_pairs.append((left, right))
+            elif verdict == "supersedes":
+                retire.append((left, right, why))
+            else:
+                report.flags.append(
+                    {"memory_type": memory_type, "ids": [str(left.memory.pk), str(right.memory.pk)], "reason": why}
+                )
+    groups = _groups(merge_pairs)
+    # A retirement of a memory that is merged away applies to what it merges into.
+    survivor_of = {item.memory.pk: group[0] for group in groups for item in group[1:]}
+    retirements = {}
+    for current, superseded, why in retire:
+        current = survivor_of.get(current.memory.pk, current)
+        superseded = survivor_of.get(superseded.memory.pk, superseded)
+        if current.memory.pk != superseded.memory.pk:
+            retirements.setdefault(superseded.memory.pk, (current, superseded, why))
+    return groups, list(retirements.values())
+
+
+@transaction.atomic
+def _merge(group: list[Item], *, task_id) -> None:
+    survivor, others = group[0].memory, [item.memory for item in group[1:]]
+    memory_type = group[0].memory_type
+    details = _folded_details(survivor, others)
+    fields = {"details": details} if details != survivor.details else {}
+    sources = [source for other in others for source in other.source_message_ids]
+    embedding = None
+    if fields:
+        (embedding,) = memory_embed(memory_type, [{**memory_snapshot(survivor), **fields}])
+    merged_ids = ", ".join(str(other.pk) for other in others)
+    memory_update(
+        memory=survivor,
+        fields=fields,
+        source_message_ids=sources,
+        embedding=embedding,
+        actor=ACTOR,
+        reason=f"consolidation merged {merged_ids} into this memory",
+        task_id=task_id,
+    )
+    for other in others:
+        memory_soft_delete(
+            memory=other, actor=ACTOR, reason=f"consolidation merged this memory into {survivor.pk}", task_id=task_id
+        )
+    cascade.memory_edited(memory=survivor, memory_type=memory_type)
+
+
+def _retire(current: Item, superseded: Item, why: str, *, task_id) -> None:
+    memory_soft_delete(
+        memory=superseded.memory,
+        actor=ACTOR,
+        reason=f"consolidation: superseded by {current.memory.pk} ({why})",
+        task_id=task_id,
+    )
+
+
+def memories_consolidate(
+    *,
+    organization,
+    scope: str,
+    end_user=None,
+    dry_run: bool = False,
+    task=None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
+    """Consolidates one user's memories in a scope (`end_user`), or every user's there. Each user is
+    done under their extraction lock (the lock erasure also takes), so it races neither; a busy lock
+    raises LockNotAvailable and the pipeline retries. Returns the report (what was, or with `dry_run`
+    would be, merged, retired and flagged)."""
+    started = time.monotonic()
+    report = Report(dry_run=dry_run, scope=scope)
+    if end_user is not None:
+        owners = [end_user.pk]
+    else:
+        owners = sorted(
+            {
+                owner
+                for model in MODELS.values()
+                for owner in model.objects.filter(organization=organization, scope=scope, deleted_at__isnull=True)
+                .values_list("end_user_id", flat=True)
+                .distinct()
+            },
+            key=str,
+        )
+    task_id = getattr(task, "pk", None)
+    for done, owner in enumerate(owners):
+        with ExitStack() as locks:
+            for key in extract_locks(WorkOf(organization_id=organization.pk, end_user_ids=(owner,))):
+                locks.enter_context(advisory_lock(key, wait=False))
+            groups, retirements = _owner_plan(
+                organization=organization, scope=scope, end_user_id=owner, task=task, report=report
+            )
+            for group in groups:
+                report.merges.append(
+                    {
+                        "memory_type": group[0].memory_type,
+                        "survivor": str(group[0].memory.pk),
+                        "merged": [str(item.memory.pk) for item in group[1:]],
+                    }
+                )
+                report.merged += len(group) - 1
+                if not dry_run:
+                    _merge(group, task_id=task_id)
+            for current, superseded, why in retirements:
+                report.retirements.append(
+                    {
+                        "memory_type": superseded.memory_type,
+                        "id": str(superseded.memory.pk),
+                        "superseded_by": str(current.memory.pk),
+                        "reason": why,
+                    }
+                )
+                report.retired += 1
+                if not dry_run:
+                    _retire(current, superseded, why, task_id=task_id)
+        report.users += 1
+        if progress:
+            progress(done + 1, len(owners))
+    report.flagged = len(report.flags)
+    if not dry_run and (report.merged or report.retired):
+        cascade.items_removed(organization=organization)
+    return report.as_dict(time.monotonic() - started)
+
+
+def consolidation_request(*, organization, scope: str, end_user=None, dry_run: bool, client=None):
+    """Queues a consolidation (202 + task): a scope may hold many users' memories. A repeat of the same
+    request while one is waiting or running joins it."""
+    owner = str(end_user.pk) if end_user is not None else None
+    return enqueue(
+        CONSOLIDATE_MEMORIES,
+        {"end_user": owner, "dry_run": dry_run},
+        organization=organization,
+        scope=scope,
+        client=client,
+        idempotency_key=f"{CONSOLIDATE_MEMORIES}:{organization.pk}:{scope}:{owner or '*'}:{int(dry_run)}",
+    )
+
+
+def consolidation_run(*, task, progress: Callable[[int, int], None] | None = None) -> dict:
+    """Runs a queued consolidation: the handler's body, and the command's."""
+    from apps.tenancy.models import EndUser
+
+    end_user = None
+    if task.payload.get("end_user"):
+        end_user = EndUser.objects.filter(pk=task.payload["end_user"], organization_id=task.organization_id).first()
+        if end_user is None:
+            return {"skipped": "the user no longer exists"}
+    return memories_consolidate(
+        organization=task.organization,
+        scope=task.scope,
+        end_user=end_user,
+        dry_run=bool(task.payload.get("dry_run")),
+        task=task,
+        progress=progress,
+    )
