@@ -147,6 +147,8 @@ def _tokens():
     from bench import tokens
 
     tokens.run(RESULTS_DIR)
+
+
 def _consolidate():
     """Merge precision and recall on seeded duplicates of one LOCOMO user's memories, recall@10 kept."""
     from bench import consolidate

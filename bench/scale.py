@@ -133,12 +133,7 @@ def _copy_skills(connection, rows_iter):
     register_vector(connection)
     columns = (
         "id, created_at, updated_at, organization_id, scope, name, description, instructions, triggers, examples,"
-<<<<<<< HEAD
-        " entry_type, status, version, action_signature, retrieval_count, embedding, embedding_model, shared,"
-        " supporters"
-=======
-        " entry_type, status, version, action_signature, embedding, embedding_model"
->>>>>>> effectiveness
+        " entry_type, status, version, action_signature, embedding, embedding_model, shared, supporters"
     )
     with (
         connection.cursor() as cursor,
