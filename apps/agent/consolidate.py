@@ -17,10 +17,12 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from django.conf import settings
 from django.db import transaction
+from pydantic import BaseModel
 
 from apps.memories.models import DETAILS_MAX_LENGTH, EpisodicMemory, SemanticMemory
 from apps.memories.services.extract import extract_locks
@@ -35,7 +37,8 @@ from apps.memories.services.memories import (
 from apps.pipeline.locks import WorkOf, advisory_lock
 from apps.pipeline.services import enqueue
 from apps.privacy.services import cascade
-from apps.providers.llm import LLMError, chat_json, llm_enabled
+from apps.providers.llm import LLMError, chat_json, llm_enabled, parse_items
+from apps.providers.tokens import estimate_tokens, fit_text, room_for, token_batches
 
 logger = logging.getLogger(__name__)
 
@@ -225,33 +228,55 @@ def _folded_details(survivor, others) -> str:
     return details[:DETAILS_MAX_LENGTH]
 
 
+class PairVerdict(BaseModel):
+    pair: int
+    verdict: Literal["duplicate", "contradiction", "compatible"]
+    current: Literal["A", "B", ""] = ""
+
+
+class PairsAnswer(BaseModel):
+    """What the consolidation judge answers."""
+
+    pairs: list[PairVerdict]
+
+
+JUDGE_PROMPT = (
+    "You compare numbered pairs of statements A and B from one person's memory, each with the date it "
+    "was learned. For each pair decide: 'duplicate' (they say the same), 'contradiction' (both cannot be "
+    "true now; say which one is current: 'A' or 'B', usually the later one unless the text says "
+    "otherwise) or 'compatible' (current: ''). Answer with JSON: "
+    '{"pairs": [{"pair": n, "verdict": "...", "current": "A"|"B"|""}]}.'
+)
+
+
 def _judge(conflicts: list, *, organization, task, report: Report) -> list[tuple[Item, Item, str, str]]:
     """The model's verdict on each conflicting pair: ("duplicate" | "supersedes" | "compatible", and for
-    "supersedes" which of the two is current). A failed call leaves its pairs flagged."""
-    verdicts = []
-    for start in range(0, len(conflicts), LLM_PAIRS_PER_CALL):
-        batch = conflicts[start : start + LLM_PAIRS_PER_CALL]
-        numbered = "\n".join(
-            f"[{number}] A ({left.memory.updated_at:%Y-%m-%d}): {_statement(left.memory, left.memory_type)} | "
-            f"B ({right.memory.updated_at:%Y-%m-%d}): {_statement(right.memory, right.memory_type)}"
-            for number, (left, right, _why) in enumerate(batch, 1)
+    "supersedes" which of the two is current). A failed call leaves its pairs flagged. Pairs go in
+    batches that fit LLM_MAX_PROMPT_TOKENS, each pair trimmed to a share of it."""
+    room = room_for(JUDGE_PROMPT)
+    lines = [
+        (
+            (left, right, why),
+            fit_text(
+                f"A ({left.memory.updated_at:%Y-%m-%d}): {_statement(left.memory, left.memory_type)} | "
+                f"B ({right.memory.updated_at:%Y-%m-%d}): {_statement(right.memory, right.memory_type)}",
+                room // 4,
+            ),
         )
+        for left, right, why in conflicts
+    ]
+    verdicts = []
+    batches = token_batches(
+        lines, cost=lambda line: estimate_tokens(line[1]) + 6, budget=room, max_items=LLM_PAIRS_PER_CALL
+    )
+    for batch_lines in batches:
+        batch = [pair for pair, _ in batch_lines]
+        numbered = "\n".join(f"[{number}] {text}" for number, (_, text) in enumerate(batch_lines, 1))
         try:
             report.llm_calls += 1
             answer = chat_json(
-                messages=[
-                    {
-                        "role": "system",
-                        "content": (
-                            "You compare numbered pairs of statements A and B from one person's memory, each "
-                            "with the date it was learned. For each pair decide: 'duplicate' (they say the same), "
-                            "'contradiction' (both cannot be true now; say which one is current: 'A' or 'B', "
-                            "usually the later one unless the text says otherwise) or 'compatible'. Answer with "
-                            'JSON: {"pairs": [{"pair": n, "verdict": "...", "current": "A"|"B"}]}.'
-                        ),
-                    },
-                    {"role": "user", "content": numbered},
-                ],
+                messages=[{"role": "system", "content": JUDGE_PROMPT}, {"role": "user", "content": numbered}],
+                answer=PairsAnswer,
                 organization=organization,
                 task=task,
                 purpose="consolidate",
@@ -260,19 +285,20 @@ def _judge(conflicts: list, *, organization, task, report: Report) -> list[tuple
             logger.warning("consolidation: the model failed on %d pairs: %s", len(batch), type(exc).__name__)
             verdicts += [(left, right, "flag", why) for left, right, why in batch]
             continue
-        answered = {}
-        for entry in answer.get("pairs") or []:
-            if isinstance(entry, dict) and isinstance(entry.get("pair"), int) and 0 < entry["pair"] <= len(batch):
-                answered[entry["pair"]] = entry
+        values = answer.get("pairs")
+        answered = {
+            entry.pair: entry
+            for _, entry in parse_items(PairVerdict, values if isinstance(values, list) else [])[0]
+            if 0 < entry.pair <= len(batch)
+        }
         for number, (left, right, why) in enumerate(batch, 1):
-            entry = answered.get(number, {})
-            verdict = entry.get("verdict")
-            if verdict == "duplicate":
+            entry = answered.get(number)
+            if entry is not None and entry.verdict == "duplicate":
                 verdicts.append((left, right, "duplicate", ""))
-            elif verdict == "contradiction" and entry.get("current") in ("A", "B"):
-                current, old = (left, right) if entry["current"] == "A" else (right, left)
+            elif entry is not None and entry.verdict == "contradiction" and entry.current in ("A", "B"):
+                current, old = (left, right) if entry.current == "A" else (right, left)
                 verdicts.append((current, old, "supersedes", why))
-            elif verdict != "compatible":
+            elif entry is None or entry.verdict != "compatible":
                 verdicts.append((left, right, "flag", why))
     return verdicts
 
