@@ -13,6 +13,7 @@ from datetime import timezone as dt_timezone
 
 from django.conf import settings
 
+from apps.core.temporal import ResolvedDate, resolve_dates
 from apps.memories.models import (
     ACTOR_MAX_LENGTH,
     DETAILS_MAX_LENGTH,
@@ -22,7 +23,6 @@ from apps.memories.models import (
     TimeGranularity,
 )
 from apps.memories.services.memories import EPISODIC, SEMANTIC, memory_type_of
-from apps.memories.temporal import ResolvedDate, resolve_dates
 from apps.providers.llm import LLMOutputError, chat_json
 from apps.tenancy.readers import Reader
 

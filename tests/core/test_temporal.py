@@ -4,7 +4,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from apps.memories.temporal import add_months, describe_period, resolve_dates
+from apps.core.temporal import add_months, describe_period, resolve_dates
 
 MONDAY = date(2023, 5, 8)  # LOCOMO conv-26 session 1: "1:56 pm on 8 May, 2023"
 
