@@ -446,8 +446,15 @@ def _recent_sql(source: SearchSource, where: str, where_params: list, limit: int
 
 
 def _query_vector(query: str) -> QueryVector:
+    return _embedded_query(query, embedding_model_name())
+
+
+@functools.lru_cache(maxsize=256)
+def _embedded_query(query: str, model: str) -> QueryVector:
+    """A query's vector, kept for the next search of the same words by the same model (a boosted
+    search, each memory type of a search and the rerank stage ask for it again)."""
     vector = embed_query(query)
-    return QueryVector(literal="[" + ",".join(f"{value:.7g}" for value in vector) + "]", model=embedding_model_name())
+    return QueryVector(literal="[" + ",".join(f"{value:.7g}" for value in vector) + "]", model=model)
 
 
 def _ranking_sql(
