@@ -114,3 +114,20 @@ def test_memories_are_in_the_window_by_the_days_their_words_name(client_a, hikes
     )
     assert {hit.instance.pk for hit in hits if hit.source.memory_type == "semantic"} == {named.pk}
     assert Message.objects.filter(date_span__isnull=False).count() == 1
+
+
+def test_a_filter_leaves_timeless_types_alone(client_a, hikes):
+    from tests.skills.makers import make_skill
+
+    skill = make_skill(client_a, "alice", "hiking in the hills safely")
+    hits = search(
+        reader=client_a.reader,
+        query="hiking in the hills in January 2021",
+        memory_types=["procedural", "message"],
+        method="bm25",
+        limit=10,
+        filters={"user_id": "alice"},
+        time_window="filter",
+    )
+    # No turn of January 2021; the skill, which has no date, is still found.
+    assert [hit.instance.pk for hit in hits] == [skill.pk]
