@@ -141,6 +141,13 @@ def _export():
     export.run(RESULTS_DIR)
 
 
+def _tokens():
+    """The prompt token estimate against e5's tokenizer on the dev data; extraction batches by tokens."""
+    from bench import tokens
+
+    tokens.run(RESULTS_DIR)
+
+
 BENCHMARKS = {
     "ingest": _ingest,
     "pipeline": _pipeline,
@@ -161,6 +168,7 @@ BENCHMARKS = {
     "privacy_slow_clients": _privacy_slow_clients,
     "context": _context,
     "export": _export,
+    "tokens": _tokens,
 }
 
 

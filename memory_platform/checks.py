@@ -13,7 +13,7 @@ from django.core.checks import Error, register
 
 from apps.core.models import SessionTag
 from apps.providers.embeddings import EMBEDDING_PROVIDERS
-from apps.providers.llm import LLM_PROVIDERS
+from apps.providers.llm import LLM_PROVIDERS, STRUCTURED_OUTPUT_MODES
 from apps.search.decompose import DECOMPOSERS
 from apps.search.engine import TIME_WINDOW_MODES
 from apps.search.rerank import RERANKERS
@@ -75,6 +75,8 @@ SETTING_RULES = {
     "LLM_PROVIDER": OneOf(LLM_PROVIDERS),
     "LLM_TIMEOUT_SECONDS": POSITIVE,
     "LLM_MAX_RETRIES": at_least(0),
+    "LLM_STRUCTURED_OUTPUT": OneOf(STRUCTURED_OUTPUT_MODES),
+    "LLM_MAX_PROMPT_TOKENS": at_least(2000),
     "EMBEDDING_PROVIDER": OneOf(EMBEDDING_PROVIDERS),
     # Ingest and sessions
     "DEFAULT_SESSION_TAG": OneOf(tuple(SessionTag.values)),

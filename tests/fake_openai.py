@@ -1,7 +1,10 @@
 """A local OpenAI-compatible HTTP server for tests: scripted chat completions and embeddings.
 
 Tests queue what the "model" answers and read what it was asked; the real `openai` client
-talks to it over HTTP, so request building, retries and parsing are exercised for real.
+talks to it over HTTP, so request building, retries and parsing are exercised for real. A chat
+request must ask for JSON: `json_object`, or `json_schema` with a named object schema (else it
+answers 400, as a real endpoint does); with `refuse_json_schema` it answers 400 to a schema, as
+an endpoint without structured output does.
 """
 
 import json
@@ -19,6 +22,9 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         # Called with the request's path, in the server's thread, before it answers.
         self.on_request = None
+        self.refuse_json_schema = False
+        # The answer of every chat completion once the scripted ones are used up (None: a 500).
+        self.default_answer = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True, name="fake-openai")
 
@@ -61,6 +67,8 @@ class FakeOpenAI:
     def _next_chat(self):
         with self._lock:
             if not self._chat:
+                if self.default_answer is not None:
+                    return ("ok", json.dumps(self.default_answer), 100, 20)
                 return ("error", 500, "FakeOpenAI: no scripted chat response left", None)
             return self._chat.popleft()
 
@@ -94,7 +102,25 @@ class FakeOpenAI:
                 else:
                     self._send(404, {"error": {"message": f"unknown path {self.path}"}})
 
+            def _format_problem(self, response_format) -> str | None:
+                kind = (response_format or {}).get("type")
+                if kind == "json_object":
+                    return None
+                if kind != "json_schema":
+                    return f"response_format must ask for JSON, not {kind!r}"
+                if fake.refuse_json_schema:
+                    return "response_format of type 'json_schema' is not supported by this model"
+                spec = response_format.get("json_schema") or {}
+                schema = spec.get("schema") or {}
+                if not spec.get("name") or schema.get("type") != "object" or not schema.get("properties"):
+                    return "response_format.json_schema needs a name and an object schema"
+                return None
+
             def _chat(self, body):
+                problem = self._format_problem(body.get("response_format"))
+                if problem:
+                    self._send(400, {"error": {"message": problem, "type": "invalid_request_error", "code": None}})
+                    return
                 kind, first, second, third = fake._next_chat()
                 if kind == "error":
                     self._send(first, {"error": {"message": second, "type": "server_error", "code": None}})
@@ -138,9 +164,10 @@ class FakeOpenAI:
 @pytest.fixture
 def fake_openai(settings):
     """A scripted FakeOpenAI; LLM_PROVIDER=openai points the real client at it. Import it into a conftest."""
-    from apps.providers.llm import openai_client
+    from apps.providers.llm import openai_client, schema_refusal_forget
 
     server = FakeOpenAI().start()
+    schema_refusal_forget()
     settings.OPENAI_BASE_URL = server.base_url
     settings.OPENAI_API_KEY = "test-key"
     settings.LLM_PROVIDER = "openai"
@@ -149,5 +176,6 @@ def fake_openai(settings):
     settings.LLM_TIMEOUT_SECONDS = 5
     openai_client.cache_clear()
     yield server
+    schema_refusal_forget()
     openai_client.cache_clear()
     server.stop()

@@ -1,7 +1,9 @@
 """The LLM provider: the OpenAI-compatible client and JSON chat completions with usage accounting.
 
 Retries with exponential backoff on 429, 5xx and connection errors come from the openai
-SDK (`max_retries`); every completed call records its token usage.
+SDK (`max_retries`); every completed call records its token usage. Each call names the shape of
+its answer (a pydantic model), sent as a JSON Schema (`LLM_STRUCTURED_OUTPUT`), and its prompt is
+kept within `LLM_MAX_PROMPT_TOKENS` (apps.providers.tokens).
 """
 
 import json
@@ -9,11 +11,20 @@ import logging
 from functools import lru_cache
 
 from django.conf import settings
+from pydantic import BaseModel, BeforeValidator, TypeAdapter, ValidationError
+
+from apps.providers.tokens import fit_prompt
 
 logger = logging.getLogger(__name__)
 
 # LLM_PROVIDER: `rules` is the offline rule-based learning; `openai` is any OpenAI-compatible endpoint.
 LLM_PROVIDERS = ("rules", "openai")
+# LLM_STRUCTURED_OUTPUT: `json_schema` sends the answer's JSON Schema, `json_object` asks only for an
+# object, `auto` sends the schema and falls back to `json_object` (for the process) when refused.
+STRUCTURED_OUTPUT_MODES = ("auto", "json_schema", "json_object")
+# Words in a 400 answer that show the endpoint refused the schema rather than the request.
+_REFUSAL_WORDS = ("response_format", "json_schema", "schema")
+_schema_refused = False
 
 
 class LLMError(Exception):
@@ -70,9 +81,117 @@ def parse_json_object(text: str | None) -> dict:
     return value
 
 
+def _subschemas(node: dict):
+    """The schema and every schema inside it."""
+    yield node
+    children = [*node.get("properties", {}).values(), *node.get("$defs", {}).values()]
+    children += [*node.get("anyOf", []), *node.get("oneOf", []), *node.get("allOf", [])]
+    children += [node[key] for key in ("items", "additionalProperties") if isinstance(node.get(key), dict)]
+    for child in children:
+        yield from _subschemas(child)
+
+
+def answer_schema(answer: type[BaseModel]) -> tuple[dict, bool]:
+    """The JSON Schema of an answer model as sent to the model, and whether it can be strict.
+
+    Strict mode (OpenAI's, followed by vLLM and llama.cpp) wants every object closed, every
+    property required (an optional `X | None` field is already nullable, a field with another
+    default must be written out) and `anyOf` for a union; an object with free-form content (a
+    `dict` field) cannot be closed, and its schema is sent without `strict`."""
+    schema = answer.model_json_schema()
+    nodes = list(_subschemas(schema))
+    strict = all(
+        node.get("type") != "object" or ("properties" in node and node.get("additionalProperties") in (None, False))
+        for node in nodes
+    )
+    for node in nodes:
+        node.pop("title", None)
+        if "oneOf" in node:  # pydantic's discriminated union
+            node["anyOf"] = node.pop("oneOf")
+            node.pop("discriminator", None)
+        if strict:
+            node.pop("default", None)
+            if node.get("type") == "object":
+                node["required"] = list(node["properties"])
+                node["additionalProperties"] = False
+    return schema, strict
+
+
+def _response_format(answer: type[BaseModel]) -> dict:
+    mode = settings.LLM_STRUCTURED_OUTPUT
+    if mode == "json_object" or (mode == "auto" and _schema_refused):
+        return {"type": "json_object"}
+    schema, strict = answer_schema(answer)
+    json_schema = {"name": answer.__name__, "schema": schema}
+    if strict:
+        json_schema["strict"] = True
+    return {"type": "json_schema", "json_schema": json_schema}
+
+
+def _refuses_schema(exc: Exception) -> bool:
+    import openai
+
+    return isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError) and any(
+        word in str(exc).lower() for word in _REFUSAL_WORDS
+    )
+
+
+def schema_refusal_forget() -> None:
+    """Forgets that the endpoint refused JSON Schemas (for a test, or after changing endpoints)."""
+    global _schema_refused
+    _schema_refused = False
+
+
+def parse_answer(answer: type[BaseModel], data: dict):
+    """The answer as its model; LLMOutputError naming the fields that do not fit."""
+    try:
+        return answer.model_validate(data)
+    except ValidationError as exc:
+        raise LLMOutputError(f"The answer does not fit {answer.__name__}: {validation_problems(exc)}") from None
+
+
+def validation_problems(exc: ValidationError) -> str:
+    """Where and why a value did not fit (a scalar value is quoted, cut short)."""
+    return "; ".join(
+        f"{'.'.join(map(str, error['loc'])) or 'answer'}: {error['msg']}"
+        + (f" (not {error['input']!r:.40})" if isinstance(error.get("input"), str | int | float) else "")
+        for error in exc.errors()
+    )[:300]
+
+
+def kept(kind: type) -> BeforeValidator:
+    """For a list in an answer: keep only its entries of this JSON type (bool is not a number), so a
+    stray entry is left out rather than spoiling the answer (a schema-less endpoint may send one)."""
+
+    def keep(values):
+        if not isinstance(values, list):
+            return values  # the model refuses it
+        return [value for value in values if isinstance(value, kind) and not isinstance(value, bool)]
+
+    return BeforeValidator(keep)
+
+
+def parse_items(item, values) -> tuple[list[tuple[int, object]], list[tuple[int, str]]]:
+    """Each value of a list in an answer as `item` (a model, or a union of models), one by one (a
+    bad item does not spoil the others): the (index, item) that fit and the (index, problem) of
+    those that do not."""
+    adapter = TypeAdapter(item)
+    parsed, problems = [], []
+    for index, value in enumerate(values):
+        if not isinstance(value, dict):
+            problems.append((index, "not an object"))
+            continue
+        try:
+            parsed.append((index, adapter.validate_python(value)))
+        except ValidationError as exc:
+            problems.append((index, validation_problems(exc)))
+    return parsed, problems
+
+
 def chat_json(
     *,
     messages: list[dict],
+    answer: type[BaseModel],
     organization=None,
     task=None,
     purpose: str = "",
@@ -80,13 +199,17 @@ def chat_json(
     timeout: float | None = None,
     max_retries: int | None = None,
 ) -> dict:
-    """Sends a chat completion that must answer with a JSON object and returns that object
-    (and, into `usage` when given, its prompt and completion token counts).
+    """Sends a chat completion that must answer with a JSON object of the shape `answer` and
+    returns that object (and, into `usage` when given, its prompt and completion token counts).
+    Callers parse it with `parse_answer` / `parse_items`, then check what a schema cannot say.
 
-    Raises LLMError when the endpoint fails after the SDK's retries, LLMOutputError when the
-    answer is not a JSON object; usage is recorded whenever the endpoint answered. `timeout` and
-    `max_retries` override the settings for a caller that someone is waiting on (a search).
+    A prompt over LLM_MAX_PROMPT_TOKENS loses the tail of its last message (callers split long
+    inputs before this). Raises LLMError when the endpoint fails after the SDK's retries,
+    LLMOutputError when the answer is not a JSON object; usage is recorded whenever the endpoint
+    answered. `timeout` and `max_retries` override the settings for a caller that someone is
+    waiting on (a search).
     """
+    global _schema_refused
     import openai
 
     client = openai_client()
@@ -95,13 +218,27 @@ def chat_json(
             timeout=settings.LLM_TIMEOUT_SECONDS if timeout is None else timeout,
             max_retries=settings.LLM_MAX_RETRIES if max_retries is None else max_retries,
         )
+    messages, cut = fit_prompt(messages)
+    if cut:
+        logger.warning("A %s prompt was over LLM_MAX_PROMPT_TOKENS; about %s tokens were cut.", purpose, cut)
+    response_format = _response_format(answer)
     try:
-        response = client.chat.completions.create(
-            model=settings.LLM_MODEL,
-            messages=messages,
-            response_format={"type": "json_object"},
-            temperature=0,
-        )
+        try:
+            response = client.chat.completions.create(
+                model=settings.LLM_MODEL, messages=messages, response_format=response_format, temperature=0
+            )
+        except openai.OpenAIError as exc:
+            if not (
+                settings.LLM_STRUCTURED_OUTPUT == "auto"
+                and response_format["type"] == "json_schema"
+                and _refuses_schema(exc)
+            ):
+                raise
+            response = client.chat.completions.create(
+                model=settings.LLM_MODEL, messages=messages, response_format={"type": "json_object"}, temperature=0
+            )
+            _schema_refused = True
+            logger.warning("The LLM endpoint refused a JSON Schema answer format; json_object is used from now on.")
     except openai.OpenAIError as exc:
         raise LLMError(f"{type(exc).__name__}: {exc}") from exc
     _record_usage(response=response, organization=organization, task=task, purpose=purpose)

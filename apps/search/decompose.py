@@ -10,10 +10,13 @@ decomposed.
 """
 
 import logging
+from typing import Annotated
 
 from django.conf import settings
+from pydantic import BaseModel
 
 from apps.core.validation import text_problem
+from apps.providers.llm import kept
 
 logger = logging.getLogger(__name__)
 
@@ -27,37 +30,41 @@ INSTRUCTIONS = (
 )
 
 
+class QueriesAnswer(BaseModel):
+    """What the decomposer answers."""
+
+    queries: Annotated[list[str], kept(str)]
+
+
 def decompose(query: str, *, reader) -> list[str] | None:
     """The sub-queries of `query` (without the query itself, at most QUERY_DECOMPOSE_MAX), or
     None when the model failed or gave nothing usable."""
-    from apps.providers.llm import LLMError, chat_json, llm_enabled
+    from apps.providers.llm import LLMError, chat_json, llm_enabled, parse_answer
+    from apps.providers.tokens import fit_text, room_for
 
     if not llm_enabled():
         return None
+    instructions = INSTRUCTIONS.format(limit=settings.QUERY_DECOMPOSE_MAX)
     try:
-        answer = chat_json(
+        data = chat_json(
             messages=[
-                {"role": "system", "content": INSTRUCTIONS.format(limit=settings.QUERY_DECOMPOSE_MAX)},
-                {"role": "user", "content": f"Question: {query}"},
+                {"role": "system", "content": instructions},
+                {"role": "user", "content": f"Question: {fit_text(query, room_for(instructions, 'Question: '))}"},
             ],
+            answer=QueriesAnswer,
             organization=reader.organization(),
             purpose="decompose",
             timeout=settings.QUERY_DECOMPOSE_TIMEOUT_SECONDS,
             max_retries=0,
         )
+        queries = parse_answer(QueriesAnswer, data).queries
     except LLMError as exc:
         logger.warning("Query decomposition failed (%s); the question is searched as it is.", type(exc).__name__)
-        return None
-    queries = answer.get("queries")
-    if not isinstance(queries, list):
-        logger.warning("Query decomposition answered no query list; the question is searched as it is.")
         return None
     cleaned = []
     for item in queries:
         # Only short plain strings that differ from the question and each other become searches:
         # the model may split the question, not inject anything else into the engine.
-        if not isinstance(item, str):
-            continue
         text = " ".join(item.replace("\x00", " ").split())[:SUBQUERY_MAX_CHARS]
         if text_problem(text):
             continue  # a lone surrogate cannot reach the database

@@ -11,8 +11,12 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Annotated
 
 from django.conf import settings
+from pydantic import BaseModel
+
+from apps.providers.llm import kept
 
 logger = logging.getLogger(__name__)
 
@@ -165,39 +169,42 @@ LLM_INSTRUCTIONS = (
 )
 
 
+class RankingAnswer(BaseModel):
+    """What the LLM reranker answers."""
+
+    ranking: Annotated[list[int], kept(int)]
+
+
 def llm_scores(query: str, candidates: list[Candidate], *, reader) -> list[float]:
     """Scores from the model's ranking: 1/(1 + position) for a ranked item, 0 for one it left out."""
-    from apps.providers.llm import chat_json
+    from apps.providers.llm import chat_json, parse_answer
+    from apps.providers.tokens import fit_text, room_for
 
+    question = f"Question: {fit_text(query, room_for(LLM_INSTRUCTIONS) // 4)}\n\nItems:\n"
+    share = room_for(LLM_INSTRUCTIONS, question) // max(1, len(candidates)) - 1  # each item's share
     items = "\n".join(
-        f"[{number}] {candidate.occurred_at:%d %B %Y}: {candidate.text[:LLM_ITEM_CHARS]}"
-        if candidate.occurred_at
-        else f"[{number}] {candidate.text[:LLM_ITEM_CHARS]}"
+        fit_text(
+            f"[{number}] {candidate.occurred_at:%d %B %Y}: {candidate.text[:LLM_ITEM_CHARS]}"
+            if candidate.occurred_at
+            else f"[{number}] {candidate.text[:LLM_ITEM_CHARS]}",
+            share,
+        )
         for number, candidate in enumerate(candidates, start=1)
     )
-    answer = chat_json(
-        messages=[
-            {"role": "system", "content": LLM_INSTRUCTIONS},
-            {"role": "user", "content": f"Question: {query}\n\nItems:\n{items}"},
-        ],
+    data = chat_json(
+        messages=[{"role": "system", "content": LLM_INSTRUCTIONS}, {"role": "user", "content": question + items}],
+        answer=RankingAnswer,
         organization=reader.organization(),
         purpose="rerank",
         timeout=settings.RERANK_LLM_TIMEOUT_SECONDS,
         max_retries=0,
     )
-    ranking = answer.get("ranking")
-    if not isinstance(ranking, list):
-        raise RerankError("The model's answer has no ranking list.")
+    ranking = parse_answer(RankingAnswer, data).ranking
     scores = [0.0] * len(candidates)
     position = 0
     for number in ranking:
-        # Numbers out of range, repeated or not integers are ignored: the model may only reorder.
-        if (
-            isinstance(number, int)
-            and not isinstance(number, bool)
-            and 1 <= number <= len(candidates)
-            and not scores[number - 1]
-        ):
+        # Numbers out of range or repeated are ignored: the model may only reorder.
+        if 1 <= number <= len(candidates) and not scores[number - 1]:
             scores[number - 1] = 1.0 / (1 + position)
             position += 1
     return scores

@@ -326,6 +326,10 @@ LLM_PROVIDER = env("LLM_PROVIDER", default="openai" if OPENAI_API_KEY else "rule
 LLM_MODEL = env("LLM_MODEL", default="gpt-4o-mini")
 LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=3)
+# How answers are asked for: auto | json_schema | json_object (apps.providers.llm).
+LLM_STRUCTURED_OUTPUT = env("LLM_STRUCTURED_OUTPUT", default="auto")
+# Estimated tokens every prompt fits in; longer inputs are split or trimmed (apps.providers.tokens).
+LLM_MAX_PROMPT_TOKENS = env.int("LLM_MAX_PROMPT_TOKENS", default=8000)
 # e5 is the best offline provider on LOCOMO (bench/README.md); the test suite sets `hash` for itself.
 EMBEDDING_PROVIDER = env("EMBEDDING_PROVIDER", default="e5")
 EMBEDDING_MODEL = env(

@@ -17,6 +17,7 @@ from apps.pipeline.locks import advisory_lock
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
 from apps.providers.models import LLMUsage
+from apps.providers.tokens import prompt_tokens
 from apps.search.engine import search
 from tests.factories import OrganizationFactory
 from tests.memories.makers import episodic, semantic
@@ -284,6 +285,40 @@ def test_the_llm_adds_episodic_and_semantic_memories_with_absolute_dates(client_
     assert "Existing episodic memories:\n(none)" in prompt
 
 
+@pytest.mark.parametrize("refuse_schema", [False, True])
+def test_a_strict_answer_with_nulls_is_applied_through_the_schema_or_its_json_object_fallback(
+    client_a, add_messages, fake_openai, refuse_schema
+):
+    session = converse(client_a, add_messages)
+    fake_openai.refuse_json_schema = refuse_schema
+    empty = {"id": None, "details": None, "reason": None}
+    fake_openai.add_json(
+        {
+            "episodic": [
+                {
+                    "operation": "add",
+                    "turns": [1],
+                    "summary": "Caroline went to a support group.",
+                    "occurred_at": None,
+                    "time_granularity": None,
+                    "actor": "Caroline",
+                    "event_type": None,
+                    **empty,
+                }
+            ],
+            "semantic": [],
+        }
+    )
+    task = run_extraction(session)
+
+    assert task.status == "succeeded" and task.result["episodic"]["added"] == 1 and task.result["rejected"] == []
+    memory = EpisodicMemory.objects.get()
+    assert memory.occurred_at == datetime(2023, 5, 7, tzinfo=timezone.utc)  # "yesterday" in the cited turn
+    formats = [request["response_format"] for request in fake_openai.chat_requests()]
+    assert [item["type"] for item in formats] == (["json_schema", "json_object"] if refuse_schema else ["json_schema"])
+    assert formats[0]["json_schema"]["name"] == "ExtractionAnswer" and formats[0]["json_schema"]["strict"] is True
+
+
 def test_the_llm_updates_with_history_soft_deletes_and_sees_only_this_users_memories(
     client_a, add_messages, fake_openai
 ):
@@ -491,6 +526,54 @@ def test_long_sessions_are_extracted_in_batches(client_a, add_messages, fake_ope
     # The second batch is shown what the first one stored.
     assert "Caroline went to a support group." in fake_openai.chat_requests()[1]["messages"][1]["content"]
     assert SemanticMemory.objects.get().source_message_ids == [messages_of(session)[2].pk]
+
+
+# The largest conversation of the LOCOMO dev set (counted once from locomo-dev.json): conv-43 has the
+# most turns (680) and conv-41 the most text (89,736 characters). This session is as large as both,
+# in one session, with turns of varied length, a few very long ones and some non-ASCII text.
+LOCOMO_LARGEST_TURNS, LOCOMO_LARGEST_CHARS = 680, 89_736
+WORDS = "the painting group hike Sweden café adoption camping pottery concert museum beach naïve 東京 2023".split()
+
+
+def largest_session_turns() -> list[dict]:
+    turns = []
+    for index in range(LOCOMO_LARGEST_TURNS):
+        length = 9000 if index % 170 == 5 else 40 + (index * 53) % 150
+        words = " ".join(WORDS[(index + n) % len(WORDS)] for n in range(length // 4))
+        turns.append(
+            {
+                "role": ("user", "assistant")[index % 2],
+                "name": ("Caroline", "Melanie")[index % 2],
+                "content": f"Turn {index}: {words}"[:length],
+                "occurred_at": MAY_8,
+            }
+        )
+    return turns
+
+
+@pytest.mark.parametrize("budget", [8000, 2000])
+def test_every_extraction_prompt_of_the_largest_locomo_session_fits_the_token_budget(
+    client_a, add_messages, fake_openai, settings, budget
+):
+    settings.LLM_MAX_PROMPT_TOKENS = budget
+    turns = largest_session_turns()
+    assert sum(len(turn["content"]) for turn in turns) >= LOCOMO_LARGEST_CHARS
+    for start in range(0, len(turns), 340):
+        add_messages(client_a, user_id="caroline", session_id="big", messages=turns[start : start + 340])
+    session = Session.objects.get(session_id="big")
+    fake_openai.default_answer = {"episodic": [], "semantic": []}
+
+    task = run_extraction(session)
+
+    assert task.status == "succeeded" and task.result["turns"] == LOCOMO_LARGEST_TURNS
+    prompts = [request["messages"] for request in fake_openai.chat_requests()]
+    assert max(prompt_tokens(prompt) for prompt in prompts) <= budget
+    # Every turn was shown once, in order, and none was cut by the last-resort cut of chat_json.
+    shown = [int(seq) for prompt in prompts for seq in re.findall(r"^\[(\d+)\] 2023", prompt[1]["content"], re.M)]
+    assert shown == [message.seq for message in messages_of(session)]
+    assert all(message.learned_at is not None for message in messages_of(session))
+    if budget == 2000:  # the budget, not the turn count, made the batches
+        assert len(prompts) > LOCOMO_LARGEST_TURNS / settings.EXTRACTION_MAX_TURNS
 
 
 @pytest.mark.django_db(transaction=True)

@@ -149,3 +149,27 @@ def test_a_cleared_page_with_nothing_left_is_archived_as_an_orphan_and_its_stale
     assert findings["orphan"].status == "open"
     profiles_lint()
     assert LintFinding.objects.filter(profile=jon).count() == 2  # archived already: lint finds nothing more
+
+
+def test_pages_too_long_for_one_prompt_are_checked_in_pairs_of_groups_within_the_budget(pages, fake_openai, settings):
+    from itertools import combinations
+
+    from apps.providers.tokens import prompt_tokens
+
+    settings.PROFILE_LINT_CONTRADICTIONS = True
+    settings.LLM_MAX_PROMPT_TOKENS = 2000
+    active = list(Profile.objects.filter(status="active").order_by("name"))
+    assert len(active) >= 3
+    for profile in active:  # each page over half a prompt: cut to half, two meet per call
+        Profile.objects.filter(pk=profile.pk).update(markdown=f"# {profile.name}\n" + "- Likes long walks.\n" * 140)
+    fake_openai.default_answer = {"contradictions": []}
+
+    profiles_lint()
+
+    prompts = [request["messages"] for request in fake_openai.chat_requests()]
+    assert max(prompt_tokens(prompt) for prompt in prompts) <= 2000
+    met = [{profile.name for profile in active if f"# {profile.name}\n" in prompt[1]["content"]} for prompt in prompts]
+    # Every two pages met in some call, and no call held more than fits.
+    pairs_met = {frozenset(pair) for names in met for pair in combinations(names, 2)}
+    assert pairs_met == {frozenset((a.name, b.name)) for a, b in combinations(active, 2)}
+    assert all(len(names) == 2 for names in met) and len(prompts) == len(active) * (len(active) - 1) // 2

@@ -188,7 +188,7 @@ def test_the_llm_distiller_stores_validated_lessons(client_a, fake_openai):
     assert SkillExperience.objects.count() == 2
     task.refresh_from_db()
     problems = " ".join(task.result["problems"])
-    assert "worth_remembering" in problems and "gut_feeling" in problems and "must be numbers" in problems
+    assert "worth_remembering" in problems and "gut_feeling" in problems and "importance" in problems
     assert task.result["distiller"] == "llm:fake-model"
 
     (request,) = fake_openai.chat_requests()
@@ -278,3 +278,27 @@ def test_a_distill_task_for_a_session_that_cannot_be_distilled_is_skipped_not_re
     assert gone.result["skipped"] == "session no longer exists"
     chat.refresh_from_db()
     assert chat.distilled_at is None
+
+
+@pytest.mark.parametrize("budget", [8000, 2000])
+def test_the_distillers_prompt_for_the_largest_locomo_sized_session_fits_the_token_budget(
+    client_a, add_messages, fake_openai, settings, budget
+):
+    from apps.providers.tokens import prompt_tokens
+    from tests.memories.test_extract import LOCOMO_LARGEST_CHARS, largest_session_turns
+
+    settings.LLM_MAX_PROMPT_TOKENS = budget
+    turns = [{key: turn[key] for key in ("role", "content")} for turn in largest_session_turns()]
+    assert sum(len(turn["content"]) for turn in turns) >= LOCOMO_LARGEST_CHARS
+    add_messages(client_a, session_id="task-1", messages=turns[:340], session_tag="task")
+    session = task_session(client_a, messages=turns[340:])
+    fake_openai.add_json({"lessons": []})
+
+    assert task_execute(task_id=_distill_task(session).pk, worker="test") == "succeeded"
+
+    (request,) = fake_openai.chat_requests()
+    transcript = request["messages"][1]["content"]
+    assert prompt_tokens(request["messages"]) <= budget
+    # The request at the start and the outcome at the end are kept; the middle is elided, and said so.
+    assert "[1] user: Turn 0:" in transcript and f"[{len(turns)}] assistant: Turn {len(turns) - 1}:" in transcript
+    assert "elided from the middle of the transcript" in transcript

@@ -408,3 +408,25 @@ def test_no_transaction_is_open_while_the_models_answer_and_a_skill_edited_meanw
     assert (refunds.version, refunds.triggers, refunds.description) == (2, ["refund"], "Refund a cancelled flight.")
     statuses = dict(SkillExperience.objects.values_list("title", "status"))
     assert statuses == {e1.title: "consumed", e2.title: "pending"}  # e2 waits for the next run
+
+
+def test_the_evolvers_prompt_shows_every_experience_within_the_token_budget(client_a, fake_openai, settings):
+    from apps.providers.tokens import prompt_tokens
+
+    settings.LLM_MAX_PROMPT_TOKENS = 4000
+    org = client_a.organization
+    long_text = "Check the passenger's reservation, then the fare rules, then ask before charging. " * 20
+    for _ in range(settings.EVOLUTION_MAX_EXPERIENCES):
+        ExperienceFactory(organization=org, content=long_text)
+    for _ in range(30):
+        SkillFactory(organization=org, instructions=long_text)
+    fake_openai.add_json({"operations": []})
+
+    skills_evolve(organization=org, scope="default")
+
+    (request,) = fake_openai.chat_requests()
+    prompt = request["messages"][1]["content"]
+    assert prompt_tokens(request["messages"]) <= 4000
+    # No experience is left out (it would be consumed unseen); the skills shown, trimmed, are those that fit.
+    assert all(f"E{n} [worth_learning, credibility 0.50] Lesson" in prompt for n in range(1, 51))
+    assert 0 < prompt.count('{"name": "skill-') < 30 and long_text not in prompt

@@ -15,7 +15,7 @@ from apps.conversations.services import (
     messages_set_dates,
 )
 from apps.core.temporal import resolve_dates
-from apps.memories.services.llm_extractor import ExtractionTurn, Operation, Plan, llm_plan
+from apps.memories.services.llm_extractor import ExtractionTurn, Operation, Plan, extraction_batches, llm_plan
 from apps.memories.services.memories import (
     EPISODIC,
     SEMANTIC,
@@ -149,11 +149,6 @@ def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors
     return counts
 
 
-def _batches(messages: list[Message], size: int):
-    for start in range(0, len(messages), size):
-        yield messages[start : start + size]
-
-
 def session_extract(*, session: Session, task=None) -> dict:
     """Learns from the session's turns not learned from yet, batch by batch; each batch is marked
     learned from in the transaction that stores what it gave.
@@ -174,8 +169,9 @@ def session_extract(*, session: Session, task=None) -> dict:
         "rejected": [],
         "problems": [],
     }
-    for batch in _batches(pending, settings.EXTRACTION_MAX_TURNS):
-        turns = _turns(batch)
+    spoken = {turn.message.pk: turn for turn in _turns(pending)}
+    for batch in extraction_batches(pending, spoken):
+        turns = [spoken[message.pk] for message in batch if message.pk in spoken]
         plan = llm_plan(session=session, turns=turns, task=task) if use_llm and turns else Plan()
         vectors = _embed_changes(plan)
         batch_ids = [message.pk for message in batch]

@@ -10,8 +10,10 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from datetime import timezone as dt_timezone
+from typing import Annotated, Literal
 
 from django.conf import settings
+from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, ValidationError
 
 from apps.core.temporal import ResolvedDate, resolve_dates
 from apps.memories.models import (
@@ -23,7 +25,8 @@ from apps.memories.models import (
     TimeGranularity,
 )
 from apps.memories.services.memories import EPISODIC, SEMANTIC, memory_type_of
-from apps.providers.llm import LLMOutputError, chat_json
+from apps.providers.llm import LLMOutputError, chat_json, validation_problems
+from apps.providers.tokens import estimate_tokens, fit_text, room_for, token_batches
 from apps.tenancy.readers import Reader
 
 OPERATIONS = ("add", "update", "delete", "none")
@@ -135,14 +138,15 @@ def find_candidates(*, session, turns: list[ExtractionTurn]) -> Candidates:
 # Prompt ------------------------------------------------------------------------------------
 
 
-def _turn_line(turn: ExtractionTurn, max_chars: int) -> str:
+def _turn_line(turn: ExtractionTurn, max_tokens: int) -> str:
     message = turn.message
+    max_chars = settings.DISTILLER_MAX_MESSAGE_CHARS
     text = message.content if len(message.content) <= max_chars else message.content[:max_chars] + " [...]"
     speaker = f"{message.name} ({message.role})" if message.name else message.role
     line = f"[{message.seq}] {message.occurred_at:%Y-%m-%d %H:%M} {speaker}: {text}"
     if turn.dates:
         line += " <<" + "; ".join(f"{resolved.expression} = {resolved.describe()}" for resolved in turn.dates) + ">>"
-    return line
+    return fit_text(line, max_tokens)
 
 
 def _memory_line(key: str, memory) -> str:
@@ -154,17 +158,54 @@ def _memory_line(key: str, memory) -> str:
     return f"{head} | {memory.details}" if memory.details else head
 
 
+_HEADINGS = (
+    "Conversation session .\n\nNew turns ([turn number] date time speaker: text <<resolved relative dates>>):\n"
+    "\n\nExisting episodic memories:\n\n\nExisting semantic memories:\n"
+)
+
+
+def _turns_room() -> int:
+    """The new turns take at most half of the prompt's room; the memories shown fill the rest."""
+    return room_for(SYSTEM_PROMPT, _HEADINGS) // 2
+
+
+def extraction_batches(messages: list, turns: dict) -> list[list]:
+    """The messages in batches of at most EXTRACTION_MAX_TURNS whose turns (`turns`: message id →
+    ExtractionTurn, the spoken ones) fit the prompt's share for new turns."""
+    room = _turns_room()
+    return token_batches(
+        messages,
+        cost=lambda message: estimate_tokens(_turn_line(turns[message.pk], room)) + 1 if message.pk in turns else 0,
+        budget=room,
+        max_items=settings.EXTRACTION_MAX_TURNS,
+    )
+
+
 def render_prompt(*, session, turns: list[ExtractionTurn], candidates: Candidates) -> list[dict]:
-    max_chars = settings.DISTILLER_MAX_MESSAGE_CHARS
-    sections = [
+    room = _turns_room()
+    head = [
         f"Conversation session {session.session_id}.",
         "New turns ([turn number] date time speaker: text <<resolved relative dates>>):\n"
-        + "\n".join(_turn_line(turn, max_chars) for turn in turns),
+        + "\n".join(_turn_line(turn, room) for turn in turns),
     ]
-    for memory_type in (EPISODIC, SEMANTIC):
-        shown = candidates.of_type(memory_type)
-        lines = "\n".join(_memory_line(key, memory) for key, memory in shown) or "(none)"
-        sections.append(f"Existing {memory_type} memories:\n{lines}")
+    # The memories shown are those that fit, alternately episodic and semantic, most similar first;
+    # the others leave `candidates`, so no operation can name them.
+    left = room_for(SYSTEM_PROMPT, _HEADINGS, session.session_id, head[1])
+    shown: dict[str, dict[str, str]] = {EPISODIC: {}, SEMANTIC: {}}
+    by_type = [(memory_type, candidates.of_type(memory_type)) for memory_type in (EPISODIC, SEMANTIC)]
+    for rank in range(max(len(pairs) for _, pairs in by_type)):
+        for memory_type, pairs in by_type:
+            if rank < len(pairs):
+                line = _memory_line(*pairs[rank])
+                if estimate_tokens(line) + 1 <= left:
+                    left -= estimate_tokens(line) + 1
+                    shown[memory_type][pairs[rank][0]] = line
+    candidates.by_key = {
+        key: memory for key, memory in candidates.by_key.items() if any(key in s for s in shown.values())
+    }
+    sections = list(head)
+    for memory_type, lines in shown.items():
+        sections.append(f"Existing {memory_type} memories:\n" + ("\n".join(lines.values()) or "(none)"))
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(sections)}]
 
 
@@ -175,16 +216,56 @@ class Rejected(Exception):
     pass
 
 
-def _text(item: dict, name: str, max_length: int, *, required: bool = False) -> str | None:
+def _turn_list(value):
+    return value if isinstance(value, list) or value is None else [value]
+
+
+def _identifier(value):
+    return None if value in (None, "") else str(value)
+
+
+class MemoryOperationAnswer(BaseModel):
+    operation: Literal[OPERATIONS]
+    id: Annotated[str | None, BeforeValidator(_identifier)] = None
+    turns: Annotated[list[int], BeforeValidator(_turn_list)] = Field(
+        default=[], validation_alias=AliasChoices("turns", "source_turns")
+    )
+    summary: str | None = None
+    details: str | None = None
+    reason: str | None = None
+
+
+class EpisodicAnswer(MemoryOperationAnswer):
+    occurred_at: str | None = None
+    # Named in the schema; a value outside it is ignored (the date's own granularity is kept).
+    time_granularity: str | None = Field(default=None, json_schema_extra={"enum": [*TimeGranularity.values, None]})
+    actor: str | None = None
+    event_type: str | None = None
+
+
+class SemanticAnswer(MemoryOperationAnswer):
+    name: str | None = None
+    source: str | None = None
+
+
+class ExtractionAnswer(BaseModel):
+    """What the extractor answers."""
+
+    episodic: list[EpisodicAnswer] = []
+    semantic: list[SemanticAnswer] = []
+
+
+ANSWERS = {EPISODIC: EpisodicAnswer, SEMANTIC: SemanticAnswer}
+
+
+def _text(item: MemoryOperationAnswer, name: str, max_length: int, *, required: bool = False) -> str | None:
     """A trimmed string field, cut to its column's size; None when absent."""
-    value = item.get(name)
-    if value is None or (isinstance(value, str) and not value.strip()):
+    value = (getattr(item, name) or "").strip()
+    if not value:
         if required:
             raise Rejected(f"missing {name}")
         return None
-    if not isinstance(value, str):
-        raise Rejected(f"{name} is not a string")
-    return value.strip()[:max_length]
+    return value[:max_length]
 
 
 def _midnight(day: date) -> datetime:
@@ -216,28 +297,17 @@ def parse_occurred_at(value, *, reference: datetime) -> tuple[datetime, str] | N
     return (moment if moment.tzinfo else moment.replace(tzinfo=dt_timezone.utc)), TimeGranularity.EXACT
 
 
-def _cited(item: dict, by_seq: dict) -> list[ExtractionTurn]:
-    seqs = item.get("turns", item.get("source_turns")) or []
-    if not isinstance(seqs, list):
-        seqs = [seqs]
-    cited = []
-    for seq in seqs:
-        try:
-            turn = by_seq.get(int(seq))
-        except (TypeError, ValueError):
-            turn = None
-        if turn is not None and turn not in cited:
-            cited.append(turn)
-    return cited
+def _cited(item: MemoryOperationAnswer, by_seq: dict) -> list[ExtractionTurn]:
+    return [by_seq[seq] for seq in dict.fromkeys(item.turns) if seq in by_seq]
 
 
-def _episodic_time(item: dict, cited: list[ExtractionTurn], problems: list[str], *, required: bool) -> dict:
+def _episodic_time(item: EpisodicAnswer, cited: list[ExtractionTurn], problems: list[str], *, required: bool) -> dict:
     """occurred_at as the model gave it, else the first date resolved in the cited turns, else the
     first cited turn's own date (an event is remembered on the day it was told, at the least)."""
     reference = cited[0].message.occurred_at
-    parsed = parse_occurred_at(item.get("occurred_at"), reference=reference)
-    if parsed is None and item.get("occurred_at") not in (None, ""):
-        problems.append(f"unusable occurred_at {str(item.get('occurred_at'))[:40]!r}; dated from the turns instead")
+    parsed = parse_occurred_at(item.occurred_at, reference=reference)
+    if parsed is None and item.occurred_at:
+        problems.append(f"unusable occurred_at {item.occurred_at[:40]!r}; dated from the turns instead")
     if parsed is None:
         if not required:
             return {}
@@ -248,13 +318,14 @@ def _episodic_time(item: dict, cited: list[ExtractionTurn], problems: list[str],
             else (_midnight(reference.date()), TimeGranularity.DAY)
         )
     occurred_at, granularity = parsed
-    given = item.get("time_granularity")
-    if isinstance(given, str) and given in TimeGranularity.values:
-        granularity = given
+    if item.time_granularity in TimeGranularity.values:
+        granularity = item.time_granularity
     return {"occurred_at": occurred_at, "time_granularity": granularity}
 
 
-def _fields(memory_type: str, item: dict, cited: list[ExtractionTurn], problems: list[str], *, adding: bool) -> dict:
+def _fields(
+    memory_type: str, item: MemoryOperationAnswer, cited: list[ExtractionTurn], problems: list[str], *, adding: bool
+) -> dict:
     if memory_type == EPISODIC:
         fields = {
             "summary": _text(item, "summary", SUMMARY_MAX_LENGTH, required=adding),
@@ -275,28 +346,32 @@ def _fields(memory_type: str, item: dict, cited: list[ExtractionTurn], problems:
 
 
 def _operation(
-    memory_type: str, item, *, by_seq: dict, candidates: Candidates, claimed: set, problems: list
+    memory_type: str, item: dict, *, by_seq: dict, candidates: Candidates, claimed: set, problems: list
 ) -> Operation:
-    if not isinstance(item, dict):
-        raise Rejected("not an object")
     operation = str(item.get("operation", item.get("event", ""))).strip().lower()
     if operation not in OPERATIONS:
         raise Rejected(f"unknown operation {operation[:40]!r}")
-    reason = _text(item, "reason", 1000) or ""
+    try:
+        answer = ANSWERS[memory_type].model_validate({**item, "operation": operation})
+    except ValidationError as exc:
+        raise Rejected(validation_problems(exc)) from None
+    reason = _text(answer, "reason", 1000) or ""
     target = None
-    if operation != "add" or item.get("id") not in (None, ""):
+    if operation != "add" or answer.id:
         if operation == "add":
             raise Rejected("an add must not name an id")
-        target = candidates.lookup(memory_type, item.get("id"))
+        target = candidates.lookup(memory_type, answer.id)
         if target is None:
-            raise Rejected(f"id {str(item.get('id'))[:64]!r} is not among the {memory_type} candidates shown")
+            raise Rejected(f"id {str(answer.id)[:64]!r} is not among the {memory_type} candidates shown")
         if target.pk in claimed:
-            raise Rejected(f"memory {item.get('id')!r} is already changed by an earlier operation of this answer")
-    cited = _cited(item, by_seq)
+            raise Rejected(f"memory {answer.id!r} is already changed by an earlier operation of this answer")
+    cited = _cited(answer, by_seq)
     if operation in ("add", "update") and not cited:
         raise Rejected("cites none of the new turns")
     fields = (
-        _fields(memory_type, item, cited, problems, adding=operation == "add") if operation in ("add", "update") else {}
+        _fields(memory_type, answer, cited, problems, adding=operation == "add")
+        if operation in ("add", "update")
+        else {}
     )
     if operation == "update":
         fields = {name: value for name, value in fields.items() if getattr(target, name) != value}
@@ -332,6 +407,8 @@ def parse_operations(data, *, turns: list[ExtractionTurn], candidates: Candidate
             continue
         for index, item in enumerate(items):
             try:
+                if not isinstance(item, dict):
+                    raise Rejected("not an object")
                 plan.operations.append(
                     _operation(
                         memory_type, item, by_seq=by_seq, candidates=candidates, claimed=claimed, problems=plan.problems
@@ -354,7 +431,13 @@ def llm_plan(*, session, turns: list[ExtractionTurn], task=None) -> Plan:
     candidates = find_candidates(session=session, turns=turns)
     prompt = render_prompt(session=session, turns=turns, candidates=candidates)
     try:
-        data = chat_json(messages=prompt, organization=session.organization, task=task, purpose="extract_memories")
+        data = chat_json(
+            messages=prompt,
+            answer=ExtractionAnswer,
+            organization=session.organization,
+            task=task,
+            purpose="extract_memories",
+        )
     except LLMOutputError as exc:
         return Plan(problems=[str(exc)])
     return parse_operations(data, turns=turns, candidates=candidates)

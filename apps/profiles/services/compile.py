@@ -11,17 +11,20 @@ page is a new revision; an unchanged page is left alone.
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Annotated
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from pydantic import BaseModel, StringConstraints
 
 from apps.conversations.models import Message
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.profiles.models import QUOTE_MAX_CHARS, Entity, ItemType, LintFinding, Profile, ProfileRevision, ProfileSource
 from apps.profiles.services.entities import profile_compile_enqueue
 from apps.providers.embeddings import embed_texts, embedding_model_name
-from apps.providers.llm import LLMOutputError, chat_json, llm_enabled
+from apps.providers.llm import LLMOutputError, chat_json, kept, llm_enabled, parse_answer
+from apps.providers.tokens import estimate_tokens, room_for
 
 RULES_MODEL = "rules"
 # First-person statements and the kind of fact they state, checked in this order.
@@ -147,36 +150,43 @@ def _rules_page(entity: Entity, evidence: list[Evidence]) -> str:
     return "\n".join(lines).strip() + "\n"
 
 
+class ProfilePageAnswer(BaseModel):
+    """What the profile compiler answers."""
+
+    markdown: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+    used: Annotated[list[int], kept(int)]
+
+
+COMPILE_PROMPT = (
+    "You write a concise profile page of one person from numbered evidence. Use only the evidence; "
+    "never add anything it does not say. Group stable facts, preferences, relationships, plans, "
+    "recurring activities and constraints under Markdown headings, and end each line with the "
+    'numbers it rests on, like [3]. Answer with JSON: {"markdown": "...", "used": [numbers]}.'
+)
+
+
 def _llm_page(entity: Entity, evidence: list[Evidence], task) -> tuple[str, list[Evidence], dict]:
-    numbered = "\n".join(f"[{number}] ({item.at:%Y-%m-%d}) {item.quote}" for number, item in enumerate(evidence, 1))
+    # The newest evidence that fits the prompt's budget.
+    head = f"Person: {entity.name}\nEvidence:\n"
+    left, lines = room_for(COMPILE_PROMPT, head), []
+    for number, item in enumerate(evidence, 1):
+        line = f"[{number}] ({item.at:%Y-%m-%d}) {item.quote}"
+        left -= estimate_tokens(line) + 1
+        if left < 0:
+            break
+        lines.append(line)
     usage: dict = {}
-    answer = chat_json(
-        messages=[
-            {
-                "role": "system",
-                "content": (
-                    "You write a concise profile page of one person from numbered evidence. Use only the evidence; "
-                    "never add anything it does not say. Group stable facts, preferences, relationships, plans, "
-                    "recurring activities and constraints under Markdown headings, and end each line with the "
-                    'numbers it rests on, like [3]. Answer with JSON: {"markdown": "...", "used": [numbers]}.'
-                ),
-            },
-            {"role": "user", "content": f"Person: {entity.name}\nEvidence:\n{numbered}"},
-        ],
+    data = chat_json(
+        messages=[{"role": "system", "content": COMPILE_PROMPT}, {"role": "user", "content": head + "\n".join(lines)}],
+        answer=ProfilePageAnswer,
         organization=entity.organization,
         task=task,
         purpose="compile_profile",
         usage=usage,
     )
-    markdown, used = answer.get("markdown"), answer.get("used")
-    if not isinstance(markdown, str) or not markdown.strip() or not isinstance(used, list):
-        raise LLMOutputError("The profile answer lacks a markdown text or its list of used evidence.")
-    kept = [
-        evidence[number - 1]
-        for number in dict.fromkeys(used)
-        if isinstance(number, int) and 0 < number <= len(evidence)
-    ]
-    return markdown.strip() + "\n", kept, usage
+    answer = parse_answer(ProfilePageAnswer, data)
+    kept_items = [evidence[number - 1] for number in dict.fromkeys(answer.used) if 0 < number <= len(lines)]
+    return answer.markdown + "\n", kept_items, usage
 
 
 def _embed(profile: Profile) -> None:

@@ -7,18 +7,21 @@
 Mentions of items that are gone are deleted and their owners' edges rebuilt.
 """
 
+import itertools
 import logging
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from pydantic import BaseModel
 
 from apps.conversations.models import Message
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.profiles.models import Entity, LintFinding, Mention, Profile, ProfileSource
 from apps.profiles.services.compile import _archive
 from apps.profiles.services.entities import owner_edges_recompute, profile_compile_enqueue
-from apps.providers.llm import LLMError, chat_json, llm_enabled
+from apps.providers.llm import LLMError, chat_json, llm_enabled, parse_items
+from apps.providers.tokens import estimate_tokens, fit_text, room_for, token_batches
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +107,36 @@ def profiles_lint(*, organization_id=None, task=None) -> dict:
     return counts
 
 
+class ContradictionAnswer(BaseModel):
+    page: int
+    peer: int
+    detail: str = ""
+
+
+class ContradictionsAnswer(BaseModel):
+    """What the contradiction check answers."""
+
+    contradictions: list[ContradictionAnswer]
+
+
+LINT_PROMPT = (
+    "You check numbered profile pages of people in one user's memory for statements that "
+    "contradict each other. Report only clear contradictions stated in the pages. Answer with "
+    'JSON: {"contradictions": [{"page": n, "peer": m, "detail": "..."}]}, an empty list if none.'
+)
+
+
+def _page_groups(owned: list[Profile]) -> list[list[tuple[Profile, str]]]:
+    """The pages to show together, each call within the prompt's budget: all of them when they
+    fit, else every pair of groups of half the room (so every two pages meet in some call)."""
+    room = room_for(LINT_PROMPT)
+    pages = [(page, fit_text(page.markdown, room // 2 - 8)) for page in owned]
+    groups = token_batches(pages, cost=lambda pair: estimate_tokens(pair[1]) + 8, budget=room // 2)
+    if len(groups) <= 2:
+        return [[pair for group in groups for pair in group]]
+    return [first + second for first, second in itertools.combinations(groups, 2)]
+
+
 def _contradictions(organization_id, *, task) -> int:
     """Asks the model, per user, whether any two of their active pages contradict each other."""
     found = 0
@@ -116,40 +149,36 @@ def _contradictions(organization_id, *, task) -> int:
     for owned in by_owner.values():
         if len(owned) < 2:
             continue
-        numbered = "\n\n".join(f"[{number}] {page.markdown}" for number, page in enumerate(owned, 1))
-        try:
-            answer = chat_json(
-                messages=[
-                    {
-                        "role": "system",
-                        "content": (
-                            "You check numbered profile pages of people in one user's memory for statements that "
-                            "contradict each other. Report only clear contradictions stated in the pages. Answer with "
-                            'JSON: {"contradictions": [{"page": n, "peer": m, "detail": "..."}]}, an empty list if none.'
-                        ),
-                    },
-                    {"role": "user", "content": numbered},
-                ],
-                organization=owned[0].organization,
-                task=task,
-                purpose="lint_profiles",
-            )
-        except LLMError as exc:
-            logger.warning("contradiction check failed: %s", type(exc).__name__)
+        for shown in _page_groups(owned):
+            found += _check_pages(shown, task=task)
+    return found
+
+
+def _check_pages(shown: list[tuple[Profile, str]], *, task) -> int:
+    numbered = "\n\n".join(f"[{number}] {text}" for number, (_, text) in enumerate(shown, 1))
+    try:
+        data = chat_json(
+            messages=[{"role": "system", "content": LINT_PROMPT}, {"role": "user", "content": numbered}],
+            answer=ContradictionsAnswer,
+            organization=shown[0][0].organization,
+            task=task,
+            purpose="lint_profiles",
+        )
+    except LLMError as exc:
+        logger.warning("contradiction check failed: %s", type(exc).__name__)
+        return 0
+    values = data.get("contradictions")
+    found = 0
+    for _, item in parse_items(ContradictionAnswer, values if isinstance(values, list) else [])[0]:
+        if not all(0 < n <= len(shown) for n in (item.page, item.peer)) or item.page == item.peer:
             continue
-        for item in answer.get("contradictions") or []:
-            if not isinstance(item, dict):
-                continue
-            page, peer = item.get("page"), item.get("peer")
-            if not all(isinstance(n, int) and 0 < n <= len(owned) for n in (page, peer)) or page == peer:
-                continue
-            found += _finding(
-                owned[page - 1],
-                LintFinding.Kind.CONTRADICTION,
-                severity=LintFinding.Severity.WARNING,
-                detail=str(item.get("detail") or "")[:2000],
-                peer=owned[peer - 1],
-            )
+        found += _finding(
+            shown[item.page - 1][0],
+            LintFinding.Kind.CONTRADICTION,
+            severity=LintFinding.Severity.WARNING,
+            detail=item.detail[:2000],
+            peer=shown[item.peer - 1][0],
+        )
     return found
 
 

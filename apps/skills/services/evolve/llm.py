@@ -3,10 +3,13 @@ edit budget; each is validated (small edits only, no delete, known skills and ex
 
 import difflib
 import json
+from typing import Annotated, Literal
 
 from django.conf import settings
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
-from apps.providers.llm import LLMOutputError, chat_json
+from apps.providers.llm import LLMOutputError, chat_json, validation_problems
+from apps.providers.tokens import estimate_tokens, fit_text, room_for
 from apps.skills.models import Skill
 from apps.skills.services.evolve.rules import MAX_EXAMPLES, MAX_TRIGGERS, TRIGGER_MAX_CHARS
 from apps.skills.services.skills import skill_slug
@@ -31,42 +34,76 @@ class OperationError(ValueError):
     pass
 
 
-def _text(value, name: str, *, required: bool = True) -> str:
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise OperationError(f"{name} must be a non-empty string")
-    return value.strip()[: TEXT_LIMITS.get(name, 1000)]
+EntryType = Literal[tuple(Skill.EntryType.values)]
+NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
-def _string_list(value, name: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise OperationError(f"{name} must be a list of strings")
-    return [item.strip()[:TRIGGER_MAX_CHARS] for item in value if item.strip()][:MAX_TRIGGERS]
+class SkillAnswer(BaseModel):
+    name: NonEmpty
+    description: NonEmpty
+    instructions: NonEmpty
+    triggers: list[str] = []
+    examples: list[dict] = []
+    entry_type: EntryType = Skill.EntryType.GUIDE
 
 
-def _examples(value) -> list[dict]:
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        raise OperationError("examples must be a list of objects")
+class SkillChanges(BaseModel):
+    """Only the fields that change; any other field is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+    description: NonEmpty | None = None
+    instructions: NonEmpty | None = None
+    triggers: list[str] | None = None
+    examples: list[dict] | None = None
+    entry_type: EntryType | None = None
+
+
+class CreateAnswer(SkillAnswer):
+    op: Literal["create"]
+    experiences: list[str]
+
+
+class EditAnswer(BaseModel):
+    op: Literal["edit"]
+    skill: str
+    changes: SkillChanges
+    experiences: list[str]
+
+
+class MergeAnswer(BaseModel):
+    op: Literal["merge"]
+    skills: list[str]
+    into: SkillAnswer
+    experiences: list[str]
+
+
+OperationAnswer = Annotated[CreateAnswer | EditAnswer | MergeAnswer, Field(discriminator="op")]
+
+
+class EvolveAnswer(BaseModel):
+    """What the evolver answers."""
+
+    operations: list[OperationAnswer]
+
+
+def _triggers(values: list[str]) -> list[str]:
+    return [item.strip()[:TRIGGER_MAX_CHARS] for item in values if item.strip()][:MAX_TRIGGERS]
+
+
+def _examples(values: list[dict]) -> list[dict]:
     # An example may quote a transcript: one longer than a trigger's bound is left out.
-    short = [item for item in value if len(json.dumps(item, ensure_ascii=False)) <= EXAMPLE_MAX_CHARS]
+    short = [item for item in values if len(json.dumps(item, ensure_ascii=False)) <= EXAMPLE_MAX_CHARS]
     return short[:MAX_EXAMPLES]
 
 
-def _entry_type(value) -> str:
-    if value not in Skill.EntryType.values:
-        raise OperationError(f"unknown entry_type {value!r}")
-    return value
-
-
-def _full_fields(data) -> dict:
-    if not isinstance(data, dict):
-        raise OperationError("the skill must be an object")
+def _full_fields(skill: SkillAnswer) -> dict:
     return {
-        "name": skill_slug(_text(data.get("name"), "name")),
-        "description": _text(data.get("description"), "description"),
-        "instructions": _text(data.get("instructions"), "instructions"),
-        "triggers": _string_list(data.get("triggers", []), "triggers"),
-        "examples": _examples(data.get("examples", [])),
-        "entry_type": _entry_type(data.get("entry_type", Skill.EntryType.GUIDE)),
+        "name": skill_slug(skill.name[: TEXT_LIMITS["description"]]),
+        "description": skill.description[: TEXT_LIMITS["description"]],
+        "instructions": skill.instructions[: TEXT_LIMITS["instructions"]],
+        "triggers": _triggers(skill.triggers),
+        "examples": _examples(skill.examples),
+        "entry_type": skill.entry_type,
     }
 
 
@@ -76,49 +113,46 @@ def _is_small_edit(old: str, new: str) -> bool:
     return difflib.SequenceMatcher(None, old, new, autojunk=False).ratio() >= settings.EVOLUTION_MIN_EDIT_SIMILARITY
 
 
-def validate_operation(raw, *, skills_by_name: dict, labels: dict) -> dict:
+def validate_operation(raw: dict, *, skills_by_name: dict, labels: dict) -> dict:
     """A checked operation {op, experiences, ...}; raises OperationError naming what is wrong."""
-    if not isinstance(raw, dict):
-        raise OperationError("an operation must be an object")
     op = raw.get("op")
-    refs = raw.get("experiences", [])
-    if not isinstance(refs, list) or not refs or any(ref not in labels for ref in refs):
+    if op not in ("create", "edit", "merge"):
+        raise OperationError(f"unknown operation {str(op)[:40]!r} (there is no delete)")
+    try:
+        answer = _OPERATION.validate_python(raw)
+    except ValidationError as exc:
+        raise OperationError(f"{op}: {validation_problems(exc)}") from None
+    if not answer.experiences or any(ref not in labels for ref in answer.experiences):
         raise OperationError(f"{op}: experiences must name experiences of this batch")
-    experiences = [labels[ref] for ref in dict.fromkeys(refs)]
-    if op == "create":
-        return {"op": op, "fields": _full_fields(raw), "experiences": experiences}
-    if op == "edit":
-        skill = skills_by_name.get(raw.get("skill"))
+    experiences = [labels[ref] for ref in dict.fromkeys(answer.experiences)]
+    if isinstance(answer, CreateAnswer):
+        return {"op": op, "fields": _full_fields(answer), "experiences": experiences}
+    if isinstance(answer, EditAnswer):
+        skill = skills_by_name.get(answer.skill)
         if skill is None:
-            raise OperationError(f"edit: no live skill named {raw.get('skill')!r}")
-        changes_in = raw.get("changes")
-        if not isinstance(changes_in, dict) or not changes_in:
+            raise OperationError(f"edit: no live skill named {answer.skill[:100]!r}")
+        changes = answer.changes.model_dump(exclude_none=True)
+        if not changes:
             raise OperationError("edit: changes must be a non-empty object")
-        changes = {}
-        for name, value in changes_in.items():
-            if name in ("description", "instructions"):
-                value = _text(value, name)
-                if not _is_small_edit(getattr(skill, name), value):
+        for name in ("description", "instructions"):
+            if name in changes:
+                changes[name] = changes[name][: TEXT_LIMITS[name]]
+                if not _is_small_edit(getattr(skill, name), changes[name]):
                     raise OperationError(f"edit of {skill.name}: the new {name} is a rewrite, not an edit")
-                changes[name] = value
-            elif name == "triggers":
-                changes[name] = _string_list(value, name)
-            elif name == "examples":
-                changes[name] = _examples(value)
-            elif name == "entry_type":
-                changes[name] = _entry_type(value)
-            else:
-                raise OperationError(f"edit: field {name!r} cannot be edited")
+        if "triggers" in changes:
+            changes["triggers"] = _triggers(changes["triggers"])
+        if "examples" in changes:
+            changes["examples"] = _examples(changes["examples"])
         return {"op": op, "skill": skill, "changes": changes, "experiences": experiences}
-    if op == "merge":
-        names = raw.get("skills")
-        if not isinstance(names, list) or len(set(map(str, names))) < 2:
-            raise OperationError("merge: skills must name two or more skills")
-        sources = [skills_by_name.get(name) for name in dict.fromkeys(names)]
-        if any(source is None for source in sources):
-            raise OperationError("merge: every skill must be a live skill of this scope")
-        return {"op": op, "sources": sources, "fields": _full_fields(raw.get("into")), "experiences": experiences}
-    raise OperationError(f"unknown operation {op!r} (there is no delete)")
+    if len(set(answer.skills)) < 2:
+        raise OperationError("merge: skills must name two or more skills")
+    sources = [skills_by_name.get(name) for name in dict.fromkeys(answer.skills)]
+    if any(source is None for source in sources):
+        raise OperationError("merge: every skill must be a live skill of this scope")
+    return {"op": op, "sources": sources, "fields": _full_fields(answer.into), "experiences": experiences}
+
+
+_OPERATION = TypeAdapter(OperationAnswer)
 
 
 def llm_operations(
@@ -132,33 +166,40 @@ def llm_operations(
         .order_by("-retrieval_count", "-updated_at")
         .defer("embedding")[:SKILLS_IN_PROMPT]
     )
-    skills_by_name = {skill.name: skill for skill in skills}
+    system = EVOLVER_PROMPT.replace("BUDGET", str(budget))
+    room = room_for(system, "Existing skills:\n\n\nNew experiences:\n")
+    # Every experience is shown (those left out would count as consumed), each within its share of
+    # two thirds of the room; the skills fill what is left, most retrieved first.
+    share = max(20, room * 2 // 3 // max(1, len(labels)) - 1)
     experiences_text = "\n".join(
-        f"{label} [{experience.experience_type}, credibility {experience.credibility:.2f}] {experience.title}\n"
-        f"   {experience.content[:1500]}"
+        fit_text(
+            f"{label} [{experience.experience_type}, credibility {experience.credibility:.2f}] {experience.title}\n"
+            f"   {experience.content[:1500]}",
+            share,
+        )
         for label, experience in labels.items()
     )
-    skills_text = (
-        "\n".join(
-            json.dumps(
-                {
-                    "name": s.name,
-                    "description": s.description,
-                    "instructions": s.instructions[:1500],
-                    "triggers": s.triggers,
-                },
-                ensure_ascii=False,
-            )
-            for s in skills
+    left = room - estimate_tokens(experiences_text)
+    share = left // max(1, len(skills))  # each skill's, its instructions trimmed to it
+    skills_by_name, lines = {}, []
+    for skill in skills:
+        fields = {"name": skill.name, "description": skill.description[:300], "triggers": skill.triggers}
+        base = estimate_tokens(json.dumps({**fields, "instructions": ""}, ensure_ascii=False)) + 1
+        line = json.dumps(
+            {**fields, "instructions": fit_text(skill.instructions[:1500], max(0, share - base))}, ensure_ascii=False
         )
-        or "(none)"
-    )
+        if estimate_tokens(line) + 1 > left:
+            break
+        left -= estimate_tokens(line) + 1
+        skills_by_name[skill.name] = skill
+        lines.append(line)
+    skills_text = "\n".join(lines) or "(none)"
     messages = [
-        {"role": "system", "content": EVOLVER_PROMPT.replace("BUDGET", str(budget))},
+        {"role": "system", "content": system},
         {"role": "user", "content": f"Existing skills:\n{skills_text}\n\nNew experiences:\n{experiences_text}"},
     ]
     try:
-        data = chat_json(messages=messages, organization=organization, task=task, purpose="evolve")
+        data = chat_json(messages=messages, answer=EvolveAnswer, organization=organization, task=task, purpose="evolve")
     except LLMOutputError as exc:
         return [], [str(exc)], False
     raw_operations = data.get("operations")
@@ -167,6 +208,8 @@ def llm_operations(
     operations, problems = [], []
     for index, raw in enumerate(raw_operations):
         try:
+            if not isinstance(raw, dict):
+                raise OperationError("an operation must be an object")
             operation = validate_operation(raw, skills_by_name=skills_by_name, labels=labels)
         except OperationError as exc:
             problems.append(f"operation {index}: {exc}")
