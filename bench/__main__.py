@@ -45,6 +45,15 @@ def _locomo():
     locomo.run_providers(str(data_file("locomo-dev.json")), providers=providers, output_dir=str(RESULTS_DIR))
 
 
+def _locomo_dates():
+    """A time named in a question as a filter or a boost, against none, on the LOCOMO dev set
+    (the configured embedding provider; e5 by default)."""
+    from bench import locomo_dates
+    from bench.data import data_file
+
+    locomo_dates.run(str(data_file("locomo-dev.json")), output=str(RESULTS_DIR / "locomo-dates.json"))
+
+
 def _retrieval_study():
     """Ideas beyond the context reranker, scored on the same candidates (one provider: the first
     of BENCH_EMBEDDING_PROVIDERS, default `e5`)."""
@@ -162,6 +171,7 @@ BENCHMARKS = {
     "skills": _skills,
     "skill_effect": _skill_effect,
     "locomo": _locomo,
+    "locomo_dates": _locomo_dates,
     "erasure": _erasure,
     "admin": _admin,
     "profiles": _profiles,

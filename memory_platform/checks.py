@@ -15,6 +15,7 @@ from apps.core.models import SessionTag
 from apps.providers.embeddings import EMBEDDING_PROVIDERS
 from apps.providers.llm import LLM_PROVIDERS, STRUCTURED_OUTPUT_MODES
 from apps.search.decompose import DECOMPOSERS
+from apps.search.engine import TIME_WINDOW_MODES
 from apps.search.rerank import RERANKERS
 from apps.skills.services.skills import REVIEW_MODES
 
@@ -117,6 +118,7 @@ SETTING_RULES = {
     "QUERY_DECOMPOSER": OneOf(DECOMPOSERS),
     "QUERY_DECOMPOSE_MAX": Between(1, 10),
     "QUERY_DECOMPOSE_TIMEOUT_SECONDS": POSITIVE,
+    "SEARCH_TIME_WINDOW": OneOf(TIME_WINDOW_MODES),
     # Privacy
     "CONVERSATION_RETENTION_DAYS": at_least(0),
     "ERASURE_BATCH_SIZE": at_least(1),

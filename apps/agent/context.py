@@ -189,6 +189,8 @@ class Context:
     text: str
     tokens: int
     items: list[Item]
+    # The days a time named in the query stands for, as the search applied them (None: none).
+    time_window: dict | None = None
 
 
 def _user_page(reader: Reader, user_id: str):
@@ -233,6 +235,7 @@ def context_build(
     types = [memory_type for memory_type in CONTEXT_TYPES if memory_types is None or memory_type in memory_types]
     block = Block(max_tokens)
     page = None
+    time_window = None
     if "profile" in types:
         page = _user_page(reader, user_id)
         if page is not None:
@@ -254,6 +257,7 @@ def context_build(
             limit=settings.CONTEXT_CANDIDATES,
             filters=filters,
         )
+        time_window = hits.time_window.as_dict() if hits.time_window else None
         item_cap = max(int(max_tokens * ITEM_SHARE), MIN_ITEM_TOKENS)
         page_cap = max(int(max_tokens * PAGE_SHARE), MIN_ITEM_TOKENS)
         for hit in hits:
@@ -271,4 +275,4 @@ def context_build(
         block.items[last.section].remove(last)
         text, items = block.render()
         tokens = estimate_tokens(text)
-    return Context(text=text, tokens=tokens, items=items)
+    return Context(text=text, tokens=tokens, items=items, time_window=time_window)

@@ -165,6 +165,7 @@ def context_get(*, client, data: dict, from_query: bool = False) -> dict:
             "tokens": context.tokens,
             "text": context.text,
             "items": items,
+            "time_window": context.time_window,
         }
     ).data
 

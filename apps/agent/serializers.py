@@ -18,7 +18,7 @@ from apps.memories.models import (
     SUMMARY_MAX_LENGTH,
     TimeGranularity,
 )
-from apps.search.serializers import CommaSeparatedListField
+from apps.search.serializers import CommaSeparatedListField, TimeWindowSerializer
 from apps.tenancy.models import SCOPE_PATTERN
 
 DEFAULT_MAX_TOKENS = 1500
@@ -95,6 +95,11 @@ class ContextOutputSerializer(serializers.Serializer):
     tokens = serializers.IntegerField(help_text="Estimated tokens of `text`; at most `max_tokens`.")
     text = serializers.CharField(help_text="The prompt-ready block: sections in a fixed order, each line marked [ref].")
     items = ContextItemSerializer(many=True)
+    time_window = TimeWindowSerializer(
+        allow_null=True,
+        help_text="The days a time named in the query stands for (resolved against now) and what the search "
+        "did with them (SEARCH_TIME_WINDOW); null: none.",
+    )
 
 
 # Memories ------------------------------------------------------------------------------------

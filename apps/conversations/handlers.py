@@ -4,7 +4,7 @@ from django.db import transaction
 
 from apps.conversations.models import Message
 from apps.conversations.routing import EMBED_MESSAGES
-from apps.conversations.services import neighbour_context, session_lock
+from apps.conversations.services import DATED_FIELDS, message_apply_dates, neighbour_context, session_lock
 from apps.pipeline.registry import register_handler
 from apps.providers.embeddings import embed_texts, embedding_model_name
 
@@ -13,8 +13,9 @@ EMBED_BATCH_SIZE = 64
 
 @register_handler(EMBED_MESSAGES)
 def embed_messages(task) -> dict:
-    """Indexes the turns of one add: the neighbouring-turn context for keyword search, and the
-    embeddings. Idempotent: turns already embedded by the current model are not embedded again."""
+    """Indexes the turns of one add: their dates (metadata and `date_span`), the neighbouring-turn
+    context for keyword search, and the embeddings. Idempotent: turns already embedded by the
+    current model are not embedded again."""
     session_id, first, last = task.payload["session"], task.payload["from_seq"], task.payload["to_seq"]
     # Under the session's lock, so a turn deleted meanwhile is not copied into a neighbour's context.
     with transaction.atomic():
@@ -22,9 +23,10 @@ def embed_messages(task) -> dict:
         # One turn on each side: the turn before this batch gains a following neighbour now.
         window = list(
             Message.objects.filter(session_id=session_id, seq__gte=first - 2, seq__lte=last + 1)
-            .only("id", "seq", "role", "name", "content", "context", "metadata", "embedding_model")
+            .only(*DATED_FIELDS, "seq", "name", "embedding_model")
             .order_by("seq")
         )
+        dated = [message for message in window if first <= message.seq <= last and message_apply_dates(message)]
         changed_context = []
         for index, message in enumerate(window):
             if not first - 1 <= message.seq <= last:
@@ -37,8 +39,9 @@ def embed_messages(task) -> dict:
             if context != message.context:
                 message.context = context
                 changed_context.append(message)
-        if changed_context:
-            Message.objects.bulk_update(changed_context, ["context"])
+        changed = list({message.pk: message for message in [*dated, *changed_context]}.values())
+        if changed:
+            Message.objects.bulk_update(changed, ["context", "metadata", "date_span"])
 
     model = embedding_model_name()
     pending = [message for message in window if first <= message.seq <= last and message.embedding_model != model]
@@ -48,4 +51,4 @@ def embed_messages(task) -> dict:
             message.embedding = vector
             message.embedding_model = model
         Message.objects.bulk_update(batch, ["embedding", "embedding_model"])
-    return {"embedded": len(pending), "contexts": len(changed_context), "model": model}
+    return {"embedded": len(pending), "contexts": len(changed_context), "dated": len(dated), "model": model}

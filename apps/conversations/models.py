@@ -1,6 +1,7 @@
 """Sessions and their messages: the transcripts everything else is learned from."""
 
 from django.conf import settings
+from django.contrib.postgres.fields import DateRangeField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
@@ -104,6 +105,11 @@ class Message(BaseModel):
     embedding_model = models.CharField(max_length=128, blank=True, default="")
     learned_at = models.DateTimeField(
         null=True, blank=True, help_text="When this turn was learned from (distilled or extracted)."
+    )
+    date_span = DateRangeField(
+        null=True,
+        blank=True,
+        help_text="The days the turn's date expressions refer to, first to last (normalize_dates); null: none.",
     )
 
     class Meta:

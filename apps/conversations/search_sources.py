@@ -23,6 +23,8 @@ MESSAGE_SOURCE = SearchSource(
     ),
     default_method="hybrid",
     time_column="occurred_at",
+    event_time_column="occurred_at",
+    date_span_column="date_span",
     session_column="session_id",
     fuzzy_expression="t.content",
     select_related=("session", "end_user"),

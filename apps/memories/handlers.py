@@ -2,6 +2,7 @@
 
 from apps.conversations.models import Session
 from apps.conversations.routing import EXTRACT_MEMORIES
+from apps.memories.services.dates import NORMALIZE_DATES, dates_normalize
 from apps.memories.services.extract import session_extract_locked
 from apps.pipeline.registry import register_handler
 
@@ -12,3 +13,10 @@ def extract_memories(task) -> dict:
     if session is None:
         return {"skipped": "session no longer exists", "turns": 0}
     return session_extract_locked(session=session, task=task)
+
+
+@register_handler(NORMALIZE_DATES)
+def normalize_dates(task) -> dict:
+    return dates_normalize(
+        organization=task.organization, scope=task.payload.get("scope"), user_id=task.payload.get("user_id")
+    )

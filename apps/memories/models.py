@@ -2,7 +2,7 @@
 people, things, preferences) extracted from conversation sessions, each with its change history."""
 
 from django.conf import settings
-from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.fields import ArrayField, DateRangeField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
@@ -44,6 +44,11 @@ class Memory(BaseModel):
     embedding_model = models.CharField(max_length=128, blank=True, default="")
     deleted_at = models.DateTimeField(
         null=True, blank=True, help_text="Set when extraction deleted it: hidden from search, purged after retention."
+    )
+    date_span = DateRangeField(
+        null=True,
+        blank=True,
+        help_text="The days its text's date expressions refer to, first to last (normalize_dates); null: none.",
     )
 
     class Meta:

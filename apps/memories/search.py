@@ -16,6 +16,8 @@ EPISODIC_SOURCE = SearchSource(
     default_method="hybrid",
     # Time range filters ask when the event happened, not when it was remembered.
     time_column="occurred_at",
+    event_time_column="occurred_at",
+    date_span_column="date_span",
     user_column="end_user_id",
     fuzzy_expression="t.summary",
     extra_where="t.deleted_at IS NULL",
@@ -30,6 +32,7 @@ SEMANTIC_SOURCE = SearchSource(
     item_fields=("name", "source", *COMMON_FIELDS),
     default_method="hybrid",
     time_column="updated_at",
+    date_span_column="date_span",
     user_column="end_user_id",
     fuzzy_expression="(t.name || ' ' || t.summary)",
     extra_where="t.deleted_at IS NULL",

@@ -92,12 +92,17 @@ def _remap_revision(values, remap):
 
 USER = (EndUser, REFUSE)
 WRITER = (Client, REFUSE)
+# The organisation, and the date spans normalize_dates derives from the text (run it after an import).
+WITHOUT_DERIVED = ("organization", "date_span")
 
 END_USERS = Kind("end_users", EndUser)
 CLIENTS = Kind("clients", Client)
 SESSIONS = Kind("sessions", Session, parents={"end_user_id": USER, "client_id": WRITER})
 MESSAGES = Kind(
-    "messages", Message, parents={"end_user_id": USER, "session_id": (Session, REFUSE), "created_by_id": WRITER}
+    "messages",
+    Message,
+    parents={"end_user_id": USER, "session_id": (Session, REFUSE), "created_by_id": WRITER},
+    exclude=WITHOUT_DERIVED,
 )
 EXPERIENCES = Kind(
     "experiences",
@@ -127,6 +132,7 @@ EPISODIC = Kind(
     EpisodicMemory,
     parents={"end_user_id": USER, "created_by_id": (Client, NULL)},
     id_arrays=("source_message_ids",),
+    exclude=WITHOUT_DERIVED,
 )
 EPISODIC_CHANGES = Kind(
     "episodic_memory_changes",
@@ -141,6 +147,7 @@ SEMANTIC = Kind(
     SemanticMemory,
     parents={"end_user_id": USER, "created_by_id": (Client, NULL)},
     id_arrays=("source_message_ids",),
+    exclude=WITHOUT_DERIVED,
 )
 SEMANTIC_CHANGES = Kind(
     "semantic_memory_changes",

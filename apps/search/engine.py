@@ -10,11 +10,14 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
+from django.utils import timezone
 
+from apps.core.temporal import query_window
 from apps.providers.embeddings import embed_query, embedding_model_name
 from apps.search.decompose import decompose
 from apps.search.registry import METHODS, SOURCES, SearchSource
@@ -57,14 +60,46 @@ class QueryVector:
     model: str
 
 
-class Hits(list):
-    """The hits of a search, best first, the reranker that ordered them (None: the fused order)
-    and the sub-queries searched beside the question (None: the question alone)."""
+TIME_WINDOW_MODES = ("filter", "boost", "off")
 
-    def __init__(self, hits=(), *, reranked_by: str | None = None, decomposed_into: list[str] | None = None):
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """The days a question asks about, the words that said so, and what the search did with them:
+    `filter` (only items of those days, or naming them; timeless types unfiltered) or `boost` (those
+    items fused in as a second ranking, so they rise)."""
+
+    expression: str
+    start: date
+    end: date
+    mode: str
+
+    def as_dict(self) -> dict:
+        return {
+            "expression": self.expression,
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "mode": self.mode,
+        }
+
+
+class Hits(list):
+    """The hits of a search, best first, the reranker that ordered them (None: the fused order),
+    the sub-queries searched beside the question (None: the question alone) and the time window
+    the question named (None: none, or windows are off)."""
+
+    def __init__(
+        self,
+        hits=(),
+        *,
+        reranked_by: str | None = None,
+        decomposed_into: list[str] | None = None,
+        time_window: TimeWindow | None = None,
+    ):
         super().__init__(hits)
         self.reranked_by = reranked_by
         self.decomposed_into = decomposed_into
+        self.time_window = time_window
 
 
 def _filters_sql(source: SearchSource, *, reader: Reader, filters: dict) -> tuple[str, list]:
@@ -112,9 +147,28 @@ def _filters_sql(source: SearchSource, *, reader: Reader, filters: dict) -> tupl
     if filters.get("end"):
         clauses.append(f"t.{source.time_column} <= %s")
         params.append(filters["end"])
+    window = filters.get("window")
+    if window:
+        clause, window_params = _window_sql(source, window)
+        if clause:
+            clauses.append(clause)
+            params += window_params
     if source.extra_where:
         clauses.append(f"({source.extra_where})")
     return " AND ".join(clauses), params
+
+
+def _window_sql(source: SearchSource, window: TimeWindow) -> tuple[str, list]:
+    """Items that happened within the window's days or whose words name a day in it."""
+    conditions, params = [], []
+    if source.event_time_column:
+        first = datetime.combine(window.start, time.min, tzinfo=UTC)
+        conditions.append(f"(t.{source.event_time_column} >= %s AND t.{source.event_time_column} < %s)")
+        params += [first, first + timedelta(days=(window.end - window.start).days + 1)]
+    if source.date_span_column:
+        conditions.append(f"t.{source.date_span_column} && daterange(%s, %s, '[]')")
+        params += [window.start, window.end]
+    return ("(" + " OR ".join(conditions) + ")" if conditions else ""), params
 
 
 def _table(source: SearchSource) -> str:
@@ -392,8 +446,15 @@ def _recent_sql(source: SearchSource, where: str, where_params: list, limit: int
 
 
 def _query_vector(query: str) -> QueryVector:
+    return _embedded_query(query, embedding_model_name())
+
+
+@functools.lru_cache(maxsize=256)
+def _embedded_query(query: str, model: str) -> QueryVector:
+    """A query's vector, kept for the next search of the same words by the same model (a boosted
+    search, each memory type of a search and the rerank stage ask for it again)."""
     vector = embed_query(query)
-    return QueryVector(literal="[" + ",".join(f"{value:.7g}" for value in vector) + "]", model=embedding_model_name())
+    return QueryVector(literal="[" + ",".join(f"{value:.7g}" for value in vector) + "]", model=model)
 
 
 def _ranking_sql(
@@ -563,28 +624,48 @@ def search(
     filters: dict,
     reranker: str | None = None,
     decomposer: str | None = None,
+    time_window: str | None = None,
+    now: datetime | None = None,
 ) -> Hits:
     """Searches several memory types and merges them, best first, up to `limit` results.
 
-    With a query and a decomposer (`decomposer`, default QUERY_DECOMPOSER) other than `none`,
-    each sub-query it proposes is searched too and the rankings are fused. With a query and a
-    reranker (`reranker`, default RERANKER) other than `none`, the best
-    max(limit, RERANK_CANDIDATES) hits are reordered by it, against the question, before the cut.
+    With a query naming a time ("last May", "in 2022", resolved against `now`, default the present)
+    and `time_window` (default SEARCH_TIME_WINDOW) other than `off`, the window filters the items
+    or boosts those within it (TimeWindow). With a query and a decomposer (`decomposer`, default
+    QUERY_DECOMPOSER) other than `none`, each sub-query it proposes is searched too and the
+    rankings are fused. With a query and a reranker (`reranker`, default RERANKER) other than
+    `none`, the best max(limit, RERANK_CANDIDATES) hits are reordered by it, against the question,
+    before the cut.
     """
     reranker = settings.RERANKER if reranker is None else reranker
     decomposer = settings.QUERY_DECOMPOSER if decomposer is None else decomposer
     ranked = bool((query or "").strip())
     reranking = ranked and reranker != "none"
     candidates = max(limit, settings.RERANK_CANDIDATES) if reranking else limit
+    window = _time_window(query, mode=settings.SEARCH_TIME_WINDOW if time_window is None else time_window, now=now)
+    if window is not None and window.mode == "filter":
+        filters = {**filters, "window": window}
     arguments = dict(reader=reader, memory_types=memory_types, method=method, filters=filters)
     hits = _merged(query=query, limit=candidates, **arguments)
     subqueries = decompose(query, reader=reader) if ranked and decomposer == "llm" else None
     if subqueries:
         hits = _fused([hits, *(_merged(query=subquery, limit=candidates, **arguments) for subquery in subqueries)])
+    if window is not None and window.mode == "boost":
+        within = _merged(query=query, limit=candidates, **{**arguments, "filters": {**filters, "window": window}})
+        hits = _fused([hits, within])
     if not reranking:
-        return Hits(hits[:limit], decomposed_into=subqueries)
+        return Hits(hits[:limit], decomposed_into=subqueries, time_window=window)
     reranked, reranked_by = rerank(query, hits[:candidates], reranker=reranker, reader=reader)
-    return Hits(reranked[:limit], reranked_by=reranked_by, decomposed_into=subqueries)
+    return Hits(reranked[:limit], reranked_by=reranked_by, decomposed_into=subqueries, time_window=window)
+
+
+def _time_window(query: str, *, mode: str, now: datetime | None) -> TimeWindow | None:
+    if mode == "off" or not (query or "").strip():
+        return None
+    resolved = query_window(query, timezone.localtime(now or timezone.now()))
+    if resolved is None:
+        return None
+    return TimeWindow(expression=resolved.expression, start=resolved.start, end=resolved.end, mode=mode)
 
 
 def _capped(hits: list[Hit]) -> list[Hit]:

@@ -14,6 +14,7 @@ def _search(*, client, serializer_class, data, from_query: bool) -> dict:
         memory_types=params.pop("memory_types", None),
         method=params.pop("search_method", None),
         limit=params.pop("limit"),
+        time_window=params.pop("time_window", None),
         filters=params,
     )
     results = [render_hit(hit) for hit in hits]
@@ -22,6 +23,7 @@ def _search(*, client, serializer_class, data, from_query: bool) -> dict:
         "count": len(results),
         "reranked_by": hits.reranked_by,
         "decomposed_into": hits.decomposed_into,
+        "time_window": hits.time_window.as_dict() if hits.time_window else None,
         "results": results,
     }
 

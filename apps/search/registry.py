@@ -29,6 +29,11 @@ class SearchSource:
     search_vector_column: str = "search_vector"
     embedding_column: str = "embedding"
     time_column: str = "created_at"
+    # What a time window in the question ("last May", "in 2022") is matched against: the column
+    # saying when the item happened, and the `date_span` column of the days its words name. A type
+    # with neither is timeless: a window does not filter it.
+    event_time_column: str | None = None
+    date_span_column: str | None = None
     user_column: str | None = "end_user_id"
     # Types whose items one user may be served from another's (skills): SQL over `t` for the items
     # every user of the scope is served, and over `t` and `e` (the caller's tenancy_enduser row) for

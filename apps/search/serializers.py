@@ -5,6 +5,7 @@ from apps.core import fields
 from apps.core.api import InputSerializer, projection
 from apps.core.fields import MemoryTypeField
 from apps.core.models import SessionTag
+from apps.search.engine import TIME_WINDOW_MODES
 from apps.search.registry import METHODS, SOURCES
 
 
@@ -27,6 +28,11 @@ class SearchAllUsersInputSerializer(InputSerializer):
     start = fields.DateTimeField(required=False)
     end = fields.DateTimeField(required=False)
     filter_tags = fields.TagsField(required=False)
+    time_window = fields.ChoiceField(
+        choices=TIME_WINDOW_MODES,
+        required=False,
+        help_text="What a time named in the query does (default SEARCH_TIME_WINDOW): filter, boost or off.",
+    )
 
     def get_fields(self):
         declared = super().get_fields()
@@ -72,6 +78,16 @@ RESULT = PolymorphicProxySerializer(
 )
 
 
+class TimeWindowSerializer(serializers.Serializer):
+    expression = serializers.CharField(help_text='The words that named the time, e.g. "last May".')
+    start = serializers.DateField(help_text="First day of the window.")
+    end = serializers.DateField(help_text="Last day of the window.")
+    mode = serializers.ChoiceField(
+        choices=TIME_WINDOW_MODES,
+        help_text="filter: only items of those days (or naming them); boost: those items ranked higher.",
+    )
+
+
 class SearchOutputSerializer(serializers.Serializer):
     query = serializers.CharField()
     count = serializers.IntegerField()
@@ -82,5 +98,9 @@ class SearchOutputSerializer(serializers.Serializer):
         child=serializers.CharField(),
         allow_null=True,
         help_text="The sub-queries searched beside the question (QUERY_DECOMPOSER); null: the question alone.",
+    )
+    time_window = TimeWindowSerializer(
+        allow_null=True,
+        help_text="The days the query named (resolved against now) and what the search did with them; null: none.",
     )
     results = RESULT

@@ -395,6 +395,8 @@ RERANK_LLM_TIMEOUT_SECONDS = env.float("RERANK_LLM_TIMEOUT_SECONDS", default=10.
 QUERY_DECOMPOSER = env("QUERY_DECOMPOSER", default="none")
 QUERY_DECOMPOSE_MAX = env.int("QUERY_DECOMPOSE_MAX", default=3)
 QUERY_DECOMPOSE_TIMEOUT_SECONDS = env.float("QUERY_DECOMPOSE_TIMEOUT_SECONDS", default=10.0)
+# A time named in a search's query ("last May", "in 2022") (apps.search.engine): filter | boost | off.
+SEARCH_TIME_WINDOW = env("SEARCH_TIME_WINDOW", default="boost")
 
 # The agent's context (apps.agent, POST memory/context): the largest `max_tokens` a caller may ask
 # for, and how many ranked candidates one request considers to fill its block.

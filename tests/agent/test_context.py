@@ -118,3 +118,18 @@ def test_query_wins_over_messages(pages, api):
 def test_an_unknown_session_is_a_404(api):
     response = api.post(URL, {"user_id": "caroline", "session_id": "nope"}, format="json")
     assert response.status_code == 404
+
+
+def test_a_time_named_in_the_query_is_shown_with_what_was_done(pages, api, client_a, settings):
+    settings.SEARCH_TIME_WINDOW = "filter"
+    episodic(client_a.organization, "default", "caroline", "Caroline went to a support group.", actor="Caroline")
+    body = context(api, query="What did Caroline do in May 2023?")
+    assert body["time_window"] == {
+        "expression": "in May 2023",
+        "start": "2023-05-01",
+        "end": "2023-05-31",
+        "mode": "filter",
+    }
+    assert any("support group" in item["text"] for item in body["items"])  # it happened on 7 May 2023
+    assert context(api, query="What did Caroline do in 2019?")["time_window"]["start"] == "2019-01-01"
+    assert context(api, query="What did Caroline do?")["time_window"] is None

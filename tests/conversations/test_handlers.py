@@ -13,10 +13,15 @@ def test_embed_messages_fills_vectors_with_the_model_name_and_is_idempotent(clie
     task = MemoryTask.objects.get(pk=body["task_ids"][0])
     assert task_execute(task_id=task.pk, worker="test") == "succeeded"
     task.refresh_from_db()
-    assert task.result == {"embedded": 2, "contexts": 2, "model": "hash-384"}
+    assert task.result == {"embedded": 2, "contexts": 2, "dated": 0, "model": "hash-384"}
     vectors = list(Message.objects.values_list("embedding", "embedding_model"))
     assert all(vector is not None and len(vector) == 384 and model == "hash-384" for vector, model in vectors)
-    assert embed_messages(task) == {"embedded": 0, "contexts": 0, "model": "hash-384"}  # a re-run does nothing
+    assert embed_messages(task) == {
+        "embedded": 0,
+        "contexts": 0,
+        "dated": 0,
+        "model": "hash-384",
+    }  # a re-run does nothing
 
 
 def test_embedding_only_touches_its_own_range(client_a, add_messages):

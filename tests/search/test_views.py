@@ -60,6 +60,7 @@ def test_search_all_users_spans_users_but_not_scopes(api, client_a, add_messages
         ({"user_id": "a", "filter_tags": "notjson"}, "filter_tags"),
         ({"user_id": "a", "start": "yesterday"}, "start"),
         ({"user_id": "a", "colour": "red"}, "colour"),
+        ({"user_id": "a", "time_window": "sometimes"}, "time_window"),
     ],
 )
 def test_bad_search_input_names_the_field(api, params, field):

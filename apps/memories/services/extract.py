@@ -8,7 +8,13 @@ from django.db import transaction
 
 from apps.conversations.models import Message, Session, SessionTag
 from apps.conversations.selectors import messages_not_learned
-from apps.conversations.services import messages_lock_unlearned, messages_mark_learned, messages_set_dates
+from apps.conversations.services import (
+    date_metadata,
+    messages_lock_unlearned,
+    messages_mark_learned,
+    messages_set_dates,
+)
+from apps.core.temporal import resolve_dates
 from apps.memories.services.llm_extractor import ExtractionTurn, Operation, Plan, extraction_batches, llm_plan
 from apps.memories.services.memories import (
     EPISODIC,
@@ -18,7 +24,6 @@ from apps.memories.services.memories import (
     memory_soft_delete,
     memory_update,
 )
-from apps.memories.temporal import resolve_dates
 from apps.pipeline.locks import advisory_lock
 from apps.providers.llm import llm_enabled
 
@@ -47,16 +52,6 @@ def _turns(messages: list[Message]) -> list[ExtractionTurn]:
         for message in messages
         if message.role in SPOKEN_ROLES and message.content.strip()
     ]
-
-
-def _date_metadata(turn: ExtractionTurn) -> dict:
-    """The first expression as the top-level keys (resolved_date, date_granularity, ...); all of them,
-    with human words for each, under resolved_dates."""
-    first = turn.dates[0]
-    return {
-        **first.as_metadata(),
-        "resolved_dates": [{**resolved.as_metadata(), "text": resolved.describe()} for resolved in turn.dates],
-    }
 
 
 def _actor() -> str:
@@ -185,7 +180,7 @@ def session_extract(*, session: Session, task=None) -> dict:
                 result["problems"].append("some turns were learned from by another run meanwhile; batch skipped")
                 continue
             result["dates_resolved"] += messages_set_dates(
-                dates={turn.message.pk: _date_metadata(turn) for turn in turns if turn.dates}
+                dates={turn.message.pk: date_metadata(turn.dates) for turn in turns if turn.dates}
             )
             counts = _apply(session=session, plan=plan, turns=turns, vectors=vectors, task=task)
             messages_mark_learned(session=session, by="extraction", message_ids=batch_ids)

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from django.conf import settings
 from pydantic import AliasChoices, BaseModel, BeforeValidator, Field, ValidationError
 
+from apps.core.temporal import ResolvedDate, resolve_dates
 from apps.memories.models import (
     ACTOR_MAX_LENGTH,
     DETAILS_MAX_LENGTH,
@@ -24,7 +25,6 @@ from apps.memories.models import (
     TimeGranularity,
 )
 from apps.memories.services.memories import EPISODIC, SEMANTIC, memory_type_of
-from apps.memories.temporal import ResolvedDate, resolve_dates
 from apps.providers.llm import LLMOutputError, chat_json, validation_problems
 from apps.providers.tokens import estimate_tokens, fit_text, room_for, token_batches
 from apps.tenancy.readers import Reader

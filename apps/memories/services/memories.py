@@ -7,6 +7,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from apps.conversations.models import Message
+from apps.conversations.services import date_range
+from apps.core.temporal import find_dates, span_of
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
 from apps.providers.embeddings import embed_texts, embedding_model_name
 
@@ -39,6 +42,44 @@ def embedding_text(memory_type: str, fields: dict) -> str:
         head = " ".join(part for part in (fields.get("actor"), fields.get("event_type")) if part)
         return f"{head}: {fields['summary']}\n{fields.get('details', '')}".strip(": \n")
     return f"{fields['name']}: {fields['summary']}\n{fields.get('details', '')}".strip()
+
+
+def memory_date_span(memory, *, said_at=None):
+    """The days a memory's words name ("last May", "in 2022"), read as of `said_at` (when its source
+    turns were said; looked up when not given, falling back to when the memory was written)."""
+    text = f"{memory.summary}\n{memory.details}"
+    if said_at is None and memory.source_message_ids:
+        said_at = (
+            Message.objects.filter(pk__in=memory.source_message_ids)
+            .order_by("-occurred_at")
+            .values_list("occurred_at", flat=True)
+            .first()
+        )
+    return date_range(span_of(find_dates(text, said_at or memory.created_at or timezone.now())))
+
+
+def memories_normalize_dates(*, memory_type: str, memory_ids: list) -> list:
+    """Re-dates the memories from their words (memory_date_span), under lock, writing only those that
+    changed; returns their ids. Their text and history are untouched: the span is derived."""
+    with transaction.atomic():
+        memories = list(
+            MODELS[memory_type]
+            .objects.select_for_update()
+            .filter(pk__in=list(memory_ids))
+            .order_by("pk")
+            .only("id", "summary", "details", "source_message_ids", "created_at", "date_span")
+        )
+        sources = {message_id for memory in memories for message_id in memory.source_message_ids}
+        said = dict(Message.objects.filter(pk__in=list(sources)).values_list("pk", "occurred_at"))
+        changed = []
+        for memory in memories:
+            times = [said[message_id] for message_id in memory.source_message_ids if message_id in said]
+            span = memory_date_span(memory, said_at=max(times) if times else memory.created_at)
+            if span != memory.date_span:
+                memory.date_span = span
+                changed.append(memory)
+        MODELS[memory_type].objects.bulk_update(changed, ["date_span"])
+    return [memory.pk for memory in changed]
 
 
 def _record(memory, *, operation: str, previous, actor: str, reason: str, task_id=None) -> None:
@@ -125,7 +166,7 @@ def _memory_insert(
     reason: str,
     task_id=None,
 ):
-    memory = MODELS[memory_type].objects.create(
+    memory = MODELS[memory_type](
         organization_id=organization_id,
         scope=scope,
         end_user_id=end_user_id,
@@ -135,6 +176,8 @@ def _memory_insert(
         embedding_model=embedding_model_name() if embedding is not None else "",
         **{name: value for name, value in fields.items() if name in EDITABLE_FIELDS[memory_type]},
     )
+    memory.date_span = memory_date_span(memory)
+    memory.save(force_insert=True)
     _record(memory, operation="add", previous=None, actor=actor, reason=reason, task_id=task_id)
     return memory
 
@@ -158,6 +201,7 @@ def memory_update(
     memory.source_message_ids = list(dict.fromkeys([*memory.source_message_ids, *source_message_ids]))
     if embedding is not None:
         memory.embedding, memory.embedding_model = embedding, embedding_model_name()
+    memory.date_span = memory_date_span(memory)
     memory.save()
     _record(memory, operation="update", previous=previous, actor=actor, reason=reason, task_id=task_id)
     return memory

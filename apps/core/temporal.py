@@ -1,8 +1,10 @@
 """Deterministic temporal normalisation: relative date expressions in a turn ("yesterday",
-"last week", "two days ago", "next month") resolved to absolute periods against the turn's date.
+"last week", "two days ago", "next month") resolved to absolute periods against the turn's date,
+and (find_dates) the dates a text names outright ("in 2022", "May 3, 2023", "in June").
 
 Pure functions, no Django: every result is a period (first day, last day, granularity) so
-"last week" is the whole week, not a guess at one day within it. Weeks start on Monday.
+"last week" is the whole week, not a guess at one day within it. Weeks start on Monday. The
+write side (stored turns and memories) and the read side (a question's time window) share them.
 """
 
 import calendar
@@ -254,16 +256,91 @@ RULES = [
 _COMPILED = [(re.compile(r"(?<![\w-])" + pattern + r"(?![\w-])", re.IGNORECASE), resolve) for pattern, resolve in RULES]
 
 
+# Dates named outright. A year is 1900-2099 and needs a preposition or a month beside it ("in 2022",
+# "May 2022"), so that "2022 people" or a room number is not a date; a month alone needs a
+# preposition too ("in June", "of November"); beside a day, a year or a preposition "may" is the month.
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_MONTH_PREPOSITION = r"(?:in|of|during|since|until|through|from|by|early|late|mid|mid-)"
+
+
+def _nearest_year(reference: date, month: int, day: int = 1) -> int:
+    """The year that puts month/day nearest to the reference date (the past on a tie)."""
+    candidates = []
+    for year in (reference.year - 1, reference.year, reference.year + 1):
+        try:
+            candidates.append((abs((date(year, month, min(day, 28 if month == 2 else day)) - reference).days), -year))
+        except ValueError:
+            continue
+    return -min(candidates)[1]
+
+
+def _named_day(match, reference: date):
+    month = MONTHS.index(match.group("month").lower()) + 1
+    day = int(match.group("day"))
+    year = int(match.group("year")) if match.group("year") else _nearest_year(reference, month, day)
+    if not 1 <= day <= calendar.monthrange(year, month)[1]:
+        return None
+    return day_period(date(year, month, day))
+
+
+def _named_month(match, reference: date):
+    month = MONTHS.index(match.group("month").lower()) + 1
+    year = int(match.group("year")) if match.groupdict().get("year") else _nearest_year(reference, month)
+    return month_period(date(year, month, 1))
+
+
+def _named_year(match, reference: date):
+    return year_period(date(int(match.group("year")), 1, 1))
+
+
+ABSOLUTE_RULES = [
+    (_MONTH + r"\.? " + _DAY + r"(?:,? " + _YEAR + r")?", _named_day),
+    (_DAY + r" (?:of )?" + _MONTH + r"(?:,? " + _YEAR + r")?", _named_day),
+    (_MONTH + r",? " + _YEAR, _named_month),
+    (
+        _MONTH_PREPOSITION
+        + r" (?:the (?:beginning|start|end|middle) of )?"
+        + _MONTH
+        + r"(?:,? "
+        + _YEAR
+        + r")?(?!\.? [0-3]?\d(?:st|nd|rd|th)?(?!\w))",
+        _named_month,
+    ),
+    (r"(?:in|of|during|since|until|through|from|by|year|early|late|mid|mid-) " + _YEAR, _named_year),
+]
+_ABSOLUTE_COMPILED = [
+    (re.compile(r"(?<![\w-])" + pattern + r"(?![\w-])", re.IGNORECASE), resolve) for pattern, resolve in ABSOLUTE_RULES
+]
+
+
 def resolve_dates(text: str, reference: date | datetime) -> list[ResolvedDate]:
     """Every relative date expression in `text`, resolved against `reference`, in reading order.
 
     A datetime reference is read on its own calendar day (convert it to the speaker's time zone
     first when that is known). Text without such expressions gives [].
     """
+    return _resolve(_COMPILED, text, reference)
+
+
+def find_dates(text: str, reference: date | datetime) -> list[ResolvedDate]:
+    """Every date expression in `text`, relative or named outright ("in 2022", "3 May 2023", "in
+    June": a month or day without a year is the nearest one to `reference`), in reading order."""
+    return _resolve(_COMPILED + _ABSOLUTE_COMPILED, text, reference)
+
+
+def span_of(dates: list[ResolvedDate]) -> tuple[date, date] | None:
+    """The first and last day of the periods together (None for none)."""
+    if not dates:
+        return None
+    return min(item.start for item in dates), max(item.end for item in dates)
+
+
+def _resolve(rules, text: str, reference: date | datetime) -> list[ResolvedDate]:
     if isinstance(reference, datetime):
         reference = reference.date()
     found = []
-    for pattern, resolve in _COMPILED:
+    for pattern, resolve in rules:
         for match in pattern.finditer(text or ""):
             period = resolve(match, reference)
             if period is not None:
@@ -276,3 +353,16 @@ def resolve_dates(text: str, reference: date | datetime) -> list[ResolvedDate]:
         results.append(ResolvedDate(expression=expression, start=first, end=last, granularity=granularity))
         covered_until = end
     return results
+
+
+def query_window(text: str, reference: date | datetime) -> ResolvedDate | None:
+    """The period a question asks about ("what did she do last May?", "in 2022"): every date
+    expression in it taken together, or None when it names none. `reference` is the asker's now."""
+    dates = find_dates(text, reference)
+    span = span_of(dates)
+    if span is None:
+        return None
+    granularity = dates[0].granularity if len(dates) == 1 else DAY
+    return ResolvedDate(
+        expression="; ".join(item.expression for item in dates), start=span[0], end=span[1], granularity=granularity
+    )

@@ -4,7 +4,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from apps.memories.temporal import add_months, describe_period, resolve_dates
+from apps.core.temporal import add_months, describe_period, find_dates, query_window, resolve_dates, span_of
 
 MONDAY = date(2023, 5, 8)  # LOCOMO conv-26 session 1: "1:56 pm on 8 May, 2023"
 
@@ -150,3 +150,51 @@ def test_add_months_clamps_to_the_end_of_shorter_months():
     assert add_months(date(2023, 1, 31), 1) == date(2023, 2, 28)
     assert add_months(date(2024, 1, 31), 1) == date(2024, 2, 29)
     assert add_months(date(2023, 3, 15), -15) == date(2021, 12, 15)
+
+
+# Dates named outright, and a question's window -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, reference, expected",
+    [
+        ("in 2022", MONDAY, ("2022-01-01", "2022-12-31", "year")),
+        ("since 2018", MONDAY, ("2018-01-01", "2018-12-31", "year")),
+        ("May 3, 2023", MONDAY, ("2023-05-03", "2023-05-03", "day")),
+        ("on 1 May, 2022", MONDAY, ("2022-05-01", "2022-05-01", "day")),
+        ("the 14th of August 2023", MONDAY, ("2023-08-14", "2023-08-14", "day")),
+        ("in January 2022", MONDAY, ("2022-01-01", "2022-01-31", "month")),
+        ("in the beginning of November 2022", MONDAY, ("2022-11-01", "2022-11-30", "month")),
+        # A month or day without a year: the nearest one to the reference.
+        ("in June", MONDAY, ("2023-06-01", "2023-06-30", "month")),
+        ("in December", MONDAY, ("2022-12-01", "2022-12-31", "month")),
+        ("on August 11", date(2023, 10, 20), ("2023-08-11", "2023-08-11", "day")),
+    ],
+)
+def test_dates_named_outright_are_found_beside_relative_ones(text, reference, expected):
+    (found,) = find_dates(text, reference)
+    assert (found.start.isoformat(), found.end.isoformat(), found.granularity) == expected
+    assert resolve_dates(text, reference) == []  # the turn's date line is for relative dates only
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["we were 2022 people", "It will last may be a year", "room 2022", "the 31 February 2023 is no day"],
+)
+def test_numbers_and_words_that_are_not_dates_give_no_named_date(text):
+    assert [item for item in find_dates(text, MONDAY) if item.granularity == "day"] == []
+    assert [item for item in find_dates(text, MONDAY) if item.granularity == "year"] == []
+
+
+def test_a_question_window_spans_every_date_it_names():
+    window = query_window("Where was John between August 11 and August 15 2023?", date(2023, 10, 20))
+    assert (window.start.isoformat(), window.end.isoformat()) == ("2023-08-11", "2023-08-15")
+    assert window.expression == "August 11; August 15 2023"
+    last_may = query_window("What did she do last May?", date(2023, 10, 20))
+    assert (last_may.start.isoformat(), last_may.end.isoformat(), last_may.granularity) == (
+        "2023-05-01",
+        "2023-05-31",
+        "month",
+    )
+    assert query_window("What did she do?", MONDAY) is None
+    assert span_of([]) is None

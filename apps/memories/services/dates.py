@@ -1,0 +1,91 @@
+"""The re-runnable date pass (`manage.py normalize_dates`, the `normalize_dates` task): every stored
+turn (of both session tags) and every live memory of an organisation, or of one scope or user,
+re-dated from its words with the current resolver (apps.core.temporal).
+
+Batch by batch, each in its own transaction, in primary-key order: memory stays bounded, an
+interrupted run keeps what it wrote, and running it again resumes, since a row whose dates are
+already what the resolver gives is not written. A second run therefore changes nothing and says so;
+after a resolver upgrade it rewrites exactly the rows whose dates moved.
+"""
+
+from collections.abc import Callable
+
+from apps.conversations.models import Message
+from apps.conversations.services import messages_normalize_dates
+from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.memories.services.memories import EPISODIC, SEMANTIC, memories_normalize_dates
+from apps.pipeline.services import enqueue
+
+NORMALIZE_DATES = "normalize_dates"
+MESSAGE = "message"
+# How many changed ids of each type the result lists (the counts are always complete).
+CHANGED_IDS_SHOWN = 100
+
+
+def _rows(model, *, organization, scope: str | None, user_id: str | None):
+    rows = model.objects.filter(organization=organization)
+    if scope:
+        rows = rows.filter(scope=scope)
+    if user_id:
+        rows = rows.filter(end_user__user_id=user_id)
+    if model is not Message:
+        rows = rows.filter(deleted_at__isnull=True)
+    return rows
+
+
+def _pages(rows, batch_size: int):
+    """The rows' ids, batch by batch, in primary-key order (keyset: nothing held between batches)."""
+    last = None
+    while True:
+        page = rows.order_by("pk")
+        if last is not None:
+            page = page.filter(pk__gt=last)
+        ids = list(page.values_list("pk", flat=True)[:batch_size])
+        if not ids:
+            return
+        last = ids[-1]
+        yield ids
+
+
+def dates_normalize(
+    *,
+    organization,
+    scope: str | None = None,
+    user_id: str | None = None,
+    batch_size: int = 500,
+    on_progress: Callable[[str, int, int], None] | None = None,
+) -> dict:
+    """Re-dates the turns and memories (in an organisation, or one scope or user of it); returns per
+    type how many rows were read and changed, and the ids of the first CHANGED_IDS_SHOWN changed.
+    `on_progress(type, done, total)` is called after each batch."""
+    passes = (
+        (MESSAGE, Message, lambda ids: messages_normalize_dates(message_ids=ids)),
+        (EPISODIC, EpisodicMemory, lambda ids: memories_normalize_dates(memory_type=EPISODIC, memory_ids=ids)),
+        (SEMANTIC, SemanticMemory, lambda ids: memories_normalize_dates(memory_type=SEMANTIC, memory_ids=ids)),
+    )
+    result = {}
+    for name, model, normalize in passes:
+        rows = _rows(model, organization=organization, scope=scope, user_id=user_id)
+        total = rows.count()
+        counts = result[name] = {"read": 0, "changed": 0, "changed_ids": []}
+        for ids in _pages(rows, batch_size):
+            changed = normalize(ids)
+            counts["read"] += len(ids)
+            counts["changed"] += len(changed)
+            room = CHANGED_IDS_SHOWN - len(counts["changed_ids"])
+            counts["changed_ids"] += [str(pk) for pk in changed[:room]]
+            if on_progress:
+                on_progress(name, counts["read"], max(total, counts["read"]))
+    result["changed"] = sum(result[name]["changed"] for name, _, _ in passes)
+    return result
+
+
+def dates_normalize_enqueue(*, organization, scope: str | None = None, user_id: str | None = None):
+    """Queues the pass as a background task (one active per organisation, scope and user)."""
+    return enqueue(
+        NORMALIZE_DATES,
+        {"scope": scope, "user_id": user_id},
+        organization=organization,
+        scope=scope,
+        idempotency_key=f"{NORMALIZE_DATES}:{organization.pk}:{scope or ''}:{user_id or ''}",
+    )
