@@ -133,7 +133,7 @@ def _copy_skills(connection, rows_iter):
     register_vector(connection)
     columns = (
         "id, created_at, updated_at, organization_id, scope, name, description, instructions, triggers, examples,"
-        " entry_type, status, version, action_signature, retrieval_count, embedding, embedding_model"
+        " entry_type, status, version, action_signature, shared, supporters, retrieval_count, embedding, embedding_model"
     )
     with (
         connection.cursor() as cursor,
@@ -155,6 +155,8 @@ def _copy_skills(connection, rows_iter):
                 "varchar",
                 "int4",
                 "varchar[]",
+                "bool",
+                "uuid[]",
                 "int4",
                 "vector",
                 "varchar",
@@ -305,6 +307,8 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
                 "workflow",
                 "active",
                 1,
+                [],
+                True,  # served to the whole scope (issue 26)
                 [],
                 0,
                 vector,
