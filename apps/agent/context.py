@@ -36,7 +36,8 @@ SECTION_OF_TYPE = {
     "procedural": "skills",
 }
 # Shares of the budget one item may take at most: the user's page, another person's page, a skill, anything else.
-USER_PAGE_SHARE = 0.25
+# The user's page is a header: at a quarter it cost LOCOMO questions evidence turns (bench/README.md, "context").
+USER_PAGE_SHARE = 0.1
 PAGE_SHARE = 0.2
 SKILL_SHARE = 0.2
 ITEM_SHARE = 0.25
@@ -195,16 +196,15 @@ class Context:
 
 def _user_page(reader: Reader, user_id: str):
     """The user's own page: their entity's (the unnamed speaker of their turns), else the page of
-    the name their latest `user` turn is spoken under."""
-    pages = list(
+    the name their latest `user` turn is spoken under. One row is read, not every page of theirs."""
+    pages = (
         reader.rows(SOURCES["profile"].model)
         .select_related("end_user", "entity")
         .filter(end_user__user_id=user_id, status="active")
         .defer("embedding", "search_vector")
-        .order_by("-compiled_at")
     )
-    page = next((page for page in pages if page.entity.is_user), None)
-    if page is not None or not pages:
+    page = pages.order_by("-entity__is_user", "-compiled_at").first()
+    if page is None or page.entity.is_user:
         return page
     name = (
         reader.rows(SOURCES["message"].model)
@@ -214,7 +214,7 @@ def _user_page(reader: Reader, user_id: str):
         .values_list("name", flat=True)
         .first()
     )
-    return next((page for page in pages if name and name.lower() in page.entity.aliases), None)
+    return pages.filter(entity__aliases__contains=[name.lower()]).order_by("-compiled_at").first() if name else None
 
 
 def context_build(
@@ -256,6 +256,9 @@ def context_build(
             method=None,
             limit=settings.CONTEXT_CANDIDATES,
             filters=filters,
+            # Among other types a search keeps only its best SEARCH_PROFILE_HITS pages: reading
+            # CONTEXT_CANDIDATES of them (whole pages) is work thrown away.
+            type_limits={"profile": settings.SEARCH_PROFILE_HITS},
         )
         time_window = hits.time_window.as_dict() if hits.time_window else None
         item_cap = max(int(max_tokens * ITEM_SHARE), MIN_ITEM_TOKENS)

@@ -13,29 +13,36 @@ The count of a text joined from lines is the sum of the lines plus one per line 
 block can be filled line by line.
 """
 
-import math
 import re
 
-_PIECES = re.compile(r"[A-Za-z]+|[0-9]+|\n|[ \t\r\f\v]+|[\x00-\x7f]|[^\x00-\x7f]")
+# One match per token of the ASCII classes: runs of letters in fours, runs of digits in threes
+# (a greedy {1,n} cuts a run into ceil(length / n) matches), line breaks and punctuation one each.
+_ASCII_TOKENS = re.compile(r"[A-Za-z]{1,4}|[0-9]{1,3}|[\x00-\x08\n\x0e-\x1f!-/:-@\[-`{-\x7f]")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_TOKENS = re.compile(f"{_ASCII_TOKENS.pattern}|{_NON_ASCII.pattern}")
+# Non-ASCII characters by UTF-8 length: 2 bytes count 1, 3 bytes (lone surrogates too) 2, 4 bytes 3.
+_WIDER = (re.compile("[\u0800-\U0010ffff]"), re.compile("[\U00010000-\U0010ffff]"))
 
 
 def estimate_tokens(text: str) -> int:
-    count = 0
-    for piece in _PIECES.findall(text):
-        first = piece[0]
-        if first.isascii() and first.isalpha():
-            count += math.ceil(len(piece) / 4)
-        elif first.isdigit() and first.isascii():
-            count += math.ceil(len(piece) / 3)
-        elif first == "\n":
-            count += 1
-        elif first in " \t\r\f\v":
-            continue
-        elif first.isascii():
-            count += 1
-        else:
-            count += max(1, len(first.encode("utf-8", "surrogatepass")) - 1)
+    """Counted with compiled patterns, not piece by piece: it runs for every candidate line of a block."""
+    count = len(_ASCII_TOKENS.findall(text))
+    if not text.isascii():
+        count += sum(len(pattern.findall(text)) for pattern in (_NON_ASCII, *_WIDER))
     return count
+
+
+def _prefix_within(text: str, budget: int) -> int:
+    """The length of the longest prefix of `text` counting at most `budget` tokens: a prefix counts
+    every token that starts inside it (a run cut short still counts its started chunk), so the cut
+    falls where the first token beyond the budget starts."""
+    total = 0
+    for match in _TOKENS.finditer(text):
+        piece = match.group()
+        total += 1 if piece.isascii() else max(1, len(piece.encode("utf-8", "surrogatepass")) - 1)
+        if total > budget:
+            return match.start()
+    return len(text)
 
 
 def trim_to_tokens(text: str, max_tokens: int, *, marker: str = "…") -> str:
@@ -46,14 +53,7 @@ def trim_to_tokens(text: str, max_tokens: int, *, marker: str = "…") -> str:
     budget = max_tokens - estimate_tokens(marker)
     if budget <= 0:
         return ""
-    low, high = 0, len(text)
-    while low < high:  # the longest prefix within the budget
-        middle = (low + high + 1) // 2
-        if estimate_tokens(text[:middle]) <= budget:
-            low = middle
-        else:
-            high = middle - 1
-    prefix = text[:low]
+    prefix = text[: _prefix_within(text, budget)]
     space = prefix.rfind(" ")
     if space > len(prefix) * 0.8:
         prefix = prefix[:space]

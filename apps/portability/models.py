@@ -39,6 +39,11 @@ class ExportRequest(BaseModel):
     error = models.CharField(max_length=255, blank=True, default="", help_text="The exception type only, never data.")
     finished_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
+    # Bumped by every erasure in the organisation while the export is queued or running: an archive
+    # written across a bump may hold rows the erasure deleted, so it is written again.
+    generation = models.PositiveIntegerField(default=0)
+    # False for archives written before the people were recorded: any erasure deletes them.
+    people_recorded = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -58,3 +63,29 @@ class ExportRequest(BaseModel):
 
     def __str__(self):
         return f"export of {self.selection} {self.value} ({self.status})"
+
+
+class ExportPerson(models.Model):
+    """An end user or a client some of whose rows an export's archive holds (its end_users and
+    clients files, and the owners of the items its profile lines quote): erasing one of them
+    deletes the archive. Kept only while the archive exists."""
+
+    class Kind(models.TextChoices):
+        USER = "user", "End user"
+        CLIENT = "client", "Client"
+
+    id = models.BigAutoField(primary_key=True)
+    export = models.ForeignKey(ExportRequest, on_delete=models.CASCADE, related_name="people")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    # The user_id or the client's id, as the erasure's subject names them.
+    subject_id = models.CharField(max_length=255)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["export", "kind", "subject_id"], name="export_person_unique"),
+            models.CheckConstraint(condition=Q(kind__in=["user", "client"]), name="export_person_kind_valid"),
+        ]
+        indexes = [models.Index(fields=["kind", "subject_id"], name="export_person_subject_idx")]
+
+    def __str__(self):
+        return f"{self.kind} in export {self.export_id}"

@@ -577,15 +577,28 @@ def search_source(source: SearchSource, *, reader: Reader, query: str, method: s
 
 
 def _merged(
-    *, reader: Reader, query: str, memory_types: list[str] | None, method: str | None, limit: int, filters: dict
+    *,
+    reader: Reader,
+    query: str,
+    memory_types: list[str] | None,
+    method: str | None,
+    limit: int,
+    filters: dict,
+    type_limits: dict | None = None,
 ) -> list[Hit]:
-    """The best `limit` items of each memory type for one query, merged: best first with a query,
-    newest first without."""
+    """The best `limit` items of each memory type (or `type_limits[type]`, when lower) for one
+    query, merged: best first with a query, newest first without."""
     hits = []
     for memory_type in memory_types or list(SOURCES):
         source = SOURCES[memory_type]
+        type_limit = min(limit, (type_limits or {}).get(memory_type, limit))
         for instance, score in search_source(
-            source, reader=reader, query=query, method=method or source.default_method, limit=limit, filters=filters
+            source,
+            reader=reader,
+            query=query,
+            method=method or source.default_method,
+            limit=type_limit,
+            filters=filters,
         ):
             hits.append(Hit(source=source, instance=instance, score=score))
     if not (query or "").strip():
@@ -626,8 +639,12 @@ def search(
     decomposer: str | None = None,
     time_window: str | None = None,
     now: datetime | None = None,
+    type_limits: dict | None = None,
 ) -> Hits:
     """Searches several memory types and merges them, best first, up to `limit` results.
+
+    `type_limits` ({memory_type: n}) reads at most n candidates of a type, for a caller that
+    keeps no more of it than that.
 
     With a query naming a time ("last May", "in 2022", resolved against `now`, default the present)
     and `time_window` (default SEARCH_TIME_WINDOW) other than `off`, the window filters the items
@@ -645,7 +662,7 @@ def search(
     window = _time_window(query, mode=settings.SEARCH_TIME_WINDOW if time_window is None else time_window, now=now)
     if window is not None and window.mode == "filter":
         filters = {**filters, "window": window}
-    arguments = dict(reader=reader, memory_types=memory_types, method=method, filters=filters)
+    arguments = dict(reader=reader, memory_types=memory_types, method=method, filters=filters, type_limits=type_limits)
     hits = _merged(query=query, limit=candidates, **arguments)
     subqueries = decompose(query, reader=reader) if ranked and decomposer == "llm" else None
     if subqueries:

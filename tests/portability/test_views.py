@@ -11,13 +11,13 @@ from celery.contrib.testing.worker import start_worker
 from django.utils import timezone
 
 from apps.pipeline.services import task_execute
-from apps.portability.models import ExportRequest
+from apps.portability.models import ExportPerson, ExportRequest
 from apps.portability.services.requests import export_path, exports_expire
 from memory_platform.celery import app
 from tests.conftest import api_for
 from tests.factories import ClientFactory
 from tests.portability.conftest import archive_rows
-from tests.privacy.conftest import ALICE, BOB_WORD
+from tests.privacy.conftest import ALICE, ALICE_WORD, BOB, BOB_WORD
 
 pytestmark = pytest.mark.django_db
 
@@ -114,6 +114,73 @@ def test_a_real_worker_writes_the_archive(add_messages, settings):
             time.sleep(0.5)
     with zipfile.ZipFile(io.BytesIO(_download(api, body))) as archive:
         assert b"my export please" in archive.read("messages.jsonl")
+
+
+def _exported(api, body: dict) -> ExportRequest:
+    accepted = api.post("/api/v1/exports", body, format="json").json()
+    task_execute(task_id=accepted["task_id"], worker="test")
+    export = ExportRequest.objects.get(pk=accepted["id"])
+    assert export.status == "succeeded" and export_path(export).is_file()
+    return export
+
+
+def _holds(export: ExportRequest, word: str) -> bool:
+    with zipfile.ZipFile(export_path(export)) as archive:
+        return any(word.encode() in archive.read(name).lower() for name in archive.namelist())
+
+
+@pytest.mark.parametrize("erased", ["user", "client"])
+def test_erasure_deletes_every_archive_that_holds_the_subjects_rows_and_only_those(world, exporter, erased):
+    """Bob's turns are in his own archive, the scope's, and agent C's (C wrote one of them); an
+    erasure of Bob, or of agent C, deletes each archive holding their rows; Alice's stays."""
+    api = api_for(exporter)
+    exports = {
+        "bob": _exported(api, {"user_id": BOB}),
+        "alice": _exported(api, {"user_id": ALICE}),
+        "scope": _exported(api, {"scope": "default"}),
+        "client_c": _exported(api, {"client_id": str(world.client_c.pk)}),
+    }
+    assert all(_holds(exports[name], BOB_WORD) for name in ("bob", "scope")) and not _holds(exports["alice"], BOB_WORD)
+    assert all(_holds(exports[name], "aisle") for name in ("bob", "scope", "client_c"))
+    url = f"/api/v1/users/{BOB}/memories" if erased == "user" else f"/api/v1/clients/{world.client_c.pk}/memories"
+    erasure = api.delete(url).json()
+    task_execute(task_id=erasure["task_id"], worker="test")
+
+    paths = {name: export_path(export) for name, export in exports.items()}
+    gone = {"bob", "scope", "client_c"}  # agent C wrote one of Bob's turns: either erasure reaches all three
+    for name, export in exports.items():
+        export.refresh_from_db()
+        status = api.get(f"/api/v1/exports/{export.pk}").json()
+        if name in gone:
+            assert export.status == "expired" and not paths[name].exists() and status["download_url"] is None, name
+        else:
+            assert export.status == "succeeded" and paths[name].is_file() and status["download_url"], name
+    assert not ExportPerson.objects.filter(export__in=[exports[name] for name in gone]).exists()
+    counts = api.get(f"/api/v1/erasures/{erasure['erasure_id']}/").json()["counts"]
+    assert counts["portability.ExportRequest (archive deleted)"] == len(gone)
+
+
+def test_an_export_written_while_an_erasure_runs_is_written_again_without_the_subject(world, exporter, monkeypatch):
+    """The erasure runs between the export's reads and its completion (a real erasure, through its
+    task): the archive read before it is discarded and the one served holds nothing of Bob."""
+    from apps.portability.services import requests
+
+    api = api_for(exporter)
+    erasure = {}
+    real_export = requests.archive_export
+
+    def export_then_erase(**kwargs):
+        manifest = real_export(**kwargs)
+        if not erasure:
+            erasure.update(api.delete(f"/api/v1/users/{BOB}/memories").json())
+            assert task_execute(task_id=erasure["task_id"], worker="test") == "succeeded"
+        return manifest
+
+    monkeypatch.setattr(requests, "archive_export", export_then_erase)
+    export = _exported(api, {"scope": "default"})
+    assert erasure and not _holds(export, BOB_WORD) and _holds(export, ALICE_WORD)
+    assert not ExportPerson.objects.filter(export=export, kind="user", subject_id=BOB).exists()
+    assert ExportPerson.objects.filter(export=export, kind="user", subject_id=ALICE).exists()
 
 
 def test_erasing_a_person_deletes_their_archives_waiting_for_download(world, exporter):

@@ -164,18 +164,18 @@ def _referenced(rows: dict, references: dict) -> Q:
 def _rows(kind: k.Kind, queryset: QuerySet, batch_size: int, on_row):
     vectors = "embedding" in kind.columns
     for row in queryset.order_by().values(*kind.columns).iterator(chunk_size=batch_size):
+        on_row(row)
         if vectors and row["embedding"] is not None:
             row["embedding"] = vector_encode(row["embedding"])
-        on_row()
         yield row
 
 
-def archive_export(*, selection: Selection, path: Path, on_progress=None) -> dict:
+def archive_export(*, selection: Selection, path: Path, on_progress=None, on_row=None) -> dict:
     """Writes the selection's archive to `path` and returns its manifest.
 
     `on_progress(kind_name, done, total)` is called as rows are written (every batch and at the
-    end of each file). Memory stays bounded: rows are read in batches of PORTABILITY_BATCH_SIZE
-    and written as they arrive.
+    end of each file); `on_row(kind, row)` sees every row before it is written. Memory stays
+    bounded: rows are read in batches of PORTABILITY_BATCH_SIZE and written as they arrive.
     """
     batch_size = settings.PORTABILITY_BATCH_SIZE
     writer = ArchiveWriter(path)
@@ -184,9 +184,11 @@ def archive_export(*, selection: Selection, path: Path, on_progress=None) -> dic
             total = queryset.count() if on_progress else 0
             done = 0
 
-            def tick(kind=kind, total=total):
+            def tick(row, kind=kind, total=total):
                 nonlocal done
                 done += 1
+                if on_row is not None:
+                    on_row(kind, row)
                 if on_progress and done % batch_size == 0:
                     on_progress(kind.name, done, total)
 

@@ -8,11 +8,13 @@ from pathlib import Path
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.pipeline.services import enqueue
-from apps.portability.models import ExportRequest
+from apps.portability.models import ExportPerson, ExportRequest
 from apps.portability.services.export import SCOPE, Selection, archive_export
+from apps.portability.services.people import PeopleRecorder
 from apps.privacy.services.subjects import subject_resolve
 
 logger = logging.getLogger(__name__)
@@ -62,9 +64,18 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+class ExportOverrun(RuntimeError):
+    """Erasures kept running while the archive was written, every time: the task retries later."""
+
+
+# How many times an export is written again when an erasure ran meanwhile, before its task retries.
+EXPORT_WRITES = 3
+
+
 def export_run(*, export: ExportRequest) -> dict:
-    """Writes the archive under EXPORT_DIR; running again writes it anew."""
-    _save(export, status=ExportRequest.Status.RUNNING, error="")
+    """Writes the archive under EXPORT_DIR, recording whose rows it holds; running again writes it
+    anew. An archive across which an erasure in the organisation ran is deleted and written again
+    (the erasure bumped the export's generation): it may hold what the erasure deleted."""
     if export.selection == ExportRequest.Selection.SCOPE:
         selection = Selection(organization=export.organization, kind=SCOPE, scope=export.value)
     else:
@@ -74,24 +85,42 @@ def export_run(*, export: ExportRequest) -> dict:
     directory.mkdir(parents=True, exist_ok=True)
     file_name = f"{export.pk}.zip"
     path = directory / file_name
-    try:
-        manifest = archive_export(selection=selection, path=path)
-    except Exception as exc:
-        _save(export, status=ExportRequest.Status.FAILED, error=type(exc).__name__)
-        raise
-    now = timezone.now()
-    _save(
-        export,
-        status=ExportRequest.Status.SUCCEEDED,
-        file_name=file_name,
-        size_bytes=path.stat().st_size,
-        sha256=_sha256(path),
-        counts={name[: -len(".jsonl")]: entry["rows"] for name, entry in manifest["files"].items()},
-        finished_at=now,
-        expires_at=now + timedelta(seconds=settings.EXPORT_TTL_SECONDS),
-    )
-    logger.info("export %s written (%s bytes)", export.pk, export.size_bytes)
-    return {"export": str(export.pk), "rows": sum(export.counts.values())}
+    for _ in range(EXPORT_WRITES):
+        _save(export, status=ExportRequest.Status.RUNNING, error="")
+        generation = ExportRequest.objects.values_list("generation", flat=True).get(pk=export.pk)
+        ExportPerson.objects.filter(export=export).delete()
+        people = PeopleRecorder(export)
+        try:
+            manifest = archive_export(selection=selection, path=path, on_row=people.see)
+            people.flush()
+        except Exception as exc:
+            _save(export, status=ExportRequest.Status.FAILED, error=type(exc).__name__)
+            raise
+        now = timezone.now()
+        fields = {
+            "status": ExportRequest.Status.SUCCEEDED,
+            "file_name": file_name,
+            "size_bytes": path.stat().st_size,
+            "sha256": _sha256(path),
+            "counts": {name[: -len(".jsonl")]: entry["rows"] for name, entry in manifest["files"].items()},
+            "people_recorded": True,
+            "finished_at": now,
+            "expires_at": now + timedelta(seconds=settings.EXPORT_TTL_SECONDS),
+        }
+        # One statement against the erasure's bump (purge_exports): either the bump comes first and
+        # this matches nothing, or the archive is ready before the erasure looks for it.
+        ready = ExportRequest.objects.filter(
+            pk=export.pk, status=ExportRequest.Status.RUNNING, generation=generation
+        ).update(**fields, updated_at=now)
+        if ready:
+            for name, value in fields.items():
+                setattr(export, name, value)
+            logger.info("export %s written (%s bytes)", export.pk, export.size_bytes)
+            return {"export": str(export.pk), "rows": sum(export.counts.values())}
+        path.unlink(missing_ok=True)
+        logger.info("export %s: an erasure ran while it was written; writing it again", export.pk)
+    _save(export, status=ExportRequest.Status.FAILED, error=ExportOverrun.__name__)
+    raise ExportOverrun(f"Erasures ran during each of {EXPORT_WRITES} writes of export {export.pk}.")
 
 
 def export_is_downloadable(export: ExportRequest) -> bool:
@@ -103,34 +132,45 @@ def export_is_downloadable(export: ExportRequest) -> bool:
     )
 
 
-def exports_delete_archives(*, organization, selection: str, value: str) -> int:
-    """Deletes the archives of exports of one subject now (an erasure of them is running); the
-    requests stay, expired, as the record that an export was made."""
-    deleted = 0
-    exports = ExportRequest.objects.filter(organization=organization, selection=selection, value=value).exclude(
-        file_name=""
+def exports_delete_archives(*, organization, kind: str, subject_id: str) -> int:
+    """Deletes now the archives that hold rows of one end user or client (an erasure of them is
+    running), and those written before their people were recorded; the requests stay, expired,
+    as the record that an export was made. Exports still queued or running are written again."""
+    with transaction.atomic():
+        ExportRequest.objects.filter(
+            organization=organization, status__in=(ExportRequest.Status.QUEUED, ExportRequest.Status.RUNNING)
+        ).update(generation=F("generation") + 1, updated_at=timezone.now())
+    holding = ExportPerson.objects.filter(kind=kind, subject_id=subject_id).values("export_id")
+    exports = ExportRequest.objects.filter(organization=organization, status=ExportRequest.Status.SUCCEEDED).filter(
+        Q(pk__in=holding) | Q(people_recorded=False) | Q(selection=kind, value=subject_id)
     )
+    deleted = 0
     for export in exports:
-        export_path(export).unlink(missing_ok=True)
-        _save(export, status=ExportRequest.Status.EXPIRED, file_name="")
+        _discard(export)
         deleted += 1
     return deleted
 
 
 def purge_exports(subject, erasure_id) -> dict:
-    """The erasure step of portability: archives of the subject waiting for download hold what is being erased."""
+    """The erasure step of portability: archives waiting for download that hold the subject's rows
+    (theirs, or an organisation's, a scope's or another person's that include them)."""
     deleted = exports_delete_archives(
-        organization=subject.organization, selection=subject.kind, value=subject.subject_id
+        organization=subject.organization, kind=subject.kind, subject_id=subject.subject_id
     )
     return {"portability.ExportRequest (archive deleted)": deleted}
+
+
+def _discard(export: ExportRequest) -> None:
+    if export.file_name:
+        export_path(export).unlink(missing_ok=True)
+    _save(export, status=ExportRequest.Status.EXPIRED, file_name="")
+    ExportPerson.objects.filter(export=export).delete()
 
 
 def exports_expire() -> dict:
     """Deletes the archives whose time is up and marks their requests expired."""
     expired = 0
     for export in ExportRequest.objects.filter(status=ExportRequest.Status.SUCCEEDED, expires_at__lte=timezone.now()):
-        if export.file_name:
-            export_path(export).unlink(missing_ok=True)
-        _save(export, status=ExportRequest.Status.EXPIRED, file_name="")
+        _discard(export)
         expired += 1
     return {"expired": expired}
