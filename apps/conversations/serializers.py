@@ -120,7 +120,7 @@ class MessageOutputSerializer(serializers.Serializer):
     role = serializers.CharField()
     name = serializers.CharField()
     content = serializers.CharField()
-    tool_calls = serializers.JSONField(allow_null=True)
+    tool_calls = serializers.JSONField(help_text="The assistant's tool calls, or null.")
     tool_call_id = serializers.CharField()
     metadata = serializers.JSONField()
     truncated = serializers.BooleanField()
