@@ -199,20 +199,19 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
                     originals.append((EPISODIC, {"summary": text, "actor": speaker, "occurred_at": occurred_at}, []))
 
         def store(entries) -> list:
-            stored = []
+            """The memories of `entries`, in their order (embedded a type at a time)."""
+            stored = [None] * len(entries)
             for memory_type in (SEMANTIC, EPISODIC):
-                batch = [entry for entry in entries if entry[0] == memory_type]
-                vectors = memory_embed(memory_type, [fields for _, fields, _ in batch]) if batch else []
-                for (memory_type, fields, sources), vector in zip(batch, vectors):
-                    stored.append(
-                        memory_create(
-                            memory_type=memory_type,
-                            session=session,
-                            fields=fields,
-                            source_message_ids=sources,
-                            embedding=vector,
-                            actor="bench",
-                        )
+                batch = [(at, entry) for at, entry in enumerate(entries) if entry[0] == memory_type]
+                vectors = memory_embed(memory_type, [entry[1] for _, entry in batch]) if batch else []
+                for (at, (memory_type, fields, sources)), vector in zip(batch, vectors):
+                    stored[at] = memory_create(
+                        memory_type=memory_type,
+                        session=session,
+                        fields=fields,
+                        source_message_ids=sources,
+                        embedding=vector,
+                        actor="bench",
                     )
             return stored
 

@@ -293,7 +293,7 @@ def memory_consolidate(*, client, data: dict) -> dict:
     flagged for review. Nothing is deleted: merged and retired memories are soft-deleted with a history
     row naming why. `dry_run` only reports what would happen."""
     require_writer(client)
-    params = validated(ConsolidateInputSerializer, data)
+    params = validated_input(ConsolidateInputSerializer, data)  # every field is optional; a JSON null is not a body
     end_user = None
     if params.get("user_id"):
         # Known only where the caller writes: a user of another scope is as missing as one never seen.
