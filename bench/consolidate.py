@@ -18,7 +18,8 @@ some are real duplicates: a sample is printed for inspection). The thresholds ar
 
 `BENCH_CONSOLIDATE_SAMPLE` (default 0) picks the conversation, `BENCH_CONSOLIDATE_SHARE` (default
 0.3) the share of memories copied, `BENCH_CONSOLIDATE_SEED` (default 7) the seed,
-`BENCH_CONSOLIDATE_QUESTIONS` (default: all) how many of the user's questions recall@10 is measured on.
+`BENCH_CONSOLIDATE_QUESTIONS` (default: all) how many of the user's questions recall@10 is measured on
+(0: merges only, recall@10 not measured).
 """
 
 import itertools
@@ -199,20 +200,19 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
                     originals.append((EPISODIC, {"summary": text, "actor": speaker, "occurred_at": occurred_at}, []))
 
         def store(entries) -> list:
-            stored = []
+            """The memories of `entries`, in their order (embedded a type at a time)."""
+            stored = [None] * len(entries)
             for memory_type in (SEMANTIC, EPISODIC):
-                batch = [entry for entry in entries if entry[0] == memory_type]
-                vectors = memory_embed(memory_type, [fields for _, fields, _ in batch]) if batch else []
-                for (memory_type, fields, sources), vector in zip(batch, vectors):
-                    stored.append(
-                        memory_create(
-                            memory_type=memory_type,
-                            session=session,
-                            fields=fields,
-                            source_message_ids=sources,
-                            embedding=vector,
-                            actor="bench",
-                        )
+                batch = [(at, entry) for at, entry in enumerate(entries) if entry[0] == memory_type]
+                vectors = memory_embed(memory_type, [entry[1] for _, entry in batch]) if batch else []
+                for (at, (memory_type, fields, sources)), vector in zip(batch, vectors):
+                    stored[at] = memory_create(
+                        memory_type=memory_type,
+                        session=session,
+                        fields=fields,
+                        source_message_ids=sources,
+                        embedding=vector,
+                        actor="bench",
                     )
             return stored
 
@@ -224,7 +224,8 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
                 questions.append((str(qa["question"]), evidence))
         if os.environ.get("BENCH_CONSOLIDATE_QUESTIONS"):
             questions = questions[: int(os.environ["BENCH_CONSOLIDATE_QUESTIONS"])]
-        recall_clean = _recall_at_10(client, user_id, questions, dia_by_message)
+        measure = (lambda: _recall_at_10(client, user_id, questions, dia_by_message)) if questions else (lambda: None)
+        recall_clean = measure()
         log(f"{user_id}: {len(texts)} turns, {len(originals_stored)} memories, recall@10 {recall_clean}")
 
         # Inject one copy of a seeded share of the memories.
@@ -247,7 +248,7 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
             truth_by_kind[kind].add(frozenset((str(original.pk), str(copy.pk))))
         truth = set().union(*truth_by_kind.values())
         injected = {str(copy.pk) for copy in copies_stored}
-        recall_with_duplicates = _recall_at_10(client, user_id, questions, dia_by_message)
+        recall_with_duplicates = measure()
         log(f"injected {len(copies_stored)} copies; recall@10 {recall_with_duplicates}")
 
         end_user = EndUser.objects.get(organization=organization, user_id=user_id)
@@ -267,7 +268,7 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
             kind: round(len(predicted & pairs) / len(pairs), 4) if pairs else None
             for kind, pairs in truth_by_kind.items()
         }
-        recall_after = _recall_at_10(client, user_id, questions, dia_by_message)
+        recall_after = measure()
         memory_text = {
             str(pk): text
             for model in (SemanticMemory, EpisodicMemory)

@@ -271,6 +271,8 @@ def memory_consolidate(*, client, data: dict) -> dict:
     facts are resolved by the LLM when one is configured (the superseded one retired), otherwise
     flagged for review. Nothing is deleted: merged and retired memories are soft-deleted with a history
     row naming why. `dry_run` only reports what would happen."""
+    if data is None:  # every field is optional, so a JSON null would otherwise pass as an empty body
+        raise InvalidInput({"non_field_errors": ["Expected a JSON object, not null."]})
     params = validated(ConsolidateInputSerializer, data)
     end_user = None
     if params.get("user_id"):

@@ -89,11 +89,6 @@ class SessionPatchInputSerializer(InputSerializer):
         help_text="Re-tag the session; allowed until anything has been learned from it (409 after).",
     )
 
-    def validate(self, data):
-        if not data:
-            raise serializers.ValidationError({"non_field_errors": ["Give outcome, session_tag or both."]})
-        return data
-
 
 class SessionOutputSerializer(serializers.Serializer):
     session_id = serializers.CharField()

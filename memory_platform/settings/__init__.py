@@ -323,7 +323,7 @@ PROFILE_LINT_CONTRADICTIONS = env.bool("PROFILE_LINT_CONTRADICTIONS", default=Fa
 # Consolidation (manage.py consolidate, POST memory/consolidate): two memories of one owner about the
 # same subject or day merge when their vectors are this close and they share this much of their words.
 CONSOLIDATE_MIN_COSINE = env.float("CONSOLIDATE_MIN_COSINE", default=0.9)
-CONSOLIDATE_MIN_TEXT_SIMILARITY = env.float("CONSOLIDATE_MIN_TEXT_SIMILARITY", default=0.5)
+CONSOLIDATE_MIN_TEXT_SIMILARITY = env.float("CONSOLIDATE_MIN_TEXT_SIMILARITY", default=0.6)
 # A beat or worker silent this long is shown as stale in /readyz and on the admin dashboard.
 PROCESS_STALE_AFTER_SECONDS = env.float("PROCESS_STALE_AFTER_SECONDS", default=60.0)
 # Set by `runplatform` for its children: the file where its supervisor counts their restarts, which

@@ -207,6 +207,7 @@ def test_scope_wide_consolidation_covers_every_user_of_the_write_scope_only(api,
 
 def test_bad_requests_are_refused_naming_what_was_wrong(api, client_a, memories):
     assert api.post("/api/v1/memory/consolidate", {"dry_run": "yes"}, format="json").status_code == 400
+    assert api.generic("POST", "/api/v1/memory/consolidate", "null", content_type="application/json").status_code == 400
     response = api.post("/api/v1/memory/consolidate", {"user_id": "nobody"}, format="json")
     assert response.status_code == 404
     response = api.post("/api/v1/memory/consolidate", {"user_id": 5}, format="json")
