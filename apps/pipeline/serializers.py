@@ -12,7 +12,7 @@ class TaskOutputSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
     error = serializers.SerializerMethodField()
-    result = serializers.JSONField(allow_null=True)
+    result = serializers.JSONField(help_text="What the work reported (any JSON; null until it finished).")
 
     def get_error(self, task) -> str:
         """The first line only: tracebacks are for operators in the admin."""

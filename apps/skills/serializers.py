@@ -12,6 +12,7 @@ SESSION_ID_ERRORS = {"invalid": "Use 1-64 letters, digits, '_' or '-'."}
 
 
 class SkillRetrieveInputSerializer(InputSerializer):
+    schema_extra = {"dependentRequired": {"session_id": ["user_id"]}}  # a session is always some user's
     task = fields.CharField(max_length=8000, trim_whitespace=True)
     k = fields.IntegerField(min_value=1, max_value=MAX_K, default=5)
     user_id = fields.CharField(
