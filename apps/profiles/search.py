@@ -1,4 +1,5 @@
-"""Profiles as a memory type of the one search engine (`memory_types: ["profile"]`)."""
+"""Compiled pages as memory types of the one search engine: a person's page (`profile`) and a
+topic's page (`topic`), two kinds of one table, each with its own cap in a mixed search."""
 
 from django.conf import settings
 
@@ -11,7 +12,7 @@ def profile_item(profile: Profile) -> dict:
         "name": profile.name,
         "markdown": profile.markdown,
         "revision": profile.revision,
-        "entity_id": str(profile.entity_id),
+        "entity_id": str(profile.entity_id) if profile.entity_id else None,
         # What the page quotes, so a caller can cite the turns and memories behind a hit.
         "sources": profile.source_refs,
         "user_id": profile.end_user.user_id,
@@ -30,12 +31,26 @@ PROFILE_SOURCE = SearchSource(
     time_column="compiled_at",
     user_column="end_user_id",
     fuzzy_expression="(t.name || ' ' || t.markdown)",
-    extra_where="t.status = 'active'",
+    extra_where="t.status = 'active' AND t.kind = 'person'",
     select_related=("end_user",),
     embedding_text=Profile.embedding_text,
     mixed_cap=lambda: settings.SEARCH_PROFILE_HITS,
+)
+TOPIC_SOURCE = SearchSource(
+    memory_type="topic",
+    model=Profile,
+    to_item=profile_item,
+    default_method="hybrid",
+    time_column="compiled_at",
+    user_column="end_user_id",
+    fuzzy_expression="(t.name || ' ' || t.markdown)",
+    extra_where="t.status = 'active' AND t.kind = 'topic'",
+    select_related=("end_user",),
+    embedding_text=Profile.embedding_text,
+    mixed_cap=lambda: settings.SEARCH_TOPIC_HITS,
 )
 
 
 def register_sources() -> None:
     register_source(PROFILE_SOURCE)
+    register_source(TOPIC_SOURCE)

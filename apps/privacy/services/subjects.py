@@ -13,14 +13,14 @@ from django.db.models.expressions import RawSQL
 from apps.conversations.models import IngestRequest, Message, Session
 from apps.pipeline.models import MemoryTask
 from apps.privacy.services.provenance import MEMORY_MODELS, Derived
-from apps.profiles.models import Entity, Mention, Profile, ProfileRevision, ProfileSource
+from apps.profiles.models import Entity, Mention, Profile, ProfileRevision, ProfileSource, TopicState
 from apps.skills.models import Skill, SkillExperience, SkillVersion
 from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization
 
 USER = "user"
 CLIENT = "client"
 # Payload keys of pipeline tasks that hold the id of a row of these models.
-TASK_REFERENCES = {"session": Session, "entity": Entity}
+TASK_REFERENCES = {"session": Session, "entity": Entity, "end_user": EndUser}
 
 
 @dataclass(frozen=True)
@@ -128,9 +128,15 @@ class Subject:
         return Entity.objects.none()
 
     def profiles(self) -> QuerySet:
+        """A user's compiled pages of both kinds, people and topics."""
         if self.end_user is not None:
             return Profile.objects.filter(end_user=self.end_user)
         return Profile.objects.none()
+
+    def topic_states(self) -> QuerySet:
+        if self.end_user is not None:
+            return TopicState.objects.filter(end_user=self.end_user)
+        return TopicState.objects.none()
 
     def mentions(self) -> QuerySet:
         """Mentions of the subject's items (a user's own entities go with them in any case)."""
@@ -152,6 +158,7 @@ class Subject:
         if self.end_user is not None:  # a client's own rows hold no entities (an empty queryset has no SQL)
             entities, entity_params = self.entities().values("pk").query.sql_with_params()
             sql, params = f"{sql} UNION ALL SELECT e.id::text FROM ({entities}) AS e(id)", [*params, *entity_params]
+            sql, params = f"{sql} UNION ALL SELECT %s", [*params, str(self.end_user.pk)]
         return sql, params
 
     def tasks(self) -> QuerySet:

@@ -9,6 +9,7 @@ replaces that session's mentions, so running it again changes nothing.
 
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -19,9 +20,10 @@ from apps.conversations.models import Message, Session
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import enqueue, enqueue_debounced, task_run_sooner
-from apps.profiles.models import NAME_MAX_LENGTH, Edge, Entity, ItemType, Mention
+from apps.profiles.models import NAME_MAX_LENGTH, Edge, Entity, ItemType, Mention, Profile, TopicState
 
 COMPILE_PROFILE = "compile_profile"
+COMPILE_TOPICS = "compile_topics"
 LINT_PROFILES = "lint_profiles"
 
 SPOKEN_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
@@ -215,6 +217,7 @@ def session_project(*, session: Session) -> dict:
             scope=session.scope,
             new_mentions=abs(after.get(entity_id, 0) - before.get(entity_id, 0)),
         )
+    topics_due_enqueue(organization=session.organization, scope=session.scope, end_user_id=session.end_user_id)
     return {"mentions": len(mentions), "entities": len(set(after)), "changed_entities": len(changed)}
 
 
@@ -300,3 +303,56 @@ def profiles_lint_enqueue(*, organization=None) -> MemoryTask:
         organization=organization,
         idempotency_key=f"{LINT_PROFILES}:{organization.pk}",
     )
+
+
+def new_items_since(*, organization_id, scope: str, end_user_id) -> tuple[int, object]:
+    """Spoken turns and memories the owner gained since their topics were last compiled (all of
+    them if never), and when that was."""
+    owner = {"organization_id": organization_id, "scope": scope, "end_user_id": end_user_id}
+    state = TopicState.objects.filter(**owner).first()
+    since = {"created_at__gt": state.compiled_at} if state else {}
+    count = Message.objects.filter(**owner, **since, role__in=SPOKEN_ROLES).count()
+    for model in (SemanticMemory, EpisodicMemory):
+        count += model.objects.filter(**owner, **since, deleted_at__isnull=True).count()
+    return count, state.compiled_at if state else None
+
+
+def topics_due_enqueue(*, organization, scope: str, end_user_id) -> MemoryTask | None:
+    """The count-and-age trigger of one owner's topic pages: once TOPIC_COMPILE_MIN_ITEMS new items
+    have arrived since the last compile, a compile waits until TOPIC_COMPILE_AFTER_DAYS after that
+    compile (or after now, if there was none); TOPIC_COMPILE_AFTER_ITEMS new items run it at once."""
+    new, compiled_at = new_items_since(organization_id=organization.pk, scope=scope, end_user_id=end_user_id)
+    if new < settings.TOPIC_COMPILE_MIN_ITEMS:
+        return None
+    wait = timedelta(days=settings.TOPIC_COMPILE_AFTER_DAYS)
+    delay = (compiled_at + wait - timezone.now()).total_seconds() if compiled_at else wait.total_seconds()
+    task = enqueue_debounced(
+        COMPILE_TOPICS,
+        {"organization": str(organization.pk), "scope": scope, "end_user": str(end_user_id)},
+        key=f"{COMPILE_TOPICS}:due:{organization.pk}:{scope}:{end_user_id}",
+        delay=max(delay, 0),
+        organization=organization,
+        scope=scope,
+    )
+    if new >= settings.TOPIC_COMPILE_AFTER_ITEMS and task.status == MemoryTask.Status.QUEUED:
+        task_run_sooner(task=task, run_after=timezone.now())
+    return task
+
+
+def topics_compile_request(*, organization, scope: str | None = None, end_user=None, client=None) -> MemoryTask:
+    """A compile someone asked for (the endpoint, the admin, a stale topic page): it runs at once;
+    while one for the same target waits, asking again returns that one."""
+    payload = {"organization": str(organization.pk)}
+    if scope:
+        payload["scope"] = scope
+    if end_user is not None:
+        payload["end_user"] = str(end_user.pk)
+    key = f"{COMPILE_TOPICS}:{organization.pk}:{scope or '*'}:{end_user.pk if end_user is not None else '*'}"
+    return enqueue(COMPILE_TOPICS, payload, organization=organization, scope=scope, client=client, idempotency_key=key)
+
+
+def page_recompile_enqueue(*, profile: Profile) -> MemoryTask:
+    """Recompiles a page of either kind: a person's page alone, a topic page with its owner's topics."""
+    if profile.kind == Profile.Kind.TOPIC:
+        return topics_compile_request(organization=profile.organization, scope=profile.scope, end_user=profile.end_user)
+    return profile_compile_enqueue(entity_id=profile.entity_id, organization=profile.organization, scope=profile.scope)
