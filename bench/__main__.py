@@ -132,6 +132,13 @@ def _export():
     export.run(RESULTS_DIR)
 
 
+def _topics():
+    """Topic pages on LOCOMO: pages per conversation, open-domain evidence they cite, recall@10 with them."""
+    from bench import topics
+
+    topics.run(RESULTS_DIR)
+
+
 BENCHMARKS = {
     "ingest": _ingest,
     "pipeline": _pipeline,
@@ -151,6 +158,7 @@ BENCHMARKS = {
     "privacy_slow_clients": _privacy_slow_clients,
     "context": _context,
     "export": _export,
+    "topics": _topics,
 }
 
 

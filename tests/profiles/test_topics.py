@@ -247,3 +247,79 @@ def test_labels_come_from_words_frequent_in_the_cluster_and_rare_elsewhere():
     label = topic_label(everything[:4], everything)
     assert label.split(", ")[0] in {"Oil", "Paints", "Painting", "Sunset", "Canvas"}
     assert len(label.split(", ")) == 3
+
+
+def test_the_endpoint_queues_a_compile_of_the_callers_write_scope_and_the_task_records_the_result(
+    chat, api, client_a, run_tasks
+):
+    response = api.post("/api/v1/topics/compile", {"user_id": "caroline"}, format="json")
+
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert (body["scope"], body["user_id"], body["task_status"]) == (client_a.write_scope, "caroline", "queued")
+    again = api.post("/api/v1/topics/compile", {"user_id": "caroline"}, format="json").json()
+    assert again["task_id"] == body["task_id"]  # one waiting compile per target
+    run_tasks("compile_topics")
+    task = api.get(f"/api/v1/tasks/{body['task_id']}/").json()
+    assert task["status"] == "succeeded"
+    assert task["result"]["created"] == 2 and task["result"]["scopes"] == [client_a.write_scope]
+    listed = api.get("/api/v1/profiles/?user_id=caroline&kind=topic").json()
+    assert listed["count"] == 2 and all(
+        item["kind"] == "topic" and item["entity_id"] is None for item in listed["results"]
+    )
+    assert api.get("/api/v1/profiles/?user_id=caroline").json()["count"] == 0  # people's pages by default
+
+    everyone = api.post("/api/v1/topics/compile", {}, format="json")
+    assert everyone.status_code == 202 and everyone.json()["user_id"] is None
+    assert api.post("/api/v1/topics/compile", {"user_id": "nobody"}, format="json").status_code == 404
+
+
+def test_linting_one_page_returns_its_issues(chat, api):
+    owner_topics_compile(end_user=chat.end_user, scope=chat.scope)
+    page = Profile.objects.filter(kind="topic").order_by("created_at").first()
+    Message.objects.filter(pk=page.source_refs[0]["item_id"]).delete()
+    other = Profile.objects.filter(kind="topic").exclude(pk=page.pk).get()
+
+    body = api.post(f"/api/v1/profiles/{page.pk}/lint").json()
+
+    assert (body["stale"], body["recompiles"], body["issues_total"]) == (1, 1, 1)
+    (issue,) = body["issues"]
+    assert (issue["page_id"], issue["finding"], issue["page_kind"]) == (str(page.pk), "stale", "topic")
+    assert api.post(f"/api/v1/profiles/{other.pk}/lint").json()["issues"] == []
+    assert not LintFinding.objects.filter(profile=other).exists()
+
+
+def test_the_command_compiles_and_prints_the_result(chat, client_a):
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    out = StringIO()
+    call_command("compile_topics", "--org", client_a.organization.name, "--user", "caroline", stdout=out)
+    text = out.getvalue()
+    assert f"Scopes compiled: {client_a.write_scope} (1 users, 11 items)" in text
+    assert "pages created 2, updated 0, unchanged 0, archived 0" in text and "Items left as noise: 3" in text
+
+    out = StringIO()
+    call_command(
+        "compile_topics", "--org", client_a.organization.name, "--scope", client_a.write_scope, "--json", stdout=out
+    )
+    import json
+
+    result = json.loads(out.getvalue())
+    assert (result["owners"], result["unchanged"], result["created"]) == (1, 2, 0)
+    with pytest.raises(CommandError, match="No user 'nobody'"):
+        call_command("compile_topics", "--org", client_a.organization.name, "--user", "nobody")
+    with pytest.raises(CommandError, match="No organisation"):
+        call_command("compile_topics", "--org", "no-such-org")
+
+
+def test_the_admin_action_queues_a_compile_per_selected_user(chat, admin_client):
+    response = admin_client.post(
+        "/admin/tenancy/enduser/", {"action": "compile_topics", "_selected_action": [str(chat.end_user_id)]}
+    )
+
+    assert response.status_code == 302
+    (task,) = MemoryTask.objects.filter(task_type="compile_topics")
+    assert task.payload == {"organization": str(chat.organization_id), "end_user": str(chat.end_user_id)}
