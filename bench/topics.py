@@ -9,10 +9,12 @@ questions, the share whose evidence a topic page cites (any of it, and all of it
 of hybrid search, every category, `message` alone against `message` + `topic`. A topic hit counts
 the turns it cites in its rank, so two recalls are given: over the first 10 hits (a page may bring
 many turns: `turns returned` says how many) and over the first 10 turns of that ranking (the same
-number of turns as `message` alone returns).
+number of turns as `message` alone returns). BENCH_TOPICS_CONVERSATIONS=N keeps the first N
+conversations (default all five).
 """
 
 import json
+import os
 import statistics
 import time
 import uuid
@@ -60,6 +62,7 @@ def run(output_dir: Path, *, log=print) -> dict:
     from apps.tenancy.services import client_create, organization_create
 
     samples = json.loads(data_file("locomo-dev.json").read_text())
+    samples = samples[: int(os.environ.get("BENCH_TOPICS_CONVERSATIONS") or len(samples))]
     organization = organization_create(name=f"bench-topics-{uuid.uuid4().hex[:8]}")
     client, _ = client_create(organization=organization, name="bench", write_scope="bench")
     variants = ("message", "message+topic")

@@ -3,7 +3,9 @@ that mention them, and who is seen with whom.
 
 Offline the names come from speakers (a turn's `name`; an unnamed `user` turn is the end user
 themself) and a conservative proper-noun rule; with an LLM, the extracted memories' subjects
-(`name` of a semantic memory, `actor` of an episodic one) add theirs. Projection of a session
+(`name` of a semantic memory, `actor` of an episodic one) add theirs. A name is an organisation
+when its last word says so ("Stanford University") or the words before it do ("works at
+Northwind"), a place when it mostly follows "in", "to", "visited", and otherwise a person. Projection of a session
 replaces that session's mentions, so running it again changes nothing.
 """
 
@@ -32,6 +34,20 @@ _CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
 _PROPER_NOUN = re.compile(r"[A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})?")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|[\n\"“(]\s*)$")
 _PLACE_CUE = re.compile(r"\b(?:in|to|from|at|near|visit|visited|visiting)\s+$", re.IGNORECASE)
+# Words before a name that make it an organisation: where someone works, studies, volunteers, belongs.
+_ORGANIZATION_CUE = re.compile(
+    r"\b(?:work(?:s|ed|ing)? (?:at|for)|(?:job|position|internship) (?:at|with)|employed (?:at|by)|"
+    r"intern(?:s|ed|ing)? at|volunteer(?:s|ed|ing)? (?:at|with|for)|joined|member of|stud(?:y|ying|ied) at|"
+    r"graduated from|enrolled (?:at|in)|hired by|donat(?:e|ed|ing) to)\s+(?:the\s+)?$",
+    re.IGNORECASE,
+)
+# A name ending in one of these words is an organisation's ("Northwind Bank", "Stanford University").
+ORGANIZATION_WORDS = frozenset(
+    """inc corp corporation llc ltd company university college school academy bank hospital clinic foundation
+    institute club church association society agency center centre group studio studios labs council
+    museum library charity""".split()
+)
+PLACE, ORGANIZATION = "place", "organization"
 # Capitalised words that are not names, even mid-sentence.
 NOT_NAMES = frozenset(
     """monday tuesday wednesday thursday friday saturday sunday january february march april may june july
@@ -57,10 +73,11 @@ def _speaker(message: Message, user_id: str) -> str | None:
     return None
 
 
-def _candidates(text: str) -> list[tuple[str, bool]]:
-    """(name, follows a place preposition) for each capitalised word not opening a sentence; two
-    such words in a row are one name (a first and a last name)."""
-    found: list[tuple[str, bool]] = []
+def _candidates(text: str) -> list[tuple[str, str | None]]:
+    """(name, cue) for each capitalised word not opening a sentence, the cue being what the words
+    before it say it is (`organization` after "works at", `place` after "in", else None); two such
+    words in a row are one name (a first and a last name, or "Northwind Bank")."""
+    found: list[tuple[str, str | None]] = []
     previous_end = None
     for match in _CAPITALISED.finditer(text):
         word, before = match.group(), text[: match.start()]
@@ -70,9 +87,17 @@ def _candidates(text: str) -> list[tuple[str, bool]]:
         if previous_end is not None and text[previous_end : match.start()] == " " and " " not in found[-1][0]:
             found[-1] = (f"{found[-1][0]} {word}", found[-1][1])
         else:
-            found.append((word, bool(_PLACE_CUE.search(before[-12:]))))
+            cue = ORGANIZATION if _ORGANIZATION_CUE.search(before[-40:]) else None
+            found.append((word, cue or (PLACE if _PLACE_CUE.search(before[-12:]) else None)))
         previous_end = match.end()
     return found
+
+
+def name_kind(name: str, cues: list[str | None]) -> str:
+    """An organisation by its last word or by most of its cues, a place by most of its cues, else a person."""
+    if name.split()[-1].lower() in ORGANIZATION_WORDS or cues.count(ORGANIZATION) * 2 > len(cues):
+        return Entity.Kind.ORGANIZATION
+    return Entity.Kind.PLACE if cues.count(PLACE) * 2 > len(cues) else Entity.Kind.PERSON
 
 
 def _alias_pattern(aliases: dict[str, Entity]) -> re.Pattern | None:
@@ -142,18 +167,19 @@ def session_project(*, session: Session) -> dict:
         speaker = _speaker(message, user_id)
         if speaker:
             _entity(owner, aliases, speaker, Entity.Kind.PERSON, is_user=not message.name)
-    recurring: dict[str, list[bool]] = {}
+    recurring: dict[str, list[str | None]] = {}
     for message in messages:
-        for name, place_cue in _candidates(message.content):
-            recurring.setdefault(name, []).append(place_cue)
+        for name, cue in _candidates(message.content):
+            recurring.setdefault(name, []).append(cue)
     for name, cues in recurring.items():
-        if name.lower() in aliases or len(cues) >= 2:
-            kind = Entity.Kind.PLACE if sum(cues) * 2 > len(cues) else Entity.Kind.PERSON
+        kind = name_kind(name, cues)
+        # A name seen once is kept only when the words around it say it is an organisation.
+        if name.lower() in aliases or len(cues) >= 2 or kind == Entity.Kind.ORGANIZATION:
             _entity(owner, aliases, name, kind)
     for memory in memories:
         subject = getattr(memory, "actor", "") or getattr(memory, "name", "")
         if subject and _PROPER_NOUN.fullmatch(subject.strip()):
-            _entity(owner, aliases, subject.strip(), Entity.Kind.PERSON)
+            _entity(owner, aliases, subject.strip(), name_kind(subject.strip(), []))
 
     # Mentions of this session's items, replaced wholesale.
     pattern = _alias_pattern(aliases)
