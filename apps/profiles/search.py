@@ -35,6 +35,7 @@ PROFILE_SOURCE = SearchSource(
     select_related=("end_user",),
     embedding_text=Profile.embedding_text,
     mixed_cap=lambda: settings.SEARCH_PROFILE_HITS,
+    rows=(("kind", Profile.Kind.PERSON.value),),
 )
 TOPIC_SOURCE = SearchSource(
     memory_type="topic",
@@ -48,6 +49,7 @@ TOPIC_SOURCE = SearchSource(
     select_related=("end_user",),
     embedding_text=Profile.embedding_text,
     mixed_cap=lambda: settings.SEARCH_TOPIC_HITS,
+    rows=(("kind", Profile.Kind.TOPIC.value),),
 )
 
 

@@ -22,7 +22,7 @@ def operations(schema):
 def test_every_operation_documents_its_errors_with_the_error_shape(schema):
     assert schema["openapi"] == "3.1.0"
     found = list(operations(schema))
-    assert len(found) == 45
+    assert len(found) == 47
     # The context names a session in its body: a session the client does not read is a 404 there too.
     # An export names its user or client in the body too.
     body_lookups = {"/api/v1/memory/context", "/api/v1/exports"}

@@ -23,12 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, types, batch_size, stage_only, **options):
-        if not types:  # types sharing a table (profile and topic pages) are staged once: staging reads it whole
-            tables = {}
-            for name, source in SOURCES.items():
-                if source.embedding_text:
-                    tables.setdefault(source.model, name)
-            types = list(tables.values())
+        types = types or [name for name, source in SOURCES.items() if source.embedding_text]
         unknown = sorted(set(types) - set(SOURCES))
         if unknown:
             raise CommandError(f"Unknown memory type(s) {', '.join(unknown)}; use any of {', '.join(sorted(SOURCES))}.")
