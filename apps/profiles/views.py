@@ -40,6 +40,8 @@ class ProfileDetailView(ClientAPIView):
 
 
 class TopicCompileView(ClientAPIView):
+    error_statuses = (404,)  # a user_id with no session in the caller's write scope
+
     @extend_schema(request=TopicCompileInputSerializer, responses={202: TopicCompileOutputSerializer})
     @serves(operations.compile_topics, example="POST /api/v1/topics/compile", body={"user_id": "alice"})
     def post(self, request):

@@ -25,7 +25,7 @@ def test_every_operation_documents_its_errors_with_the_error_shape(schema):
     assert len(found) == 47
     # The context names a session in its body: a session the client does not read is a 404 there too.
     # An export names its user or client in the body too.
-    body_lookups = {"/api/v1/memory/context", "/api/v1/exports"}
+    body_lookups = {"/api/v1/memory/context", "/api/v1/exports", "/api/v1/topics/compile"}
     for path, method, operation in found:
         statuses = set(operation["responses"])
         assert {"400", "401"} <= statuses, (method, path)
