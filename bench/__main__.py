@@ -165,6 +165,13 @@ def _consolidate():
     consolidate.run(RESULTS_DIR)
 
 
+def _topics():
+    """Topic pages on LOCOMO: pages per conversation, open-domain evidence they cite, recall@10 with them."""
+    from bench import topics
+
+    topics.run(RESULTS_DIR)
+
+
 BENCHMARKS = {
     "ingest": _ingest,
     "pipeline": _pipeline,
@@ -188,6 +195,7 @@ BENCHMARKS = {
     "export": _export,
     "tokens": _tokens,
     "consolidate": _consolidate,
+    "topics": _topics,
 }
 
 

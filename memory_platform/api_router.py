@@ -11,7 +11,7 @@ from apps.conversations.views import (
 from apps.pipeline.views import TaskDetailView
 from apps.portability.views import ExportCreateView, ExportDetailView, ExportDownloadView
 from apps.privacy.views import ClientErasureView, ErasureDetailView, MessageDeleteView, UserErasureView
-from apps.profiles.views import EntityListView, ProfileListView
+from apps.profiles.views import EntityListView, ProfileLintView, ProfileListView, TopicCompileView
 from apps.search.views import MemorySearchView, SearchAllUsersView
 from apps.skills.views import (
     ExperienceListView,
@@ -69,6 +69,8 @@ urlpatterns = [
     path("profiles/", ProfileListView.as_view(), name="profile-list"),
     path("profiles/<str:profile_id>/", agent.ProfileDetailView.as_view(), name="profile-detail"),
     path("profiles/<str:profile_id>/findings", agent.ProfileFindingsView.as_view(), name="profile-findings"),
+    path("profiles/<str:profile_id>/lint", ProfileLintView.as_view(), name="profile-lint"),
+    path("topics/compile", TopicCompileView.as_view(), name="topic-compile"),
     path("entities/", EntityListView.as_view(), name="entity-list"),
     path("entities/<str:entity_id>/", agent.EntityDetailView.as_view(), name="entity-detail"),
 ]

@@ -183,6 +183,12 @@ def _profile_url(client, add, suffix=""):
     return f"/api/v1/profiles/{profile.pk}/{suffix}", f"/api/v1/profiles/{uuid.uuid4()}/{suffix}"
 
 
+def _topic_compile_url(client, add):
+    add(client, user_id="topics-of", session_id="sess-t")
+    body = {"user_id": "topics-of"}
+    return "/api/v1/topics/compile", "/api/v1/topics/compile", body, {"user_id": f"topics-{uuid.uuid4().hex[:8]}"}
+
+
 def _user_erasure_url(client, add):
     add(client, user_id="erase-me", session_id="sess-e")
     return "/api/v1/users/erase-me/memories", f"/api/v1/users/erase-{uuid.uuid4().hex[:8]}/memories"
@@ -286,6 +292,8 @@ ENDPOINTS = {
     "experience-delete": ("delete", _experience_url, DELETE),
     "profile-delete": ("delete", _profile_url, DELETE),
     "profile-findings": ("get", lambda client, add: _profile_url(client, add, "findings"), READ),
+    "profile-lint": ("post", lambda client, add: _profile_url(client, add, "lint"), WRITE),
+    "topic-compile": ("post", _topic_compile_url, expect(202, 403, 404, 403, 404, 404)),
     "entity-delete": ("delete", _entity_url, DELETE),
     "user-erasure": ("delete", _user_erasure_url, ERASE),
     "client-erasure": ("delete", _client_erasure_url, ERASE),

@@ -200,7 +200,7 @@ def _user_page(reader: Reader, user_id: str):
     pages = (
         reader.rows(SOURCES["profile"].model)
         .select_related("end_user", "entity")
-        .filter(end_user__user_id=user_id, status="active")
+        .filter(end_user__user_id=user_id, status="active", kind="person")
         .defer("embedding", "search_vector")
     )
     page = pages.order_by("-entity__is_user", "-compiled_at").first()

@@ -126,6 +126,7 @@ PATH_TAGS = (
     ("experiences/", "skills"),
     ("profiles/", "profiles"),
     ("entities/", "profiles"),
+    ("topics/", "profiles"),
     ("users/", "privacy"),
     ("clients/", "privacy"),
     ("erasures/", "privacy"),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from apps.conversations.models import IngestRequest, Message, Session
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
 from apps.pipeline.models import MemoryTask
-from apps.profiles.models import Edge, Entity, LintFinding, Mention, Profile, ProfileRevision, ProfileSource
+from apps.profiles.models import Edge, Entity, LintFinding, Mention, Profile, ProfileRevision, ProfileSource, TopicState
 from apps.providers.models import LLMUsage
 from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse, SkillVersion
 from apps.tenancy.models import Client, ClientAPIKey, EndUser
@@ -184,6 +184,7 @@ PROFILE_REVISIONS = Kind(
 LINT_FINDINGS = Kind(
     "lint_findings", LintFinding, parents={"profile_id": (Profile, SKIP), "peer_id": (Profile, NULL)}, exclude=()
 )
+TOPIC_STATES = Kind("topic_states", TopicState, parents={"end_user_id": USER})
 # Records of a person's archive (what erasure also removes); never imported into another deployment.
 INGEST_REQUESTS = Kind("ingest_requests", IngestRequest, exclude=(), importable=False)
 API_KEYS = Kind("api_keys", ClientAPIKey, exclude=("hashed_key",), importable=False)
@@ -212,6 +213,7 @@ KINDS = [
     PROFILE_SOURCES,
     PROFILE_REVISIONS,
     LINT_FINDINGS,
+    TOPIC_STATES,
     INGEST_REQUESTS,
     API_KEYS,
     TASKS,

@@ -1,12 +1,15 @@
-"""Curation of compiled memory: profiles with their revisions as diffs and their sources linked to
-the transcript turns, entities, and lint findings as a review queue. Staff see their organisation only."""
+"""Curation of compiled memory: pages (people's and topics') with their revisions as diffs and their
+sources linked to the transcript turns, entities, and lint findings as a review queue; end users get
+an action that compiles their topic pages. Staff see their organisation only."""
 
 from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from apps.conversations.models import Message
+from apps.core.extensions import register_admin_action
 from apps.profiles.models import Entity, ItemType, LintFinding, Profile
+from apps.profiles.services.entities import topics_compile_request
 from apps.profiles.services.lint import finding_resolve
 from apps.skills.history import side_by_side
 from apps.tenancy.admin_base import OrganizationScopedAdmin, ScopeFilter
@@ -24,11 +27,22 @@ class ReadOnlyAdmin(OrganizationScopedAdmin):
 
 @admin.register(Profile)
 class ProfileAdmin(ReadOnlyAdmin):
-    list_display = ["name", "end_user", "scope", "status", "revision", "compiled_at"]
-    list_filter = ["status", ScopeFilter]
+    list_display = ["name", "kind", "end_user", "scope", "status", "revision", "compiled_at"]
+    list_filter = ["kind", "status", ScopeFilter]
     list_select_related = ["end_user"]
     search_fields = ["name", "end_user__user_id"]
-    fields = ["name", "end_user", "scope", "status", "revision", "compiled_at", "page", "source_links", "history"]
+    fields = [
+        "name",
+        "kind",
+        "end_user",
+        "scope",
+        "status",
+        "revision",
+        "compiled_at",
+        "page",
+        "source_links",
+        "history",
+    ]
     readonly_fields = fields
 
     @admin.display(description="current page")
@@ -130,3 +144,20 @@ class LintFindingAdmin(ReadOnlyAdmin):
             finding_resolve(finding=finding, actor=f"admin:{request.user.get_username()}")
             resolved += 1
         self.message_user(request, f"Resolved {resolved} finding(s).", messages.SUCCESS)
+
+
+@admin.action(description="Compile the topic pages of the selected users (in the background)")
+def compile_topics(modeladmin, request, queryset):
+    tasks = [
+        topics_compile_request(organization=user.organization, end_user=user)
+        for user in queryset.select_related("organization")
+    ]
+    modeladmin.message_user(
+        request,
+        f"Queued a topic compile for {len(tasks)} user(s); each task's result shows the pages made.",
+        messages.SUCCESS,
+    )
+
+
+# The tenancy admin stays unaware of compiled memory: its end users get this action here.
+register_admin_action("tenancy.EndUser", compile_topics)

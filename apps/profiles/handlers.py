@@ -7,8 +7,10 @@ from apps.pipeline.locks import advisory_lock
 from apps.pipeline.registry import register_handler
 from apps.profiles.models import Entity
 from apps.profiles.services.compile import profile_compile
-from apps.profiles.services.entities import COMPILE_PROFILE, LINT_PROFILES, session_project
+from apps.profiles.services.entities import COMPILE_PROFILE, COMPILE_TOPICS, LINT_PROFILES, session_project
 from apps.profiles.services.lint import profiles_lint
+from apps.profiles.services.topics import topics_compile
+from apps.tenancy.models import EndUser, Organization
 
 
 def owner_lock_key(*, organization_id, end_user_id) -> str:
@@ -45,3 +47,26 @@ def compile_profile(task) -> dict:
 @register_handler(LINT_PROFILES)
 def lint_profiles(task) -> dict:
     return profiles_lint(organization_id=task.payload.get("organization"), task=task)
+
+
+@register_handler(COMPILE_TOPICS)
+def compile_topics(task) -> dict:
+    """The result (scopes, owners, pages created/updated/unchanged/archived, noise, tokens, seconds)
+    is the task's result."""
+    organization = Organization.objects.filter(pk=task.payload["organization"]).first()
+    if organization is None:
+        return {"skipped": "organisation no longer exists"}
+    end_user = None
+    if task.payload.get("end_user"):
+        end_user = EndUser.objects.filter(pk=task.payload["end_user"], organization=organization).first()
+        if end_user is None:
+            return {"skipped": "user no longer exists"}
+    return topics_compile(
+        organization=organization,
+        scope=task.payload.get("scope"),
+        end_user=end_user,
+        task=task,
+        lock=lambda user: advisory_lock(
+            owner_lock_key(organization_id=organization.pk, end_user_id=user.pk), wait=False
+        ),
+    )

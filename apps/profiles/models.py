@@ -120,13 +120,19 @@ class Edge(models.Model):
 
 
 class Profile(Owned):
-    """The compiled page of one person in one user's memory; its text is searchable like any memory."""
+    """A compiled page of one user's memory: a person's (`person`, one per entity) or a topic's
+    (`topic`, one per cluster of related items); its text is searchable like any memory."""
+
+    class Kind(models.TextChoices):
+        PERSON = "person", "Person"
+        TOPIC = "topic", "Topic"
 
     class Status(models.TextChoices):
         ACTIVE = "active", "Active"
         ARCHIVED = "archived", "Archived (every source is gone)"
 
-    entity = models.OneToOneField(Entity, on_delete=models.CASCADE, related_name="profile")
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.PERSON)
+    entity = models.OneToOneField(Entity, on_delete=models.CASCADE, related_name="profile", null=True, blank=True)
     name = models.CharField(max_length=NAME_MAX_LENGTH)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     markdown = models.TextField(blank=True, default="")
@@ -147,9 +153,15 @@ class Profile(Owned):
         ordering = ["name"]
         constraints = [
             models.CheckConstraint(condition=Q(status__in=["active", "archived"]), name="profile_status_valid"),
+            models.CheckConstraint(
+                condition=Q(kind="person", entity__isnull=False) | Q(kind="topic", entity__isnull=True),
+                name="profile_kind_matches_entity",
+                violation_error_message="A person page belongs to an entity; a topic page to none.",
+            ),
         ]
         indexes = [
             models.Index(fields=["end_user", "organization", "scope", "name"], name="profile_owner_idx"),
+            models.Index(fields=["end_user", "organization", "scope", "kind", "status"], name="profile_owner_kind_idx"),
             GinIndex(fields=["search_vector"], name="profile_search_vector_idx"),
             HnswIndex(
                 name="profile_embedding_hnsw_idx",
@@ -252,3 +264,21 @@ class LintFinding(BaseModel):
 
     def __str__(self):
         return f"{self.kind} {self.profile}"
+
+
+class TopicState(Owned):
+    """When one user's topic pages were last compiled: the count-and-age trigger counts from here."""
+
+    compiled_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "scope", "end_user"],
+                name="topic_state_unique_per_owner",
+                violation_error_message="This user's topics already have a state row.",
+            ),
+        ]
+
+    def __str__(self):
+        return f"topics of {self.end_user_id} ({self.scope}) compiled {self.compiled_at:%Y-%m-%d %H:%M}"

@@ -1,20 +1,34 @@
 """The profile and entity endpoints' operations (REST: apps.profiles.views)."""
 
-from apps.core.operations import Page, check_ids, get_or_404, operation, paginate, validated
+from apps.core.operations import (
+    Access,
+    Page,
+    check_ids,
+    get_or_404,
+    operation,
+    paginate,
+    require_write_access,
+    validated,
+)
 from apps.core.pagination import DEFAULT_LIMIT
-from apps.profiles.selectors import entity_list, profile_detail_queryset, profile_list
+from apps.profiles.selectors import entity_list, profile_detail_queryset, profile_list, write_scope_users
 from apps.profiles.serializers import (
     EntityListFilterSerializer,
     EntityOutputSerializer,
+    LintOutputSerializer,
     ProfileDetailOutputSerializer,
     ProfileListFilterSerializer,
     ProfileOutputSerializer,
+    TopicCompileInputSerializer,
+    TopicCompileOutputSerializer,
 )
+from apps.profiles.services.entities import topics_compile_request
+from apps.profiles.services.lint import profiles_lint
 
 
 @operation()
 def list_profiles(*, client, query) -> Page:
-    """List compiled person profiles in the caller's read scopes."""
+    """List compiled pages in the caller's read scopes: people's (the default) or topics' (`kind=topic`)."""
     filters = validated(ProfileListFilterSerializer, query)
     profiles = profile_list(reader=client.reader, filters=filters)
     return paginate(profiles, filters=filters, serializer_class=ProfileOutputSerializer, default_limit=DEFAULT_LIMIT)
@@ -33,3 +47,40 @@ def list_entities(*, client, query) -> Page:
     filters = validated(EntityListFilterSerializer, query)
     entities = entity_list(reader=client.reader, filters=filters)
     return paginate(entities, filters=filters, serializer_class=EntityOutputSerializer, default_limit=DEFAULT_LIMIT)
+
+
+@operation(access=Access.WRITE)
+def compile_topics(*, client, data) -> dict:
+    """Compile the topic pages of the caller's write scope now: one user's, or every user's.
+
+    Runs in the background (202 with the task's id). GET tasks/<id>/ shows its result when done:
+    the scopes compiled, users, items, topics, pages created, updated, unchanged and archived,
+    items left as noise, tokens and seconds. Asking again while one waits returns that one."""
+    data = validated(TopicCompileInputSerializer, data)
+    end_user = None
+    if data.get("user_id"):
+        end_user = get_or_404(write_scope_users(client=client), user_id=data["user_id"])
+    task = topics_compile_request(
+        organization=client.organization, scope=client.write_scope, end_user=end_user, client=client
+    )
+    return TopicCompileOutputSerializer(
+        {
+            "scope": client.write_scope,
+            "user_id": end_user.user_id if end_user else None,
+            "task_id": task.pk,
+            "task_status": task.status,
+        }
+    ).data
+
+
+@operation(access=Access.WRITE)
+def lint_profile(*, client, profile_id: str) -> dict:
+    """Lint one compiled page now and list its open issues.
+
+    Stale (some items it quotes are gone: a recompile is queued), orphan (all are gone: the page is
+    archived) and, with an LLM and PROFILE_LINT_CONTRADICTIONS on, contradictions with the owner's
+    other pages. Returns what this pass found and every open finding of the page."""
+    check_ids(profile_id=profile_id)
+    profile = get_or_404(profile_detail_queryset(reader=client.reader), pk=profile_id)
+    require_write_access(client, profile)
+    return LintOutputSerializer(profiles_lint(profile=profile)).data

@@ -2,7 +2,9 @@
 
 from django.db.models import Prefetch
 
+from apps.conversations.models import Session
 from apps.profiles.models import Edge, Entity, Profile, ProfileRevision
+from apps.tenancy.models import EndUser
 from apps.tenancy.readers import Reader
 
 
@@ -12,6 +14,7 @@ def profile_list(*, reader: Reader, filters: dict | None = None):
     if filters.get("user_id"):
         queryset = queryset.filter(end_user__user_id=filters["user_id"])
     queryset = queryset.filter(status=filters.get("status") or Profile.Status.ACTIVE)
+    queryset = queryset.filter(kind=filters.get("kind") or Profile.Kind.PERSON)
     return queryset.order_by("name", "id")
 
 
@@ -39,3 +42,9 @@ def entity_list(*, reader: Reader, filters: dict | None = None):
     if filters.get("kind"):
         queryset = queryset.filter(kind=filters["kind"])
     return queryset.order_by("-mention_count", "name", "id")
+
+
+def write_scope_users(*, client):
+    """Users with a session in the client's write scope: those whose topics it may compile."""
+    sessions = Session.objects.filter(organization=client.organization, scope=client.write_scope)
+    return EndUser.objects.filter(organization=client.organization, pk__in=sessions.values("end_user_id"))

@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
 from apps.core import fields
+from apps.core.api import InputSerializer
 from apps.core.pagination import PageQuerySerializer
 from apps.profiles.models import Entity, Profile
 
@@ -8,6 +9,9 @@ from apps.profiles.models import Entity, Profile
 class ProfileListFilterSerializer(PageQuerySerializer):
     user_id = fields.CharField(max_length=255, required=False)
     status = fields.ChoiceField(choices=Profile.Status.choices, required=False)
+    kind = fields.ChoiceField(
+        choices=Profile.Kind.choices, required=False, help_text="`person` (the default) or `topic` pages."
+    )
 
 
 class EntityListFilterSerializer(PageQuerySerializer):
@@ -22,7 +26,8 @@ class SourceRefSerializer(serializers.Serializer):
 
 class ProfileOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
-    entity_id = serializers.UUIDField()
+    kind = serializers.CharField()
+    entity_id = serializers.UUIDField(allow_null=True, help_text="The person's entity; null on a topic page.")
     name = serializers.CharField()
     user_id = serializers.CharField(source="end_user.user_id")
     scope = serializers.CharField()
@@ -92,3 +97,37 @@ class EntityOutputSerializer(serializers.Serializer):
             ],
             many=True,
         ).data
+
+
+class TopicCompileInputSerializer(InputSerializer):
+    user_id = fields.CharField(
+        max_length=255, required=False, help_text="Only this user's topics; every user's of the scope if left out."
+    )
+
+
+class TopicCompileOutputSerializer(serializers.Serializer):
+    scope = serializers.CharField()
+    user_id = serializers.CharField(allow_null=True)
+    task_id = serializers.UUIDField()
+    task_status = serializers.CharField()
+
+
+class LintIssueSerializer(serializers.Serializer):
+    finding_id = serializers.UUIDField()
+    page_id = serializers.UUIDField()
+    page = serializers.CharField()
+    page_kind = serializers.CharField()
+    finding = serializers.CharField(help_text="`stale`, `orphan` or `contradiction`.")
+    severity = serializers.CharField()
+    detail = serializers.CharField()
+    peer_id = serializers.UUIDField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class LintOutputSerializer(serializers.Serializer):
+    stale = serializers.IntegerField(help_text="Stale findings this pass opened.")
+    orphan = serializers.IntegerField()
+    contradiction = serializers.IntegerField()
+    recompiles = serializers.IntegerField(help_text="Recompiles this pass queued.")
+    issues = LintIssueSerializer(many=True, help_text="Every open finding of the page after the pass.")
+    issues_total = serializers.IntegerField()

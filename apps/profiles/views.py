@@ -1,6 +1,7 @@
 """REST adapters of apps.profiles.operations."""
 
 from drf_spectacular.utils import extend_schema
+from rest_framework import status
 from rest_framework.response import Response
 
 from apps.core.adapters import list_view
@@ -9,9 +10,12 @@ from apps.profiles import operations
 from apps.profiles.serializers import (
     EntityListFilterSerializer,
     EntityOutputSerializer,
+    LintOutputSerializer,
     ProfileDetailOutputSerializer,
     ProfileListFilterSerializer,
     ProfileOutputSerializer,
+    TopicCompileInputSerializer,
+    TopicCompileOutputSerializer,
 )
 
 ProfileListView = list_view(
@@ -33,3 +37,21 @@ class ProfileDetailView(ClientAPIView):
     @serves(operations.get_profile, example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
     def get(self, request, profile_id):
         return Response(operations.get_profile(client=self.client, profile_id=profile_id))
+
+
+class TopicCompileView(ClientAPIView):
+    error_statuses = (404,)  # a user_id with no session in the caller's write scope
+
+    @extend_schema(request=TopicCompileInputSerializer, responses={202: TopicCompileOutputSerializer})
+    @serves(operations.compile_topics, example="POST /api/v1/topics/compile", body={"user_id": "alice"})
+    def post(self, request):
+        return Response(
+            operations.compile_topics(client=self.client, data=request.data), status=status.HTTP_202_ACCEPTED
+        )
+
+
+class ProfileLintView(ClientAPIView):
+    @extend_schema(request=None, responses=LintOutputSerializer)
+    @serves(operations.lint_profile, example="POST /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/lint")
+    def post(self, request, profile_id):
+        return Response(operations.lint_profile(client=self.client, profile_id=profile_id))

@@ -52,6 +52,9 @@ class SearchSource:
     mixed_cap: Callable[[], int | None] | None = None
     # The text an item's vector encodes (used by the `reembed` command when the model changes).
     embedding_text: Callable | None = None
+    # Field values selecting this type's rows of a table other types share (profile and topic pages):
+    # what `reembed` stages and switches for the type, as (field, value) pairs (the source is hashable).
+    rows: tuple[tuple[str, str], ...] = ()
 
     @functools.cached_property
     def item_serializer(self) -> type:

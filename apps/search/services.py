@@ -29,8 +29,10 @@ def source_stage(*, source: SearchSource, batch_size: int = 256) -> Iterator[tup
     run again.
     """
     model = embedding_model_name()
-    stale = source.model.objects.exclude(embedding_model=model).defer(
-        source.embedding_column, source.search_vector_column
+    stale = (
+        source.model.objects.filter(**dict(source.rows))
+        .exclude(embedding_model=model)
+        .defer(source.embedding_column, source.search_vector_column)
     )
     total = stale.count()
     done = embedded = 0
@@ -82,11 +84,12 @@ def stage_swap(*, sources: list[SearchSource]) -> dict[str, int]:
     with connection.cursor() as cursor:
         for source in sources:
             table, column = source.model._meta.db_table, source.embedding_column
+            rows = "".join(f" AND t.{connection.ops.quote_name(name)} = %s" for name, _ in source.rows)
             cursor.execute(
                 f"UPDATE {table} t SET {column} = s.embedding, embedding_model = s.model"
                 f" FROM {StagedEmbedding._meta.db_table} s"
-                " WHERE s.memory_type = %s AND s.model = %s AND s.item_id = t.id AND t.embedding_model <> %s",
-                [source.memory_type, model, model],
+                f" WHERE s.memory_type = %s AND s.model = %s AND s.item_id = t.id AND t.embedding_model <> %s{rows}",
+                [source.memory_type, model, model, *(value for _, value in source.rows)],
             )
             switched[source.memory_type] = cursor.rowcount
     StagedEmbedding.objects.filter(model=model, memory_type__in=[source.memory_type for source in sources]).delete()

@@ -324,6 +324,15 @@ PROFILE_LINT_CONTRADICTIONS = env.bool("PROFILE_LINT_CONTRADICTIONS", default=Fa
 # same subject or day merge when their vectors are this close and they share this much of their words.
 CONSOLIDATE_MIN_COSINE = env.float("CONSOLIDATE_MIN_COSINE", default=0.9)
 CONSOLIDATE_MIN_TEXT_SIMILARITY = env.float("CONSOLIDATE_MIN_TEXT_SIMILARITY", default=0.6)
+# Topic pages (apps.profiles.services.topics).
+TOPIC_CLUSTER_EPS = env.float("TOPIC_CLUSTER_EPS", default=0.5)
+TOPIC_CLUSTER_MIN_ITEMS = env.int("TOPIC_CLUSTER_MIN_ITEMS", default=3)
+TOPIC_MAX_ITEMS = env.int("TOPIC_MAX_ITEMS", default=3000)
+TOPIC_MAX_EVIDENCE = env.int("TOPIC_MAX_EVIDENCE", default=20)
+TOPIC_COMPILE_AFTER_ITEMS = env.int("TOPIC_COMPILE_AFTER_ITEMS", default=50)
+TOPIC_COMPILE_AFTER_DAYS = env.float("TOPIC_COMPILE_AFTER_DAYS", default=7.0)
+TOPIC_COMPILE_MIN_ITEMS = env.int("TOPIC_COMPILE_MIN_ITEMS", default=10)
+SEARCH_TOPIC_HITS = env.int("SEARCH_TOPIC_HITS", default=1)
 # A beat or worker silent this long is shown as stale in /readyz and on the admin dashboard.
 PROCESS_STALE_AFTER_SECONDS = env.float("PROCESS_STALE_AFTER_SECONDS", default=60.0)
 # Set by `runplatform` for its children: the file where its supervisor counts their restarts, which

@@ -77,6 +77,7 @@ def feedback(**overrides):
 SEMANTIC = ("POST", "/api/v1/memory/semantic/")
 EPISODIC = ("POST", "/api/v1/memory/episodic/")
 CONSOLIDATE = ("POST", "/api/v1/memory/consolidate")
+TOPICS = ("POST", "/api/v1/topics/compile")
 
 
 def fact(**overrides):
@@ -236,6 +237,12 @@ CASES = [
     ("nul-path-experience-delete", ("DELETE", "/api/v1/experiences/a%00b/", None), "experience_id"),
     ("nul-path-profile-delete", ("DELETE", "/api/v1/profiles/a%00b/", None), "profile_id"),
     ("nul-path-profile-findings", get("/api/v1/profiles/a%00b/findings"), "profile_id"),
+    ("nul-path-profile-lint", ("POST", "/api/v1/profiles/a%00b/lint", None), "profile_id"),
+    ("nul-topics-compile-user", post(TOPICS, {"user_id": f"u{NUL}"}), "user_id"),
+    ("surrogate-topics-compile-user", post(TOPICS, {"user_id": SURROGATE}), "user_id"),
+    ("list-topics-compile-body", post(TOPICS, ["u1"]), "expected a dictionary"),
+    ("number-topics-compile-user", post(TOPICS, {"user_id": 5}), "user_id"),
+    ("unknown-topics-compile-field", post(TOPICS, {"scope": "other"}), "scope"),
     ("nul-path-entity-delete", ("DELETE", "/api/v1/entities/a%00b/", None), "entity_id"),
     # --- lone surrogates ------------------------------------------------------------------------------
     ("surrogate-content", post(ADD, message(content=f"a{SURROGATE}")), "messages.0.content: Must not contain unpaired"),

@@ -29,6 +29,27 @@ def make_profile(client, user_id, text, add_messages=None):
     return profile
 
 
+def make_topic(client, user_id, text, add_messages=None):
+    """A compiled topic page (no entity) holding the text."""
+    owner = {
+        "organization": client.organization,
+        "scope": client.write_scope,
+        "end_user": end_user_get_or_create(organization=client.organization, user_id=user_id),
+    }
+    page = Profile(
+        **owner,
+        kind=Profile.Kind.TOPIC,
+        name=f"Topic {abs(hash(text)) % 10**6}",
+        markdown=text,
+        revision=1,
+        compiled_at=timezone.now(),
+        embedding_model=embedding_model_name(),
+    )
+    (page.embedding,) = embed_texts([page.embedding_text()])
+    page.save()
+    return page
+
+
 # Two friends talking, after LOCOMO's shape: named speakers, a third person named twice, a place.
 CONVERSATION = [
     ("Caroline", "Hey Mel! I went to a support group yesterday and it was really powerful."),

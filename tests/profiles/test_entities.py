@@ -27,6 +27,43 @@ def test_speakers_recurring_names_and_places_become_entities_with_mentions(conve
     assert result == {"mentions": Mention.objects.count(), "entities": 4, "changed_entities": 4}
 
 
+def test_organisations_are_named_by_their_last_word_or_by_what_precedes_them(client_a, add_messages, rules):
+    turns = [
+        ("Caroline", "I started a new job at Northwind last week, the pay is better."),
+        ("Melanie", "Congrats! My cousin studied at Stanford University and loved it."),
+        ("Caroline", "I also volunteer with Lumina on weekends. Jon came along twice."),
+        ("Melanie", "We met Jon in Denver, then again in Denver last spring."),
+    ]
+    add_messages(client_a, user_id="caroline", session_id="orgs", messages=conversation_messages(turns))
+    from apps.conversations.models import Session
+
+    session_project(session=Session.objects.get(session_id="orgs"))
+
+    found = names()
+    assert {name: found[name] for name in ("Northwind", "Stanford University", "Lumina")} == {
+        "Northwind": "organization",
+        "Stanford University": "organization",
+        "Lumina": "organization",
+    }
+    assert found["Denver"] == "place" and "Jon" not in found  # "Jon" opens a sentence once and is named once
+    assert Mention.objects.filter(entity__name="Northwind").count() == 1
+
+
+def test_a_memorys_subject_that_names_an_organisation_is_one(conversation):
+    SemanticMemory.objects.create(
+        organization=conversation.organization,
+        scope=conversation.scope,
+        end_user=conversation.end_user,
+        name="Riverside Hospital",
+        summary="Riverside Hospital is where Caroline had her surgery.",
+        source_message_ids=[conversation.messages.get(seq=1).pk],
+    )
+
+    session_project(session=conversation)
+
+    assert names(name="Riverside Hospital") == {"Riverside Hospital": "organization"}
+
+
 def test_co_occurrence_edges_carry_weight_and_evidence(conversation):
     session_project(session=conversation)
     caroline, jon = Entity.objects.get(name="Caroline"), Entity.objects.get(name="Jon")

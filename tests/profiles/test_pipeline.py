@@ -51,7 +51,14 @@ def test_beat_and_erasure_queue_lint_through_the_pipeline(client_a, add_messages
     assert MemoryTask.objects.get(pk=enqueue_lint()) == first  # one at a time
     run_tasks("lint_profiles")
     first.refresh_from_db()
-    assert first.status == "succeeded" and set(first.result) == {"stale", "orphan", "contradiction", "recompiles"}
+    assert first.status == "succeeded" and set(first.result) == {
+        "stale",
+        "orphan",
+        "contradiction",
+        "recompiles",
+        "issues",
+        "issues_total",
+    }
 
     add_messages(client_a, user_id="gone", session_id="s", messages=conversation_messages())
     erasure_request(subject=subject_resolve(organization=client_a.organization, kind="user", subject_id="gone"))

@@ -10,7 +10,7 @@ from apps.conversations.models import Message
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
 from tests.memories.makers import make_episodic, make_semantic
-from tests.profiles.makers import make_profile
+from tests.profiles.makers import make_profile, make_topic
 from tests.skills.makers import make_experience, make_skill
 
 
@@ -30,4 +30,5 @@ MAKERS = {
     "episodic": make_episodic,
     "semantic": make_semantic,
     "profile": make_profile,
+    "topic": make_topic,
 }

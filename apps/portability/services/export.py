@@ -20,7 +20,7 @@ from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticM
 from apps.portability import kinds as k
 from apps.portability.archive import FORMAT, FORMAT_VERSION, ArchiveWriter, platform_version, vector_encode
 from apps.privacy.services.subjects import CLIENT, USER, Subject
-from apps.profiles.models import Edge, Entity, LintFinding, Mention, Profile, ProfileRevision, ProfileSource
+from apps.profiles.models import Edge, Entity, LintFinding, Mention, Profile, ProfileRevision, ProfileSource, TopicState
 from apps.providers.embeddings import embedding_model_name
 from apps.providers.models import LLMUsage
 from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse, SkillVersion
@@ -108,6 +108,7 @@ class Selection:
             k.PROFILE_SOURCES: ProfileSource.objects.filter(profile__in=profiles),
             k.PROFILE_REVISIONS: ProfileRevision.objects.filter(profile__in=profiles),
             k.LINT_FINDINGS: LintFinding.objects.filter(profile__in=profiles),
+            k.TOPIC_STATES: TopicState.objects.filter(**owned),
         }
 
     def _subject_rows(self) -> dict:
@@ -147,6 +148,7 @@ class Selection:
                 Q(profile__in=profiles) | Q(pk__in=subject.quoting_revisions().values("pk"))
             ),
             k.LINT_FINDINGS: LintFinding.objects.filter(profile__in=profiles),
+            k.TOPIC_STATES: subject.topic_states(),
             k.INGEST_REQUESTS: subject.ingest_requests(),
             k.API_KEYS: ClientAPIKey.objects.filter(client=subject.client)
             if subject.client

@@ -13,7 +13,7 @@ from django.db.models.expressions import RawSQL
 from apps.conversations.models import IngestRequest, Message, Session
 from apps.pipeline.models import MemoryTask
 from apps.privacy.services.provenance import MEMORY_MODELS, Derived
-from apps.profiles.models import Entity, Mention, Profile, ProfileRevision, ProfileSource
+from apps.profiles.models import Entity, Mention, Profile, ProfileRevision, ProfileSource, TopicState
 from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse, SkillVersion
 from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization
 
@@ -144,9 +144,15 @@ class Subject:
         return Entity.objects.none()
 
     def profiles(self) -> QuerySet:
+        """A user's compiled pages of both kinds, people and topics."""
         if self.end_user is not None:
             return Profile.objects.filter(end_user=self.end_user)
         return Profile.objects.none()
+
+    def topic_states(self) -> QuerySet:
+        if self.end_user is not None:
+            return TopicState.objects.filter(end_user=self.end_user)
+        return TopicState.objects.none()
 
     def mentions(self) -> QuerySet:
         """Mentions of the subject's items (a user's own entities go with them in any case)."""

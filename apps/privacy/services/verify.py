@@ -55,6 +55,7 @@ def subject_checks(subject: Subject) -> list[tuple[str, QuerySet]]:
         *subject.memory_querysets(),
         ("profiles.Entity", subject.entities()),
         ("profiles.Profile", subject.profiles()),
+        ("profiles.TopicState", subject.topic_states()),
         ("profiles.Mention", subject.mentions()),
         ("profiles.ProfileSource", subject.profile_sources()),
         ("profiles.ProfileRevision", subject.quoting_revisions()),

@@ -21,7 +21,7 @@ from pydantic import BaseModel, StringConstraints
 from apps.conversations.models import Message
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.profiles.models import QUOTE_MAX_CHARS, Entity, ItemType, LintFinding, Profile, ProfileRevision, ProfileSource
-from apps.profiles.services.entities import profile_compile_enqueue
+from apps.profiles.services.entities import page_recompile_enqueue
 from apps.providers.embeddings import embed_texts, embedding_model_name
 from apps.providers.llm import LLMOutputError, chat_json, kept, llm_enabled, parse_answer
 from apps.providers.tokens import estimate_tokens, room_for
@@ -199,7 +199,8 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
     that stores the result, so no row is locked across a network call."""
     evidence = profile_evidence(entity=entity)
     if not evidence:
-        return _archive(entity=entity)
+        profile = Profile.objects.filter(entity=entity).first()
+        return page_archive(profile=profile) if profile else {"profile": None, "changed": False}
     evidence = evidence[: settings.PROFILE_MAX_EVIDENCE]
     model, usage, used = RULES_MODEL, {}, evidence
     if llm_enabled():
@@ -210,26 +211,12 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
             markdown, reason = _rules_page(entity, evidence), f"{reason}; the model's answer was unusable, rules page"
     else:
         markdown = _rules_page(entity, evidence)
-    sources: dict[tuple, dict] = {}
-    for item in used:  # one source per item; several sentences of one turn are quoted together
-        source = sources.setdefault((item.item_type, item.item_id), {**item.source(), "quote": ""})
-        source["quote"] = _quote(" … ".join(filter(None, [source["quote"], item.quote])))
+    sources = sources_of(used)
     candidate = Profile(name=entity.name, markdown=markdown)
     _embed(candidate)
     with transaction.atomic():
         entity = Entity.objects.select_for_update().get(pk=entity.pk)
         profile = Profile.objects.filter(entity=entity).first()
-        current = {} if profile is None else {(s.item_type, str(s.item_id)): s.quote for s in profile.sources.all()}
-        if (
-            profile is not None
-            and profile.markdown == markdown
-            and current == {k: v["quote"] for k, v in sources.items()}
-        ):
-            if profile.status != Profile.Status.ACTIVE:
-                profile.status = Profile.Status.ACTIVE
-                profile.save(update_fields=["status", "updated_at"])
-            _resolve(profile, kinds=[LintFinding.Kind.STALE, LintFinding.Kind.ORPHAN])
-            return {"profile": str(profile.pk), "revision": profile.revision, "changed": False}
         if profile is None:
             profile = Profile(
                 entity=entity,
@@ -237,37 +224,72 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
                 scope=entity.scope,
                 end_user_id=entity.end_user_id,
             )
-        profile.name, profile.markdown, profile.status = entity.name, markdown, Profile.Status.ACTIVE
-        profile.embedding, profile.embedding_model = candidate.embedding, candidate.embedding_model
-        profile.source_refs = [{"item_type": key[0], "item_id": key[1]} for key in sources]
-        profile.revision += 1
-        profile.compiled_at = timezone.now()
-        profile.save()
-        profile.sources.all().delete()
-        ProfileSource.objects.bulk_create(
-            ProfileSource(profile=profile, item_type=key[0], item_id=key[1], quote=value["quote"])
-            for key, value in sources.items()
+        changed = page_store(
+            profile=profile, candidate=candidate, sources=sources, model=model, usage=usage, reason=reason
         )
-        ProfileRevision.objects.create(
-            profile=profile,
-            number=profile.revision,
-            markdown=markdown,
-            model=model,
-            prompt_tokens=usage.get("prompt_tokens", 0),
-            completion_tokens=usage.get("completion_tokens", 0),
-            sources=list(sources.values()),
-            reason=reason[:255],
-        )
-        _resolve(profile, kinds=[LintFinding.Kind.STALE, LintFinding.Kind.ORPHAN])
+    if not changed:
+        return {"profile": str(profile.pk), "revision": profile.revision, "changed": False}
     return {"profile": str(profile.pk), "revision": profile.revision, "changed": True, "sources": len(sources)}
 
 
-def _archive(*, entity: Entity) -> dict:
+def sources_of(used: list[Evidence]) -> dict[tuple, dict]:
+    """One source per item; several sentences of one turn are quoted together."""
+    sources: dict[tuple, dict] = {}
+    for item in used:
+        source = sources.setdefault((item.item_type, item.item_id), {**item.source(), "quote": ""})
+        source["quote"] = _quote(" … ".join(filter(None, [source["quote"], item.quote])))
+    return sources
+
+
+def page_store(*, profile: Profile, candidate: Profile, sources: dict, model: str, usage: dict, reason: str) -> bool:
+    """Stores a compiled page of any kind (inside the caller's transaction): a new revision with its
+    sources when the name, text or sources changed, else nothing; either way the page is active and
+    its stale and orphan findings are resolved. Returns whether a revision was written."""
+    current = {} if profile._state.adding else {(s.item_type, str(s.item_id)): s.quote for s in profile.sources.all()}
+    if (
+        not profile._state.adding
+        and profile.name == candidate.name
+        and profile.markdown == candidate.markdown
+        and current == {k: v["quote"] for k, v in sources.items()}
+    ):
+        if profile.status != Profile.Status.ACTIVE:
+            profile.status = Profile.Status.ACTIVE
+            profile.save(update_fields=["status", "updated_at"])
+        _resolve(profile, kinds=[LintFinding.Kind.STALE, LintFinding.Kind.ORPHAN])
+        return False
+    profile.name, profile.markdown, profile.status = candidate.name, candidate.markdown, Profile.Status.ACTIVE
+    profile.embedding, profile.embedding_model = candidate.embedding, candidate.embedding_model
+    profile.source_refs = [{"item_type": key[0], "item_id": key[1]} for key in sources]
+    profile.revision += 1
+    profile.compiled_at = timezone.now()
+    profile.save()
+    profile.sources.all().delete()
+    ProfileSource.objects.bulk_create(
+        ProfileSource(profile=profile, item_type=key[0], item_id=key[1], quote=value["quote"])
+        for key, value in sources.items()
+    )
+    ProfileRevision.objects.create(
+        profile=profile,
+        number=profile.revision,
+        markdown=candidate.markdown,
+        model=model,
+        prompt_tokens=usage.get("prompt_tokens", 0),
+        completion_tokens=usage.get("completion_tokens", 0),
+        sources=list(sources.values()),
+        reason=reason[:255],
+    )
+    _resolve(profile, kinds=[LintFinding.Kind.STALE, LintFinding.Kind.ORPHAN])
+    return True
+
+
+def page_archive(
+    *, profile: Profile, detail: str = "Nothing this page could quote is left; the page was archived."
+) -> dict:
     """Nothing left to quote: the page is archived (and hidden from search), its text cleared. The
     archive is the `orphan` finding's outcome, so it is recorded as one; a `stale` finding open on
     the page (a recompile that found nothing left) is resolved by it."""
     with transaction.atomic():
-        profile = Profile.objects.select_for_update().filter(entity=entity).first()
+        profile = Profile.objects.select_for_update().filter(pk=profile.pk).first()
         if profile is None:
             return {"profile": None, "changed": False}
         if profile.status != Profile.Status.ARCHIVED or profile.markdown:
@@ -276,10 +298,7 @@ def _archive(*, entity: Entity) -> dict:
             profile.sources.all().delete()
             if not profile.findings.filter(kind=LintFinding.Kind.ORPHAN, status=LintFinding.Status.OPEN).exists():
                 LintFinding.objects.create(
-                    profile=profile,
-                    kind=LintFinding.Kind.ORPHAN,
-                    severity=LintFinding.Severity.WARNING,
-                    detail="Nothing this page could quote is left; the page was archived.",
+                    profile=profile, kind=LintFinding.Kind.ORPHAN, severity=LintFinding.Severity.WARNING, detail=detail
                 )
         _resolve(profile, kinds=[LintFinding.Kind.STALE], by="archive")
         return {"profile": str(profile.pk), "changed": True, "archived": True}
@@ -294,7 +313,7 @@ def _resolve(profile: Profile, *, kinds: list[str], by: str = "recompile") -> No
 def profiles_clear_for_recompile(*, profile_ids: list, reason: str) -> int:
     """Erasure took some of these pages' sources: their text (which may quote them) is cleared at
     once, a `stale` finding records why, and each is recompiled from what remains."""
-    profiles = list(Profile.objects.filter(pk__in=profile_ids).select_related("organization"))
+    profiles = list(Profile.objects.filter(pk__in=profile_ids).select_related("organization", "end_user"))
     for profile in profiles:
         with transaction.atomic():
             Profile.objects.filter(pk=profile.pk).update(
@@ -303,5 +322,5 @@ def profiles_clear_for_recompile(*, profile_ids: list, reason: str) -> int:
             LintFinding.objects.create(
                 profile=profile, kind=LintFinding.Kind.STALE, severity=LintFinding.Severity.INFO, detail=reason
             )
-            profile_compile_enqueue(entity_id=profile.entity_id, organization=profile.organization, scope=profile.scope)
+            page_recompile_enqueue(profile=profile)
     return len(profiles)

@@ -3,12 +3,15 @@ that mention them, and who is seen with whom.
 
 Offline the names come from speakers (a turn's `name`; an unnamed `user` turn is the end user
 themself) and a conservative proper-noun rule; with an LLM, the extracted memories' subjects
-(`name` of a semantic memory, `actor` of an episodic one) add theirs. Projection of a session
+(`name` of a semantic memory, `actor` of an episodic one) add theirs. A name is an organisation
+when its last word says so ("Stanford University") or the words before it do ("works at
+Northwind"), a place when it mostly follows "in", "to", "visited", and otherwise a person. Projection of a session
 replaces that session's mentions, so running it again changes nothing.
 """
 
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -19,9 +22,10 @@ from apps.conversations.models import Message, Session
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import enqueue, enqueue_debounced, task_run_sooner
-from apps.profiles.models import NAME_MAX_LENGTH, Edge, Entity, ItemType, Mention
+from apps.profiles.models import NAME_MAX_LENGTH, Edge, Entity, ItemType, Mention, Profile, TopicState
 
 COMPILE_PROFILE = "compile_profile"
+COMPILE_TOPICS = "compile_topics"
 LINT_PROFILES = "lint_profiles"
 
 SPOKEN_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
@@ -30,6 +34,20 @@ _CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
 _PROPER_NOUN = re.compile(r"[A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})?")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|[\n\"“(]\s*)$")
 _PLACE_CUE = re.compile(r"\b(?:in|to|from|at|near|visit|visited|visiting)\s+$", re.IGNORECASE)
+# Words before a name that make it an organisation: where someone works, studies, volunteers, belongs.
+_ORGANIZATION_CUE = re.compile(
+    r"\b(?:work(?:s|ed|ing)? (?:at|for)|(?:job|position|internship) (?:at|with)|employed (?:at|by)|"
+    r"intern(?:s|ed|ing)? at|volunteer(?:s|ed|ing)? (?:at|with|for)|joined|member of|stud(?:y|ying|ied) at|"
+    r"graduated from|enrolled (?:at|in)|hired by|donat(?:e|ed|ing) to)\s+(?:the\s+)?$",
+    re.IGNORECASE,
+)
+# A name ending in one of these words is an organisation's ("Northwind Bank", "Stanford University").
+ORGANIZATION_WORDS = frozenset(
+    """inc corp corporation llc ltd company university college school academy bank hospital clinic foundation
+    institute club church association society agency center centre group studio studios labs council
+    museum library charity""".split()
+)
+PLACE, ORGANIZATION = "place", "organization"
 # Capitalised words that are not names, even mid-sentence.
 NOT_NAMES = frozenset(
     """monday tuesday wednesday thursday friday saturday sunday january february march april may june july
@@ -55,10 +73,11 @@ def _speaker(message: Message, user_id: str) -> str | None:
     return None
 
 
-def _candidates(text: str) -> list[tuple[str, bool]]:
-    """(name, follows a place preposition) for each capitalised word not opening a sentence; two
-    such words in a row are one name (a first and a last name)."""
-    found: list[tuple[str, bool]] = []
+def _candidates(text: str) -> list[tuple[str, str | None]]:
+    """(name, cue) for each capitalised word not opening a sentence, the cue being what the words
+    before it say it is (`organization` after "works at", `place` after "in", else None); two such
+    words in a row are one name (a first and a last name, or "Northwind Bank")."""
+    found: list[tuple[str, str | None]] = []
     previous_end = None
     for match in _CAPITALISED.finditer(text):
         word, before = match.group(), text[: match.start()]
@@ -68,9 +87,17 @@ def _candidates(text: str) -> list[tuple[str, bool]]:
         if previous_end is not None and text[previous_end : match.start()] == " " and " " not in found[-1][0]:
             found[-1] = (f"{found[-1][0]} {word}", found[-1][1])
         else:
-            found.append((word, bool(_PLACE_CUE.search(before[-12:]))))
+            cue = ORGANIZATION if _ORGANIZATION_CUE.search(before[-40:]) else None
+            found.append((word, cue or (PLACE if _PLACE_CUE.search(before[-12:]) else None)))
         previous_end = match.end()
     return found
+
+
+def name_kind(name: str, cues: list[str | None]) -> str:
+    """An organisation by its last word or by most of its cues, a place by most of its cues, else a person."""
+    if name.split()[-1].lower() in ORGANIZATION_WORDS or cues.count(ORGANIZATION) * 2 > len(cues):
+        return Entity.Kind.ORGANIZATION
+    return Entity.Kind.PLACE if cues.count(PLACE) * 2 > len(cues) else Entity.Kind.PERSON
 
 
 def _alias_pattern(aliases: dict[str, Entity]) -> re.Pattern | None:
@@ -140,18 +167,19 @@ def session_project(*, session: Session) -> dict:
         speaker = _speaker(message, user_id)
         if speaker:
             _entity(owner, aliases, speaker, Entity.Kind.PERSON, is_user=not message.name)
-    recurring: dict[str, list[bool]] = {}
+    recurring: dict[str, list[str | None]] = {}
     for message in messages:
-        for name, place_cue in _candidates(message.content):
-            recurring.setdefault(name, []).append(place_cue)
+        for name, cue in _candidates(message.content):
+            recurring.setdefault(name, []).append(cue)
     for name, cues in recurring.items():
-        if name.lower() in aliases or len(cues) >= 2:
-            kind = Entity.Kind.PLACE if sum(cues) * 2 > len(cues) else Entity.Kind.PERSON
+        kind = name_kind(name, cues)
+        # A name seen once is kept only when the words around it say it is an organisation.
+        if name.lower() in aliases or len(cues) >= 2 or kind == Entity.Kind.ORGANIZATION:
             _entity(owner, aliases, name, kind)
     for memory in memories:
         subject = getattr(memory, "actor", "") or getattr(memory, "name", "")
         if subject and _PROPER_NOUN.fullmatch(subject.strip()):
-            _entity(owner, aliases, subject.strip(), Entity.Kind.PERSON)
+            _entity(owner, aliases, subject.strip(), name_kind(subject.strip(), []))
 
     # Mentions of this session's items, replaced wholesale.
     pattern = _alias_pattern(aliases)
@@ -215,6 +243,7 @@ def session_project(*, session: Session) -> dict:
             scope=session.scope,
             new_mentions=abs(after.get(entity_id, 0) - before.get(entity_id, 0)),
         )
+    topics_due_enqueue(organization=session.organization, scope=session.scope, end_user_id=session.end_user_id)
     return {"mentions": len(mentions), "entities": len(set(after)), "changed_entities": len(changed)}
 
 
@@ -300,3 +329,56 @@ def profiles_lint_enqueue(*, organization=None) -> MemoryTask:
         organization=organization,
         idempotency_key=f"{LINT_PROFILES}:{organization.pk}",
     )
+
+
+def new_items_since(*, organization_id, scope: str, end_user_id) -> tuple[int, object]:
+    """Spoken turns and memories the owner gained since their topics were last compiled (all of
+    them if never), and when that was."""
+    owner = {"organization_id": organization_id, "scope": scope, "end_user_id": end_user_id}
+    state = TopicState.objects.filter(**owner).first()
+    since = {"created_at__gt": state.compiled_at} if state else {}
+    count = Message.objects.filter(**owner, **since, role__in=SPOKEN_ROLES).count()
+    for model in (SemanticMemory, EpisodicMemory):
+        count += model.objects.filter(**owner, **since, deleted_at__isnull=True).count()
+    return count, state.compiled_at if state else None
+
+
+def topics_due_enqueue(*, organization, scope: str, end_user_id) -> MemoryTask | None:
+    """The count-and-age trigger of one owner's topic pages: once TOPIC_COMPILE_MIN_ITEMS new items
+    have arrived since the last compile, a compile waits until TOPIC_COMPILE_AFTER_DAYS after that
+    compile (or after now, if there was none); TOPIC_COMPILE_AFTER_ITEMS new items run it at once."""
+    new, compiled_at = new_items_since(organization_id=organization.pk, scope=scope, end_user_id=end_user_id)
+    if new < settings.TOPIC_COMPILE_MIN_ITEMS:
+        return None
+    wait = timedelta(days=settings.TOPIC_COMPILE_AFTER_DAYS)
+    delay = (compiled_at + wait - timezone.now()).total_seconds() if compiled_at else wait.total_seconds()
+    task = enqueue_debounced(
+        COMPILE_TOPICS,
+        {"organization": str(organization.pk), "scope": scope, "end_user": str(end_user_id)},
+        key=f"{COMPILE_TOPICS}:due:{organization.pk}:{scope}:{end_user_id}",
+        delay=max(delay, 0),
+        organization=organization,
+        scope=scope,
+    )
+    if new >= settings.TOPIC_COMPILE_AFTER_ITEMS and task.status == MemoryTask.Status.QUEUED:
+        task_run_sooner(task=task, run_after=timezone.now())
+    return task
+
+
+def topics_compile_request(*, organization, scope: str | None = None, end_user=None, client=None) -> MemoryTask:
+    """A compile someone asked for (the endpoint, the admin, a stale topic page): it runs at once;
+    while one for the same target waits, asking again returns that one."""
+    payload = {"organization": str(organization.pk)}
+    if scope:
+        payload["scope"] = scope
+    if end_user is not None:
+        payload["end_user"] = str(end_user.pk)
+    key = f"{COMPILE_TOPICS}:{organization.pk}:{scope or '*'}:{end_user.pk if end_user is not None else '*'}"
+    return enqueue(COMPILE_TOPICS, payload, organization=organization, scope=scope, client=client, idempotency_key=key)
+
+
+def page_recompile_enqueue(*, profile: Profile) -> MemoryTask:
+    """Recompiles a page of either kind: a person's page alone, a topic page with its owner's topics."""
+    if profile.kind == Profile.Kind.TOPIC:
+        return topics_compile_request(organization=profile.organization, scope=profile.scope, end_user=profile.end_user)
+    return profile_compile_enqueue(entity_id=profile.entity_id, organization=profile.organization, scope=profile.scope)

@@ -18,8 +18,8 @@ from pydantic import BaseModel
 from apps.conversations.models import Message
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.profiles.models import Entity, LintFinding, Mention, Profile, ProfileSource
-from apps.profiles.services.compile import _archive
-from apps.profiles.services.entities import owner_edges_recompute, profile_compile_enqueue
+from apps.profiles.services.compile import page_archive
+from apps.profiles.services.entities import owner_edges_recompute, page_recompile_enqueue
 from apps.providers.llm import LLMError, chat_json, llm_enabled, parse_items
 from apps.providers.tokens import estimate_tokens, fit_text, room_for, token_batches
 
@@ -35,9 +35,13 @@ def _missing_sql(alias: str) -> str:
         ELSE FALSE END"""
 
 
-def _pages_with_missing_sources(organization_id=None) -> list[tuple]:
-    """(profile id, sources, missing) of every active page that quotes an item that is gone."""
-    where = "AND p.organization_id = %s" if organization_id else ""
+def _pages_with_missing_sources(organization_id=None, profile=None) -> list[tuple]:
+    """(profile id, sources, missing) of every active page (or of one) that quotes an item that is gone."""
+    where, params = "", []
+    if organization_id:
+        where, params = "AND p.organization_id = %s", [organization_id]
+    if profile is not None:
+        where, params = f"{where} AND p.id = %s", [*params, profile.pk]
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
@@ -47,7 +51,7 @@ def _pages_with_missing_sources(organization_id=None) -> list[tuple]:
             GROUP BY p.id
             HAVING count(*) FILTER (WHERE {_missing_sql("s")}) > 0
             """,
-            [organization_id] if organization_id else [],
+            params,
         )
         return cursor.fetchall()
 
@@ -78,32 +82,64 @@ def _prune_dangling_mentions(organization_id=None) -> int:
     return len(owners)
 
 
-def profiles_lint(*, organization_id=None, task=None) -> dict:
-    """One lint pass (of one organisation, or of all)."""
+ISSUES_REPORTED = 200
+
+
+def _issues(pages) -> tuple[list[dict], int]:
+    """The open findings of these pages, newest first (the first ISSUES_REPORTED), and how many."""
+    findings = LintFinding.objects.filter(profile__in=pages, status=LintFinding.Status.OPEN)
+    rows = findings.select_related("profile").order_by("-created_at", "id")[:ISSUES_REPORTED]
+    issues = [
+        {
+            "finding_id": str(finding.pk),
+            "page_id": str(finding.profile_id),
+            "page": finding.profile.name,
+            "page_kind": finding.profile.kind,
+            "finding": finding.kind,
+            "severity": finding.severity,
+            "detail": finding.detail,
+            "peer_id": str(finding.peer_id) if finding.peer_id else None,
+            "created_at": finding.created_at.isoformat(),
+        }
+        for finding in rows
+    ]
+    return issues, findings.count()
+
+
+def profiles_lint(*, organization_id=None, profile: Profile | None = None, task=None) -> dict:
+    """One lint pass of the compiled pages of one organisation, of all, or of one page: the counts
+    of what it found now, and the list of every open issue of the pages it linted."""
     counts = {"stale": 0, "orphan": 0, "contradiction": 0, "recompiles": 0}
+    if profile is not None:
+        organization_id = profile.organization_id
     with transaction.atomic():
         _prune_dangling_mentions(organization_id)
-    for profile_id, total, missing in _pages_with_missing_sources(organization_id):
-        profile = Profile.objects.select_related("entity", "organization").get(pk=profile_id)
+    for profile_id, total, missing in _pages_with_missing_sources(organization_id, profile):
+        page = Profile.objects.select_related("entity", "organization", "end_user").get(pk=profile_id)
         if missing == total:
             counts["orphan"] += _finding(
-                profile,
+                page,
                 LintFinding.Kind.ORPHAN,
                 severity=LintFinding.Severity.WARNING,
                 detail=f"All {total} items this page quoted are gone; the page was archived.",
             )
-            _archive(entity=profile.entity)
+            page_archive(profile=page)
         else:
             counts["stale"] += _finding(
-                profile,
+                page,
                 LintFinding.Kind.STALE,
                 severity=LintFinding.Severity.INFO,
                 detail=f"{missing} of the {total} items this page quoted are gone; it is being recompiled.",
             )
-            profile_compile_enqueue(entity_id=profile.entity_id, organization=profile.organization, scope=profile.scope)
+            page_recompile_enqueue(profile=page)
             counts["recompiles"] += 1
     if settings.PROFILE_LINT_CONTRADICTIONS and llm_enabled():
-        counts["contradiction"] = _contradictions(organization_id, task=task)
+        counts["contradiction"] = _contradictions(organization_id, task=task, profile=profile)
+    if profile is not None:
+        pages = Profile.objects.filter(pk=profile.pk)
+    else:
+        pages = Profile.objects.filter(organization_id=organization_id) if organization_id else Profile.objects.all()
+    counts["issues"], counts["issues_total"] = _issues(pages)
     return counts
 
 
@@ -137,12 +173,15 @@ def _page_groups(owned: list[Profile]) -> list[list[tuple[Profile, str]]]:
     return [first + second for first, second in itertools.combinations(groups, 2)]
 
 
-def _contradictions(organization_id, *, task) -> int:
-    """Asks the model, per user, whether any two of their active pages contradict each other."""
+def _contradictions(organization_id, *, task, profile=None) -> int:
+    """Asks the model, per user, whether any two of their active pages contradict each other (with
+    one page: whether it contradicts another of its owner's)."""
     found = 0
     pages = Profile.objects.filter(status=Profile.Status.ACTIVE).select_related("organization")
     if organization_id:
         pages = pages.filter(organization_id=organization_id)
+    if profile is not None:
+        pages = pages.filter(scope=profile.scope, end_user_id=profile.end_user_id)
     by_owner: dict = {}
     for page in pages.order_by("name"):
         by_owner.setdefault((page.organization_id, page.scope, page.end_user_id), []).append(page)
@@ -198,12 +237,12 @@ def profiles_mark_stale(*, item_type: str, item_id, detail: str) -> int:
     and a recompile, for every active page quoting it; returns how many pages."""
     pages = (
         Profile.objects.filter(status=Profile.Status.ACTIVE, sources__item_type=item_type, sources__item_id=item_id)
-        .select_related("organization")
+        .select_related("organization", "end_user")
         .distinct()
     )
     count = 0
     for profile in pages:
         _finding(profile, LintFinding.Kind.STALE, severity=LintFinding.Severity.INFO, detail=detail)
-        profile_compile_enqueue(entity_id=profile.entity_id, organization=profile.organization, scope=profile.scope)
+        page_recompile_enqueue(profile=profile)
         count += 1
     return count

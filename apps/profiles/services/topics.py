@@ -1,0 +1,335 @@
+"""Topic pages: one user's learned memories and turns grouped into topics, each compiled into a
+page with its sources, like a person's page (same table, revisions, sources, lint and erasure).
+
+Grouping is DBSCAN over the items' vectors: two items are neighbours when their cosine distance is
+at most TOPIC_CLUSTER_EPS, an item with TOPIC_CLUSTER_MIN_ITEMS neighbours (itself included) is a
+core, and a topic is the cores reachable from one another with their neighbours; the rest is
+noise. The vectors are centred on the scope's mean turn first: every text a model embeds shares
+one direction (e5 puts unrelated turns at cosine 0.85), and removing it spreads the distances so
+one ε serves several embedding models. Offline the label is the cluster's most distinctive words (how
+often a word appears in the cluster against how rare it is in the owner's other items) and the
+page quotes the items nearest the cluster's centre, newest first. With an LLM the page and its
+title are written from the same numbered items and only the items it says it used are sources.
+
+A compile matches each new cluster to the topic page that already quotes most of its items, so a
+page keeps its id and history while its topic grows; a page whose cluster is gone is archived.
+"""
+
+import json
+import logging
+import math
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.conversations.models import Message
+from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.profiles.models import ItemType, Profile, TopicState
+from apps.profiles.services.compile import (
+    RULES_MODEL,
+    Evidence,
+    _embed,
+    _quote,
+    page_archive,
+    page_store,
+    sources_of,
+)
+from apps.providers.llm import LLMOutputError, chat_json, llm_enabled
+from apps.tenancy.models import EndUser
+
+logger = logging.getLogger(__name__)
+
+TITLE_MAX_CHARS = 120
+# A turn shorter than this many words is small talk ("Thanks!", "See you"), not a topic.
+MIN_TURN_WORDS = 6
+LABEL_WORDS = 3
+_WORD = re.compile(r"[a-z][a-z'-]{2,}")
+STOPWORDS = frozenset(
+    """the and for are but not you all any can had her was one our out has him his how man new now old see
+    two way who did its let put say she too use that this with have from they will would there their what
+    about which when make like time just know take into year your good some could them than then look only
+    come over also back after work first well even want because these give most very been were much does
+    really thanks thank yeah wow great awesome amazing cool nice love glad sounds sound hey hi hello sure
+    lot lots things thing something anything everything got get getting going gonna yes okay what's it's
+    i'm you're that's i've i'll i'd don't can't didn't isn't wasn't such more here where why being same
+    those other should may might must still though while again ever never always maybe feel felt made
+    so what've let's doing done went had has having kind kinds pretty super totally definitely""".split()
+)
+
+
+@dataclass
+class Item:
+    item_type: str
+    item_id: str
+    text: str
+    at: object
+    where: str
+    seq: int = 0
+
+
+def owner_items(*, organization_id, scope: str, end_user_id) -> tuple[list[Item], np.ndarray]:
+    """The owner's embedded memories and spoken turns (small talk left out), newest
+    TOPIC_MAX_ITEMS first, with their vectors."""
+    owner = {"organization_id": organization_id, "scope": scope, "end_user_id": end_user_id}
+    rows: list[tuple[Item, list]] = []
+    limit = settings.TOPIC_MAX_ITEMS
+    for item_type, model in ((ItemType.SEMANTIC, SemanticMemory), (ItemType.EPISODIC, EpisodicMemory)):
+        memories = model.objects.filter(**owner, deleted_at__isnull=True, embedding__isnull=False).order_by(
+            "-updated_at"
+        )[:limit]
+        for memory in memories:
+            at = getattr(memory, "occurred_at", None) or memory.updated_at
+            rows.append((Item(item_type, str(memory.pk), memory.summary, at, f"{item_type} memory"), memory.embedding))
+    messages = (
+        Message.objects.filter(**owner, role__in=(Message.Role.USER, Message.Role.ASSISTANT), embedding__isnull=False)
+        .select_related("session")
+        .only("id", "seq", "name", "content", "occurred_at", "embedding", "session__session_id")
+        .order_by("-occurred_at", "-seq")[:limit]
+    )
+    for message in messages:
+        if len(message.content.split()) < MIN_TURN_WORDS:
+            continue
+        speaker = f"{message.name}, " if message.name else ""
+        where = f"{speaker}{message.session.session_id} #{message.seq}"
+        rows.append(
+            (
+                Item(ItemType.MESSAGE, str(message.pk), message.content, message.occurred_at, where, message.seq),
+                message.embedding,
+            )
+        )
+    rows.sort(key=lambda row: (row[0].at, row[0].seq, row[0].item_id), reverse=True)
+    rows = rows[:limit]
+    vectors = np.array([row[1] for row in rows], dtype=np.float32).reshape(len(rows), -1)
+    return [row[0] for row in rows], vectors
+
+
+def scope_mean(*, organization_id, scope: str) -> np.ndarray | None:
+    """The mean vector of the scope's newest TOPIC_MAX_ITEMS turns, all users together: the direction
+    every text shares, estimated from more than one user's topics (a user who only ever talks about
+    one thing would lose that topic to their own mean)."""
+    table = Message._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT avg(x.embedding)::text FROM (
+                SELECT embedding FROM {table} WHERE organization_id = %s AND scope = %s AND embedding IS NOT NULL
+                ORDER BY created_at DESC LIMIT %s) x""",
+            [organization_id, scope, settings.TOPIC_MAX_ITEMS],
+        )
+        (value,) = cursor.fetchone()
+    return None if value is None else np.array(json.loads(value), dtype=np.float32)
+
+
+def _centred(vectors: np.ndarray, mean: np.ndarray | None) -> np.ndarray:
+    centred = vectors - (vectors.mean(axis=0) if mean is None else mean)
+    norms = np.linalg.norm(centred, axis=1, keepdims=True)
+    return centred / np.where(norms == 0, 1, norms)
+
+
+def clusters_of(vectors: np.ndarray, *, eps: float, min_items: int, mean: np.ndarray | None = None) -> list[list[int]]:
+    """DBSCAN with cosine distance on vectors centred on `mean` (their own, if None): lists of row
+    indices, largest first; rows in no list are noise. Quadratic in the rows, which TOPIC_MAX_ITEMS bounds."""
+    if len(vectors) < min_items:
+        return []
+    unit = _centred(vectors, mean)
+    neighbours = (unit @ unit.T) >= 1 - eps
+    core = neighbours.sum(axis=1) >= min_items
+    label = np.full(len(unit), -1)
+    clusters = []
+    for start in np.nonzero(core)[0]:
+        if label[start] >= 0:
+            continue
+        members, stack, label[start] = [int(start)], [int(start)], len(clusters)
+        while stack:
+            row = stack.pop()
+            if not core[row]:
+                continue
+            for other in np.nonzero(neighbours[row] & (label < 0))[0]:
+                label[other] = len(clusters)
+                members.append(int(other))
+                stack.append(int(other))
+        clusters.append(sorted(members))
+    return sorted(clusters, key=lambda members: (-len(members), members[0]))
+
+
+def _words(text: str) -> set[str]:
+    return {word.strip("'-") for word in _WORD.findall(text.lower())} - STOPWORDS
+
+
+def topic_label(members: list[Item], everything: list[Item]) -> str:
+    """The cluster's most distinctive words: share of its items using a word, times the word's
+    inverse frequency among all the owner's items; ties broken alphabetically."""
+    inside = Counter(word for item in members for word in _words(item.text))
+    overall = Counter(word for item in everything for word in _words(item.text))
+    scored = sorted(
+        ((count / len(members)) * math.log(len(everything) / overall[word]), word)
+        for word, count in inside.items()
+        if count >= 2 and len(word) > 2
+    )
+    words = [word for _, word in sorted(scored, key=lambda pair: (-pair[0], pair[1]))[:LABEL_WORDS]]
+    if not words:
+        words = sorted(inside, key=lambda word: (-inside[word], word))[:LABEL_WORDS] or ["misc"]
+    return ", ".join(words).capitalize()
+
+
+def _evidence(members: list[Item], vectors: np.ndarray) -> list[Evidence]:
+    """At most TOPIC_MAX_EVIDENCE items, those nearest the cluster's centre, newest first."""
+    centre = vectors.mean(axis=0)
+    nearest = np.argsort(-(vectors @ centre), kind="stable")[: settings.TOPIC_MAX_EVIDENCE]
+    chosen = [members[i] for i in nearest]
+    chosen.sort(key=lambda item: (item.at, item.seq, item.item_id), reverse=True)
+    return [Evidence(item.item_type, item.item_id, "Topic", _quote(item.text), item.at, item.where) for item in chosen]
+
+
+def _rules_page(label: str, evidence: list[Evidence]) -> str:
+    return "\n".join([f"# {label}", "", *(item.line() for item in evidence)]) + "\n"
+
+
+def topic_prompt(*, label: str, evidence: list[Evidence]) -> list[dict]:
+    """The messages of one topic page's LLM call, built in one place (budgets and answer schemas apply here)."""
+    numbered = "\n".join(f"[{number}] ({item.at:%Y-%m-%d}) {item.quote}" for number, item in enumerate(evidence, 1))
+    return [
+        {
+            "role": "system",
+            "content": (
+                "You write a concise wiki page about one topic of a user's memory from numbered evidence. Use "
+                "only the evidence; never add anything it does not say. Give it a short title, then the facts, "
+                "events, plans and opinions on the topic under Markdown headings, each line ending with the "
+                'numbers it rests on, like [3]. Answer with JSON: {"title": "...", "markdown": "...", "used": [numbers]}.'
+            ),
+        },
+        {"role": "user", "content": f"Keywords: {label}\nEvidence:\n{numbered}"},
+    ]
+
+
+def _llm_page(*, organization, label: str, evidence: list[Evidence], task) -> tuple[str, str, list[Evidence], dict]:
+    usage: dict = {}
+    answer = chat_json(
+        messages=topic_prompt(label=label, evidence=evidence),
+        organization=organization,
+        task=task,
+        purpose="compile_topics",
+        usage=usage,
+    )
+    title, markdown, used = answer.get("title"), answer.get("markdown"), answer.get("used")
+    if not isinstance(markdown, str) or not markdown.strip() or not isinstance(used, list):
+        raise LLMOutputError("The topic answer lacks a markdown text or its list of used evidence.")
+    title = title.strip()[:TITLE_MAX_CHARS] if isinstance(title, str) and title.strip() else label
+    kept = [
+        evidence[number - 1]
+        for number in dict.fromkeys(used)
+        if isinstance(number, int) and 0 < number <= len(evidence)
+    ]
+    return title, markdown.strip() + "\n", kept or evidence, usage
+
+
+def _match(clusters: list[set[str]], pages: list[Profile]) -> dict[int, Profile]:
+    """Each cluster to the page quoting most of its items (each page to one cluster at most)."""
+    quoted = {page.pk: {ref["item_id"] for ref in page.source_refs} for page in pages}
+    pairs = sorted(
+        ((len(members & quoted[page.pk]), index, page) for index, members in enumerate(clusters) for page in pages),
+        key=lambda pair: (-pair[0], pair[1], str(pair[2].pk)),
+    )
+    matched: dict[int, Profile] = {}
+    taken = set()
+    for overlap, index, page in pairs:
+        if overlap and index not in matched and page.pk not in taken:
+            matched[index] = page
+            taken.add(page.pk)
+    return matched
+
+
+def owner_topics_compile(*, end_user: EndUser, scope: str, task=None, reason: str = "compile") -> dict:
+    """Compiles one owner's topic pages; returns what it did (pages created, updated, unchanged,
+    archived, items left as noise, tokens)."""
+    started = timezone.now()
+    organization = end_user.organization
+    items, vectors = owner_items(organization_id=organization.pk, scope=scope, end_user_id=end_user.pk)
+    clusters = clusters_of(
+        vectors,
+        eps=settings.TOPIC_CLUSTER_EPS,
+        min_items=settings.TOPIC_CLUSTER_MIN_ITEMS,
+        mean=scope_mean(organization_id=organization.pk, scope=scope),
+    )
+    result = {"items": len(items), "topics": len(clusters), "created": 0, "updated": 0, "unchanged": 0}
+    result |= {"archived": 0, "noise": len(items) - sum(map(len, clusters)), "prompt_tokens": 0, "completion_tokens": 0}
+    owner = {"organization": organization, "scope": scope, "end_user": end_user}
+    pages = list(Profile.objects.filter(**owner, kind=Profile.Kind.TOPIC).order_by("created_at", "id"))
+    matched = _match([{items[i].item_id for i in members} for members in clusters], pages)
+    for index, members in enumerate(clusters):
+        cluster = [items[i] for i in members]
+        label = topic_label(cluster, items)
+        evidence = _evidence(cluster, vectors[members])
+        title, model, usage, used, why = label, RULES_MODEL, {}, evidence, reason
+        markdown = _rules_page(label, evidence)
+        if llm_enabled():
+            try:
+                title, markdown, used, usage = _llm_page(
+                    organization=organization, label=label, evidence=evidence, task=task
+                )
+                model = usage.get("model") or settings.LLM_MODEL
+            except LLMOutputError:
+                why = f"{reason}; the model's answer was unusable, rules page"
+        result["prompt_tokens"] += usage.get("prompt_tokens", 0)
+        result["completion_tokens"] += usage.get("completion_tokens", 0)
+        candidate = Profile(name=title[:TITLE_MAX_CHARS], markdown=markdown)
+        _embed(candidate)
+        page = matched.get(index) or Profile(**owner, kind=Profile.Kind.TOPIC)
+        created = page._state.adding
+        with transaction.atomic():
+            changed = page_store(
+                profile=page, candidate=candidate, sources=sources_of(used), model=model, usage=usage, reason=why
+            )
+        result["created" if created else "updated" if changed else "unchanged"] += 1
+    kept = {page.pk for page in matched.values()}
+    for page in pages:
+        if page.pk not in kept and page.status == Profile.Status.ACTIVE:
+            page_archive(
+                profile=page, detail="The items of this topic no longer form a cluster; the page was archived."
+            )
+            result["archived"] += 1
+    TopicState.objects.update_or_create(**owner, defaults={"compiled_at": started})
+    return result
+
+
+def topics_compile(*, organization, scope: str | None = None, end_user=None, task=None, lock=None) -> dict:
+    """Compiles the topic pages of every owner of the organisation (or of one scope, or one user):
+    the Astrocyte-style result, with the scopes compiled, pages, noise, tokens and seconds.
+    `lock(end_user)` returns a context manager held around each owner's compile."""
+    from contextlib import nullcontext
+
+    started = time.perf_counter()
+    owners = items_owners(organization=organization, scope=scope, end_user=end_user)
+    users = {user.pk: user for user in EndUser.objects.filter(pk__in={end_user_id for _, end_user_id in owners})}
+    totals = {"scopes": sorted({owner_scope for owner_scope, _ in owners}), "owners": 0}
+    for key in ("items", "topics", "created", "updated", "unchanged", "archived", "noise"):
+        totals[key] = 0
+    totals |= {"prompt_tokens": 0, "completion_tokens": 0}
+    for owner_scope, end_user_id in owners:
+        end_user = users[end_user_id]
+        with lock(end_user) if lock else nullcontext():
+            result = owner_topics_compile(end_user=end_user, scope=owner_scope, task=task)
+        totals["owners"] += 1
+        for key, value in result.items():
+            totals[key] += value
+    totals["seconds"] = round(time.perf_counter() - started, 3)
+    return totals
+
+
+def items_owners(*, organization, scope: str | None = None, end_user=None) -> list[tuple[str, object]]:
+    """(scope, end user id) of every owner with turns or memories, in a stable order."""
+    where = Q(organization=organization)
+    if scope:
+        where &= Q(scope=scope)
+    if end_user is not None:
+        where &= Q(end_user=end_user)
+    owners = set()
+    for model in (Message, SemanticMemory, EpisodicMemory):
+        owners |= set(model.objects.filter(where).values_list("scope", "end_user_id").distinct())
+    return sorted(owners, key=lambda owner: (owner[0], str(owner[1])))
