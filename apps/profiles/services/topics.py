@@ -22,12 +22,14 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
+from pydantic import BaseModel, StringConstraints
 
 from apps.conversations.models import Message
 from apps.memories.models import EpisodicMemory, SemanticMemory
@@ -41,7 +43,8 @@ from apps.profiles.services.compile import (
     page_store,
     sources_of,
 )
-from apps.providers.llm import LLMOutputError, chat_json, llm_enabled
+from apps.providers.llm import LLMOutputError, chat_json, kept, llm_enabled, parse_answer
+from apps.providers.tokens import estimate_tokens, room_for
 from apps.tenancy.models import EndUser
 
 logger = logging.getLogger(__name__)
@@ -191,42 +194,52 @@ def _rules_page(label: str, evidence: list[Evidence]) -> str:
     return "\n".join([f"# {label}", "", *(item.line() for item in evidence)]) + "\n"
 
 
-def topic_prompt(*, label: str, evidence: list[Evidence]) -> list[dict]:
-    """The messages of one topic page's LLM call, built in one place (budgets and answer schemas apply here)."""
-    numbered = "\n".join(f"[{number}] ({item.at:%Y-%m-%d}) {item.quote}" for number, item in enumerate(evidence, 1))
-    return [
-        {
-            "role": "system",
-            "content": (
-                "You write a concise wiki page about one topic of a user's memory from numbered evidence. Use "
-                "only the evidence; never add anything it does not say. Give it a short title, then the facts, "
-                "events, plans and opinions on the topic under Markdown headings, each line ending with the "
-                'numbers it rests on, like [3]. Answer with JSON: {"title": "...", "markdown": "...", "used": [numbers]}.'
-            ),
-        },
-        {"role": "user", "content": f"Keywords: {label}\nEvidence:\n{numbered}"},
-    ]
+class TopicPageAnswer(BaseModel):
+    """What the topic page compiler answers."""
+
+    title: str
+    markdown: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+    used: Annotated[list[int], kept(int)]
+
+
+TOPIC_PROMPT = (
+    "You write a concise wiki page about one topic of a user's memory from numbered evidence. Use "
+    "only the evidence; never add anything it does not say. Give it a short title, then the facts, "
+    "events, plans and opinions on the topic under Markdown headings, each line ending with the "
+    'numbers it rests on, like [3]. Answer with JSON: {"title": "...", "markdown": "...", "used": [numbers]}.'
+)
+
+
+def topic_prompt(*, label: str, evidence: list[Evidence]) -> tuple[list[dict], int]:
+    """The messages of one topic page's LLM call, and how many evidence items fit LLM_MAX_PROMPT_TOKENS
+    (in the evidence's order, newest first)."""
+    head = f"Keywords: {label}\nEvidence:\n"
+    left, lines = room_for(TOPIC_PROMPT, head), []
+    for number, item in enumerate(evidence, 1):
+        line = f"[{number}] ({item.at:%Y-%m-%d}) {item.quote}"
+        left -= estimate_tokens(line) + 1
+        if left < 0:
+            break
+        lines.append(line)
+    messages = [{"role": "system", "content": TOPIC_PROMPT}, {"role": "user", "content": head + "\n".join(lines)}]
+    return messages, len(lines)
 
 
 def _llm_page(*, organization, label: str, evidence: list[Evidence], task) -> tuple[str, str, list[Evidence], dict]:
     usage: dict = {}
-    answer = chat_json(
-        messages=topic_prompt(label=label, evidence=evidence),
+    messages, shown = topic_prompt(label=label, evidence=evidence)
+    data = chat_json(
+        messages=messages,
+        answer=TopicPageAnswer,
         organization=organization,
         task=task,
         purpose="compile_topics",
         usage=usage,
     )
-    title, markdown, used = answer.get("title"), answer.get("markdown"), answer.get("used")
-    if not isinstance(markdown, str) or not markdown.strip() or not isinstance(used, list):
-        raise LLMOutputError("The topic answer lacks a markdown text or its list of used evidence.")
-    title = title.strip()[:TITLE_MAX_CHARS] if isinstance(title, str) and title.strip() else label
-    kept = [
-        evidence[number - 1]
-        for number in dict.fromkeys(used)
-        if isinstance(number, int) and 0 < number <= len(evidence)
-    ]
-    return title, markdown.strip() + "\n", kept or evidence, usage
+    answer = parse_answer(TopicPageAnswer, data)
+    title = answer.title.strip()[:TITLE_MAX_CHARS] or label
+    kept_items = [evidence[number - 1] for number in dict.fromkeys(answer.used) if 0 < number <= shown]
+    return title, answer.markdown + "\n", kept_items or evidence[:shown], usage
 
 
 def _match(clusters: list[set[str]], pages: list[Profile]) -> dict[int, Profile]:
