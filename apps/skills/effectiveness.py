@@ -271,8 +271,14 @@ def effectiveness_factor(
     *, successes: int, sessions: int, scope_rate: float, weight: float, prior: float
 ) -> tuple[float, float]:
     """(the ranking factor, the shrunk success rate): the rate shrunk towards the scope's by a prior
-    worth `prior` sessions, its difference from the scope's through tanh, within 1 ± weight."""
+    worth `prior` sessions, its difference from the scope's through tanh, within 1 ± weight; 1 while
+    the Wilson interval of the skill's own rate still holds the scope's rate."""
     shrunk = (successes + prior * scope_rate) / (sessions + prior)
+    low, high = wilson_interval(successes, sessions) or (0.0, 1.0)
+    if low <= scope_rate <= high:
+        # Relevance scores of neighbouring ranks differ by a few per cent (rank fusion), so even a small
+        # factor reorders them: outcomes move a skill only once they tell it apart from its scope.
+        return 1.0, shrunk
     return 1 + weight * math.tanh((shrunk - scope_rate) / LIFT_SCALE), shrunk
 
 
@@ -281,7 +287,8 @@ def ranking_adjustments(skills: list[Skill]) -> dict:
 
     The skill's success rate is shrunk towards its scope's rate by a prior worth
     SKILL_EFFECTIVENESS_PRIOR_SESSIONS sessions, so a new skill starts at factor 1 and a handful of
-    outcomes moves it little; the factor is 1 + weight · tanh(shrunk lift / LIFT_SCALE).
+    outcomes moves it little; the factor is 1 + weight · tanh(shrunk lift / LIFT_SCALE). A skill whose
+    success rate's Wilson interval still holds the scope's rate keeps factor 1: relevance comes first.
     """
     weight = settings.SKILL_EFFECTIVENESS_WEIGHT
     if not skills:
@@ -304,6 +311,14 @@ def ranking_adjustments(skills: list[Skill]) -> dict:
         factor, shrunk = effectiveness_factor(
             successes=successes, sessions=sessions, scope_rate=centre, weight=weight, prior=prior
         )
+        if factor == 1.0:
+            low, high = wilson_interval(successes, sessions)
+            adjustments[skill.pk] = Adjustment(
+                1.0,
+                f"{successes} of {sessions} sessions succeeded ({successes / sessions:.0%}); not yet told apart "
+                f"from the scope's {centre:.0%} (95% interval {low:.0%}-{high:.0%})",
+            )
+            continue
         adjustments[skill.pk] = Adjustment(
             round(factor, 4),
             f"{successes} of {sessions} sessions succeeded ({successes / sessions:.0%}) against the scope's "

@@ -217,6 +217,26 @@ def test_ranking_adjustment_is_bounded_and_lifts_a_proven_skill_over_an_equal_on
     assert hits[0]["score"] == pytest.approx(hits[0]["relevance"] * hits[0]["effectiveness_factor"])
 
 
+def test_a_few_outcomes_do_not_move_a_skill_before_they_are_evidence(client_a, settings):
+    settings.SKILL_EFFECTIVENESS_WEIGHT = 0.3
+    org = client_a.organization
+    texts = dict(description="Change a flight reservation to another day.", triggers=["change a flight reservation"])
+    lucky = SkillFactory(organization=org, name="change-flight-b", **texts)
+    SkillFactory(organization=org, name="change-flight-a", **texts)
+    for number in range(10):
+        _session(client_a, number=number, outcome="success" if number % 2 else "failure", retrieve=False)
+    for number in range(10, 13):  # three successes in a row: a rate of 100 %, an interval that holds the scope's
+        _used_by(lucky, client=client_a, user_id=f"traveller-{number}", session_id=f"task-{number}")
+        _seal(client_a, user_id=f"traveller-{number}", session_id=f"task-{number}", outcome="success")
+
+    cache.clear()
+    hits = _retrieve(client_a, k=2).json()["skills"]
+
+    assert [hit["name"] for hit in hits] == ["change-flight-a", "change-flight-b"]
+    assert hits[1]["effectiveness_factor"] == 1.0
+    assert "not yet told apart" in hits[1]["effectiveness_reason"]
+
+
 def test_a_weight_of_zero_is_relevance_alone(client_a, change_flight, settings):
     settings.SKILL_EFFECTIVENESS_WEIGHT = 0
     _session(client_a, number=1, outcome="failure")
