@@ -108,6 +108,14 @@ class PlatformBackend:
         data = given(task=task, k=k, user_id=user_id, session_id=session_id)
         return await self._run(skills.retrieve_skills, data=data)
 
+    async def apply_skill(self, *, skill_id, user_id, session_id) -> dict:
+        data = given(user_id=user_id, session_id=session_id)
+        return await self._run(skills.apply_skill, skill_id=skill_id, data=data)
+
+    async def skill_feedback(self, *, skill_id, user_id, session_id, verdict, reason) -> dict:
+        data = given(user_id=user_id, session_id=session_id, verdict=verdict, reason=reason)
+        return await self._run(skills.skill_feedback, skill_id=skill_id, data=data)
+
     async def list_sessions(self, *, user_id, session_tag, status, limit, offset) -> dict:
         query = given(user_id=user_id, session_tag=session_tag, status=status, limit=limit, offset=offset)
         return await self._run(conversations.list_sessions, query=query)

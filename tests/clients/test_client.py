@@ -328,7 +328,7 @@ def test_the_sdk_imports_without_django():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "['anyio', 'httpx2', 'mcp']"
+    assert result.stdout.strip() == "['anyio', 'httpx2', 'mcp', 'pydantic']"
 
 
 def test_the_agent_api(sdk, client_a):

@@ -70,7 +70,9 @@ def test_the_sdk_client_cannot_open_a_session_without_a_valid_key(mcp_server, cl
     tools = run(http_transport(mcp_server.url, {"Authorization": f"Api-Key {client_a.raw_key}"}), scenario)
 
     assert [type(leaf) for leaf in _leaves(raised.value)] == [MCPError]
-    assert len(tools) == 16  # the seven of issue 17, the eight of the agent's API (issue 29), consolidate_memories (32)
+    assert (
+        len(tools) == 18
+    )  # issue 17's seven, the agent's API's eight (29), consolidate_memories (32), two skill tools (30)
 
 
 def test_x_api_key_header_works_and_the_key_picks_the_tenant(mcp_server, client_a, add_messages):

@@ -59,6 +59,20 @@ def retrieve(**overrides):
     return ("retrieve_skills", {"task": "book a flight", **overrides})
 
 
+SKILL_ID = "0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31"
+
+
+def apply(**overrides):
+    return ("apply_skill", {"skill_id": SKILL_ID, "user_id": "u1", "session_id": "s1", **overrides})
+
+
+def feedback(**overrides):
+    return (
+        "skill_feedback",
+        {"skill_id": SKILL_ID, "user_id": "u1", "session_id": "s1", "verdict": "hurt", "reason": "r", **overrides},
+    )
+
+
 def get_session(**overrides):
     return ("get_session", {"session_id": "s1", "user_id": "u1", **overrides})
 
@@ -90,6 +104,16 @@ CASES = [
     ("nul-delete-id", ("delete_memory", {"memory_type": "semantic", "memory_id": f"a{NUL}"}), 400, "item_id"),
     ("nul-erase-user-id", ("erase_user", {"user_id": f"u{NUL}"}), 400, "user_id"),
     ("nul-consolidate-user-id", ("consolidate_memories", {"user_id": f"u{NUL}"}), 400, "user_id"),
+    ("nul-apply-skill-id", apply(skill_id=f"a{NUL}b"), 400, "skill_id"),
+    ("nul-apply-user-id", apply(user_id=f"u{NUL}"), 400, "user_id"),
+    ("nul-apply-session-id", apply(session_id=f"s{NUL}"), 400, "session_id"),
+    ("nul-feedback-skill-id", feedback(skill_id=f"a{NUL}b"), 400, "skill_id"),
+    ("nul-feedback-user-id", feedback(user_id=f"u{NUL}"), 400, "user_id"),
+    ("nul-feedback-session-id", feedback(session_id=f"s{NUL}"), 400, "session_id"),
+    ("nul-feedback-verdict", feedback(verdict=f"hurt{NUL}"), 422, "verdict"),
+    ("nul-feedback-reason", feedback(reason=f"r{NUL}"), 400, "reason"),
+    ("surrogate-apply-user-id", apply(user_id=SURROGATE), 400, "user_id"),
+    ("surrogate-feedback-reason", feedback(reason=SURROGATE), 400, "reason"),
     ("surrogate-consolidate-user-id", ("consolidate_memories", {"user_id": SURROGATE}), 400, "user_id"),
     ("surrogate-add-content", turn(content=f"a{SURROGATE}"), 400, "messages.0.content"),
     ("surrogate-add-user-id", add(user_id=SURROGATE), 400, "user_id"),
@@ -160,6 +184,10 @@ CASES = [
         "memory_type",
     ),
     ("search-method-unknown", search(search_method="grep"), 422, "search_method"),
+    ("verdict-unknown", feedback(verdict="great"), 422, "verdict"),
+    ("reason-too-long", feedback(reason="r" * 2001), 400, "reason"),
+    ("session-id-newline-apply", apply(session_id="s\n1"), 400, "session_id"),
+    ("skill-id-not-a-uuid", apply(skill_id="not-a-uuid"), 404, "not found"),
 ]
 
 
@@ -192,6 +220,8 @@ def test_every_tool_and_family_has_cases():
         "delete_memory",
         "erase_user",
         "consolidate_memories",
+        "apply_skill",
+        "skill_feedback",
     }
     families = {case[0].split("-")[0] for case in CASES}
     assert {"nul", "surrogate", "deep", "nan", "infinity", "offset", "role", "date"} <= families
@@ -253,6 +283,42 @@ def _consolidation(client, add_messages):
     return ("consolidate_memories", {"user_id": "owner"}), ("consolidate_memories", {"user_id": missing})
 
 
+def _skill_use(client, add_messages):
+    from apps.skills.models import SkillUse
+    from apps.tenancy.services import end_user_get_or_create
+    from tests.skills.factories import SkillFactory
+
+    skill = SkillFactory(organization=client.organization, scope=client.write_scope)
+    SkillUse.objects.create(
+        organization=client.organization,
+        scope=skill.scope,
+        skill=skill,
+        version=skill.version,
+        rank=1,
+        score=0.1,
+        client=client,
+        end_user=end_user_get_or_create(organization=client.organization, user_id="owner"),
+        session_scope=client.write_scope,
+        session_id="sess-u",
+    )
+    arguments = {"user_id": "owner", "session_id": "sess-u"}
+    return (
+        ("apply_skill", {"skill_id": str(skill.pk), **arguments}),
+        ("apply_skill", {"skill_id": str(uuid.uuid4()), **arguments}),
+    )
+
+
+def _skill_feedback(client, add_messages):
+    from tests.skills.factories import SkillFactory
+
+    skill = SkillFactory(organization=client.organization, scope=client.write_scope)
+    arguments = {"user_id": "owner", "session_id": "sess-f", "verdict": "hurt", "reason": "It skipped a step."}
+    return (
+        ("skill_feedback", {"skill_id": str(skill.pk), **arguments}),
+        ("skill_feedback", {"skill_id": str(uuid.uuid4()), **arguments}),
+    )
+
+
 READ = expect(200, 200, 404, 404, 404, 404)
 DELETE = expect(200, 403, 404, 403, 404, 404)
 ERASE = expect(200, 403, 403, 403, 200, 404)
@@ -264,6 +330,8 @@ TOOLS = {
     "delete_memory-procedural": (_deletion("procedural"), DELETE),
     "erase_user": (_erasure, ERASE),
     "consolidate_memories": (_consolidation, expect(200, 403, 404, 403, 404, 404)),
+    "apply_skill": (_skill_use, expect(200, 403, 404, 403, 404, 404)),
+    "skill_feedback": (_skill_feedback, expect(200, 403, 404, 403, 404, 404)),
 }
 
 

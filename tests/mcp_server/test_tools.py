@@ -6,7 +6,7 @@ import pytest
 from apps.conversations.models import Message
 from apps.memories.models import SemanticMemory
 from apps.privacy.models import ErasureRequest
-from apps.skills.models import Skill
+from apps.skills.models import Skill, SkillFeedback, SkillUse
 from tests.factories import ClientFactory
 from tests.mcp_server.mcp_client import call, http_transport, run, stdio_transport, text
 from tests.memories.makers import semantic
@@ -32,6 +32,8 @@ TOOLS = {
     "list_entities",
     "delete_session",
     "consolidate_memories",
+    "apply_skill",
+    "skill_feedback",
 }
 READ_TOOLS = {
     "search_memory",
@@ -223,6 +225,12 @@ def test_invalid_arguments_get_the_rest_api_message(connect_as, client_a):
         ("get_profile", {"profile_id": "a\x00b"}, "profile_id"),
         ("list_entities", {"user_id": "a\x00"}, "user_id"),
         ("delete_session", {"session_id": "a\x00b", "user_id": "alice"}, "session_id"),
+        ("apply_skill", {"skill_id": "a\x00b", "user_id": "alice", "session_id": "task-1"}, "skill_id"),
+        (
+            "skill_feedback",
+            {"skill_id": "a\x00b", "user_id": "alice", "session_id": "task-1", "verdict": "hurt"},
+            "skill_id",
+        ),
     ],
 )
 def test_a_nul_in_any_argument_is_refused_naming_it(connect_as, client_a, tool, arguments, field):
@@ -423,3 +431,65 @@ def test_the_agent_tools_keep_to_the_callers_scopes(connect_as, client_a, foreig
         assert read_only[name].is_error and READ_ONLY in text(read_only[name]), name
     sister.refresh_from_db()
     assert sister.summary == "Alice's sister lives in Lisbon"
+
+
+def test_the_skill_tools(connect_as, client_a, foreign_client):
+    """apply_skill marks the uses the session's retrieval recorded (once: again changes nothing);
+    skill_feedback records a verdict with the client as its actor; a session that never retrieved the
+    skill is a conflict, a read-only client is refused and another organisation sees no skill."""
+    skill = SkillFactory(organization=client_a.organization, name="book-flight")
+    reader = ClientFactory(organization=client_a.organization, write_scope=None, read_scopes=["default"])
+    task = {"user_id": "alice", "session_id": "task-1"}
+    apply = {"skill_id": str(skill.pk), **task}
+    verdict = {**apply, "verdict": "hurt", "reason": "It skipped the payment step."}
+
+    async def scenario(session):
+        return {
+            "retrieve": await session.call_tool("retrieve_skills", {"task": "book a flight for a customer", **task}),
+            "apply": await session.call_tool("apply_skill", apply),
+            "again": await session.call_tool("apply_skill", apply),
+            "feedback": await session.call_tool("skill_feedback", verdict),
+            "unretrieved": await session.call_tool("apply_skill", {**apply, "session_id": "task-2"}),
+        }
+
+    results = run(connect_as(client_a), scenario)
+
+    for name in ("retrieve", "apply", "again", "feedback"):
+        assert not results[name].is_error, text(results[name])
+    use = SkillUse.objects.get(skill=skill)
+    assert (use.session_id, use.end_user.user_id, use.client_id) == ("task-1", "alice", client_a.pk)
+    assert use.applied_at is not None
+    for name in ("apply", "again"):
+        assert results[name].structured_content["applied"] == 1
+        assert results[name].structured_content["applied_at"] == use.applied_at.isoformat().replace("+00:00", "Z")
+    assert text(results["apply"]).startswith(f"Marked 1 use(s) of skill {skill.pk} in session task-1 as applied")
+    feedback = SkillFeedback.objects.get(skill=skill)
+    assert (feedback.verdict, feedback.reason, feedback.session_id) == (
+        "hurt",
+        "It skipped the payment step.",
+        "task-1",
+    )
+    assert (feedback.client_id, feedback.actor, feedback.end_user.user_id) == (
+        client_a.pk,
+        f"client:{client_a.name}",
+        "alice",
+    )
+    assert results["feedback"].structured_content["id"] == str(feedback.pk)
+    assert text(results["feedback"]) == (
+        f"Recorded 'hurt' on skill {skill.pk} v{skill.version} for session task-1, by client:{client_a.name}."
+    )
+    assert results["unretrieved"].is_error
+    assert "Conflict (409 conflict): Session 'task-2' of this user never retrieved this skill" in text(
+        results["unretrieved"]
+    )
+
+    async def refused(session):
+        return {
+            "apply": await session.call_tool("apply_skill", apply),
+            "feedback": await session.call_tool("skill_feedback", verdict),
+        }
+
+    for client, message in ((reader, READ_ONLY), (foreign_client, NOT_FOUND)):
+        for name, result in run(connect_as(client), refused).items():
+            assert result.is_error and message in text(result), (client.name, name, text(result))
+    assert SkillFeedback.objects.count() == 1

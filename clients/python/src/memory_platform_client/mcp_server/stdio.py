@@ -29,6 +29,14 @@ class HTTPBackend:
     async def retrieve_skills(self, *, task, k, user_id, session_id):
         return await self.client.retrieve_skills(task, k=k, user_id=user_id, session_id=session_id)
 
+    async def apply_skill(self, *, skill_id, user_id, session_id):
+        return await self.client.apply_skill(skill_id, user_id=user_id, session_id=session_id)
+
+    async def skill_feedback(self, *, skill_id, user_id, session_id, verdict, reason):
+        return await self.client.skill_feedback(
+            skill_id, user_id=user_id, session_id=session_id, verdict=verdict, reason=reason
+        )
+
     async def list_sessions(self, *, user_id, session_tag, status, limit, offset):
         return await self.client.sessions.page(
             limit=limit, offset=offset, user_id=user_id, session_tag=session_tag, status=status

@@ -23,7 +23,8 @@ INSTRUCTIONS = (
     "Long-term memory shared by this agent's sessions. Store conversation turns with add_memory "
     "(same user_id and session_id for one conversation); before answering, get_context gives what "
     "memory knows that bears on the latest message, within a token budget (search_memory looks up "
-    "something specific); call retrieve_skills at the start of a task for learned procedures. "
+    "something specific); call retrieve_skills at the start of a task for learned procedures, with the "
+    "task's session_id, then apply_skill for each one you followed and skill_feedback when one helped or hurt. "
     "list_memories, get_memory, update_memory and memory_history manage the facts and events learned."
 )
 CLIP = 300
@@ -38,6 +39,10 @@ ContextType = Literal["profile", "semantic", "episodic", "message", "procedural"
 
 UserId = Annotated[str, Field(description="Your application's id of the person (end user) the memory is about.")]
 SessionId = Annotated[str, Field(description="The conversation or task id: 1-64 letters, digits, '_' or '-'.")]
+SkillId = Annotated[str, Field(description="The skill's id, as retrieve_skills shows it.")]
+TaskSessionId = Annotated[
+    str, Field(description="The task session that retrieved the skill (the session_id given to retrieve_skills).")
+]
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -71,6 +76,12 @@ class Backend(Protocol):
     ) -> dict: ...
 
     async def retrieve_skills(self, *, task: str, k: int, user_id: str | None, session_id: str | None) -> dict: ...
+
+    async def apply_skill(self, *, skill_id: str, user_id: str, session_id: str) -> dict: ...
+
+    async def skill_feedback(
+        self, *, skill_id: str, user_id: str, session_id: str, verdict: str, reason: str | None
+    ) -> dict: ...
 
     async def list_sessions(
         self, *, user_id: str | None, session_tag: str | None, status: str | None, limit: int, offset: int
@@ -237,6 +248,48 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         """The learned procedures (skills) most relevant to a task, with their instructions: call it before acting."""
         body = await call(ctx, "retrieve_skills", task=task, k=k, user_id=user_id, session_id=session_id)
         return result(render_skills(body), body)
+
+    @tool("apply_skill", "Mark a skill applied", EDIT)
+    async def apply_skill(
+        skill_id: SkillId, user_id: UserId, session_id: TaskSessionId, ctx: Context
+    ) -> CallToolResult:
+        """Report that you followed a skill that retrieve_skills returned for this task session: the
+        session's outcome then counts for the skill as applied, not only as retrieved. Marking it again
+        changes nothing."""
+        body = await call(ctx, "apply_skill", skill_id=skill_id, user_id=user_id, session_id=session_id)
+        return result(
+            f"Marked {body['applied']} use(s) of skill {body['skill_id']} in session {body['session_id']} "
+            f"as applied (since {when(body['applied_at'])}).",
+            body,
+        )
+
+    @tool("skill_feedback", "Give feedback on a skill", WRITE)
+    async def skill_feedback(
+        skill_id: SkillId,
+        user_id: UserId,
+        session_id: TaskSessionId,
+        verdict: Annotated[
+            Literal["helped", "hurt", "irrelevant"], Field(description="What the skill did for this task.")
+        ],
+        ctx: Context,
+        reason: Annotated[str | None, Field(description="Why, in a sentence (at most 2000 characters).")] = None,
+    ) -> CallToolResult:
+        """Say whether a skill helped, hurt or was irrelevant to a task session, and why. Each call records
+        one verdict, with you as its actor; the skill's effectiveness (and its review) counts it."""
+        body = await call(
+            ctx,
+            "skill_feedback",
+            skill_id=skill_id,
+            user_id=user_id,
+            session_id=session_id,
+            verdict=verdict,
+            reason=reason,
+        )
+        return result(
+            f"Recorded '{body['verdict']}' on skill {body['skill_id']} v{body['version']} for session "
+            f"{body['session_id']}, by {body['actor']}.",
+            body,
+        )
 
     @tool("list_sessions", "List sessions", READ)
     async def list_sessions(
