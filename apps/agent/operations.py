@@ -40,7 +40,15 @@ from apps.conversations.serializers import OwnerQuerySerializer, SessionOutputSe
 from apps.conversations.services import session_retag, session_set_outcome
 from apps.conversations.turns import normalise_messages
 from apps.core.errors import ConflictError, InvalidInput, NotFound
-from apps.core.operations import Access, check_ids, get_or_404, operation, require_write_access, validated
+from apps.core.operations import (
+    Access,
+    check_ids,
+    get_or_404,
+    object_body,
+    operation,
+    require_write_access,
+    validated,
+)
 from apps.core.pagination import DEFAULT_LIMIT
 from apps.memories import selectors as memory_selectors
 from apps.memories.serializers import EpisodicMemoryOutputSerializer, SemanticMemoryOutputSerializer
@@ -271,9 +279,7 @@ def memory_consolidate(*, client, data: dict) -> dict:
     facts are resolved by the LLM when one is configured (the superseded one retired), otherwise
     flagged for review. Nothing is deleted: merged and retired memories are soft-deleted with a history
     row naming why. `dry_run` only reports what would happen."""
-    if data is None:  # every field is optional, so a JSON null would otherwise pass as an empty body
-        raise InvalidInput({"non_field_errors": ["Expected a JSON object, not null."]})
-    params = validated(ConsolidateInputSerializer, data)
+    params = validated(ConsolidateInputSerializer, object_body(data))
     end_user = None
     if params.get("user_id"):
         # Known only where the caller writes: a user of another scope is as missing as one never seen.

@@ -73,7 +73,7 @@ class MemoryConsolidateView(ClientAPIView):
     @serves(
         operations.memory_consolidate,
         example="POST /api/v1/memory/consolidate",
-        body={"user_id": "alice", "dry_run": True},
+        body={"dry_run": True},
     )
     def post(self, request):
         body = operations.memory_consolidate(client=self.client, data=request.data)

@@ -463,7 +463,12 @@ def messages_normalize_dates(*, message_ids: list) -> list:
 
 def messages_lock_unlearned(*, message_ids: list) -> bool:
     """Locks the turns for the caller's transaction; False when some run learned from one of them meanwhile."""
-    learned = Message.objects.select_for_update().filter(pk__in=message_ids).values_list("learned_at", flat=True)
+    learned = (
+        Message.objects.select_for_update()
+        .filter(pk__in=message_ids)
+        .order_by("pk")
+        .values_list("learned_at", flat=True)
+    )
     return all(learned_at is None for learned_at in learned)
 
 
@@ -473,7 +478,9 @@ def messages_set_dates(*, dates: dict) -> int:
 
     The turns are re-read under lock, so what the embedding handler wrote meanwhile is kept.
     """
-    messages = list(Message.objects.select_for_update().filter(pk__in=list(dates)).only("id", "metadata", "context"))
+    messages = list(
+        Message.objects.select_for_update().filter(pk__in=list(dates)).order_by("pk").only("id", "metadata", "context")
+    )
     for message in messages:
         kept = {key: value for key, value in (message.metadata or {}).items() if key not in DATE_KEYS}
         message.metadata = {**kept, **{key: value for key, value in dates[message.pk].items() if key in DATE_KEYS}}

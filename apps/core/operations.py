@@ -69,6 +69,14 @@ def validated(serializer_class, data, **options) -> dict:
     return serializer.validated_data
 
 
+def object_body(data):
+    """The body of an endpoint whose fields are all optional: a JSON null is refused by name rather
+    than taken for an empty object (which `validated` does for a missing body)."""
+    if data is None:
+        raise InvalidInput({"non_field_errors": ["Expected a JSON object, not null."]})
+    return data
+
+
 def check_parameters(candidates) -> None:
     """(name, [values]) pairs of values that name what to look up (ids in a path, query strings):
     InvalidInput naming each that PostgreSQL could not store (NUL) or UTF-8 could not encode."""

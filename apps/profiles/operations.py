@@ -5,6 +5,7 @@ from apps.core.operations import (
     Page,
     check_ids,
     get_or_404,
+    object_body,
     operation,
     paginate,
     require_write_access,
@@ -56,7 +57,7 @@ def compile_topics(*, client, data) -> dict:
     Runs in the background (202 with the task's id). GET tasks/<id>/ shows its result when done:
     the scopes compiled, users, items, topics, pages created, updated, unchanged and archived,
     items left as noise, tokens and seconds. Asking again while one waits returns that one."""
-    data = validated(TopicCompileInputSerializer, data)
+    data = validated(TopicCompileInputSerializer, object_body(data))
     end_user = None
     if data.get("user_id"):
         end_user = get_or_404(write_scope_users(client=client), user_id=data["user_id"])

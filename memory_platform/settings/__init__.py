@@ -246,10 +246,11 @@ SPECTACULAR_SETTINGS = {
     # The memory types the context uses, named once (search's `memory_types` is another set).
     "ENUM_NAME_OVERRIDES": {
         "ContextMemoryTypeEnum": "apps.agent.context.CONTEXT_TYPES",
+        "TimeWindowModeEnum": "apps.search.engine.TIME_WINDOW_MODES",
         # The constant `memory_type` of each type's output (apps.core.fields.MemoryTypeField).
         **{
             f"{memory_type.capitalize()}MemoryTypeEnum": [memory_type]
-            for memory_type in ("message", "episodic", "semantic", "procedural", "experience", "profile")
+            for memory_type in ("message", "episodic", "semantic", "procedural", "experience", "profile", "topic")
         },
     },
     "POSTPROCESSING_HOOKS": [

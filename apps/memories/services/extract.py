@@ -13,6 +13,7 @@ from apps.conversations.services import (
     messages_lock_unlearned,
     messages_mark_learned,
     messages_set_dates,
+    session_lock,
 )
 from apps.core.temporal import resolve_dates
 from apps.memories.services.llm_extractor import ExtractionTurn, Operation, Plan, extraction_batches, llm_plan
@@ -176,6 +177,9 @@ def session_extract(*, session: Session, task=None) -> dict:
         vectors = _embed_changes(plan)
         batch_ids = [message.pk for message in batch]
         with transaction.atomic():
+            # The session row first, then its turns: the order indexing takes them in (embed_messages),
+            # so the two cannot deadlock over a turn both write.
+            session_lock(session_id=session.pk)
             if not messages_lock_unlearned(message_ids=batch_ids):
                 result["problems"].append("some turns were learned from by another run meanwhile; batch skipped")
                 continue
