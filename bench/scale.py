@@ -7,7 +7,8 @@ features (384 dimensions), computed with numpy so generation is fast. Messages a
 with binary COPY with the search indexes dropped, then the indexes are built and timed.
 
 For each stage it measures p50/p95 of `POST /memory/search` (hybrid, one user, limit 10)
-and `POST /skills/retrieve` through HTTP (gunicorn), next to the same SQL executed directly
+and `POST /skills/retrieve` (k=5, over BENCH_SCALE_SKILLS skills in the reader's scope and a tenth as
+many in another) through HTTP (gunicorn), next to the same SQL executed directly
 with psycopg in the same run, and `POST /memory/context` (the same user and query, 1,000
 tokens) as a ratio to the search.
 """
@@ -289,7 +290,9 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
                 )
 
     def skill_rows(count):
-        texts, vectors = _texts_and_vectors(rng, words, probabilities, word_vectors, count, 20, 60)
+        # `count` skills in scope-a, the reader's scope, and a tenth as many in scope-b that its
+        # retrievals must filter out.
+        texts, vectors = _texts_and_vectors(rng, words, probabilities, word_vectors, count + count // 10, 20, 60)
         now = datetime.now(timezone.utc)
         for n, (text, vector) in enumerate(zip(texts, vectors)):
             name_words = text.split()[:3]
@@ -298,7 +301,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
                 now,
                 now,
                 organization.pk,
-                "scope-a" if n % 2 == 0 else "scope-b",
+                "scope-a" if n < count else "scope-b",
                 f"{'-'.join(name_words)}-{n}",
                 " ".join(text.split()[:12]),
                 text,
@@ -428,7 +431,8 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
         print(
             f"scale [{stage}]: search API p50 {figures['search_api_ms']['p50']} ms (SQL {figures['search_sql_ms']['p50']} ms, "
             f"with its {candidates} candidates {figures['search_sql_candidates_ms']['p50']} ms), "
-            f"retrieve API p50 {figures['retrieve_api_ms']['p50']} ms (SQL {figures['retrieve_sql_ms']['p50']} ms), "
+            f"retrieve API p50/p95 {figures['retrieve_api_ms']['p50']}/{figures['retrieve_api_ms']['p95']} ms "
+            f"(SQL {figures['retrieve_sql_ms']['p50']}/{figures['retrieve_sql_ms']['p95']} ms), "
             f"context API p50/p95 {figures['context_api_ms']['p50']}/{figures['context_api_ms']['p95']} ms "
             f"({figures['context_over_search']['p95']}x search at p95)",
             flush=True,
@@ -492,6 +496,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
         last["search_api_ms"]["p50"] / last["search_sql_candidates_ms"]["p50"], 2
     )
     results["api_over_sql_retrieve_p50"] = round(last["retrieve_api_ms"]["p50"] / last["retrieve_sql_ms"]["p50"], 2)
+    results["api_over_sql_retrieve_p95"] = round(last["retrieve_api_ms"]["p95"] / last["retrieve_sql_ms"]["p95"], 2)
     if len(stages) > 1:
         results["search_p50_growth_from_first_stage"] = round(
             last["search_api_ms"]["p50"] / stages[0]["search_api_ms"]["p50"], 2
@@ -501,10 +506,12 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
         "hybrid_p50_under_ms": 50,
         "growth_at_most": 2.0,
         "context_over_search_p95_at_most": 2.0,
+        "retrieve_p95_under_ms": 100,
     }
     results["meets"] = {
         "api_over_sql_search": results["api_over_sql_search_p50"] <= 2.0,
         "api_over_sql_retrieve": results["api_over_sql_retrieve_p50"] <= 2.0,
+        "retrieve_p95_under_100ms": last["retrieve_api_ms"]["p95"] < 100,
         "hybrid_p50_under_50ms": last["search_api_ms"]["p50"] < 50,
         "growth": results.get("search_p50_growth_from_first_stage", 1.0) <= 2.0,
         "context_over_search_p95": all(stage["context_over_search"]["p95"] <= 2.0 for stage in stages),

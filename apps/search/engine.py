@@ -28,6 +28,10 @@ RRF_K = 60
 CORPUS_STATS_SECONDS = 300
 # A query term in more than this share of a large corpus is not used to find keyword matches.
 COMMON_TERM_SHARE = 0.5
+# Through the indexes, each query term brings at most this many matches to score (and the items
+# with every term as many again): below it BM25 is exact, above it the term is common enough
+# that its IDF is low and its document frequency is estimated from the planner's statistics.
+TERM_MATCHES_CAP = 300
 # Fusion weights: the keyword ranking (BM25 with neighbouring-turn context) is the stronger
 # signal on conversational memory. Measured on LOCOMO (bench/locomo.py, all-MiniLM-L6-v2),
 # hybrid recall@10 is 0.664 at 1:1, 0.703 at 2:1 and 0.727 at 3:1.
@@ -241,9 +245,9 @@ def _corpus_stats(source: SearchSource, where: str, where_params: list) -> tuple
     return _cached("corpus", source, where, where_params, compute)
 
 
-def _common_lexemes(source: SearchSource) -> list[str]:
-    """Lexemes in more than COMMON_TERM_SHARE of the table's items, from the planner's statistics
-    (ANALYZE samples each tsvector column's most common elements)."""
+def _lexeme_shares(source: SearchSource) -> tuple[list[str], list[float]]:
+    """The most common lexemes of the table's items and the share of items holding each, from the
+    planner's statistics (ANALYZE samples each tsvector column's most common elements)."""
     table, column = _table(source), source.search_vector_column
 
     def compute():
@@ -255,11 +259,11 @@ def _common_lexemes(source: SearchSource) -> list[str]:
             )
             row = cursor.fetchone()
         if row is None or row[0] is None:
-            return []
+            return [], []
         elements, frequencies = row
-        return sorted(element for element, share in zip(elements, frequencies) if share > COMMON_TERM_SHARE)
+        return list(elements), [float(share) for share in frequencies[: len(elements)]]
 
-    return _cached("common", source, "", [], compute)
+    return _cached("shares", source, "", [], compute)
 
 
 def _visible_cte(source: SearchSource, where: str, where_params: list, vector: QueryVector | None) -> tuple[str, list]:
@@ -275,6 +279,12 @@ def _visible_cte(source: SearchSource, where: str, where_params: list, vector: Q
         f" FROM {_table(source)} t WHERE {where})"
     )
     return sql, ([vector.model, vector.literal] if vector else []) + list(where_params)
+
+
+# A lexeme quoted for the tsquery parser, its backslashes (chr 92) and quotes (chr 39) doubled.
+_QUOTED_LEXEME = (
+    "chr(39) || replace(replace(lexeme, chr(92), repeat(chr(92), 2)), chr(39), repeat(chr(39), 2)) || chr(39)"
+)
 
 
 def _keyword_ctes(
@@ -295,35 +305,60 @@ def _keyword_ctes(
             "SELECT count(*)::float AS n, greatest(avg(length(doc)), 1)::float AS avgdl FROM visible",
             [],
         )
-        matches_sql, matches_params = "SELECT v.id, v.doc FROM visible v, query WHERE v.doc @@ query.q", []
+        matches_sql = "matches AS (SELECT v.id, v.doc FROM visible v, query WHERE v.doc @@ query.q)"
+        df_sql = "df AS (SELECT lexeme, count(*)::float AS df FROM postings GROUP BY lexeme)"
+        matches_params, df_params = [], []
     else:
-        vector = source.search_vector_column
+        vector, table = source.search_vector_column, _table(source)
         # Through the GIN index, a term found in most items would make every one of them a
         # match to score, for almost nothing: its IDF is below ln 2. Such terms are left out
         # while the query has another one.
-        common = _common_lexemes(source)
+        elements, shares = _lexeme_shares(source)
+        common = sorted(element for element, share in zip(elements, shares) if share > COMMON_TERM_SHARE)
         corpus_sql, corpus_params = "SELECT %s::float AS n, %s::float AS avgdl", list(stats)
-        matches_sql = (
-            f"SELECT t.id, t.{vector} AS doc FROM {_table(source)} t, query WHERE {where} AND t.{vector} @@ query.q"
-        )
-        matches_params = list(where_params)
+        # The matches scored are each term's first TERM_MATCHES_CAP items and as many items with
+        # every term, so the work is bounded whatever the corpus size. A term with fewer matches
+        # brings them all and its document frequency is counted; a term at the cap is found in
+        # at least that many items, and its share in the planner's statistics estimates how many.
+        matches_sql = f"""
+            term_matches AS MATERIALIZED (
+                SELECT terms.lexeme, found.id, found.doc FROM terms, LATERAL (
+                    SELECT t.id, t.{vector} AS doc FROM {table} t
+                    WHERE {where} AND t.{vector} @@ ({_QUOTED_LEXEME})::tsquery LIMIT %s
+                ) found
+            ),
+            every_term AS (
+                SELECT t.id, t.{vector} AS doc FROM {table} t, query
+                WHERE {where} AND t.{vector} @@ query.every AND (SELECT count(*) FROM terms) > 1 LIMIT %s
+            ),
+            matches AS (
+                SELECT DISTINCT ON (id) id, doc FROM (
+                    SELECT id, doc FROM term_matches UNION ALL SELECT id, doc FROM every_term
+                ) found ORDER BY id
+            )"""
+        matches_params = [*where_params, TERM_MATCHES_CAP, *where_params, TERM_MATCHES_CAP]
+        df_sql = """df AS (
+            SELECT lexeme, CASE WHEN count(*) < %s THEN count(*)::float ELSE greatest(count(*)::float, corpus.n * coalesce(
+                (SELECT share FROM unnest(%s::text[], %s::float8[]) statistics(element, share) WHERE element = lexeme), 0
+            )) END AS df
+            FROM term_matches, corpus GROUP BY lexeme, corpus.n
+        )"""
+        df_params = [TERM_MATCHES_CAP, elements, shares]
     sql = f"""
         query_terms AS (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme),
         terms AS (
             SELECT lexeme FROM query_terms
             WHERE lexeme <> ALL(%s::text[]) OR NOT EXISTS (SELECT 1 FROM query_terms WHERE lexeme <> ALL(%s::text[]))
         ),
-        -- Any term may match (questions rarely contain every word of the answer). Each lexeme
-        -- is quoted for the tsquery parser, its backslashes (chr 92) and quotes (chr 39) doubled.
+        -- Any term may match (questions rarely contain every word of the answer); `every`
+        -- finds the items with all of them.
         query AS (
-            SELECT coalesce(string_agg(
-                chr(39) || replace(replace(lexeme, chr(92), repeat(chr(92), 2)), chr(39), repeat(chr(39), 2)) || chr(39),
-                ' | '
-            ), '')::tsquery AS q
+            SELECT coalesce(string_agg({_QUOTED_LEXEME}, ' | '), '')::tsquery AS q,
+                   coalesce(string_agg({_QUOTED_LEXEME}, ' & '), '')::tsquery AS every
             FROM terms
         ),
         corpus AS ({corpus_sql}),
-        matches AS ({matches_sql}),
+        {matches_sql},
         postings AS (
             SELECT m.id, u.lexeme,
                    coalesce((SELECT sum(CASE w WHEN 'B' THEN {WEIGHT_B} WHEN 'C' THEN {WEIGHT_C} ELSE 1.0 END)
@@ -332,7 +367,7 @@ def _keyword_ctes(
             FROM matches m, unnest(m.doc) u
             WHERE u.lexeme IN (SELECT lexeme FROM terms)
         ),
-        df AS (SELECT lexeme, count(*)::float AS df FROM postings GROUP BY lexeme),
+        {df_sql},
         keyword AS (
             SELECT p.id, sum(
                 ln(1 + (greatest(corpus.n, df.df) - df.df + 0.5) / (df.df + 0.5))
@@ -342,7 +377,7 @@ def _keyword_ctes(
             GROUP BY p.id ORDER BY score DESC, p.id LIMIT %s
         )
     """
-    return sql, [query, common, common, *corpus_params, *matches_params, limit]
+    return sql, [query, common, common, *corpus_params, *matches_params, *df_params, limit]
 
 
 def _bm25_sql(source, where, where_params, query, limit, scan: bool) -> tuple[str, list]:

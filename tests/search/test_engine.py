@@ -6,6 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from apps.search import engine
 from apps.search.engine import search
 from tests.search.conftest import PLANS
 from tests.search.makers import make_message
@@ -183,6 +184,27 @@ def test_through_the_indexes_a_term_in_most_items_does_not_make_every_item_a_mat
     assert [hit.instance.pk for hit in search(query="standup zebra", **query)] == [rare.pk]
     # A query made only of common terms still finds them all.
     assert len(search(query="standup", **query)) == 9
+
+
+def test_through_the_indexes_each_term_brings_a_bounded_number_of_matches(
+    client_a, add_messages, settings, fresh_cache, monkeypatch
+):
+    monkeypatch.setattr(engine, "TERM_MATCHES_CAP", 3)
+    for n in range(6):
+        make_message(client_a, "erin", f"weekly standup notes number {n}", add_messages)
+        make_message(client_a, "erin", f"retro agenda item {n}", add_messages)
+    for n in range(4):
+        make_message(client_a, "erin", f"lunch menu of day {n}", add_messages)
+    both = make_message(client_a, "erin", "standup and retro merged into one meeting", add_messages)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE conversations_message")
+    settings.SEARCH_SCAN_MAX_ROWS = 0
+    query = {"reader": client_a.reader, "memory_types": ["message"], "method": "bm25", "limit": 20, "filters": {}}
+    assert len(search(query="standup", **query)) == 3  # of its 7 matches
+    hits = search(query="standup retro", **query)
+    # The item with both terms is found past each term's cap, and ranks first.
+    assert hits[0].instance.pk == both.pk
+    assert len(hits) <= 3 + 3 + 1
 
 
 def test_odd_characters_in_a_query_are_searched_not_parsed(client_a, add_messages):
