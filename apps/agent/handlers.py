@@ -1,8 +1,9 @@
 """Pipeline handlers of the agent's API: thin, they call a service."""
 
 from apps.agent.consolidate import CONSOLIDATE_MEMORIES, consolidation_run
+from apps.conversations.routing import DELETE_SESSION
 from apps.pipeline.registry import register_handler
-from apps.privacy.services.cascade import DELETE_SESSION, session_purge
+from apps.privacy.services.cascade import session_purge
 
 
 @register_handler(DELETE_SESSION)

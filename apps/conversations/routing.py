@@ -16,6 +16,13 @@ EMBED_MESSAGES = "embed_messages"
 EXTRACT_MEMORIES = "extract_memories"
 PROJECT_ENTITIES = "project_entities"
 DISTILL_SESSION = "distill_session"
+# The purge of one session (apps.privacy.services.cascade); while it waits, the session reads as gone.
+DELETE_SESSION = "delete_session"
+
+
+def session_delete_key(session_pk) -> str:
+    """The idempotency key of a session's purge: one per session while it is active."""
+    return f"{DELETE_SESSION}:{session_pk}"
 
 
 def _handled(task_type: str) -> bool:

@@ -1,7 +1,9 @@
 """Reads of sessions and messages, always within the caller's organisation and read scopes."""
 
 from apps.conversations.models import Message, Session
+from apps.conversations.routing import session_delete_key
 from apps.core.errors import InvalidInput, NotFound
+from apps.pipeline.models import MemoryTask
 from apps.tenancy.readers import Reader
 
 
@@ -73,3 +75,10 @@ def messages_not_learned(*, session: Session):
 
 def message_list(*, reader: Reader):
     return reader.rows(Message)
+
+
+def session_delete_pending(*, session: Session) -> bool:
+    """Whether the session's purge was accepted and has not finished (its idempotency key is active)."""
+    return MemoryTask.objects.filter(
+        idempotency_key=session_delete_key(session.pk), status__in=MemoryTask.ACTIVE_STATUSES
+    ).exists()

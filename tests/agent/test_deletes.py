@@ -73,6 +73,17 @@ def test_deleting_a_session_needs_its_owner_and_write_access(api, client_a, add_
     assert not MemoryTask.objects.filter(task_type="delete_session").exists()
 
 
+def test_a_session_accepted_for_deletion_reads_as_gone_before_its_purge_runs(api, client_a, add_messages):
+    add_messages(client_a, user_id="caroline", session_id="chat-1")
+    assert api.get("/api/v1/sessions/chat-1/?user_id=caroline").status_code == 200
+
+    assert api.delete("/api/v1/sessions/chat-1/?user_id=caroline").status_code == 202
+
+    assert MemoryTask.objects.filter(task_type="delete_session", status="queued").exists()
+    assert api.get("/api/v1/sessions/chat-1/?user_id=caroline").status_code == 404
+    assert api.post("/api/v1/sessions/chat-1/seal?user_id=caroline").status_code == 404
+
+
 def test_an_experience_goes_with_the_skills_built_on_it_alone(api, client_a):
     from apps.skills.services.skills import skill_create
 

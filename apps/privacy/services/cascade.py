@@ -24,7 +24,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from apps.conversations.models import Message, Session
-from apps.conversations.routing import projection_enqueue
+from apps.conversations.routing import DELETE_SESSION, projection_enqueue, session_delete_key
 from apps.pipeline.locks import WorkOf, advisory_lock, work_lock_keys
 from apps.pipeline.services import enqueue
 from apps.privacy.services.provenance import Derived, forget_skills, session_delete
@@ -36,7 +36,6 @@ from apps.skills.models import SkillExperience
 
 logger = logging.getLogger(__name__)
 
-DELETE_SESSION = "delete_session"
 SESSION_KIND = "session"
 
 
@@ -109,7 +108,7 @@ def session_delete_request(*, session: Session, client) -> object:
         organization=session.organization,
         scope=session.scope,
         client=client,
-        idempotency_key=f"{DELETE_SESSION}:{session.pk}",
+        idempotency_key=session_delete_key(session.pk),
     )
 
 
