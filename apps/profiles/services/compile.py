@@ -165,16 +165,23 @@ COMPILE_PROMPT = (
 )
 
 
-def _llm_page(entity: Entity, evidence: list[Evidence], task) -> tuple[str, list[Evidence], dict]:
-    # The newest evidence that fits the prompt's budget.
-    head = f"Person: {entity.name}\nEvidence:\n"
-    left, lines = room_for(COMPILE_PROMPT, head), []
+def numbered_evidence(evidence: list[Evidence], *, prompt: str, head: str) -> list[str]:
+    """The evidence as numbered lines, in its order, as many as fit LLM_MAX_PROMPT_TOKENS beside the
+    system `prompt` and the user message's `head`."""
+    left, lines = room_for(prompt, head), []
     for number, item in enumerate(evidence, 1):
         line = f"[{number}] ({item.at:%Y-%m-%d}) {item.quote}"
         left -= estimate_tokens(line) + 1
         if left < 0:
             break
         lines.append(line)
+    return lines
+
+
+def _llm_page(entity: Entity, evidence: list[Evidence], task) -> tuple[str, list[Evidence], dict]:
+    # The newest evidence that fits the prompt's budget.
+    head = f"Person: {entity.name}\nEvidence:\n"
+    lines = numbered_evidence(evidence, prompt=COMPILE_PROMPT, head=head)
     usage: dict = {}
     data = chat_json(
         messages=[{"role": "system", "content": COMPILE_PROMPT}, {"role": "user", "content": head + "\n".join(lines)}],

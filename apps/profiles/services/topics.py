@@ -39,12 +39,12 @@ from apps.profiles.services.compile import (
     Evidence,
     _embed,
     _quote,
+    numbered_evidence,
     page_archive,
     page_store,
     sources_of,
 )
 from apps.providers.llm import LLMOutputError, chat_json, kept, llm_enabled, parse_answer
-from apps.providers.tokens import estimate_tokens, room_for
 from apps.tenancy.models import EndUser
 
 logger = logging.getLogger(__name__)
@@ -214,13 +214,7 @@ def topic_prompt(*, label: str, evidence: list[Evidence]) -> tuple[list[dict], i
     """The messages of one topic page's LLM call, and how many evidence items fit LLM_MAX_PROMPT_TOKENS
     (in the evidence's order, newest first)."""
     head = f"Keywords: {label}\nEvidence:\n"
-    left, lines = room_for(TOPIC_PROMPT, head), []
-    for number, item in enumerate(evidence, 1):
-        line = f"[{number}] ({item.at:%Y-%m-%d}) {item.quote}"
-        left -= estimate_tokens(line) + 1
-        if left < 0:
-            break
-        lines.append(line)
+    lines = numbered_evidence(evidence, prompt=TOPIC_PROMPT, head=head)
     messages = [{"role": "system", "content": TOPIC_PROMPT}, {"role": "user", "content": head + "\n".join(lines)}]
     return messages, len(lines)
 
