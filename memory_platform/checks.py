@@ -66,6 +66,7 @@ POSITIVE = Between(minimum=0, above=True)
 SETTING_RULES = {
     # Server and database
     "CONN_MAX_AGE": at_least(0),
+    "API_KEY_CACHE_SECONDS": at_least(0),
     "DATABASE_CONNECT_TIMEOUT_SECONDS": at_least(1),
     "DATA_UPLOAD_MAX_MEMORY_SIZE": at_least(1024),
     "JSON_MAX_DEPTH": Between(2, 500),

@@ -8,22 +8,15 @@ protects the service; an outage of its counter must not take the API down with i
 not asked again for RATE_LIMIT_RETRY_SECONDS.
 """
 
-import logging
-import threading
 import time
 
-import redis
 from django.conf import settings
 from rest_framework import exceptions
 from rest_framework.throttling import BaseThrottle
 
-logger = logging.getLogger(__name__)
+from apps.core import request_redis
 
 WINDOW_SECONDS = 60
-
-_connection: redis.Redis | None = None
-_connection_lock = threading.Lock()
-_skip_until = 0.0
 
 
 class RateLimited(exceptions.Throttled):
@@ -44,35 +37,17 @@ def client_limit(client) -> int:
     return settings.API_REQUESTS_PER_MINUTE if own is None else own
 
 
-def _redis() -> redis.Redis:
-    global _connection
-    with _connection_lock:
-        if _connection is None:
-            _connection = redis.Redis.from_url(
-                settings.RATE_LIMIT_REDIS_URL,
-                socket_timeout=settings.RATE_LIMIT_TIMEOUT_SECONDS,
-                socket_connect_timeout=settings.RATE_LIMIT_TIMEOUT_SECONDS,
-            )
-        return _connection
-
-
 def rate_limit_check(*, client) -> None:
     """Counts one request of the client; RateLimited when it is over its limit."""
-    global _skip_until
     limit = client_limit(client)
-    if not limit or time.monotonic() < _skip_until:
+    if not limit:
         return
     window = int(time.time() // WINDOW_SECONDS)
     key = f"rate-limit:{client.pk}:{window}"
-    try:
-        pipeline = _redis().pipeline()
-        pipeline.incr(key)
-        pipeline.expire(key, WINDOW_SECONDS + 1)
-        count, _ = pipeline.execute()
-    except redis.RedisError as exc:
-        _skip_until = time.monotonic() + settings.RATE_LIMIT_RETRY_SECONDS
-        logger.warning("rate limits are not enforced: Redis is unreachable (%s)", exc)
+    replies = request_redis.run(lambda pipeline: pipeline.incr(key).expire(key, WINDOW_SECONDS + 1))
+    if replies is None:
         return
+    count = replies[0]
     if count > limit:
         raise RateLimited(limit=limit, wait=max(1.0, (window + 1) * WINDOW_SECONDS - time.time()))
 

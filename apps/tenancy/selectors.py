@@ -6,6 +6,7 @@ import hmac
 from django.conf import settings
 from django.utils import timezone
 
+from apps.tenancy import keycache
 from apps.tenancy.models import Client, ClientAPIKey, Organization
 
 KEY_PREFIX_LENGTH = 8
@@ -25,22 +26,31 @@ def split_api_key(raw_key: str) -> str | None:
 
 
 def client_for_api_key(*, raw_key: str) -> tuple[Client, ClientAPIKey] | None:
+    """The client and key of an unrevoked key, from this process's cache while the tenancy
+    generation allows it (apps.tenancy.keycache), else from the database."""
     prefix = split_api_key(raw_key)
     if prefix is None:
         return None
-    api_key = (
-        ClientAPIKey.objects.select_related("client__organization")
-        .filter(prefix=prefix, revoked_at__isnull=True)
-        .first()
-    )
-    if api_key is None or not hmac.compare_digest(api_key.hashed_key, hash_api_key(raw_key)):
-        return None
+    hashed_key = hash_api_key(raw_key)
+    generation = keycache.current_generation()  # before the rows: a change made meanwhile outdates them
+    found = keycache.lookup(prefix, hashed_key, generation)
+    if found is None:
+        api_key = (
+            ClientAPIKey.objects.select_related("client__organization")
+            .filter(prefix=prefix, revoked_at__isnull=True)
+            .first()
+        )
+        if api_key is None or not hmac.compare_digest(api_key.hashed_key, hashed_key):
+            return None
+        keycache.store(prefix, hashed_key, generation, api_key.client, api_key)
+        found = api_key.client, api_key
+    client, api_key = found
     now = timezone.now()
     if api_key.last_used_at is None or now - api_key.last_used_at > settings.API_KEY_LAST_USED_RESOLUTION:
         # At most one write per key per resolution window, not one per request.
         ClientAPIKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
         api_key.last_used_at = now
-    return api_key.client, api_key
+    return client, api_key
 
 
 def organization_for_staff(*, user) -> Organization | None:

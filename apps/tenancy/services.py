@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.tenancy import keycache
 from apps.tenancy.models import SCOPE_PATTERN, Client, ClientAPIKey, EndUser, Organization
 from apps.tenancy.selectors import KEY_PREFIX_LENGTH, hash_api_key
 
@@ -89,7 +90,9 @@ def api_key_revoke(*, prefix: str) -> ClientAPIKey:
 
 
 def client_revoke_keys(*, client: Client) -> int:
-    return client.api_keys.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+    revoked = client.api_keys.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+    keycache.invalidate()  # an update sends no signal
+    return revoked
 
 
 def client_set_status(*, client: Client, status: str) -> Client:

@@ -455,6 +455,9 @@ LOGGING = {
 }
 
 API_KEY_LAST_USED_RESOLUTION = timedelta(seconds=60)
+# Seconds a process may serve an authenticated key from memory; any tenancy change drops it at once
+# in every process (apps/tenancy/keycache.py). 0 = read the key from the database on every request.
+API_KEY_CACHE_SECONDS = env.int("API_KEY_CACHE_SECONDS", default=60)
 
 # MCP endpoint (`manage.py runmcp`): threads per process that run the tools' database work.
 MCP_THREADS = env.int("MCP_THREADS", default=8)

@@ -3,7 +3,7 @@
 import pytest
 from django.test import override_settings
 
-from apps.core import throttling
+from apps.core import request_redis
 from tests.conftest import api_for
 from tests.factories import ClientFactory
 
@@ -11,11 +11,9 @@ from tests.factories import ClientFactory
 @pytest.fixture
 def fresh_redis_connection():
     """Each test's settings decide which Redis the limit is counted in."""
-    throttling._connection = None
-    throttling._skip_until = 0.0
+    request_redis.reset()
     yield
-    throttling._connection = None
-    throttling._skip_until = 0.0
+    request_redis.reset()
 
 
 pytestmark = pytest.mark.usefixtures("fresh_redis_connection")
@@ -86,6 +84,6 @@ def test_an_unreachable_redis_lets_requests_through_and_is_not_asked_again_at_on
     statuses = [api.get("/api/v1/me").status_code for _ in range(3)]
 
     assert statuses == [200, 200, 200]
-    warnings = [record for record in caplog.records if record.name == "apps.core.throttling"]
+    warnings = [record for record in caplog.records if record.name == "apps.core.request_redis"]
     assert len(warnings) == 1
     assert "rate limits are not enforced" in warnings[0].getMessage()

@@ -1,0 +1,61 @@
+"""The Redis a request asks on its way in (`RATE_LIMIT_REDIS_URL`): rate-limit counts and the
+tenancy generation that keeps cached API keys honest. Every web and MCP process shares it.
+
+Short timeouts (RATE_LIMIT_TIMEOUT_SECONDS), and after a failure it is not asked again for
+RATE_LIMIT_RETRY_SECONDS: an outage costs a process one timeout per interval, not one per request.
+An unanswered question means no limit and no cached key; one warning says both.
+"""
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import redis
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+_connection: redis.Redis | None = None
+_connection_lock = threading.Lock()
+_skip_until = 0.0
+
+
+def _redis() -> redis.Redis:
+    global _connection
+    with _connection_lock:
+        if _connection is None:
+            _connection = redis.Redis.from_url(
+                settings.RATE_LIMIT_REDIS_URL,
+                socket_timeout=settings.RATE_LIMIT_TIMEOUT_SECONDS,
+                socket_connect_timeout=settings.RATE_LIMIT_TIMEOUT_SECONDS,
+            )
+        return _connection
+
+
+def run(commands: Callable[[redis.client.Pipeline], None]) -> list | None:
+    """The replies of the commands `commands` queues on a pipeline (one round trip), or None when
+    Redis did not answer now or recently."""
+    global _skip_until
+    if time.monotonic() < _skip_until:
+        return None
+    pipeline = _redis().pipeline()
+    commands(pipeline)
+    try:
+        return pipeline.execute()
+    except redis.RedisError as exc:
+        _skip_until = time.monotonic() + settings.RATE_LIMIT_RETRY_SECONDS
+        logger.warning(
+            "rate limits are not enforced and API keys are not cached for %g s: Redis is unreachable (%s)",
+            settings.RATE_LIMIT_RETRY_SECONDS,
+            exc,
+        )
+        return None
+
+
+def reset() -> None:
+    """Forgets the connection and any recent failure (tests whose settings name another Redis)."""
+    global _connection, _skip_until
+    with _connection_lock:
+        _connection = None
+    _skip_until = 0.0
