@@ -15,7 +15,7 @@ from apps.conversations.services import (
     request_fingerprint,
     session_seal_now,
 )
-from apps.core.errors import InvalidInput, NotFound
+from apps.core.errors import InvalidInput
 from apps.core.operations import (
     Access,
     Page,
@@ -73,8 +73,6 @@ def session_named(*, client, session_id: str, query) -> tuple:
     session = selectors.session_get(
         client=client, user_id=owner["user_id"], session_id=session_id, scope=owner.get("scope")
     )
-    if selectors.session_delete_pending(session=session):  # accepted for deletion: gone to its callers
-        raise NotFound()
     return session, owner
 
 

@@ -1,15 +1,25 @@
 """Reads of sessions and messages, always within the caller's organisation and read scopes."""
 
+from django.db.models import CharField, Exists, OuterRef, Value
+from django.db.models.functions import Cast, Concat
+
 from apps.conversations.models import Message, Session
-from apps.conversations.routing import session_delete_key
+from apps.conversations.routing import DELETE_SESSION, session_delete_key
 from apps.core.errors import InvalidInput, NotFound
 from apps.pipeline.models import MemoryTask
 from apps.tenancy.readers import Reader
 
 
 def session_list(*, reader: Reader, filters: dict | None = None):
+    """The sessions the reader sees, newest first; a session accepted for deletion is gone from its
+    202 on (its purge task is active), though its rows wait for the purge."""
     filters = filters or {}
-    queryset = reader.rows(Session).select_related("end_user")
+    purge_pending = MemoryTask.objects.filter(
+        task_type=DELETE_SESSION,
+        idempotency_key=Concat(Value(session_delete_key("")), Cast(OuterRef("pk"), CharField())),
+        status__in=MemoryTask.ACTIVE_STATUSES,
+    )
+    queryset = reader.rows(Session).select_related("end_user").exclude(Exists(purge_pending))
     if filters.get("user_id"):
         queryset = queryset.filter(end_user__user_id=filters["user_id"])
     if filters.get("session_tag"):
@@ -75,10 +85,3 @@ def messages_not_learned(*, session: Session):
 
 def message_list(*, reader: Reader):
     return reader.rows(Message)
-
-
-def session_delete_pending(*, session: Session) -> bool:
-    """Whether the session's purge was accepted and has not finished (its idempotency key is active)."""
-    return MemoryTask.objects.filter(
-        idempotency_key=session_delete_key(session.pk), status__in=MemoryTask.ACTIVE_STATUSES
-    ).exists()

@@ -82,6 +82,24 @@ def test_a_session_accepted_for_deletion_reads_as_gone_before_its_purge_runs(api
     assert MemoryTask.objects.filter(task_type="delete_session", status="queued").exists()
     assert api.get("/api/v1/sessions/chat-1/?user_id=caroline").status_code == 404
     assert api.post("/api/v1/sessions/chat-1/seal?user_id=caroline").status_code == 404
+    assert api.delete("/api/v1/sessions/chat-1/?user_id=caroline").status_code == 404
+    assert (
+        api.post(
+            "/api/v1/memory/context", {"user_id": "caroline", "session_id": "chat-1", "query": "hi"}, format="json"
+        ).status_code
+        == 404
+    )
+
+
+def test_a_session_accepted_for_deletion_leaves_the_list_at_once(api, client_a, add_messages):
+    add_messages(client_a, user_id="caroline", session_id="chat-1")
+    add_messages(client_a, user_id="caroline", session_id="chat-2")
+
+    assert api.delete("/api/v1/sessions/chat-1/?user_id=caroline").status_code == 202
+
+    listed = api.get("/api/v1/sessions/?user_id=caroline").json()
+    assert [session["session_id"] for session in listed["results"]] == ["chat-2"]
+    assert listed["count"] == 1
 
 
 def test_an_experience_goes_with_the_skills_built_on_it_alone(api, client_a):
