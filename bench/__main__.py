@@ -152,7 +152,7 @@ def _export():
 
 
 def _tokens():
-    """The prompt token estimate against e5's tokenizer on the dev data; extraction batches by tokens."""
+    """The token estimate against cl100k, o200k and e5 on the dev data and blocks; extraction batches by tokens."""
     from bench import tokens
 
     tokens.run(RESULTS_DIR)

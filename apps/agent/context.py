@@ -4,7 +4,7 @@ session the skills to use. Every line carries a reference `[n]` to an item with 
 
 One search (the engine's, with its reranker, in the reader's scopes) ranks every candidate;
 the block is filled in that order while it fits, and shown in a fixed order of sections (events
-and turns by date). Tokens are counted by apps.agent.tokens; the budget is never exceeded.
+and turns by date). Tokens are counted by apps.providers.tokens; the budget is never exceeded.
 """
 
 from dataclasses import dataclass, field
@@ -12,7 +12,7 @@ from datetime import datetime
 
 from django.conf import settings
 
-from apps.agent.tokens import estimate_tokens, trim_to_tokens
+from apps.providers.tokens import estimate_tokens, fit_text
 from apps.search.engine import search
 from apps.search.registry import SOURCES
 from apps.skills.services.retrieve import skills_rank
@@ -114,8 +114,9 @@ def _sort_key(memory_type: str, instance) -> tuple:
 
 
 def _item(section: str, memory_type: str, instance, score, cap: int) -> Item | None:
-    prefix_tokens = estimate_tokens("[000] ")
-    body = trim_to_tokens(item_body(memory_type, instance), cap - prefix_tokens)
+    # Counted with a three-digit reference after which the body's first word follows a space, as rendered.
+    prefix = "[000] "
+    body = fit_text(item_body(memory_type, instance), cap - estimate_tokens(prefix), marker="…")
     if not body:
         return None
     return Item(
@@ -124,7 +125,7 @@ def _item(section: str, memory_type: str, instance, score, cap: int) -> Item | N
         instance=instance,
         body=body,
         score=score,
-        tokens=prefix_tokens + estimate_tokens(body),
+        tokens=estimate_tokens(prefix + body),
         sort_key=_sort_key(memory_type, instance),
     )
 
@@ -273,7 +274,8 @@ def context_build(
             block.add(_item(SECTION_OF_TYPE[memory_type], memory_type, hit.instance, hit.score, cap))
     text, items = block.render()
     tokens = estimate_tokens(text)
-    while tokens > max_tokens:  # the accounting above is exact; this keeps the promise if it ever is not
+    # The accounting above errs high (references as three digits); this keeps the promise if it ever does not.
+    while tokens > max_tokens:
         last = items[-1]
         block.items[last.section].remove(last)
         text, items = block.render()

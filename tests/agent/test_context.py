@@ -2,8 +2,8 @@
 
 import pytest
 
-from apps.agent.tokens import estimate_tokens
 from apps.pipeline.models import MemoryTask
+from apps.providers.tokens import estimate_tokens
 from tests.conftest import api_for
 from tests.factories import ClientFactory
 from tests.memories.makers import episodic, semantic
