@@ -23,22 +23,10 @@ from apps.agent.serializers import (
 from apps.conversations import views as conversation_views
 from apps.conversations.serializers import SessionOutputSerializer, SessionPatchInputSerializer
 from apps.core.api import ClientAPIView, serves
-from apps.core.pagination import Pagination
+from apps.core.pagination import Pagination, paged_response
 from apps.core.permissions import IsActiveClient
 from apps.memories.serializers import EpisodicMemoryOutputSerializer, SemanticMemoryOutputSerializer
 from apps.profiles import views as profile_views
-
-
-def paginated(request, page: dict) -> Response:
-    """An operation's page ({count, limit, offset, results}) as every list endpoint answers it."""
-    paginator = Pagination()
-    paginator.request, paginator.count, paginator.limit, paginator.offset = (
-        request,
-        page["count"],
-        page["limit"],
-        page["offset"],
-    )
-    return paginator.get_paginated_response(page["results"])
 
 
 def no_content() -> Response:
@@ -86,7 +74,7 @@ class MemoryListView(ClientAPIView):
 
     @serves(operations.memory_list, example="GET /api/v1/memory/semantic/?user_id=alice")
     def get(self, request):
-        return paginated(
+        return paged_response(
             request, operations.memory_list(client=self.client, memory_type=self.memory_type, data=request.query_params)
         )
 
