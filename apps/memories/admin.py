@@ -5,6 +5,9 @@ from django.contrib import admin
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
 from apps.tenancy.admin_base import OrganizationScopedAdmin
 
+OWNER_FIELDS = ["organization", "scope", "end_user", "created_by"]
+TAIL_FIELDS = ["source_message_ids", "embedding_model", "deleted_at", "created_at", "updated_at"]
+
 
 class ChangeInline(admin.TabularInline):
     fields = ["created_at", "operation", "actor", "reason", "previous_value", "new_value"]
@@ -44,6 +47,10 @@ class MemoryAdmin(OrganizationScopedAdmin):
     def has_change_permission(self, request, obj=None):
         return False
 
+    @admin.display(description="summary", ordering="summary")
+    def summary_short(self, memory):
+        return memory.summary[:100]
+
 
 @admin.register(EpisodicMemory)
 class EpisodicMemoryAdmin(MemoryAdmin):
@@ -60,28 +67,17 @@ class EpisodicMemoryAdmin(MemoryAdmin):
     list_filter = ["scope", "time_granularity", ("deleted_at", admin.EmptyFieldListFilter)]
     search_fields = ["summary", "details", "actor", "=end_user__user_id"]
     fields = [
-        "organization",
-        "scope",
-        "end_user",
-        "created_by",
+        *OWNER_FIELDS,
         "occurred_at",
         "time_granularity",
         "actor",
         "event_type",
         "summary",
         "details",
-        "source_message_ids",
-        "embedding_model",
-        "deleted_at",
-        "created_at",
-        "updated_at",
+        *TAIL_FIELDS,
     ]
     readonly_fields = fields
     inlines = [EpisodicMemoryChangeInline]
-
-    @admin.display(description="summary", ordering="summary")
-    def summary_short(self, memory):
-        return memory.summary[:100]
 
 
 @admin.register(SemanticMemory)
@@ -89,24 +85,6 @@ class SemanticMemoryAdmin(MemoryAdmin):
     list_display = ["name", "summary_short", "end_user", "scope", "source", "updated_at", "deleted_at"]
     list_filter = ["scope", ("deleted_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "summary", "details", "=end_user__user_id"]
-    fields = [
-        "organization",
-        "scope",
-        "end_user",
-        "created_by",
-        "name",
-        "summary",
-        "details",
-        "source",
-        "source_message_ids",
-        "embedding_model",
-        "deleted_at",
-        "created_at",
-        "updated_at",
-    ]
+    fields = [*OWNER_FIELDS, "name", "summary", "details", "source", *TAIL_FIELDS]
     readonly_fields = fields
     inlines = [SemanticMemoryChangeInline]
-
-    @admin.display(description="summary", ordering="summary")
-    def summary_short(self, memory):
-        return memory.summary[:100]
