@@ -22,6 +22,7 @@ from apps.agent.serializers import (
 )
 from apps.conversations import views as conversation_views
 from apps.conversations.serializers import SessionOutputSerializer, SessionPatchInputSerializer
+from apps.core.adapters import delete_view
 from apps.core.api import ClientAPIView, serves
 from apps.core.pagination import Pagination, paged_response
 from apps.core.permissions import IsActiveClient
@@ -204,12 +205,9 @@ class SessionDetailView(conversation_views.SessionDetailView):
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
-class ExperienceDetailView(ClientAPIView):
-    @extend_schema(responses={204: None})
-    @serves(operations.experience_delete, example="DELETE /api/v1/experiences/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
-    def delete(self, request, experience_id):
-        operations.experience_delete(client=self.client, experience_id=experience_id)
-        return no_content()
+ExperienceDetailView = delete_view(
+    operations.experience_delete, example="DELETE /api/v1/experiences/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/"
+)
 
 
 class ProfileDetailView(profile_views.ProfileDetailView):
@@ -229,9 +227,6 @@ class ProfileFindingsView(ClientAPIView):
         return Response(operations.profile_findings(client=self.client, profile_id=profile_id))
 
 
-class EntityDetailView(ClientAPIView):
-    @extend_schema(responses={204: None})
-    @serves(operations.entity_delete, example="DELETE /api/v1/entities/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
-    def delete(self, request, entity_id):
-        operations.entity_delete(client=self.client, entity_id=entity_id)
-        return no_content()
+EntityDetailView = delete_view(
+    operations.entity_delete, example="DELETE /api/v1/entities/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/"
+)

@@ -3,7 +3,7 @@
 from django.contrib import admin
 
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
-from apps.tenancy.admin_base import OrganizationScopedAdmin
+from apps.tenancy.admin_base import ReadOnlyAdmin
 
 OWNER_FIELDS = ["organization", "scope", "end_user", "created_by"]
 TAIL_FIELDS = ["source_message_ids", "embedding_model", "deleted_at", "created_at", "updated_at"]
@@ -31,7 +31,7 @@ class SemanticMemoryChangeInline(ChangeInline):
     model = SemanticMemoryChange
 
 
-class MemoryAdmin(OrganizationScopedAdmin):
+class MemoryAdmin(ReadOnlyAdmin):
     """Memories come from extraction and change only through it (so every change has history);
     staff read them and may delete them outright."""
 
@@ -40,12 +40,6 @@ class MemoryAdmin(OrganizationScopedAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("embedding", "search_vector")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="summary", ordering="summary")
     def summary_short(self, memory):
