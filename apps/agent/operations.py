@@ -49,7 +49,7 @@ from apps.core.operations import (
     require_write_access,
     validated,
 )
-from apps.core.pagination import DEFAULT_LIMIT
+from apps.core.pagination import Page, paginate
 from apps.memories import selectors as memory_selectors
 from apps.memories.serializers import EpisodicMemoryOutputSerializer, SemanticMemoryOutputSerializer
 from apps.memories.services import memories as memory_services
@@ -87,25 +87,6 @@ def memory_type_checked(memory_type: str) -> str:
 
 def actor_of(client) -> str:
     return f"client:{client.pk}"
-
-
-def page_of(queryset, *, limit: int | None, offset: int | None, render) -> dict:
-    limit, offset = limit or DEFAULT_LIMIT, offset or 0
-    return {
-        "count": queryset.count(),
-        "limit": limit,
-        "offset": offset,
-        "results": render(queryset[offset : offset + limit]),
-    }
-
-
-def paging(data: dict) -> tuple[int | None, int | None]:
-    """`limit`/`offset`, or their aliases `page_size`/`page` (from 1)."""
-    limit = data.get("limit") or data.get("page_size")
-    offset = data.get("offset")
-    if offset is None and data.get("page"):
-        offset = (data["page"] - 1) * (limit or DEFAULT_LIMIT)
-    return limit, offset
 
 
 def owned_session(*, client, session_id: str, user_id: str, scope: str | None) -> Session:
@@ -191,17 +172,14 @@ def _render_memory(memory_type: str, memory) -> dict:
 
 
 @operation(access=Access.READ)
-def memory_list(*, client, memory_type: str, data: dict) -> dict:
+def memory_list(*, client, memory_type: str, data: dict) -> Page:
     """List one user's memories of a type, a page at a time.
 
     Filters: subject (`name`), a time window and text."""
     memory_type_checked(memory_type)
     filters = validated(MemoryListFilterSerializer, data)
     queryset = memory_selectors.memory_list(reader=client.reader, memory_type=memory_type, filters=filters)
-    limit, offset = paging(filters)
-    return page_of(
-        queryset, limit=limit, offset=offset, render=lambda page: MEMORY_SHAPES[memory_type][0](page, many=True).data
-    )
+    return paginate(queryset, filters=filters, serializer_class=MEMORY_SHAPES[memory_type][0])
 
 
 @operation(access=Access.READ)

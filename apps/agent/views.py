@@ -22,23 +22,12 @@ from apps.agent.serializers import (
 )
 from apps.conversations import views as conversation_views
 from apps.conversations.serializers import SessionOutputSerializer, SessionPatchInputSerializer
+from apps.core.adapters import delete_view
 from apps.core.api import ClientAPIView, serves
-from apps.core.pagination import Pagination
+from apps.core.pagination import Pagination, paged_response
 from apps.core.permissions import IsActiveClient
 from apps.memories.serializers import EpisodicMemoryOutputSerializer, SemanticMemoryOutputSerializer
 from apps.profiles import views as profile_views
-
-
-def paginated(request, page: dict) -> Response:
-    """An operation's page ({count, limit, offset, results}) as every list endpoint answers it."""
-    paginator = Pagination()
-    paginator.request, paginator.count, paginator.limit, paginator.offset = (
-        request,
-        page["count"],
-        page["limit"],
-        page["offset"],
-    )
-    return paginator.get_paginated_response(page["results"])
 
 
 def no_content() -> Response:
@@ -86,7 +75,7 @@ class MemoryListView(ClientAPIView):
 
     @serves(operations.memory_list, example="GET /api/v1/memory/semantic/?user_id=alice")
     def get(self, request):
-        return paginated(
+        return paged_response(
             request, operations.memory_list(client=self.client, memory_type=self.memory_type, data=request.query_params)
         )
 
@@ -216,12 +205,9 @@ class SessionDetailView(conversation_views.SessionDetailView):
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
-class ExperienceDetailView(ClientAPIView):
-    @extend_schema(responses={204: None})
-    @serves(operations.experience_delete, example="DELETE /api/v1/experiences/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
-    def delete(self, request, experience_id):
-        operations.experience_delete(client=self.client, experience_id=experience_id)
-        return no_content()
+ExperienceDetailView = delete_view(
+    operations.experience_delete, example="DELETE /api/v1/experiences/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/"
+)
 
 
 class ProfileDetailView(profile_views.ProfileDetailView):
@@ -241,9 +227,6 @@ class ProfileFindingsView(ClientAPIView):
         return Response(operations.profile_findings(client=self.client, profile_id=profile_id))
 
 
-class EntityDetailView(ClientAPIView):
-    @extend_schema(responses={204: None})
-    @serves(operations.entity_delete, example="DELETE /api/v1/entities/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
-    def delete(self, request, entity_id):
-        operations.entity_delete(client=self.client, entity_id=entity_id)
-        return no_content()
+EntityDetailView = delete_view(
+    operations.entity_delete, example="DELETE /api/v1/entities/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/"
+)

@@ -6,9 +6,9 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Q
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
-from apps.core.models import BaseModel, SessionTag
+from apps.core.models import BaseModel, SessionTag, embedding_index
 
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
@@ -128,13 +128,7 @@ class Message(BaseModel):
             models.Index(fields=["end_user", "organization", "scope", "-occurred_at"], name="message_user_recent_idx"),
             GinIndex(fields=["search_vector"], name="message_search_vector_idx"),
             GinIndex(fields=["content"], opclasses=["gin_trgm_ops"], name="message_content_trgm_idx"),
-            HnswIndex(
-                name="message_embedding_hnsw_idx",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
+            embedding_index("message_embedding_hnsw_idx"),
         ]
 
     def __str__(self):

@@ -18,14 +18,12 @@ from apps.conversations.services import (
 from apps.core.errors import InvalidInput
 from apps.core.operations import (
     Access,
-    Page,
     check_ids,
     operation,
-    paginate,
     require_write_access,
     validated,
 )
-from apps.core.pagination import DEFAULT_LIMIT
+from apps.core.pagination import Page, paginate
 
 MAX_IDEMPOTENCY_KEY = 255
 
@@ -62,7 +60,7 @@ def list_sessions(*, client, query) -> Page:
     """List sessions, most recent first, in the caller's read scopes."""
     filters = validated(SessionListFilterSerializer, query)
     sessions = selectors.session_list(reader=client.reader, filters=filters)
-    return paginate(sessions, filters=filters, serializer_class=SessionOutputSerializer, default_limit=DEFAULT_LIMIT)
+    return paginate(sessions, filters=filters, serializer_class=SessionOutputSerializer)
 
 
 def session_named(*, client, session_id: str, query) -> tuple:

@@ -23,13 +23,13 @@ def list_view(operation, *, filters, output, example: str) -> type[ClientAPIView
 
 
 def delete_view(operation, *, example: str) -> type[ClientAPIView]:
-    """DELETE of the item named by the path's `item_id`: 204."""
+    """DELETE of the item the path names (its id passed to `operation` under the path's own name): 204."""
 
     class DeleteView(ClientAPIView):
         @extend_schema(responses={204: None})
         @serves(operation, example=example)
-        def delete(self, request, item_id):
-            operation(client=self.client, item_id=item_id)
+        def delete(self, request, **path_ids):
+            operation(client=self.client, **path_ids)
             return Response(status=status.HTTP_204_NO_CONTENT)
 
     return DeleteView

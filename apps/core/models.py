@@ -1,8 +1,10 @@
-"""The abstract base every platform model inherits, and the session tag every layer routes by."""
+"""The abstract base every platform model inherits, the embedding index of every searchable table,
+and the session tag every layer routes by."""
 
 import uuid
 
 from django.db import models
+from pgvector.django import HnswIndex
 
 
 class BaseModel(models.Model):
@@ -12,6 +14,11 @@ class BaseModel(models.Model):
 
     class Meta:
         abstract = True
+
+
+def embedding_index(name: str) -> HnswIndex:
+    """The HNSW index (cosine) on a model's `embedding`, alike on every searchable table."""
+    return HnswIndex(name=name, fields=["embedding"], m=16, ef_construction=64, opclasses=["vector_cosine_ops"])
 
 
 class SessionTag(models.TextChoices):

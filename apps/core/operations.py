@@ -7,7 +7,6 @@ refuse and answer alike; errors are members of apps.core.errors' family, mapped 
 
 import enum
 import functools
-from dataclasses import dataclass
 
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 
@@ -110,23 +109,3 @@ def require_write_access(client, item) -> None:
     """Readable is not writable: a client changes only what lives in its own write scope."""
     if item.scope != client.write_scope:
         raise PermissionDenied(f"This item belongs to scope {item.scope!r}, which this client does not write.")
-
-
-@dataclass
-class Page:
-    """One page of a list operation: every match counted, `results` rendered."""
-
-    count: int
-    limit: int
-    offset: int
-    results: list
-
-
-def paginate(queryset, *, filters: dict, serializer_class, default_limit: int) -> Page:
-    """The page a list's validated filters ask for: `limit`/`offset`, or their aliases
-    `page_size`/`page` (from 1)."""
-    limit = filters.get("limit") or filters.get("page_size") or default_limit
-    offset = (filters["page"] - 1) * limit if "page" in filters else filters.get("offset", 0)
-    count = queryset.count()
-    rows = [] if count == 0 or offset > count else queryset[offset : offset + limit]
-    return Page(count=count, limit=limit, offset=offset, results=serializer_class(rows, many=True).data)

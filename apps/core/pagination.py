@@ -1,6 +1,8 @@
 """Pagination of every list endpoint: `limit`/`offset`, with DRF's page-number spellings
 (`page_size`, `page` counted from 1) accepted as aliases, so either convention works."""
 
+from dataclasses import dataclass
+
 from rest_framework import serializers
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.utils.urls import remove_query_param
@@ -49,9 +51,29 @@ class PageQuerySerializer(InputSerializer):
         return attrs
 
 
+@dataclass
+class Page:
+    """One page of a list operation: every match counted, `results` rendered."""
+
+    count: int
+    limit: int
+    offset: int
+    results: list
+
+
+def paginate(queryset, *, filters: dict, serializer_class) -> Page:
+    """The page a list's validated filters ask for: `limit`/`offset`, or their aliases
+    `page_size`/`page` (from 1)."""
+    limit = filters.get("limit") or filters.get("page_size") or DEFAULT_LIMIT
+    offset = (filters["page"] - 1) * limit if "page" in filters else filters.get("offset", 0)
+    count = queryset.count()
+    rows = [] if count == 0 or offset > count else queryset[offset : offset + limit]
+    return Page(count=count, limit=limit, offset=offset, results=serializer_class(rows, many=True).data)
+
+
 class Pagination(LimitOffsetPagination):
     """The page's links and the OpenAPI shape of a list (views name it as `pagination_class`); the
-    page itself is cut by apps.core.operations.paginate from the validated filters."""
+    page itself is cut by `paginate` from the validated filters."""
 
     default_limit = DEFAULT_LIMIT
     max_limit = MAX_LIMIT

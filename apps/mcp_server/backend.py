@@ -17,7 +17,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from apps.agent import operations as agent
 from apps.conversations import operations as conversations
 from apps.core.errors import ApplicationError, NotFound, as_application_error
-from apps.core.operations import Page
+from apps.core.pagination import Page
 from apps.privacy import operations as privacy
 from apps.profiles import operations as profiles
 from apps.search import operations as search

@@ -3,7 +3,10 @@
 from django.contrib import admin
 
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
-from apps.tenancy.admin_base import OrganizationScopedAdmin
+from apps.tenancy.admin_base import ReadOnlyAdmin
+
+OWNER_FIELDS = ["organization", "scope", "end_user", "created_by"]
+TAIL_FIELDS = ["source_message_ids", "embedding_model", "deleted_at", "created_at", "updated_at"]
 
 
 class ChangeInline(admin.TabularInline):
@@ -28,7 +31,7 @@ class SemanticMemoryChangeInline(ChangeInline):
     model = SemanticMemoryChange
 
 
-class MemoryAdmin(OrganizationScopedAdmin):
+class MemoryAdmin(ReadOnlyAdmin):
     """Memories come from extraction and change only through it (so every change has history);
     staff read them and may delete them outright."""
 
@@ -38,11 +41,9 @@ class MemoryAdmin(OrganizationScopedAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).defer("embedding", "search_vector")
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
+    @admin.display(description="summary", ordering="summary")
+    def summary_short(self, memory):
+        return memory.summary[:100]
 
 
 @admin.register(EpisodicMemory)
@@ -60,28 +61,17 @@ class EpisodicMemoryAdmin(MemoryAdmin):
     list_filter = ["scope", "time_granularity", ("deleted_at", admin.EmptyFieldListFilter)]
     search_fields = ["summary", "details", "actor", "=end_user__user_id"]
     fields = [
-        "organization",
-        "scope",
-        "end_user",
-        "created_by",
+        *OWNER_FIELDS,
         "occurred_at",
         "time_granularity",
         "actor",
         "event_type",
         "summary",
         "details",
-        "source_message_ids",
-        "embedding_model",
-        "deleted_at",
-        "created_at",
-        "updated_at",
+        *TAIL_FIELDS,
     ]
     readonly_fields = fields
     inlines = [EpisodicMemoryChangeInline]
-
-    @admin.display(description="summary", ordering="summary")
-    def summary_short(self, memory):
-        return memory.summary[:100]
 
 
 @admin.register(SemanticMemory)
@@ -89,24 +79,6 @@ class SemanticMemoryAdmin(MemoryAdmin):
     list_display = ["name", "summary_short", "end_user", "scope", "source", "updated_at", "deleted_at"]
     list_filter = ["scope", ("deleted_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "summary", "details", "=end_user__user_id"]
-    fields = [
-        "organization",
-        "scope",
-        "end_user",
-        "created_by",
-        "name",
-        "summary",
-        "details",
-        "source",
-        "source_message_ids",
-        "embedding_model",
-        "deleted_at",
-        "created_at",
-        "updated_at",
-    ]
+    fields = [*OWNER_FIELDS, "name", "summary", "details", "source", *TAIL_FIELDS]
     readonly_fields = fields
     inlines = [SemanticMemoryChangeInline]
-
-    @admin.display(description="summary", ordering="summary")
-    def summary_short(self, memory):
-        return memory.summary[:100]

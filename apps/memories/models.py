@@ -7,9 +7,9 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Q
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
-from apps.core.models import BaseModel
+from apps.core.models import BaseModel, embedding_index
 
 ACTOR_MAX_LENGTH = 255
 EVENT_TYPE_MAX_LENGTH = 64
@@ -95,13 +95,7 @@ class EpisodicMemory(Memory):
             models.Index(fields=["organization", "scope", "end_user", "-occurred_at"], name="episodic_user_recent_idx"),
             GinIndex(fields=["search_vector"], name="episodic_search_vector_idx"),
             GinIndex(fields=["summary"], opclasses=["gin_trgm_ops"], name="episodic_summary_trgm_idx"),
-            HnswIndex(
-                name="episodic_embedding_hnsw_idx",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
+            embedding_index("episodic_embedding_hnsw_idx"),
         ]
 
     def __str__(self):
@@ -137,13 +131,7 @@ class SemanticMemory(Memory):
             models.Index(fields=["organization", "scope", "end_user", "name"], name="semantic_user_name_idx"),
             GinIndex(fields=["search_vector"], name="semantic_search_vector_idx"),
             # The fuzzy method's trigram index is on its expression (apps/memories/search.py): see migrations.
-            HnswIndex(
-                name="semantic_embedding_hnsw_idx",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
+            embedding_index("semantic_embedding_hnsw_idx"),
         ]
 
     def __str__(self):

@@ -6,11 +6,11 @@ from apps.core.extensions import Tile, admin_url, of_organization, register_dash
 from apps.pipeline.models import MemoryTask, ProcessHeartbeat
 from apps.pipeline.selectors import machinery_status
 from apps.pipeline.services import task_mark_dead, task_retry_now
-from apps.tenancy.admin_base import OrganizationScopedAdmin
+from apps.tenancy.admin_base import ReadOnlyAdmin
 
 
 @admin.register(MemoryTask)
-class MemoryTaskAdmin(OrganizationScopedAdmin):
+class MemoryTaskAdmin(ReadOnlyAdmin):
     list_display = [
         "task_type",
         "status",
@@ -45,12 +45,6 @@ class MemoryTaskAdmin(OrganizationScopedAdmin):
         "created_at",
         "updated_at",
     ]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="error")
     def short_error(self, task):

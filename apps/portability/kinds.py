@@ -127,36 +127,30 @@ SKILL_FEEDBACK = Kind(
     SkillFeedback,
     parents={"skill_id": (Skill, SKIP), "end_user_id": USER, "client_id": (Client, NULL)},
 )
-EPISODIC = Kind(
-    "episodic_memories",
-    EpisodicMemory,
-    parents={"end_user_id": USER, "created_by_id": (Client, NULL)},
-    id_arrays=("source_message_ids",),
-    exclude=WITHOUT_DERIVED,
-)
-EPISODIC_CHANGES = Kind(
-    "episodic_memory_changes",
-    EpisodicMemoryChange,
-    parents={"memory_id": (EpisodicMemory, REFUSE)},
-    remap_json=_remap_change,
-    cleared=("task_id",),
-    exclude=(),
-)
-SEMANTIC = Kind(
-    "semantic_memories",
-    SemanticMemory,
-    parents={"end_user_id": USER, "created_by_id": (Client, NULL)},
-    id_arrays=("source_message_ids",),
-    exclude=WITHOUT_DERIVED,
-)
-SEMANTIC_CHANGES = Kind(
-    "semantic_memory_changes",
-    SemanticMemoryChange,
-    parents={"memory_id": (SemanticMemory, REFUSE)},
-    remap_json=_remap_change,
-    cleared=("task_id",),
-    exclude=(),
-)
+
+
+def _memory_kinds(name: str, model, change_model) -> tuple[Kind, Kind]:
+    """A memory type's rows and their change history."""
+    memories = Kind(
+        f"{name}_memories",
+        model,
+        parents={"end_user_id": USER, "created_by_id": (Client, NULL)},
+        id_arrays=("source_message_ids",),
+        exclude=WITHOUT_DERIVED,
+    )
+    changes = Kind(
+        f"{name}_memory_changes",
+        change_model,
+        parents={"memory_id": (model, REFUSE)},
+        remap_json=_remap_change,
+        cleared=("task_id",),
+        exclude=(),
+    )
+    return memories, changes
+
+
+EPISODIC, EPISODIC_CHANGES = _memory_kinds("episodic", EpisodicMemory, EpisodicMemoryChange)
+SEMANTIC, SEMANTIC_CHANGES = _memory_kinds("semantic", SemanticMemory, SemanticMemoryChange)
 ENTITIES = Kind("entities", Entity, parents={"end_user_id": USER})
 MENTIONS = Kind(
     "mentions", Mention, parents={"entity_id": (Entity, SKIP)}, id_columns=("item_id", "session_id"), exclude=()

@@ -11,14 +11,14 @@ from apps.privacy.models import ErasureRequest
 from apps.privacy.services.erasure import erasure_request
 from apps.privacy.services.subjects import CLIENT, USER, Subject
 from apps.privacy.services.verify import table_counts
-from apps.tenancy.admin_base import OrganizationScopedAdmin, staff_organization
+from apps.tenancy.admin_base import ReadOnlyAdmin, staff_organization
 from apps.tenancy.models import Client, EndUser
 
 ERASE_PERMISSION = "privacy.add_erasurerequest"
 
 
 @admin.register(ErasureRequest)
-class ErasureRequestAdmin(OrganizationScopedAdmin):
+class ErasureRequestAdmin(ReadOnlyAdmin):
     list_display = [
         "created_at",
         "subject_kind",
@@ -51,12 +51,6 @@ class ErasureRequestAdmin(OrganizationScopedAdmin):
         "finished_at",
     ]
     fields = readonly_fields
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
     def has_delete_permission(self, request, obj=None):
         return False  # the audit trail stays

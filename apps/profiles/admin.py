@@ -12,17 +12,9 @@ from apps.profiles.models import Entity, ItemType, LintFinding, Profile
 from apps.profiles.services.entities import topics_compile_request
 from apps.profiles.services.lint import finding_resolve
 from apps.skills.history import side_by_side
-from apps.tenancy.admin_base import OrganizationScopedAdmin, ScopeFilter
+from apps.tenancy.admin_base import ReadOnlyAdmin, ScopeFilter
 
 ROW_STYLE = {"replace": "background:#fff5b1", "delete": "background:#ffdce0", "insert": "background:#dcffe4"}
-
-
-class ReadOnlyAdmin(OrganizationScopedAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Profile)

@@ -11,9 +11,9 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Q
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
-from apps.core.models import BaseModel
+from apps.core.models import BaseModel, embedding_index
 
 NAME_MAX_LENGTH = 255
 QUOTE_MAX_CHARS = 500
@@ -163,13 +163,7 @@ class Profile(Owned):
             models.Index(fields=["end_user", "organization", "scope", "name"], name="profile_owner_idx"),
             models.Index(fields=["end_user", "organization", "scope", "kind", "status"], name="profile_owner_kind_idx"),
             GinIndex(fields=["search_vector"], name="profile_search_vector_idx"),
-            HnswIndex(
-                name="profile_embedding_hnsw_idx",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
+            embedding_index("profile_embedding_hnsw_idx"),
         ]
 
     def __str__(self):

@@ -2,16 +2,14 @@
 
 from apps.core.operations import (
     Access,
-    Page,
     check_ids,
     get_or_404,
     object_body,
     operation,
-    paginate,
     require_write_access,
     validated,
 )
-from apps.core.pagination import DEFAULT_LIMIT
+from apps.core.pagination import Page, paginate
 from apps.profiles.selectors import entity_list, profile_detail_queryset, profile_list, write_scope_users
 from apps.profiles.serializers import (
     EntityListFilterSerializer,
@@ -32,7 +30,7 @@ def list_profiles(*, client, query) -> Page:
     """List compiled pages in the caller's read scopes: people's (the default) or topics' (`kind=topic`)."""
     filters = validated(ProfileListFilterSerializer, query)
     profiles = profile_list(reader=client.reader, filters=filters)
-    return paginate(profiles, filters=filters, serializer_class=ProfileOutputSerializer, default_limit=DEFAULT_LIMIT)
+    return paginate(profiles, filters=filters, serializer_class=ProfileOutputSerializer)
 
 
 @operation()
@@ -47,7 +45,7 @@ def list_entities(*, client, query) -> Page:
     """List one user's entities and their co-occurrence edges."""
     filters = validated(EntityListFilterSerializer, query)
     entities = entity_list(reader=client.reader, filters=filters)
-    return paginate(entities, filters=filters, serializer_class=EntityOutputSerializer, default_limit=DEFAULT_LIMIT)
+    return paginate(entities, filters=filters, serializer_class=EntityOutputSerializer)
 
 
 @operation(access=Access.WRITE)

@@ -21,38 +21,25 @@ PAGE_FIELDS = (
     "updated_at",
 )
 
-PROFILE_SOURCE = SearchSource(
-    memory_type="profile",
-    model=Profile,
-    output=ProfileOutputSerializer,
-    item_fields=PAGE_FIELDS,
-    default_method="hybrid",
-    time_column="compiled_at",
-    user_column="end_user_id",
-    fuzzy_expression="(t.name || ' ' || t.markdown)",
-    extra_where="t.status = 'active' AND t.kind = 'person'",
-    select_related=("end_user",),
-    embedding_text=Profile.embedding_text,
-    mixed_cap=lambda: settings.SEARCH_PROFILE_HITS,
-    rows=(("kind", Profile.Kind.PERSON.value),),
-)
-TOPIC_SOURCE = SearchSource(
-    memory_type="topic",
-    model=Profile,
-    output=ProfileOutputSerializer,
-    item_fields=PAGE_FIELDS,
-    default_method="hybrid",
-    time_column="compiled_at",
-    user_column="end_user_id",
-    fuzzy_expression="(t.name || ' ' || t.markdown)",
-    extra_where="t.status = 'active' AND t.kind = 'topic'",
-    select_related=("end_user",),
-    embedding_text=Profile.embedding_text,
-    mixed_cap=lambda: settings.SEARCH_TOPIC_HITS,
-    rows=(("kind", Profile.Kind.TOPIC.value),),
-)
+
+def _page_source(memory_type: str, kind: Profile.Kind, mixed_cap) -> SearchSource:
+    return SearchSource(
+        memory_type=memory_type,
+        model=Profile,
+        output=ProfileOutputSerializer,
+        item_fields=PAGE_FIELDS,
+        default_method="hybrid",
+        time_column="compiled_at",
+        user_column="end_user_id",
+        fuzzy_expression="(t.name || ' ' || t.markdown)",
+        extra_where=f"t.status = 'active' AND t.kind = '{kind.value}'",
+        select_related=("end_user",),
+        embedding_text=Profile.embedding_text,
+        mixed_cap=mixed_cap,
+        rows=(("kind", kind.value),),
+    )
 
 
 def register_sources() -> None:
-    register_source(PROFILE_SOURCE)
-    register_source(TOPIC_SOURCE)
+    register_source(_page_source("profile", Profile.Kind.PERSON, lambda: settings.SEARCH_PROFILE_HITS))
+    register_source(_page_source("topic", Profile.Kind.TOPIC, lambda: settings.SEARCH_TOPIC_HITS))

@@ -114,17 +114,23 @@ class RejectForm(forms.Form):
     )
 
 
-def _each(model_admin, request, objects, action, done_message: str) -> None:
-    """Runs an admin action's service on each selected object; a refusal is a warning, not an error."""
-    done = 0
-    for item in objects:
-        try:
-            action(item)
-            done += 1
-        except ConflictError as exc:
-            model_admin.message_user(request, str(exc), messages.WARNING)
-    if done:
-        model_admin.message_user(request, done_message.format(done), messages.SUCCESS)
+class ServiceActions:
+    """Admin actions that run a service on each selected object, as `service(<item_argument>=object,
+    actor=the person, ...)`; a refusal is a warning, not an error."""
+
+    item_argument = ""
+    item_label = ""
+
+    def _each(self, request, queryset, service, verb: str, **kwargs) -> None:
+        done = 0
+        for item in queryset:
+            try:
+                service(**{self.item_argument: item}, actor=person_actor(request.user), **kwargs)
+                done += 1
+            except ConflictError as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+        if done:
+            self.message_user(request, f"{verb} {done} {self.item_label}(s).", messages.SUCCESS)
 
 
 CHART_WIDTH, CHART_HEIGHT, BAR_GAP = 360, 80, 4
@@ -193,7 +199,8 @@ def effectiveness_panel(skill: Skill):
 
 
 @admin.register(Skill)
-class SkillAdmin(OrganizationScopedAdmin):
+class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
+    item_argument = item_label = "skill"
     form = SkillChangeForm
     list_display = [
         "name",
@@ -330,15 +337,6 @@ class SkillAdmin(OrganizationScopedAdmin):
         for skill in queryset:
             skill_delete(skill=skill)
 
-    def _each(self, request, queryset, service, verb: str, **kwargs) -> None:
-        _each(
-            self,
-            request,
-            queryset,
-            lambda skill: service(skill=skill, actor=person_actor(request.user), **kwargs),
-            f"{verb} {{}} skill(s).",
-        )
-
     @admin.action(description="Approve selected skills", permissions=["change"])
     def approve_selected(self, request, queryset):
         self._each(request, queryset, skill_approve, "Approved")
@@ -384,7 +382,8 @@ class SignalFilter(admin.SimpleListFilter):
 
 
 @admin.register(SkillExperience)
-class SkillExperienceAdmin(OrganizationScopedAdmin):
+class SkillExperienceAdmin(ServiceActions, OrganizationScopedAdmin):
+    item_argument, item_label = "experience", "lesson"
     list_display = [
         "title",
         "experience_type",
@@ -431,15 +430,6 @@ class SkillExperienceAdmin(OrganizationScopedAdmin):
 
     def has_add_permission(self, request):
         return False
-
-    def _each(self, request, queryset, service, verb: str) -> None:
-        _each(
-            self,
-            request,
-            queryset,
-            lambda experience: service(experience=experience, actor=person_actor(request.user)),
-            f"{verb} {{}} lesson(s).",
-        )
 
     @admin.action(description="Approve selected held or flagged lessons for every user", permissions=["change"])
     def approve_selected(self, request, queryset):

@@ -7,9 +7,9 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Q
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
-from apps.core.models import BaseModel
+from apps.core.models import BaseModel, embedding_index
 
 SKILL_NAME_MAX_LENGTH = 100
 TITLE_MAX_LENGTH = 120
@@ -91,13 +91,7 @@ class SkillExperience(BaseModel):
             models.Index(fields=["organization", "scope", "status", "-created_at"], name="skill_exp_scope_status_idx"),
             GinIndex(fields=["search_vector"], name="skill_exp_search_vector_idx"),
             # The fuzzy method's trigram index is on its expression (apps/skills/search.py): see migrations.
-            HnswIndex(
-                name="skill_exp_embedding_hnsw_idx",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
+            embedding_index("skill_exp_embedding_hnsw_idx"),
         ]
 
     def __str__(self):
@@ -179,13 +173,7 @@ class Skill(BaseModel):
             models.Index(fields=["organization", "status", "updated_at"], name="skill_review_order_idx"),
             GinIndex(fields=["search_vector"], name="skill_search_vector_idx"),
             # The fuzzy method's trigram index is on its expression (apps/skills/search.py): see migrations.
-            HnswIndex(
-                name="skill_embedding_hnsw_idx",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
+            embedding_index("skill_embedding_hnsw_idx"),
         ]
 
     def __str__(self):

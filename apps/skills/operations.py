@@ -5,15 +5,13 @@ from django.conf import settings
 from apps.conversations.operations import session_named
 from apps.core.operations import (
     Access,
-    Page,
     check_ids,
     get_or_404,
     operation,
-    paginate,
     require_write_access,
     validated,
 )
-from apps.core.pagination import DEFAULT_LIMIT
+from apps.core.pagination import Page, paginate
 from apps.skills import selectors
 from apps.skills.effectiveness import skill_effectiveness
 from apps.skills.serializers import (
@@ -75,7 +73,7 @@ def list_skills(*, client, query) -> Page:
     """List skills, most retrieved first; archived ones only when asked for by `status`."""
     filters = validated(SkillListFilterSerializer, query)
     skills = selectors.skill_list(reader=client.reader, filters=filters)
-    return paginate(skills, filters=filters, serializer_class=SkillOutputSerializer, default_limit=DEFAULT_LIMIT)
+    return paginate(skills, filters=filters, serializer_class=SkillOutputSerializer)
 
 
 @operation()
@@ -140,9 +138,7 @@ def list_experiences(*, client, query) -> Page:
     """List skill experiences (lessons distilled from task sessions), newest first."""
     filters = validated(ExperienceListFilterSerializer, query)
     experiences = selectors.experience_list(reader=client.reader, filters=filters)
-    return paginate(
-        experiences, filters=filters, serializer_class=ExperienceOutputSerializer, default_limit=DEFAULT_LIMIT
-    )
+    return paginate(experiences, filters=filters, serializer_class=ExperienceOutputSerializer)
 
 
 @operation(access=Access.WRITE)

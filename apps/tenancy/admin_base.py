@@ -81,3 +81,13 @@ class OrganizationScopedAdmin(admin.ModelAdmin):
         if not request.user.is_superuser and staff_organization(request) is None:
             return False
         return super().has_module_permission(request)
+
+
+class ReadOnlyAdmin(OrganizationScopedAdmin):
+    """Rows the platform writes: staff read them (and delete them, unless the admin says otherwise)."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -102,10 +102,6 @@ class ClientAPIKey(BaseModel):
     def __str__(self):
         return f"{self.prefix}…"
 
-    @property
-    def is_revoked(self) -> bool:
-        return self.revoked_at is not None
-
 
 class EndUser(BaseModel):
     """A person an agent talks to or works for, named by the caller's own `user_id`."""

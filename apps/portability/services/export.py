@@ -27,7 +27,6 @@ from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse, 
 from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization
 
 ORGANIZATION, SCOPE = "organization", "scope"
-SELECTION_KINDS = (ORGANIZATION, SCOPE, USER, CLIENT)
 
 
 @dataclass(frozen=True)

@@ -35,16 +35,21 @@ class Subject:
     def exists(self) -> bool:
         return self.end_user is not None or self.client is not None
 
+    def _rows(self, model, *, user: str, client: str | None = None) -> QuerySet:
+        """The model's rows whose `user` field is the subject user, or whose `client` field is the
+        subject client; none for a subject that does not exist (or a kind the model does not hold)."""
+        if self.end_user is not None:
+            return model.objects.filter(**{user: self.end_user})
+        if self.client is not None and client is not None:
+            return model.objects.filter(**{client: self.client})
+        return model.objects.none()
+
     # Conversations ------------------------------------------------------------------------------
 
     def sessions(self) -> QuerySet:
         """A user's sessions; the sessions a client opened (at the end of its erasure those still
         holding other clients' turns have passed to one of them, the rest are gone)."""
-        if self.end_user is not None:
-            return Session.objects.filter(end_user=self.end_user)
-        if self.client is not None:
-            return Session.objects.filter(client=self.client)
-        return Session.objects.none()
+        return self._rows(Session, user="end_user", client="client")
 
     def own_sessions(self) -> QuerySet:
         """The subject's sessions that hold no one else's turn: they, and the tasks naming them, go."""
@@ -56,11 +61,7 @@ class Subject:
     def messages(self) -> QuerySet:
         """The subject's turns: a user's, or those a client wrote (never another client's turns in a
         session it opened)."""
-        if self.end_user is not None:
-            return Message.objects.filter(end_user=self.end_user)
-        if self.client is not None:
-            return Message.objects.filter(created_by=self.client)
-        return Message.objects.none()
+        return self._rows(Message, user="end_user", client="created_by")
 
     def ingest_requests(self) -> QuerySet:
         if self.kind == USER:
@@ -102,9 +103,7 @@ class Subject:
 
     def own_skills(self) -> QuerySet:
         """Skills that belong to the subject alone (user-specific skills)."""
-        if self.end_user is not None:
-            return Skill.objects.filter(end_user=self.end_user)
-        return Skill.objects.none()
+        return self._rows(Skill, user="end_user")
 
     def named_skill_versions(self) -> QuerySet:
         """Version snapshots that name the user (user-specific skills record `end_user` in them)."""
@@ -114,19 +113,11 @@ class Subject:
 
     def skill_uses(self) -> QuerySet:
         """The skills served to a user's tasks, or retrieved by a client: the evidence of their outcomes."""
-        if self.end_user is not None:
-            return SkillUse.objects.filter(end_user=self.end_user)
-        if self.client is not None:
-            return SkillUse.objects.filter(client=self.client)
-        return SkillUse.objects.none()
+        return self._rows(SkillUse, user="end_user", client="client")
 
     def skill_feedback(self) -> QuerySet:
         """Verdicts on skills given for a user's sessions, or sent by a client."""
-        if self.end_user is not None:
-            return SkillFeedback.objects.filter(end_user=self.end_user)
-        if self.client is not None:
-            return SkillFeedback.objects.filter(client=self.client)
-        return SkillFeedback.objects.none()
+        return self._rows(SkillFeedback, user="end_user", client="client")
 
     def lineage_links(self) -> QuerySet:
         return SkillVersion.experiences.through.objects.filter(skillexperience__in=self.experiences().values("pk"))
@@ -139,20 +130,14 @@ class Subject:
 
     def entities(self) -> QuerySet:
         """A user's entities, with their mentions, edges, profiles, revisions and findings (cascade)."""
-        if self.end_user is not None:
-            return Entity.objects.filter(end_user=self.end_user)
-        return Entity.objects.none()
+        return self._rows(Entity, user="end_user")
 
     def profiles(self) -> QuerySet:
         """A user's compiled pages of both kinds, people and topics."""
-        if self.end_user is not None:
-            return Profile.objects.filter(end_user=self.end_user)
-        return Profile.objects.none()
+        return self._rows(Profile, user="end_user")
 
     def topic_states(self) -> QuerySet:
-        if self.end_user is not None:
-            return TopicState.objects.filter(end_user=self.end_user)
-        return TopicState.objects.none()
+        return self._rows(TopicState, user="end_user")
 
     def mentions(self) -> QuerySet:
         """Mentions of the subject's items (a user's own entities go with them in any case)."""

@@ -9,7 +9,8 @@ from apps.agent.consolidate import CONSOLIDATE_MEMORIES, consolidation_run
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.pipeline.locks import LockNotAvailable
 from apps.pipeline.services import task_run_here
-from apps.tenancy.models import EndUser, Organization
+from apps.tenancy.commands import organization_named
+from apps.tenancy.models import EndUser
 
 
 class Command(BaseCommand):
@@ -26,9 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, org, scope, user, dry_run, **options):
-        organization = Organization.objects.filter(name=org).first()
-        if organization is None:
-            raise CommandError(f"No organisation named {org!r}.")
+        organization = organization_named(org)
         end_user = None
         if user:
             end_user = EndUser.objects.filter(organization=organization, user_id=user).first()

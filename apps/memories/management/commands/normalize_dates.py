@@ -5,7 +5,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from apps.memories.services.dates import dates_normalize, dates_normalize_enqueue
-from apps.tenancy.models import EndUser, Organization
+from apps.tenancy.commands import organization_named
+from apps.tenancy.models import EndUser
 from apps.tenancy.services import validate_scope
 
 
@@ -25,9 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print the result as JSON, no progress bar.")
 
     def handle(self, *args, **options):
-        organization = Organization.objects.filter(name=options["org"]).first()
-        if organization is None:
-            raise CommandError(f"No organisation named {options['org']!r}.")
+        organization = organization_named(options["org"])
         scope, user_id = options["scope"], options["user"]
         if scope is not None:
             try:

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.portability.management.commands._progress import progress_bar
 from apps.portability.services.export import ORGANIZATION, SCOPE, Selection, archive_export
 from apps.privacy.services.subjects import CLIENT, USER, subject_resolve
-from apps.tenancy.models import Organization
+from apps.tenancy.commands import organization_named
 from apps.tenancy.services import validate_scope
 
 
@@ -26,9 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print the manifest as JSON, no progress bar.")
 
     def handle(self, *args, **options):
-        organization = Organization.objects.filter(name=options["org"]).first()
-        if organization is None:
-            raise CommandError(f"No organisation named {options['org']!r}.")
+        organization = organization_named(options["org"])
         if options["scope"] is not None:
             try:
                 selection = Selection(organization=organization, kind=SCOPE, scope=validate_scope(options["scope"]))

@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.portability.services.skill_files import skills_export_files
-from apps.tenancy.models import Organization
+from apps.tenancy.commands import organization_named
 from apps.tenancy.services import validate_scope
 
 
@@ -19,9 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print machine-readable JSON.")
 
     def handle(self, *args, **options):
-        organization = Organization.objects.filter(name=options["org"]).first()
-        if organization is None:
-            raise CommandError(f"No organisation named {options['org']!r}.")
+        organization = organization_named(options["org"])
         try:
             scope = validate_scope(options["scope"])
         except ValidationError as exc:

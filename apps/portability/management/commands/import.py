@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.portability.archive import ArchiveError
 from apps.portability.management.commands._progress import progress_bar
 from apps.portability.services.importer import archive_import
-from apps.tenancy.models import Organization
+from apps.tenancy.commands import organization_named
 
 
 class Command(BaseCommand):
@@ -20,9 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print the result as JSON, no progress bar.")
 
     def handle(self, *args, path, **options):
-        organization = Organization.objects.filter(name=options["org"]).first()
-        if organization is None:
-            raise CommandError(f"No organisation named {options['org']!r}.")
+        organization = organization_named(options["org"])
         try:
             result = archive_import(path=path, organization=organization, on_progress=progress_bar(not options["json"]))
         except ArchiveError as exc:

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.portability.archive import ArchiveError
 from apps.portability.services.skill_files import skills_import_files
-from apps.tenancy.models import Organization
+from apps.tenancy.commands import organization_named
 from apps.tenancy.services import validate_scope
 
 
@@ -23,9 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print machine-readable JSON.")
 
     def handle(self, *args, path, **options):
-        organization = Organization.objects.filter(name=options["org"]).first()
-        if organization is None:
-            raise CommandError(f"No organisation named {options['org']!r}.")
+        organization = organization_named(options["org"])
         if not Path(path).is_dir():
             raise CommandError(f"{path!r} is not a folder.")
         try:

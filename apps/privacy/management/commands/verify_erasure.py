@@ -6,7 +6,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.privacy.services.subjects import CLIENT, USER, subject_resolve
 from apps.privacy.services.verify import subject_verify
-from apps.tenancy.models import Client, Organization
+from apps.tenancy.commands import organization_named
+from apps.tenancy.models import Client
 
 
 class Command(BaseCommand):
@@ -27,9 +28,7 @@ class Command(BaseCommand):
         if options["user"] is not None:
             if not options["org"]:
                 raise CommandError("--user needs --org NAME.")
-            organization = Organization.objects.filter(name=options["org"]).first()
-            if organization is None:
-                raise CommandError(f"No organisation named {options['org']!r}.")
+            organization = organization_named(options["org"])
             kind, subject_id = USER, options["user"]
         else:
             client = (

@@ -7,7 +7,8 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.pipeline.locks import advisory_lock
 from apps.profiles.handlers import owner_lock_key
 from apps.profiles.services.topics import topics_compile
-from apps.tenancy.models import EndUser, Organization
+from apps.tenancy.commands import organization_named
+from apps.tenancy.models import EndUser
 
 
 class Command(BaseCommand):
@@ -20,9 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, **options):
-        organization = Organization.objects.filter(name=options["org"]).first()
-        if organization is None:
-            raise CommandError(f"No organisation named {options['org']!r}.")
+        organization = organization_named(options["org"])
         end_user = None
         if options["user"]:
             end_user = EndUser.objects.filter(organization=organization, user_id=options["user"]).first()

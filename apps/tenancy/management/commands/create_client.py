@@ -3,7 +3,7 @@ import json
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.tenancy.models import Organization
+from apps.tenancy.commands import organization_named
 from apps.tenancy.services import client_create
 
 
@@ -30,9 +30,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print machine-readable JSON.")
 
     def handle(self, *args, **options):
-        organization = Organization.objects.filter(name=options["org"]).first()
-        if organization is None:
-            raise CommandError(f"No organisation named {options['org']!r}.")
+        organization = organization_named(options["org"])
         read_scopes = None
         if options["read_scopes"] is not None:
             read_scopes = [scope.strip() for scope in options["read_scopes"].split(",") if scope.strip()]
