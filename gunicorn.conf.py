@@ -22,9 +22,11 @@ worker_connections = int(os.environ.get("WEB_MAX_CONNECTIONS", "1000"))
 keepalive = int(os.environ.get("WEB_HEADER_TIMEOUT_SECONDS", "5"))
 timeout = int(os.environ.get("WEB_WORKER_TIMEOUT_SECONDS", "120"))
 
-# Greenlets do not share a database connection: each request closes its own (a persistent one
-# would stay open with every idle keep-alive connection). Set here, before the settings are read.
+# Greenlets do not share a database connection, and a persistent one would stay open with every idle
+# keep-alive connection: each request borrows one from the process's pool and returns it when it ends.
+# Set here, before the settings are read.
 os.environ.setdefault("CONN_MAX_AGE", "0")
+os.environ.setdefault("DATABASE_POOL", "1")
 
 # The access log names the route a request matched, never its path or query string.
 accesslog = "-"
