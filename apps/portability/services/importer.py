@@ -425,10 +425,11 @@ class _Import:
 
     def _check_stored(self, table: _Table):
         """A row that a unique name or key of the organisation kept out (not its own earlier import) is an error."""
+        pk = connection.ops.quote_name(table.kind.model._meta.pk.column)
         with connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT min(s.import_line) FROM {table.stage} s WHERE NOT EXISTS "
-                f"(SELECT 1 FROM {connection.ops.quote_name(table.kind.model._meta.db_table)} t WHERE t.id = s.id)"
+                f"(SELECT 1 FROM {connection.ops.quote_name(table.kind.model._meta.db_table)} t WHERE t.{pk} = s.{pk})"
             )
             (line,) = cursor.fetchone()
         if line is not None:
