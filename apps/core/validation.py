@@ -22,6 +22,8 @@ FORBIDDEN_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
 # The same rule as a JSON Schema pattern, for the OpenAPI schema. It names NUL only: a lone surrogate is
 # not a Unicode scalar value, so no JSON Schema string (and no validator's regex engine) can hold one.
 TEXT_PATTERN = "^[^\\u0000]*$"
+# A JSON escape that decodes to one of them: without one (and without them raw), no decoded string holds one.
+FORBIDDEN_ESCAPES = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
 
 FIRST_YEAR = 1900
 LAST_YEAR = 2199
@@ -138,9 +140,20 @@ def loads(text: str | bytes, *, field: str = "", check_values: bool = True):
         raise InputError(field, f"JSON nested deeper than {max_depth()} levels.") from None
     except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
         raise InputError(field, f"Not valid JSON: {exc}") from None
-    if check_values:
+    if check_values and not _plainly_valid(text):
         check_json(value, field=field)
     return value
+
+
+def _plainly_valid(text: str) -> bool:
+    """Whether the JSON text `loads` parsed can only decode to values check_json accepts: no
+    forbidden character raw or escaped, and fewer objects and arrays than the depth limit (numbers
+    were checked as they were parsed). Most documents are, and skip the walk over every value."""
+    return (
+        text.count("{") + text.count("[") <= max_depth()
+        and FORBIDDEN_CHARACTERS.search(text) is None
+        and FORBIDDEN_ESCAPES.search(text) is None
+    )
 
 
 def check_tags(tags, *, field: str) -> dict:

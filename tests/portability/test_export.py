@@ -14,6 +14,8 @@ from apps.portability.kinds import KINDS
 from apps.portability.services.export import Selection, archive_export
 from apps.privacy.services.subjects import subject_resolve
 from apps.privacy.services.verify import subject_checks
+from apps.profiles.models import Profile
+from apps.profiles.services.compile import page_store
 from apps.providers.embeddings import embedding_model_name
 from tests.factories import ClientFactory
 from tests.portability.conftest import archive_rows, manifest_of
@@ -103,6 +105,61 @@ def test_a_persons_archive_carries_no_other_persons_rows(world, out):
     with zipfile.ZipFile(out) as archive:
         text = b"".join(archive.read(name) for name in archive.namelist()).decode()
     assert ALICE_WORD in text.lower() and BOB_WORD not in text.lower() and BOB not in text
+
+
+def test_pages_that_quote_another_person_carry_none_of_their_words_into_a_persons_archive(world, out):
+    """Alice's page quotes a turn of Bob's (a group conversation) and Bob's page quotes one of Alice's.
+    Her archive keeps her page's text and its citation of Bob's turn as a bare reference (type and id),
+    and lists Bob's revision (erasing her deletes it) with her words only: no quote of Bob, no text of his page."""
+    alice, bob = world.end_user(ALICE), world.end_user(BOB)
+    alice_turn = Message.objects.get(end_user=alice, session__session_id="chat-1", role="user")
+    bob_turn = Message.objects.get(end_user=bob, session__session_id="chat-1", role="user")
+    alice_page, bob_page = Profile.objects.filter(end_user=alice).first(), Profile.objects.filter(end_user=bob).first()
+
+    def store(page, markdown, *turns):
+        sources = {
+            ("message", str(t.pk)): {"item_type": "message", "item_id": str(t.pk), "quote": t.content} for t in turns
+        }
+        page_store(
+            profile=page,
+            candidate=Profile(name=page.name, markdown=markdown),
+            sources=sources,
+            model="rules",
+            usage={},
+            reason="group conversation",
+        )
+
+    store(alice_page, "Went on a group trip.", alice_turn, bob_turn)
+    store(bob_page, f"Hiked near {BOB_WORD.title()}, with Alice.", bob_turn, alice_turn)
+    export("--org", world.organization.name, "--user", ALICE, "--out", str(out))
+    rows = archive_rows(out)
+    with zipfile.ZipFile(out) as archive:
+        text = b"".join(archive.read(name) for name in archive.namelist()).decode()
+    assert BOB_WORD not in text.lower() and bob_turn.content not in text and alice_turn.content in text
+
+    own = next(
+        row
+        for row in rows["profile_revisions"]
+        if row["profile_id"] == str(alice_page.pk) and row["number"] == alice_page.revision
+    )
+    assert own["markdown"] == "Went on a group trip."
+    assert own["sources"] == [
+        {"item_type": "message", "item_id": str(alice_turn.pk), "quote": alice_turn.content},
+        {"item_type": "message", "item_id": str(bob_turn.pk)},
+    ]
+    assert {
+        row["item_id"]: row["quote"] for row in rows["profile_sources"] if row["profile_id"] == str(alice_page.pk)
+    } == {
+        str(alice_turn.pk): alice_turn.content,
+        str(bob_turn.pk): "",
+    }
+    (bobs,) = [row for row in rows["profile_revisions"] if row["profile_id"] == str(bob_page.pk)]
+    assert bobs["markdown"] == "" and bobs["sources"] == [
+        {"item_type": "message", "item_id": str(bob_turn.pk)},
+        {"item_type": "message", "item_id": str(alice_turn.pk), "quote": alice_turn.content},
+    ]
+    assert str(bob_page.pk) not in {row["id"] for row in rows["profiles"]}
+    assert str(bob_turn.pk) not in {row["id"] for row in rows["messages"]}
 
 
 def test_the_command_shows_progress_and_refuses_what_it_cannot_find(world, out, capsys):

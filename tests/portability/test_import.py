@@ -197,6 +197,26 @@ def test_a_hostile_archive_is_refused_naming_where_and_stores_nothing(world, out
     assert not any(counts(target).values()) and not Client.objects.filter(organization=target).exists()
 
 
+def test_rows_the_database_or_a_unique_name_refuses_are_named_and_nothing_is_stored(world, out, target):
+    export(world.organization, out)
+    # A turn without a speaker name passes the field rules (blank) but not the column (NOT NULL).
+    rewrite(out, "messages.jsonl", _first("name", None))
+    with pytest.raises(
+        CommandError, match=r"messages\.jsonl:1-\d+: The database refused these rows \(NotNullViolation"
+    ):
+        run_import(out, target)
+    assert not any(counts(target).values())
+
+    export(world.organization, out)
+    run_import(out, target)
+    before = counts(target)
+    # The same skill name in the same scope under another id: the organisation's unique name keeps it out.
+    rewrite(out, "skills.jsonl", _first("id", str(uuid.uuid4())))
+    with pytest.raises(CommandError, match=r"skills\.jsonl:1: Conflicts with a row already in the organisation"):
+        run_import(out, target)
+    assert counts(target) == before
+
+
 def test_a_tampered_or_foreign_file_is_refused(world, out, target, tmp_path):
     export(world.organization, out)
     rewrite(out, "messages.jsonl", lambda lines: lines[:-1], fix_manifest=False)

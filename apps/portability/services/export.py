@@ -3,11 +3,13 @@ into an archive file one batch of rows at a time.
 
 An end user's or a client's archive is exactly what erasing them would delete: its querysets
 are the erasure's own (apps.privacy.services.subjects.Subject), plus the compiled rows that go
-with the subject's entities and profiles by cascade.
+with the subject's entities and profiles by cascade. It carries no one else's words (_Quotes).
 """
 
+import uuid
 from dataclasses import dataclass
 from functools import reduce
+from itertools import islice
 from operator import or_
 from pathlib import Path
 
@@ -20,7 +22,17 @@ from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticM
 from apps.portability import kinds as k
 from apps.portability.archive import FORMAT, FORMAT_VERSION, ArchiveWriter, platform_version, vector_encode
 from apps.privacy.services.subjects import CLIENT, USER, Subject
-from apps.profiles.models import Edge, Entity, LintFinding, Mention, Profile, ProfileRevision, ProfileSource, TopicState
+from apps.profiles.models import (
+    Edge,
+    Entity,
+    ItemType,
+    LintFinding,
+    Mention,
+    Profile,
+    ProfileRevision,
+    ProfileSource,
+    TopicState,
+)
 from apps.providers.embeddings import embedding_model_name
 from apps.providers.models import LLMUsage
 from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse, SkillVersion
@@ -157,14 +169,93 @@ class Selection:
         }
 
 
+# The archive's file of each type of item a profile page quotes.
+QUOTED_KINDS = {ItemType.MESSAGE: k.MESSAGES, ItemType.EPISODIC: k.EPISODIC, ItemType.SEMANTIC: k.SEMANTIC}
+
+
+@dataclass(frozen=True)
+class _Quotes:
+    """A subject's archive carries no one else's words. Its profile rows may quote another person's
+    items (a page of the subject's compiled from a group conversation; another person's page quoting
+    the subject, which erasure deletes and so the archive lists): a quote travels only with the item
+    it quotes, and a citation of any other item stays as a reference (its type and id) without its
+    quote. A revision of a page that is not the subject's carries no text."""
+
+    items: dict[str, QuerySet]  # item type -> the archive's items of that type
+    pages: QuerySet  # the archive's profiles: the subject's own pages
+
+    @classmethod
+    def of(cls, querysets: dict) -> "_Quotes":
+        return cls(
+            items={item_type: querysets[kind] for item_type, kind in QUOTED_KINDS.items()},
+            pages=querysets[k.PROFILES],
+        )
+
+    def redacted(self, kind: k.Kind, rows, batch_size: int):
+        if kind not in (k.PROFILE_SOURCES, k.PROFILE_REVISIONS):
+            yield from rows
+            return
+        rows = iter(rows)
+        while batch := list(islice(rows, batch_size)):
+            cited = [(row["item_type"], row["item_id"]) for row in batch] if kind is k.PROFILE_SOURCES else []
+            for row in batch if kind is k.PROFILE_REVISIONS else ():
+                cited += [_citation(source) for source in row["sources"] or () if isinstance(source, dict)]
+            kept = self._archived(cited)
+            if kind is k.PROFILE_SOURCES:
+                for row in batch:
+                    if (row["item_type"], str(row["item_id"])) not in kept:
+                        row["quote"] = ""
+                    yield row
+                continue
+            own = {
+                str(pk)
+                for pk in self.pages.filter(pk__in={row["profile_id"] for row in batch}).values_list("pk", flat=True)
+            }
+            for row in batch:
+                if str(row["profile_id"]) not in own:
+                    row["markdown"] = ""
+                if isinstance(row["sources"], list):
+                    row["sources"] = [
+                        {key: value for key, value in source.items() if key != "quote"}
+                        if isinstance(source, dict) and _citation(source) not in kept
+                        else source
+                        for source in row["sources"]
+                    ]
+                yield row
+
+    def _archived(self, cited: list[tuple]) -> set[tuple[str, str]]:
+        """Which of the cited (item type, id) are items of this archive."""
+        kept = set()
+        for item_type, items in self.items.items():
+            ids = {item_id for cited_type, item_id in cited if cited_type == item_type and _is_uuid(item_id)}
+            if ids:
+                kept.update((item_type, str(pk)) for pk in items.filter(pk__in=ids).values_list("pk", flat=True))
+        return kept
+
+
+def _citation(source: dict) -> tuple:
+    return source.get("item_type"), str(source.get("item_id"))
+
+
+def _is_uuid(value) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
 def _referenced(rows: dict, references: dict) -> Q:
     """Rows whose primary key one of the querysets `rows[kind]` names in its column `references[kind]`."""
     return reduce(or_, (Q(pk__in=rows[kind].values(column)) for kind, column in references.items()), Q(pk__in=[]))
 
 
-def _rows(kind: k.Kind, queryset: QuerySet, batch_size: int, on_row):
+def _rows(kind: k.Kind, queryset: QuerySet, batch_size: int, on_row, quotes: _Quotes | None):
     vectors = "embedding" in kind.columns
-    for row in queryset.order_by().values(*kind.columns).iterator(chunk_size=batch_size):
+    rows = queryset.order_by().values(*kind.columns).iterator(chunk_size=batch_size)
+    if quotes is not None:
+        rows = quotes.redacted(kind, rows, batch_size)
+    for row in rows:
         on_row(row)
         if vectors and row["embedding"] is not None:
             row["embedding"] = vector_encode(row["embedding"])
@@ -180,8 +271,10 @@ def archive_export(*, selection: Selection, path: Path, on_progress=None, on_row
     """
     batch_size = settings.PORTABILITY_BATCH_SIZE
     writer = ArchiveWriter(path)
+    querysets = selection.querysets()
+    quotes = _Quotes.of(querysets) if selection.subject is not None else None
     try:
-        for kind, queryset in selection.querysets().items():
+        for kind, queryset in querysets.items():
             total = queryset.count() if on_progress else 0
             done = 0
 
@@ -193,7 +286,7 @@ def archive_export(*, selection: Selection, path: Path, on_progress=None, on_row
                 if on_progress and done % batch_size == 0:
                     on_progress(kind.name, done, total)
 
-            writer.write_rows(kind.file, _rows(kind, queryset, batch_size, tick))
+            writer.write_rows(kind.file, _rows(kind, queryset, batch_size, tick, quotes))
             if on_progress:
                 on_progress(kind.name, done, total)
     except BaseException:

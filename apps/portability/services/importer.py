@@ -6,19 +6,26 @@ lookup table, and importing the same archive twice finds every row already there
 nothing. End users and clients are matched by their natural keys (user id, client name).
 Vectors are kept when they were computed by the configured embedding model and recomputed
 otherwise.
+
+Rows are validated in Python one batch at a time, then written with COPY into a temporary table and
+moved with one INSERT ... SELECT ... ON CONFLICT DO NOTHING per batch: a multi-row INSERT of
+thousands of bound values costs more to compose and parse than the rows cost to store.
 """
 
 import logging
 import re
 import uuid
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache, partial
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, connection, transaction
+from django.db.models import Field
 
 from apps.conversations.models import SESSION_ID_PATTERN
-from apps.core.validation import InputError, check_json, check_text
+from apps.core.validation import InputError
 from apps.portability import kinds as k
 from apps.portability.archive import ArchiveError, ArchiveReader, vector_decode
 from apps.providers.embeddings import embed_texts, embedding_model_name
@@ -27,6 +34,85 @@ from apps.skills.models import SkillVersion
 from apps.tenancy.models import SCOPE_PATTERN, Client, EndUser, Organization
 
 logger = logging.getLogger(__name__)
+
+
+# Fields whose cleaned value (a str, number, bool or UUID) is what the database is sent: the rest (JSON,
+# times, vectors, arrays) go through the field's own get_db_prep_save, as a model's save would.
+_SENT_AS_CLEANED = frozenset(
+    (
+        "CharField",
+        "SlugField",
+        "TextField",
+        "BooleanField",
+        "IntegerField",
+        "PositiveIntegerField",
+        "PositiveSmallIntegerField",
+        "BigIntegerField",
+        "SmallIntegerField",
+        "FloatField",
+        "UUIDField",
+        "ForeignKey",
+        "OneToOneField",
+    )
+)
+
+
+def _preparer(field: Field):
+    """What turns the field's cleaned value into what the database is sent; None: the value itself."""
+    internal_type = field.get_internal_type()
+    if internal_type in _SENT_AS_CLEANED:
+        return None
+    prepare = partial(field.get_db_prep_save, connection=connection)
+    if internal_type == "DateTimeField":  # an aware time is sent as it is; the field makes a naive one aware
+        return lambda value: value if value is None or value.tzinfo is not None else prepare(value)
+    return prepare
+
+
+@dataclass(frozen=True)
+class _Table:
+    """How the rows of one kind are checked and written, worked out once per import."""
+
+    kind: k.Kind
+    columns: tuple[str, ...]
+    column_set: frozenset
+    # The fields the API's model validation cleans (Model.clean_fields, less keys, relations and vectors).
+    cleaned: tuple[Field, ...]
+    # The fields written, in the order of the COPY and the INSERT, and the function that turns a
+    # cleaned value into what the database is sent (None: the value as it is).
+    written: tuple[Field, ...]
+    prepared: tuple
+    has_organization: bool
+
+    @classmethod
+    def of(cls, kind: k.Kind) -> "_Table":
+        columns = tuple(kind.columns)
+        fields = [f for f in kind.model._meta.concrete_fields if not f.generated]
+        written = tuple(
+            f
+            for f in fields
+            if f.name == "organization" or (f.attname in columns and (kind.keeps_ids or not f.primary_key))
+        )
+        return cls(
+            kind=kind,
+            columns=columns,
+            column_set=frozenset(columns),
+            cleaned=tuple(
+                f
+                for f in fields
+                if f.attname in columns and not (f.is_relation or f.primary_key or f.name == "embedding")
+            ),
+            written=written,
+            prepared=tuple(_preparer(f) for f in written),
+            has_organization=any(f.name == "organization" for f in fields),
+        )
+
+    @property
+    def stage(self) -> str:
+        return connection.ops.quote_name(f"portability_import_{self.kind.name}")
+
+    @property
+    def column_list(self) -> str:
+        return ", ".join(connection.ops.quote_name(f.column) for f in self.written)
 
 
 class _Import:
@@ -45,6 +131,8 @@ class _Import:
         self.counts: dict[str, int] = {}
         self.recomputed = 0
         self.batch_size = settings.PORTABILITY_BATCH_SIZE
+        # Parents repeat from row to row (a session's turns): their new ids are remembered, a batch's worth.
+        self.parent_id = lru_cache(maxsize=self.batch_size)(self.remap)
 
     def remap(self, value) -> uuid.UUID:
         try:
@@ -59,15 +147,17 @@ class _Import:
         self._end_users()
         self._clients()
         for kind in k.KINDS:
-            if kind in k.NATURAL or not kind.importable:
+            if kind in k.NATURAL or not kind.importable or kind.file not in self.reader.manifest["files"]:
                 continue
-            batch = []
-            for line, row in self.reader.rows(kind.file):
-                batch.append((line, self._located(kind, line, self._instance, kind, row)))
-                if len(batch) >= self.batch_size:
-                    self._flush(kind, batch)
-                    batch = []
-            self._flush(kind, batch)
+            table = _Table.of(kind)
+            with _staged(table):
+                batch = []
+                for line, row in self.reader.rows(kind.file):
+                    batch.append((line, *self._located(kind, line, self._values, table, row)))
+                    if len(batch) >= self.batch_size:
+                        self._flush(table, batch)
+                        batch = []
+                self._flush(table, batch)
         return self.counts
 
     def _located(self, kind, line, function, *args):
@@ -81,23 +171,22 @@ class _Import:
                 f"{kind.file}:{line}" + (f": {field}" if field not in ("", "__all__") else ""), " ".join(messages)
             ) from None
 
-    def _checked_row(self, kind: k.Kind, row: dict) -> dict:
-        columns = kind.columns
+    @staticmethod
+    def _checked_row(columns, row: dict) -> dict:
+        """The row has exactly the kind's columns (its strings, numbers and depth were checked as it
+        was read: ArchiveReader.rows)."""
+        if row.keys() == set(columns):
+            return row
         unknown, missing = sorted(set(row) - set(columns)), [column for column in columns if column not in row]
         if unknown:
             raise InputError(unknown[0], "Unknown field for this kind of row.")
-        if missing:
-            raise InputError(missing[0], "Missing.")
-        for column, value in row.items():
-            if column != "embedding":
-                check_json(value, field=column)
-        return row
+        raise InputError(missing[0], "Missing.")
 
     def _natural_rows(self, kind, key: str):
         """Rows of end_users or clients, batch by batch, with their natural key checked."""
         batch = []
         for line, row in self.reader.rows(kind.file):
-            row = self._located(kind, line, self._checked_row, kind, row)
+            row = self._located(kind, line, self._checked_row, kind.columns, row)
             value = row[key]
             if not isinstance(value, str) or not value.strip() or len(value) > 200:
                 raise ArchiveError(
@@ -169,17 +258,20 @@ class _Import:
             return None
         mapping = {EndUser: self.users, Client: self.clients}.get(model)
         if mapping is None:
-            return self.remap(value)
+            return self.parent_id(value)
         if str(value) in mapping:
             return mapping[str(value)]
         if mode == k.NULL:
             return None
         raise InputError(column, f"Names a row that is not in {'end_users' if model is EndUser else 'clients'}.jsonl.")
 
-    def _instance(self, kind: k.Kind, row: dict):
-        row = self._checked_row(kind, row)
+    def _values(self, table: _Table, row: dict) -> tuple[dict, bool]:
+        """The row's column values, remapped and cleaned by the model's own field rules, and whether
+        its vector is to be recomputed."""
+        kind = table.kind
+        row = self._checked_row(table.columns, row)
         values, vector = {}, None
-        for column in kind.columns:
+        for column in table.columns:
             value = row[column]
             if column == "id":
                 if kind.keeps_ids:
@@ -208,18 +300,18 @@ class _Import:
             except InputError as exc:
                 raise InputError(exc.field or "ids", exc.message) from None
         self._check_names(values)
-        if any(f.name == "organization" for f in kind.model._meta.concrete_fields):
+        if table.has_organization:
             values["organization_id"] = self.organization.pk
-        instance = kind.model(**values)
-        excluded = [
-            f.name
-            for f in kind.model._meta.concrete_fields
-            if f.is_relation or f.primary_key or f.name == "embedding" or getattr(f, "generated", False)
-        ]
-        instance.clean_fields(exclude=excluded)
-        if "embedding" in kind.columns:
-            self._vector(instance, vector)
-        return instance
+        for f in table.cleaned:  # Model.clean_fields, field by field, without building the instance
+            raw = values[f.attname]
+            if f.blank and raw in f.empty_values:
+                continue
+            try:
+                values[f.attname] = f.clean(raw, None)
+            except ValidationError as exc:
+                raise ValidationError({f.name: exc.error_list}) from None
+        recompute = self._vector(values, vector) if "embedding" in table.column_set else False
+        return values, recompute
 
     def _remapped(self, column, value):
         try:
@@ -240,65 +332,81 @@ class _Import:
         for column in ("importance", "credibility"):
             if column in values and not (isinstance(values[column], (int, float)) and 0 <= values[column] <= 1):
                 raise InputError(column, "Must lie between 0 and 1.")
-        for column, value in values.items():
-            if isinstance(value, str):
-                check_text(value, field=column)
 
-    def _vector(self, instance, vector):
-        """Keeps a vector of the configured model; a vector of another model is marked for recomputing."""
-        instance._recompute = False
+    def _vector(self, values: dict, vector) -> bool:
+        """Keeps a vector of the configured model; a vector of another model is to be recomputed."""
         if vector is None:
-            instance.embedding, instance.embedding_model = None, ""
-        elif instance.embedding_model == self.model_name:
-            if not isinstance(vector, str):
-                raise InputError("embedding", "Must be base64 of float32 values, or null.")
-            try:
-                instance.embedding = vector_decode(vector, dimensions=self.dimensions)
-            except ValueError as exc:
-                raise InputError("embedding", str(exc)) from None
-        else:
-            instance.embedding, instance._recompute = None, True
+            values["embedding"], values["embedding_model"] = None, ""
+            return False
+        if values["embedding_model"] != self.model_name:
+            values["embedding"] = None
+            return True
+        if not isinstance(vector, str):
+            raise InputError("embedding", "Must be base64 of float32 values, or null.")
+        try:
+            values["embedding"] = vector_decode(vector, dimensions=self.dimensions)
+        except ValueError as exc:
+            raise InputError("embedding", str(exc)) from None
+        return False
 
     # Batches -----------------------------------------------------------------------------------
 
-    def _flush(self, kind: k.Kind, batch: list):
+    def _flush(self, table: _Table, batch: list):
+        """Writes a batch of (line, values, recompute): COPY into the kind's staging table, then one
+        INSERT ... ON CONFLICT DO NOTHING (a row already imported stays as it is)."""
         if not batch:
             return
+        kind = table.kind
         for column, (model, mode) in kind.parents.items():
             if model in (EndUser, Client):
                 continue
             batch = self._with_parents(kind, batch, column, model, mode)
-        instances = [instance for _, instance in batch]
-        if kind.model is k.EDGES.model:
-            for edge in instances:
-                if edge.source_id > edge.target_id:  # remapped ids sort anew; a pair keeps one row
-                    edge.source_id, edge.target_id = edge.target_id, edge.source_id
-        self._recompute(kind, instances)
+        if kind is k.EDGES:
+            for _, values, _ in batch:
+                if values["source_id"] > values["target_id"]:  # remapped ids sort anew; a pair keeps one row
+                    values["source_id"], values["target_id"] = values["target_id"], values["source_id"]
+        self._recompute(kind, [values for _, values, recompute in batch if recompute])
+        fields, columns = tuple(zip(table.written, table.prepared)), table.column_list
         try:
-            with transaction.atomic(), _archived_timestamps(kind.model):
-                kind.model.objects.bulk_create(instances, ignore_conflicts=True)
-        except IntegrityError as exc:
+            with connection.wrap_database_errors, connection.cursor() as cursor:
+                cursor.execute(f"TRUNCATE {table.stage}")
+                with cursor.cursor.copy(f"COPY {table.stage} ({columns}, import_line) FROM STDIN") as copy:
+                    for line, values, _ in batch:
+                        copy.write_row(
+                            [
+                                *(
+                                    values[f.attname] if prepare is None else prepare(values[f.attname])
+                                    for f, prepare in fields
+                                ),
+                                line,
+                            ]
+                        )
+                cursor.execute(
+                    f"INSERT INTO {connection.ops.quote_name(kind.model._meta.db_table)} ({columns}) "
+                    f"SELECT {columns} FROM {table.stage} ORDER BY import_line ON CONFLICT DO NOTHING"
+                )
+        except DatabaseError as exc:
             raise ArchiveError(
                 f"{kind.file}:{batch[0][0]}-{batch[-1][0]}", f"The database refused these rows ({_constraint(exc)})."
             ) from None
         if kind.keeps_ids:
-            self._check_stored(kind, batch)
-        self._count(kind, len(instances))
+            self._check_stored(table)
+        self._count(kind, len(batch))
 
     def _with_parents(self, kind, batch, column, model, mode):
-        wanted = {getattr(instance, column) for _, instance in batch} - {None}
+        wanted = {values[column] for _, values, _ in batch} - {None}
         organization = "skill__organization" if model is SkillVersion else "organization"
         present = set(
             model.objects.filter(pk__in=wanted, **{organization: self.organization}).values_list("pk", flat=True)
         )
         kept = []
-        for line, instance in batch:
-            value = getattr(instance, column)
+        for line, values, recompute in batch:
+            value = values[column]
             if value is None or value in present:
-                kept.append((line, instance))
+                kept.append((line, values, recompute))
             elif mode == k.NULL:
-                setattr(instance, column, None)
-                kept.append((line, instance))
+                values[column] = None
+                kept.append((line, values, recompute))
             elif mode == k.REFUSE:
                 raise ArchiveError(
                     f"{kind.file}:{line}: {column}",
@@ -306,24 +414,28 @@ class _Import:
                 )
         return kept
 
-    def _recompute(self, kind, instances):
-        stale = [instance for instance in instances if getattr(instance, "_recompute", False)]
+    def _recompute(self, kind, stale: list[dict]):
         if not stale:
             return
         text = self.embedding_text[kind.model]
-        for instance, vector in zip(stale, embed_texts([text(instance) for instance in stale])):
-            instance.embedding, instance.embedding_model = vector, self.model_name
+        vectors = embed_texts([text(kind.model(**values)) for values in stale])
+        for values, vector in zip(stale, vectors):
+            values["embedding"], values["embedding_model"] = vector, self.model_name
         self.recomputed += len(stale)
 
-    def _check_stored(self, kind, batch):
+    def _check_stored(self, table: _Table):
         """A row that a unique name or key of the organisation kept out (not its own earlier import) is an error."""
-        ids = [instance.pk for _, instance in batch]
-        stored = set(kind.model.objects.filter(pk__in=ids).values_list("pk", flat=True))
-        for line, instance in batch:
-            if instance.pk not in stored:
-                raise ArchiveError(
-                    f"{kind.file}:{line}", "Conflicts with a row already in the organisation (the same name or key)."
-                )
+        pk = connection.ops.quote_name(table.kind.model._meta.pk.column)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT min(s.import_line) FROM {table.stage} s WHERE NOT EXISTS "
+                f"(SELECT 1 FROM {connection.ops.quote_name(table.kind.model._meta.db_table)} t WHERE t.{pk} = s.{pk})"
+            )
+            (line,) = cursor.fetchone()
+        if line is not None:
+            raise ArchiveError(
+                f"{table.kind.file}:{line}", "Conflicts with a row already in the organisation (the same name or key)."
+            )
 
     def _count(self, kind, rows: int):
         self.counts[kind.name] = self.counts.get(kind.name, 0) + rows
@@ -334,24 +446,20 @@ class _Import:
 
 
 @contextmanager
-def _archived_timestamps(model):
-    """bulk_create stamps auto_now and auto_now_add columns with the current time; an import keeps
-    the archive's. The flags are switched off only around the insert, and the import runs in its
-    own process (a command), where no other thread saves these models meanwhile."""
-    fields = [
-        f for f in model._meta.concrete_fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)
-    ]
-    saved = [(f, f.auto_now, f.auto_now_add) for f in fields]
-    for f in fields:
-        f.auto_now = f.auto_now_add = False
-    try:
-        yield
-    finally:
-        for f, auto_now, auto_now_add in saved:
-            f.auto_now, f.auto_now_add = auto_now, auto_now_add
+def _staged(table: _Table):
+    """A temporary table with the columns a kind writes and each row's line, for the length of its import."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {table.stage}")
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE {table.stage} ON COMMIT DROP AS SELECT {table.column_list}, 0 AS import_line "
+            f"FROM {connection.ops.quote_name(table.kind.model._meta.db_table)} WITH NO DATA"
+        )
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE {table.stage}")
 
 
-def _constraint(exc: IntegrityError) -> str:
+def _constraint(exc: DatabaseError) -> str:
     diag = getattr(exc.__cause__, "diag", None)
     name = getattr(diag, "constraint_name", None) or getattr(diag, "column_name", None)
     return f"{type(exc.__cause__ or exc).__name__} on {name}" if name else type(exc.__cause__ or exc).__name__
