@@ -64,7 +64,8 @@ def current_generation() -> bytes | None:
 
 
 def lookup(prefix: str, hashed_key: str, generation: bytes | None):
-    """(client, api_key) of a valid entry for the key, copies the caller may change; else None."""
+    """(client, api_key) of a valid entry for the key, else None. The client is a copy the request
+    may change; the key row is shared, so the last-used time written through it is seen by all."""
     if generation is None:
         return None
     entry = _entries.get(prefix)

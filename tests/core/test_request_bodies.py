@@ -6,11 +6,10 @@ import json
 
 import pytest
 from django.conf import settings
-from django.db import connection
 
 from apps.conversations.models import Message, Session
 from memory_platform.wsgi import application
-from tests.pipeline.processes import RedisServer, WebServer
+from tests.pipeline.processes import web_on_private_redis
 
 ADD = {
     "user_id": "u-chunked",
@@ -41,20 +40,13 @@ def post_chunked(port: int, api_key: str, payload: bytes) -> tuple[int, dict]:
 
 @pytest.fixture
 def web(transactional_db, tmp_path):
-    broker = RedisServer().start()
-    server = WebServer(
-        broker_url=broker.url,
-        settings_dict=connection.settings_dict,
-        log_path=tmp_path / "web.log",
+    with web_on_private_redis(
+        tmp_path / "web.log",
         workers=1,
         threads=2,
         env={"LOG_LEVEL": "ERROR", "DATA_UPLOAD_MAX_MEMORY_SIZE": "4096"},
-    )
-    try:
-        yield server.start()
-    finally:
-        server.stop()
-        broker.stop()
+    ) as (server, _):
+        yield server
 
 
 def test_gunicorn_reads_a_chunked_body_as_the_body(web, client_a):

@@ -8,20 +8,16 @@ import threading
 import time
 
 import pytest
-from django.db import connection
 
-from tests.pipeline.processes import RedisServer, WebServer
+from tests.pipeline.processes import web_on_private_redis
 
 HEADER_TIMEOUT, BODY_TIMEOUT = 2, 2
 
 
 @pytest.fixture
 def web(transactional_db, tmp_path):
-    broker = RedisServer().start()
-    server = WebServer(
-        broker_url=broker.url,
-        settings_dict=connection.settings_dict,
-        log_path=tmp_path / "web.log",
+    with web_on_private_redis(
+        tmp_path / "web.log",
         workers=1,
         env={
             "LOG_LEVEL": "ERROR",
@@ -29,12 +25,8 @@ def web(transactional_db, tmp_path):
             "REQUEST_BODY_TIMEOUT_SECONDS": str(BODY_TIMEOUT),
             "WEB_REQUESTS_PER_WORKER": "2",
         },
-    )
-    try:
-        yield server.start()
-    finally:
-        server.stop()
-        broker.stop()
+    ) as (server, _):
+        yield server
 
 
 def _open(port: int, head: bytes) -> socket.socket:

@@ -382,3 +382,18 @@ class WebServer:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+@contextmanager
+def web_on_private_redis(log_path: Path, **options):
+    """gunicorn (WebServer, with `options`) on the current database and a redis-server of its own,
+    both stopped afterwards: yields (server, redis)."""
+    from django.db import connection
+
+    broker = RedisServer().start()
+    server = WebServer(broker_url=broker.url, settings_dict=connection.settings_dict, log_path=log_path, **options)
+    try:
+        yield server.start(), broker
+    finally:
+        server.stop()
+        broker.stop()

@@ -14,7 +14,7 @@ from apps.tenancy.models import ClientAPIKey
 from apps.tenancy.services import api_key_revoke, client_revoke_keys
 from tests.conftest import api_for
 from tests.factories import ClientFactory
-from tests.pipeline.processes import RedisServer, WebServer
+from tests.pipeline.processes import web_on_private_redis
 
 
 @pytest.fixture(autouse=True)
@@ -103,7 +103,7 @@ def test_with_redis_unreachable_nothing_is_cached_and_revocation_is_immediate(db
     assert api.get("/api/v1/me").status_code == 401
 
 
-def _status(server: WebServer, raw_key: str) -> int:
+def _status(server, raw_key: str) -> int:
     connection_ = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     try:
         connection_.request("GET", "/api/v1/me", headers={"Authorization": f"Api-Key {raw_key}"})
@@ -116,52 +116,32 @@ def test_gunicorn_workers_that_served_a_key_refuse_it_once_it_is_revoked_here(tr
     """Two web processes serve the key from their caches (a revocation that goes around the services
     is not seen: proof that they do not read the database), then a revocation made in this process
     reaches both through Redis."""
-    broker = RedisServer().start()
-    server = WebServer(
-        broker_url=broker.url,
-        settings_dict=connection.settings_dict,
-        log_path=tmp_path / "web.log",
-        workers=2,
-        env={"LOG_LEVEL": "ERROR", "API_REQUESTS_PER_MINUTE": "0"},
-    ).start()
-    try:
+    env = {"LOG_LEVEL": "ERROR", "API_REQUESTS_PER_MINUTE": "0"}
+    with web_on_private_redis(tmp_path / "web.log", workers=2, env=env) as (server, redis_server):
         client = ClientFactory()
         assert {_status(server, client.raw_key) for _ in range(20)} == {200}  # both workers have the key
 
         ClientAPIKey.objects.filter(client=client).update(revoked_at="2026-01-01T00:00:00Z")  # no signal
         assert {_status(server, client.raw_key) for _ in range(20)} == {200}
 
-        with override_settings(RATE_LIMIT_REDIS_URL=broker.url):
+        with override_settings(RATE_LIMIT_REDIS_URL=redis_server.url):
             request_redis.reset()
             client_revoke_keys(client=client)
         assert {_status(server, client.raw_key) for _ in range(20)} == {401}
-    finally:
-        server.stop()
-        broker.stop()
 
 
 def test_a_redis_that_restarted_empty_drops_every_cached_key(transactional_db, tmp_path):
     """A revocation made while Redis was down reaches no process; the empty Redis that comes back
     gets a new generation, so no process serves a key it cached before the restart."""
-    broker = RedisServer().start()
-    server = WebServer(
-        broker_url=broker.url,
-        settings_dict=connection.settings_dict,
-        log_path=tmp_path / "web.log",
-        workers=1,
-        env={"LOG_LEVEL": "ERROR", "API_REQUESTS_PER_MINUTE": "0", "RATE_LIMIT_RETRY_SECONDS": "0.1"},
-    ).start()
-    try:
+    env = {"LOG_LEVEL": "ERROR", "API_REQUESTS_PER_MINUTE": "0", "RATE_LIMIT_RETRY_SECONDS": "0.1"}
+    with web_on_private_redis(tmp_path / "web.log", workers=1, env=env) as (server, redis_server):
         client = ClientFactory()
         assert {_status(server, client.raw_key) for _ in range(5)} == {200}
 
-        broker.stop()
-        with override_settings(RATE_LIMIT_REDIS_URL=broker.url):
+        redis_server.stop()
+        with override_settings(RATE_LIMIT_REDIS_URL=redis_server.url):
             request_redis.reset()
             client_revoke_keys(client=client)  # the new generation cannot be written
-        broker.start()
+        redis_server.start()
 
         assert {_status(server, client.raw_key) for _ in range(5)} == {401}
-    finally:
-        server.stop()
-        broker.stop()
