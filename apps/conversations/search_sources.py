@@ -28,5 +28,6 @@ MESSAGE_SOURCE = SearchSource(
     session_column="session_id",
     fuzzy_expression="t.content",
     select_related=("session", "end_user"),
+    candidate_fields=("session", "seq", "role", "name", "content", "occurred_at"),
     embedding_text=Message.embedding_text,
 )

@@ -513,18 +513,29 @@ def _ranking_sql(
 
 
 @functools.cache
-def _row_layout(source: SearchSource) -> tuple[list[str], str, list[tuple]]:
+def _row_layout(source: SearchSource, candidate_rows: bool = False) -> tuple[list[str], str, list[tuple]]:
     """The columns a result row carries: the item's own (but its vector and tsvector, which no
     result shows and which cost more to parse than the search) and those of its select_related
-    objects, as (select list, joins, [(relation name or None, model, fields)])."""
+    objects, as (select list, joins, [(relation name or None, model, fields)]).
+
+    A candidate row (`candidate_rows`) carries only what a reranker reads (the source's
+    `candidate_fields`, or else every own column) and no related rows: the hits kept after the
+    rerank are then read in full by `_completed`, so a search of 50 candidates parses 10 full rows."""
     skipped = {source.embedding_column, source.search_vector_column}
-    groups = [(None, source.model, "t", [f for f in source.model._meta.concrete_fields if f.column not in skipped])]
+    own = [f for f in source.model._meta.concrete_fields if f.column not in skipped]
+    if candidate_rows and source.candidate_fields:
+        wanted = {source.model._meta.pk.name, *source.candidate_fields}
+        own = [f for f in own if f.name in wanted]
+    groups = [(None, source.model, "t", own)]
     joins = []
-    for number, name in enumerate(source.select_related):
+    for number, name in enumerate(() if candidate_rows else source.select_related):
         field = source.model._meta.get_field(name)
         related, alias = field.related_model, f"r{number}"
+        # A lookup by key per row (the fence, OFFSET 0, keeps the planner from hashing the whole
+        # related table for a few dozen rows, which costs more than the search on a small one).
         joins.append(
-            f"LEFT JOIN {related._meta.db_table} {alias} ON {alias}.{related._meta.pk.column} = t.{field.column}"
+            f"LEFT JOIN LATERAL (SELECT * FROM {related._meta.db_table} {alias}"
+            f" WHERE {alias}.{related._meta.pk.column} = t.{field.column} OFFSET 0) {alias} ON true"
         )
         groups.append((name, related, alias, list(related._meta.concrete_fields)))
     columns = [f"{alias}.{field.column}" for _, _, alias, fields in groups for field in fields]
@@ -532,13 +543,20 @@ def _row_layout(source: SearchSource) -> tuple[list[str], str, list[tuple]]:
 
 
 def search_sql(
-    source: SearchSource, *, reader: Reader, query: str, method: str, limit: int, filters: dict
+    source: SearchSource,
+    *,
+    reader: Reader,
+    query: str,
+    method: str,
+    limit: int,
+    filters: dict,
+    candidate_rows: bool = False,
 ) -> tuple[str, list]:
     """The one statement answering a search of one memory type: the ranking, and the result rows
-    read in the same round trip. Rows: score, the number of items a scan read (or NULL), then the
-    columns of `_row_layout`, best first."""
+    (or candidate rows, `candidate_rows`, see `_row_layout`) read in the same round trip. Rows: score, the number of
+    items a scan read (or NULL), then the columns of `_row_layout`, best first."""
     ranking_sql, params = _ranking_sql(source, reader=reader, query=query, method=method, limit=limit, filters=filters)
-    columns, joins, _ = _row_layout(source)
+    columns, joins, _ = _row_layout(source, candidate_rows)
     sql = f"""
         WITH hits AS ({ranking_sql})
         SELECT hits.score, hits.visible_rows, {", ".join(columns)} FROM hits JOIN {_table(source)} t ON t.id = hits.id {joins}
@@ -548,10 +566,10 @@ def search_sql(
 
 
 @functools.cache
-def _loaders(source: SearchSource) -> list[tuple]:
+def _loaders(source: SearchSource, candidate_rows: bool = False) -> list[tuple]:
     """Per group of `_row_layout`: the relation (None: the item itself), its model, the attnames and
     database converters of its columns, and where its primary key stands among them."""
-    _, _, groups = _row_layout(source)
+    _, _, groups = _row_layout(source, candidate_rows)
     return [
         (
             None if name is None else source.model._meta.get_field(name),
@@ -564,10 +582,11 @@ def _loaders(source: SearchSource) -> list[tuple]:
     ]
 
 
-def _instances(source: SearchSource, rows) -> list[tuple]:
+def _instances(source: SearchSource, rows, candidate_rows: bool = False) -> list[tuple]:
     """Model instances from `search_sql` rows, with their select_related objects attached. A related
-    row that several items share (their user, their session) is built once."""
-    loaders = _loaders(source)
+    row that several items share (their user, their session) is built once. A candidate row gives
+    an instance whose other fields are deferred."""
+    loaders = _loaders(source, candidate_rows)
     related = {}
     results = []
     for score, _visible_rows, *values in rows:
@@ -597,9 +616,21 @@ def _instances(source: SearchSource, rows) -> list[tuple]:
     return results
 
 
-def search_source(source: SearchSource, *, reader: Reader, query: str, method: str, limit: int, filters: dict) -> list:
-    """Returns [(instance, score)] of one memory type, best first, within the reader's organisation and read scopes."""
-    sql, params = search_sql(source, reader=reader, query=query, method=method, limit=limit, filters=filters)
+def search_source(
+    source: SearchSource,
+    *,
+    reader: Reader,
+    query: str,
+    method: str,
+    limit: int,
+    filters: dict,
+    candidate_rows: bool = False,
+) -> list:
+    """Returns [(instance, score)] of one memory type, best first, within the reader's organisation
+    and read scopes; with `candidate_rows`, instances holding only what a reranker reads."""
+    sql, params = search_sql(
+        source, reader=reader, query=query, method=method, limit=limit, filters=filters, candidate_rows=candidate_rows
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -608,7 +639,31 @@ def search_source(source: SearchSource, *, reader: Reader, query: str, method: s
         # An owner with more items than a scan should read: their next searches use the indexes.
         where, where_params = _filters_sql(source, reader=reader, filters=filters)
         cache.set(_cache_key(f"large:{cap}", source, where, where_params), True, CORPUS_STATS_SECONDS)
-    return _instances(source, rows)
+    return _instances(source, rows, candidate_rows)
+
+
+def _completed(hits: list[Hit]) -> list[Hit]:
+    """Candidate hits with their items read in full, related objects attached: one statement per
+    memory type, by primary key (the ids come from a statement that applied the reader's scopes).
+    An item deleted in between is left out."""
+    ids_by_source: dict[SearchSource, list] = {}
+    for hit in hits:
+        ids_by_source.setdefault(hit.source, []).append(hit.instance.pk)
+    full = {}
+    for source, ids in ids_by_source.items():
+        columns, joins, _ = _row_layout(source)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT 0.0, NULL, {', '.join(columns)} FROM {_table(source)} t {joins} WHERE t.id = ANY(%s)", [ids]
+            )
+            rows = cursor.fetchall()
+        for instance, _ in _instances(source, rows):
+            full[source.memory_type, instance.pk] = instance
+    return [
+        Hit(source=hit.source, instance=full[hit.source.memory_type, hit.instance.pk], score=hit.score)
+        for hit in hits
+        if (hit.source.memory_type, hit.instance.pk) in full
+    ]
 
 
 def _merged(
@@ -620,9 +675,11 @@ def _merged(
     limit: int,
     filters: dict,
     type_limits: dict | None = None,
+    candidate_rows: bool = False,
 ) -> list[Hit]:
     """The best `limit` items of each memory type (or `type_limits[type]`, when lower) for one
-    query, merged: best first with a query, newest first without."""
+    query, merged: best first with a query, newest first without. With `candidate_rows`, each item
+    holds only what a reranker reads (`_completed` reads the rest)."""
     hits = []
     for memory_type in memory_types or list(SOURCES):
         source = SOURCES[memory_type]
@@ -634,6 +691,7 @@ def _merged(
             method=method or source.default_method,
             limit=type_limit,
             filters=filters,
+            candidate_rows=candidate_rows,
         ):
             hits.append(Hit(source=source, instance=instance, score=score))
     if not (query or "").strip():
@@ -697,7 +755,14 @@ def search(
     window = _time_window(query, mode=settings.SEARCH_TIME_WINDOW if time_window is None else time_window, now=now)
     if window is not None and window.mode == "filter":
         filters = {**filters, "window": window}
-    arguments = dict(reader=reader, memory_types=memory_types, method=method, filters=filters, type_limits=type_limits)
+    arguments = dict(
+        reader=reader,
+        memory_types=memory_types,
+        method=method,
+        filters=filters,
+        type_limits=type_limits,
+        candidate_rows=reranking,  # rows in full only for the hits the reranker keeps
+    )
     hits = _merged(query=query, limit=candidates, **arguments)
     subqueries = decompose(query, reader=reader) if ranked and decomposer == "llm" else None
     if subqueries:
@@ -708,7 +773,7 @@ def search(
     if not reranking:
         return Hits(hits[:limit], decomposed_into=subqueries, time_window=window)
     reranked, reranked_by = rerank(query, hits[:candidates], reranker=reranker, reader=reader)
-    return Hits(reranked[:limit], reranked_by=reranked_by, decomposed_into=subqueries, time_window=window)
+    return Hits(_completed(reranked[:limit]), reranked_by=reranked_by, decomposed_into=subqueries, time_window=window)
 
 
 def _time_window(query: str, *, mode: str, now: datetime | None) -> TimeWindow | None:

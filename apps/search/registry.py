@@ -48,6 +48,10 @@ class SearchSource:
     extra_where: str = ""
     # Select_related paths for loading the result rows.
     select_related: tuple[str, ...] = field(default_factory=tuple)
+    # The fields a reranker reads of a candidate (apps.search.rerank.candidate_of: the time column,
+    # the session column, `seq`, `role`, `name` and what `embedding_text` reads); empty: every own
+    # field. A reranked search reads only these of its candidates, and the kept hits in full.
+    candidate_fields: tuple[str, ...] = ()
     # Returns how many hits of this type a search of several types keeps at most (None: no cap).
     mixed_cap: Callable[[], int | None] | None = None
     # The text an item's vector encodes (used by the `reembed` command when the model changes).

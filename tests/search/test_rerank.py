@@ -1,10 +1,15 @@
 from datetime import datetime, timezone
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from apps.conversations.models import Message
 from apps.providers.models import LLMUsage
 from apps.search.engine import search
 from apps.search.rerank import Candidate, context_scores
+from apps.search.rerank import rerank as engine_rerank
+from apps.search.serializers import render_hit
 from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 
 pytestmark = pytest.mark.django_db
@@ -122,3 +127,43 @@ def test_a_failing_llm_reranker_keeps_the_fused_order_and_says_nothing_was_reran
     assert hits.reranked_by is None
     assert [(hit.instance.pk, hit.score) for hit in hits] == [(hit.instance.pk, hit.score) for hit in fused]
     assert len(fake_openai.chat_requests()) == 1  # a search does not wait for retries
+
+
+def _many_turns(client, add_messages, count=30):
+    add_messages(
+        client,
+        user_id="alice",
+        session_id="walks",
+        messages=[{"role": "user", "name": "Alice", "content": f"puppy walk number {n}"} for n in range(count)],
+    )
+
+
+def test_a_reranked_search_reads_what_the_reranker_needs_of_its_candidates_and_only_the_kept_hits_in_full(
+    client_a, add_messages, settings
+):
+    settings.RERANKER, settings.RERANK_CANDIDATES = "context", 30
+    _many_turns(client_a, add_messages)
+    _search(client_a, None, query="puppy walk", limit=3)  # the corpus statistics are cached
+    with CaptureQueriesContext(connection) as queries:
+        hits = _search(client_a, None, query="puppy walk", limit=3)
+        rendered = [render_hit(hit) for hit in hits]
+    candidates, completion = (query["sql"] for query in queries.captured_queries)
+    assert "r0." not in candidates and "t.metadata" not in candidates  # no related rows, no unused columns
+    assert "= ANY(" in completion and completion.count("LATERAL") == 2  # the kept hits, with session and user
+    assert len(hits) == 3 and all(hit.instance.session.session_id == "walks" for hit in hits)
+    full = {str(hit.instance.pk): render_hit(hit) for hit in _search(client_a, "none", query="puppy walk", limit=30)}
+    assert rendered == [{**full[item["id"]], "score": item["score"]} for item in rendered]  # every field, as unreranked
+
+
+def test_a_candidate_deleted_before_the_kept_hits_are_read_is_left_out(client_a, add_messages, settings, monkeypatch):
+    settings.RERANKER, settings.RERANK_CANDIDATES = "context", 30
+    _many_turns(client_a, add_messages)
+    reranked_first = _search(client_a, None, query="puppy walk", limit=3)[0].instance.pk
+
+    def deleted_while_reranking(query, hits, **options):
+        Message.objects.filter(pk=reranked_first).delete()
+        return engine_rerank(query, hits, **options)
+
+    monkeypatch.setattr("apps.search.engine.rerank", deleted_while_reranking)
+    hits = _search(client_a, None, query="puppy walk", limit=3)
+    assert reranked_first not in {hit.instance.pk for hit in hits} and len(hits) == 2
