@@ -9,8 +9,9 @@ with binary COPY with the search indexes dropped, then the indexes are built and
 For each stage it measures p50/p95 of `POST /memory/search` (hybrid, one user, limit 10)
 and `POST /skills/retrieve` (k=5, over BENCH_SCALE_SKILLS skills in the reader's scope and a tenth as
 many in another) through HTTP (gunicorn), next to the same SQL executed directly
-with psycopg in the same run, and `POST /memory/context` (the same user and query, 1,000
-tokens) as a ratio to the search.
+with psycopg in the same run, `POST /memory/context` (the same user and query, 1,000
+tokens) as a ratio to the search, and `GET /me`: the floor of every API call (HTTP, the key,
+the rate limit), which no change to the search can lower.
 """
 
 import json
@@ -360,7 +361,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
         queries = [" ".join(rng_words) for rng_words in query_rng.choice(words[:2000], size=(QUERIES, 3))]
         owners = [f"user-{n}" for n in query_rng.integers(0, users, size=QUERIES) if n % 2 == 0]  # scope-a users
         pairs = list(zip(queries, owners))
-        api_search, sql_search, api_retrieve, sql_retrieve, api_context = [], [], [], [], []
+        api_search, sql_search, api_retrieve, sql_retrieve, api_context, floor = [], [], [], [], [], []
         # The statement the API runs: with a reranker, it ranks RERANK_CANDIDATES items to rerank.
         candidates = max(10, settings.RERANK_CANDIDATES) if settings.RERANKER != "none" else 10
         sql_candidates = []
@@ -396,6 +397,11 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
             )
             api_search.append((time.perf_counter() - started) * 1000)
             assert response.status_code == 200, response.text
+            # The floor under every API call: an authenticated, rate-limited request that reads nothing.
+            started = time.perf_counter()
+            response = http.get("/api/v1/me", headers={"Authorization": f"Api-Key {reader_key}"})
+            floor.append((time.perf_counter() - started) * 1000)
+            assert response.status_code == 200, response.text
             sql_search.append(direct(SOURCES["message"], sql_query, {"user_id": sql_owner}, 10, reader))
             sql_candidates.append(direct(SOURCES["message"], sql_query, {"user_id": sql_owner}, candidates, reader))
             started = time.perf_counter()
@@ -420,6 +426,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
             "search_sql_ms": _percentiles(sql_search),
             "search_sql_candidates_ms": _percentiles(sql_candidates),
             "search_sql_candidates": candidates,
+            "request_floor_ms": _percentiles(floor),
             "retrieve_api_ms": _percentiles(api_retrieve),
             "retrieve_sql_ms": _percentiles(sql_retrieve),
             "context_api_ms": _percentiles(api_context),
@@ -430,7 +437,8 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
         }
         print(
             f"scale [{stage}]: search API p50 {figures['search_api_ms']['p50']} ms (SQL {figures['search_sql_ms']['p50']} ms, "
-            f"with its {candidates} candidates {figures['search_sql_candidates_ms']['p50']} ms), "
+            f"with its {candidates} candidates {figures['search_sql_candidates_ms']['p50']} ms; "
+            f"an authenticated request that reads nothing {figures['request_floor_ms']['p50']} ms), "
             f"retrieve API p50/p95 {figures['retrieve_api_ms']['p50']}/{figures['retrieve_api_ms']['p95']} ms "
             f"(SQL {figures['retrieve_sql_ms']['p50']}/{figures['retrieve_sql_ms']['p95']} ms), "
             f"context API p50/p95 {figures['context_api_ms']['p50']}/{figures['context_api_ms']['p95']} ms "
