@@ -167,3 +167,15 @@ def test_a_candidate_deleted_before_the_kept_hits_are_read_is_left_out(client_a,
     monkeypatch.setattr("apps.search.engine.rerank", deleted_while_reranking)
     hits = _search(client_a, None, query="puppy walk", limit=3)
     assert reranked_first not in {hit.instance.pk for hit in hits} and len(hits) == 2
+
+
+def test_result_rows_read_the_same_datetimes_as_the_orm(client_a, add_messages, settings):
+    settings.RERANKER = "context"
+    _many_turns(client_a, add_messages, count=3)
+    for hit in _search(client_a, None, query="puppy walk") + _search(client_a, "none", query="puppy walk"):
+        stored = Message.objects.select_related("session", "end_user").get(pk=hit.instance.pk)
+        for instance, orm in [(hit.instance, stored), (hit.instance.session, stored.session)]:
+            for field in ("created_at", "updated_at"):
+                assert getattr(instance, field) == getattr(orm, field)
+                assert getattr(instance, field).isoformat() == getattr(orm, field).isoformat()
+        assert hit.instance.occurred_at.utcoffset().total_seconds() == 0
