@@ -554,8 +554,8 @@ def search_sql(
     candidate_rows: bool = False,
 ) -> tuple[str, list]:
     """The one statement answering a search of one memory type: the ranking, and the result rows
-    (or candidate rows, `candidate_rows`, see `_row_layout`) read in the same round trip. Rows: score, the number of
-    items a scan read (or NULL), then the columns of `_row_layout`, best first."""
+    (or, with `candidate_rows`, the candidate rows of `_row_layout`) read in the same round trip.
+    Rows: score, the number of items a scan read (or NULL), then the columns, best first."""
     ranking_sql, params = _ranking_sql(source, reader=reader, query=query, method=method, limit=limit, filters=filters)
     columns, joins, _ = _row_layout(source, candidate_rows)
     sql = f"""
@@ -657,6 +657,7 @@ def search_source(
 
 
 def _source_results(source: SearchSource, rows, *, reader: Reader, filters: dict, candidate_rows: bool) -> list:
+    """[(instance, score)] from the rows of one type's `search_sql`, noting an owner too large to scan."""
     cap = settings.SEARCH_SCAN_MAX_ROWS
     if rows and rows[0][1] is not None and rows[0][1] > cap:
         # An owner with more items than a scan should read: their next searches use the indexes.
