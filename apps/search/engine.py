@@ -577,11 +577,7 @@ def _loaders(source: SearchSource, candidate_rows: bool = False) -> list[tuple]:
             None if name is None else source.model._meta.get_field(name),
             model,
             [f.attname for f in fields],
-            [
-                (index, f.get_db_converters(connection))
-                for index, f in enumerate(fields)
-                if f.get_db_converters(connection)
-            ],
+            [(index, found) for index, f in enumerate(fields) if (found := f.get_db_converters(connection))],
             fields.index(model._meta.pk),
         )
         for name, model, fields in groups
@@ -641,15 +637,7 @@ def _instances(source: SearchSource, rows, candidate_rows: bool = False) -> list
     return results
 
 
-def search_source(
-    source: SearchSource,
-    *,
-    reader: Reader,
-    query: str,
-    method: str,
-    limit: int,
-    filters: dict,
-) -> list:
+def search_source(source: SearchSource, *, reader: Reader, query: str, method: str, limit: int, filters: dict) -> list:
     """Returns [(instance, score)] of one memory type, best first, within the reader's organisation and read scopes."""
     sql, params = search_sql(source, reader=reader, query=query, method=method, limit=limit, filters=filters)
     (rows,) = _result_sets([(sql, params)])
