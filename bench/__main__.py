@@ -16,6 +16,12 @@ def _pipeline():
     pipeline.run(RESULTS_DIR)
 
 
+def _pipeline_e2e():
+    from bench import pipeline_e2e
+
+    pipeline_e2e.run(RESULTS_DIR)
+
+
 def _ingest():
     from bench import ingest
 
@@ -175,6 +181,7 @@ def _topics():
 BENCHMARKS = {
     "ingest": _ingest,
     "pipeline": _pipeline,
+    "pipeline_e2e": _pipeline_e2e,
     "skills": _skills,
     "skill_effect": _skill_effect,
     "locomo": _locomo,

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from apps.core.timing import timed
+
 
 class LockNotAvailable(Exception):
     pass
@@ -27,7 +29,8 @@ def advisory_lock(key: str, *, wait: bool = True):
     lock_id = _lock_id(key)
     with connection.cursor() as cursor:
         if wait:
-            cursor.execute("SELECT pg_advisory_lock(%s)", [lock_id])
+            with timed("lock_wait"):
+                cursor.execute("SELECT pg_advisory_lock(%s)", [lock_id])
         else:
             cursor.execute("SELECT pg_try_advisory_lock(%s)", [lock_id])
             if not cursor.fetchone()[0]:

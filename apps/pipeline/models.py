@@ -48,6 +48,10 @@ class MemoryTask(BaseModel):
     finished_at = models.DateTimeField(null=True, blank=True)
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
+    # Where the time went (apps.core.timing): `first_due_at` and `first_claimed_at`, and the seconds
+    # of every attempt added up: `handler_s` (inside the handler), and within it `sql_s`,
+    # `embedding_s`, `llm_s`, `lock_wait_s`; `failed_s` of the attempts that failed.
+    timings = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -7,12 +7,14 @@ import socket
 import threading
 import time
 import traceback
+from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from apps.core import timing
 from apps.pipeline.models import MemoryTask, ProcessHeartbeat
 from apps.pipeline.registry import handler_for
 
@@ -183,7 +185,10 @@ def task_claim(*, task_id, worker: str) -> MemoryTask | None:
         MemoryTask.objects.raw(
             f"""
             UPDATE {table} SET status = 'running', attempts = attempts + 1, claimed_by = %s,
-                   claimed_at = %s, heartbeat_at = %s, updated_at = %s
+                   claimed_at = %s, heartbeat_at = %s, updated_at = %s,
+                   timings = CASE WHEN timings ? 'first_claimed_at' THEN timings
+                             ELSE timings || jsonb_build_object('first_claimed_at', %s::timestamptz, 'first_due_at', run_after)
+                             END
             WHERE id = (
                 SELECT id FROM {table}
                 WHERE id = %s AND status IN ('queued', 'failed') AND run_after <= %s
@@ -191,7 +196,7 @@ def task_claim(*, task_id, worker: str) -> MemoryTask | None:
             )
             RETURNING *
             """,
-            [worker, now, now, now, str(task_id), now],
+            [worker, now, now, now, now, str(task_id), now],
         )
     )
     return claimed[0] if claimed else None
@@ -248,9 +253,40 @@ class _Heartbeats:
 _heartbeats = _Heartbeats()
 
 
+class _SQLTimer:
+    """connection.execute_wrapper: the seconds the handler spent in the database."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def __call__(self, execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+@contextmanager
+def _timed_attempt(task: MemoryTask):
+    """Adds one attempt's seconds (in the handler, and in SQL, embedding, model calls and lock waits
+    within it) to task.timings, which _finish writes with the outcome."""
+    sql, started = _SQLTimer(), time.perf_counter()
+    with timing.account() as spent, connection.execute_wrapper(sql):
+        try:
+            yield
+        finally:
+            spent.update(handler_s=time.perf_counter() - started, sql_s=sql.seconds)
+            timings = task.timings = dict(task.timings or {})
+            for key, seconds in spent.items():
+                timings[key] = round(timings.get(key, 0.0) + seconds, 4)
+            timings["_attempt_s"] = spent["handler_s"]
+
+
 def _finish(task: MemoryTask, **fields) -> bool:
     """Writes the outcome only if this attempt still owns the row (recovery may have taken it)."""
     fields["updated_at"] = timezone.now()
+    fields["timings"] = {key: value for key, value in (task.timings or {}).items() if not key.startswith("_")}
     updated = MemoryTask.objects.filter(
         pk=task.pk, status=MemoryTask.Status.RUNNING, claimed_by=task.claimed_by, attempts=task.attempts
     ).update(**fields)
@@ -266,11 +302,13 @@ def task_execute(*, task_id, worker: str) -> str:
         return "not-claimed"
     _heartbeats.add(task.pk)
     try:
-        result = handler_for(task.task_type)(task)
+        with _timed_attempt(task):
+            result = handler_for(task.task_type)(task)
     except Exception as exc:
         _heartbeats.remove(task.pk)
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"[:ERROR_MAX_CHARS]
         now = timezone.now()
+        task.timings["failed_s"] = task.timings.get("failed_s", 0.0) + task.timings.pop("_attempt_s", 0.0)
         if task.attempts >= task.max_attempts:
             _finish(task, status=MemoryTask.Status.DEAD, error=error, finished_at=now)
             logger.error(

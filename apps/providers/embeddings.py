@@ -17,6 +17,8 @@ from functools import lru_cache
 
 from django.conf import settings
 
+from apps.core.timing import timed
+
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 # EMBEDDING_PROVIDER: the first is the default, the best offline choice (see bench/README.md).
@@ -108,10 +110,12 @@ def embed_texts(texts: list[str]) -> list[list[float]]:
     """Embeds stored items (passages) with the configured provider."""
     if not texts:
         return []
-    return _embed(texts, queries=False)
+    with timed("embedding"):
+        return _embed(texts, queries=False)
 
 
 def embed_query(text: str) -> list[float]:
     """Embeds one search query with the configured provider (with the query prefix where the model has one)."""
-    (vector,) = _embed([text], queries=True)
+    with timed("embedding"):
+        (vector,) = _embed([text], queries=True)
     return vector

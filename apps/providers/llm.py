@@ -13,6 +13,7 @@ from functools import lru_cache
 from django.conf import settings
 from pydantic import BaseModel, BeforeValidator, TypeAdapter, ValidationError
 
+from apps.core.timing import timed
 from apps.providers.tokens import fit_prompt
 
 logger = logging.getLogger(__name__)
@@ -188,6 +189,31 @@ def parse_items(item, values) -> tuple[list[tuple[int, object]], list[tuple[int,
     return parsed, problems
 
 
+def _complete(client, messages: list[dict], response_format: dict):
+    """One chat completion; an endpoint that refuses a JSON Schema answer format is asked again for a
+    JSON object, and from then on only for that."""
+    global _schema_refused
+    import openai
+
+    try:
+        return client.chat.completions.create(
+            model=settings.LLM_MODEL, messages=messages, response_format=response_format, temperature=0
+        )
+    except openai.OpenAIError as exc:
+        if not (
+            settings.LLM_STRUCTURED_OUTPUT == "auto"
+            and response_format["type"] == "json_schema"
+            and _refuses_schema(exc)
+        ):
+            raise
+        response = client.chat.completions.create(
+            model=settings.LLM_MODEL, messages=messages, response_format={"type": "json_object"}, temperature=0
+        )
+        _schema_refused = True
+        logger.warning("The LLM endpoint refused a JSON Schema answer format; json_object is used from now on.")
+        return response
+
+
 def chat_json(
     *,
     messages: list[dict],
@@ -209,7 +235,6 @@ def chat_json(
     answered. `timeout` and `max_retries` override the settings for a caller that someone is
     waiting on (a search).
     """
-    global _schema_refused
     import openai
 
     client = openai_client()
@@ -223,22 +248,8 @@ def chat_json(
         logger.warning("A %s prompt was over LLM_MAX_PROMPT_TOKENS; about %s tokens were cut.", purpose, cut)
     response_format = _response_format(answer)
     try:
-        try:
-            response = client.chat.completions.create(
-                model=settings.LLM_MODEL, messages=messages, response_format=response_format, temperature=0
-            )
-        except openai.OpenAIError as exc:
-            if not (
-                settings.LLM_STRUCTURED_OUTPUT == "auto"
-                and response_format["type"] == "json_schema"
-                and _refuses_schema(exc)
-            ):
-                raise
-            response = client.chat.completions.create(
-                model=settings.LLM_MODEL, messages=messages, response_format={"type": "json_object"}, temperature=0
-            )
-            _schema_refused = True
-            logger.warning("The LLM endpoint refused a JSON Schema answer format; json_object is used from now on.")
+        with timed("llm"):
+            response = _complete(client, messages, response_format)
     except openai.OpenAIError as exc:
         raise LLMError(f"{type(exc).__name__}: {exc}") from exc
     _record_usage(response=response, organization=organization, task=task, purpose=purpose)

@@ -181,8 +181,11 @@ class Platform:
 
     path = ""
 
-    def __init__(self, work_dir: Path):
+    def __init__(self, work_dir: Path, *, shipped_defaults: bool = False):
+        """`shipped_defaults`: every tunable as a fresh clone has it (the benchmarks of what a user
+        waits for); otherwise FAST_ENV, so faults show and heal within seconds."""
         self.work_dir = work_dir
+        self.shipped_defaults = shipped_defaults
         self.data_dir = work_dir / "data"
         self.logs = work_dir / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -192,10 +195,12 @@ class Platform:
         self.api_key = ""
 
     def base_env(self) -> dict:
-        env = {
-            key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "EMBEDDED_POSTGRES_ATTACH")
-        }
-        env.update(FAST_ENV)
+        unset = {"DATABASE_URL", "EMBEDDED_POSTGRES_ATTACH"}
+        if self.shipped_defaults:
+            unset |= set(FAST_ENV) - {"LOG_LEVEL"}
+        env = {key: value for key, value in os.environ.items() if key not in unset}
+        if not self.shipped_defaults:
+            env.update(FAST_ENV)
         env.update(
             DJANGO_SETTINGS_MODULE="memory_platform.settings",
             DATA_DIR=str(self.data_dir),
