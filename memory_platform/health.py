@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 
-from apps.pipeline.selectors import machinery_status
+from apps.pipeline.selectors import machinery_status, queue_status
 from apps.search.selectors import embedding_model_problem
 from memory_platform.supervisor import supervisor_status
 
@@ -34,7 +34,8 @@ def readyz(request):
     checks (age of their last heartbeat) without deciding readiness: a web server can serve while
     a worker restarts, but an operator must see a deploy that has no beat or no worker. So are
     vectors made by another embedding model than the configured one (`embeddings`): searches still
-    answer, by keywords for those items, until `manage.py reembed` moves them."""
+    answer, by keywords for those items, until `manage.py reembed` moves them. `queue` is the
+    backlog: tasks due now and the age of the oldest, tasks waiting for their time, tasks running."""
     checks = {}
     for name, check in (("database", _database_check), ("redis", _redis_check)):
         try:
@@ -48,6 +49,7 @@ def readyz(request):
         body["failed"] = failed
     if checks["database"] == "ok":
         body["machinery"] = machinery_status()
+        body["queue"] = queue_status()
         body["embeddings"] = embedding_model_problem() or "ok"
     supervised = supervisor_status()
     if supervised is not None:

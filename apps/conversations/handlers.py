@@ -5,13 +5,14 @@ from django.db import transaction
 from apps.conversations.models import Message
 from apps.conversations.routing import EMBED_MESSAGES
 from apps.conversations.services import DATED_FIELDS, message_apply_dates, neighbour_context, session_lock
+from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import register_handler
 from apps.providers.embeddings import embed_texts, embedding_model_name
 
 EMBED_BATCH_SIZE = 64
 
 
-@register_handler(EMBED_MESSAGES)
+@register_handler(EMBED_MESSAGES, priority=MemoryTask.Priority.URGENT)
 def embed_messages(task) -> dict:
     """Indexes the turns of one add: their dates (metadata and `date_span`), the neighbouring-turn
     context for keyword search, and the embeddings. Idempotent: turns already embedded by the

@@ -81,6 +81,7 @@ def get_session(*, client, session_id: str, query) -> dict:
     start, end = owner["offset"], owner["offset"] + owner["limit"]
     session.messages_page = selectors.session_messages(session=session)[start:end]
     session.messages_next_offset = end if end < session.message_count else None
+    session.indexed_through_seq = selectors.session_indexed_through(session=session)
     return SessionDetailOutputSerializer(session).data
 
 

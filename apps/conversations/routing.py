@@ -5,10 +5,13 @@ names and enqueue through these functions."""
 import logging
 
 from django.conf import settings
+from django.utils import timezone
 
+from apps.conversations.models import Session
+from apps.core.models import SessionTag
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import HANDLERS
-from apps.pipeline.services import enqueue, enqueue_debounced
+from apps.pipeline.services import enqueue, enqueue_debounced, task_run_sooner
 
 logger = logging.getLogger(__name__)
 
@@ -42,26 +45,35 @@ def _enqueue_if_handled(task_type: str, payload: dict, *, session, client=None, 
 
 
 def _enqueue_debounced(task_type: str, session, *, key: str, delay: float, client=None) -> MemoryTask | None:
-    """One pending task of this type per session, `delay` seconds out (see enqueue_debounced)."""
+    """One pending task of this type per session, `delay` seconds out (see enqueue_debounced) while
+    the session is open and more turns may come; due at once when it is sealed, since nothing will
+    join it (a waiting one is brought forward)."""
     if not _handled(task_type):
         return None
-    return enqueue_debounced(
+    sealed = session.status == Session.Status.SEALED
+    task = enqueue_debounced(
         task_type,
         {"session": str(session.pk)},
         key=key,
-        delay=delay,
+        delay=0 if sealed else delay,
         organization=session.organization,
         scope=session.scope,
         client=client,
     )
+    if sealed:
+        task_run_sooner(task=task, run_after=timezone.now())
+    return task
 
 
 def embedding_enqueue(session, *, from_seq: int, to_seq: int, client=None) -> MemoryTask | None:
+    """A conversation's turns are searched while the person talks: they are indexed before anything
+    else. A task session's turns come after its distillation, which is what its users wait for."""
     return _enqueue_if_handled(
         EMBED_MESSAGES,
         {"session": str(session.pk), "from_seq": from_seq, "to_seq": to_seq},
         session=session,
         client=client,
+        priority=None if session.session_tag == SessionTag.CONVERSATION else MemoryTask.Priority.LEARN,
     )
 
 
@@ -76,7 +88,8 @@ def extraction_enqueue(session, *, client=None) -> MemoryTask | None:
 
 
 def projection_enqueue(session, *, client=None) -> MemoryTask | None:
-    """Entity projection reads the memories extraction learns, so it waits for extraction's debounce first."""
+    """Entity projection reads the memories extraction learns, so it waits for extraction's debounce
+    first (and, once due, for the extraction itself: extraction_pending)."""
     return _enqueue_debounced(
         PROJECT_ENTITIES,
         session,
@@ -84,6 +97,13 @@ def projection_enqueue(session, *, client=None) -> MemoryTask | None:
         delay=2 * settings.EXTRACTION_DEBOUNCE_SECONDS,
         client=client,
     )
+
+
+def extraction_pending(session) -> bool:
+    """Whether the session's memory extraction has work ahead of it (queued, running or retrying)."""
+    return MemoryTask.objects.filter(
+        task_type=EXTRACT_MEMORIES, payload__session=str(session.pk), status__in=MemoryTask.ACTIVE_STATUSES
+    ).exists()
 
 
 def distillation_enqueue(session, *, client=None) -> MemoryTask | None:

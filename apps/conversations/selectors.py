@@ -1,12 +1,13 @@
 """Reads of sessions and messages, always within the caller's organisation and read scopes."""
 
-from django.db.models import CharField, Exists, OuterRef, Value
+from django.db.models import CharField, Exists, Min, OuterRef, Value
 from django.db.models.functions import Cast, Concat
 
 from apps.conversations.models import Message, Session
 from apps.conversations.routing import DELETE_SESSION, session_delete_key
 from apps.core.errors import InvalidInput, NotFound
 from apps.pipeline.models import MemoryTask
+from apps.providers.embeddings import embedding_model_name
 from apps.tenancy.readers import Reader
 
 
@@ -73,6 +74,18 @@ def session_get(*, client, user_id: str, session_id: str, scope: str | None = No
     if not sessions:
         raise NotFound()
     raise AmbiguousSession(session_id, sorted(session.scope for session in sessions))
+
+
+def session_indexed_through(*, session: Session) -> int:
+    """The turn number up to which every turn of the session is indexed (its neighbours' words and
+    its vector by the configured model): searchable by every method. Equal to the last turn's
+    number once the indexing has caught up; 0 before any turn is."""
+    pending = (
+        Message.objects.filter(session=session)
+        .exclude(embedding_model=embedding_model_name())
+        .aggregate(first=Min("seq"))["first"]
+    )
+    return session.last_seq if pending is None else pending - 1
 
 
 def session_messages(*, session: Session):

@@ -140,6 +140,10 @@ class SessionDetailOutputSerializer(SessionOutputSerializer):
     messages_next_offset = serializers.IntegerField(
         allow_null=True, help_text="The `offset` of the next page; null on the last."
     )
+    indexed_through_seq = serializers.IntegerField(
+        help_text="Every turn up to this `seq` is indexed and found by every search method; the session's "
+        "last turn once indexing has caught up (turns are found by keywords from the moment they are added)."
+    )
 
 
 class SessionSealOutputSerializer(serializers.Serializer):

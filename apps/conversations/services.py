@@ -48,6 +48,9 @@ def session_seal(*, session: Session, client=None) -> list[MemoryTask]:
     tasks = []
     if session.session_tag == SessionTag.TASK:
         tasks.append(distillation_enqueue(session, client=client))
+    elif session.message_count:
+        # Nothing more will join the session's waiting extraction and projection: they are due now.
+        tasks.extend([extraction_enqueue(session, client=client), projection_enqueue(session, client=client)])
     return [task for task in tasks if task is not None]
 
 
@@ -222,7 +225,7 @@ def messages_ingest(
         "messages_truncated": sum(1 for message in messages if message.truncated),
         "first_seq": first_seq if messages else None,
         "last_seq": session.last_seq if messages else None,
-        "task_ids": [str(task.pk) for task in tasks if task is not None],
+        "task_ids": list(dict.fromkeys(str(task.pk) for task in tasks if task is not None)),
     }
     if record is not None:
         record.response = body

@@ -4,10 +4,11 @@ from apps.conversations.models import Session
 from apps.conversations.routing import EXTRACT_MEMORIES
 from apps.memories.services.dates import NORMALIZE_DATES, dates_normalize
 from apps.memories.services.extract import session_extract_locked
+from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import register_handler
 
 
-@register_handler(EXTRACT_MEMORIES)
+@register_handler(EXTRACT_MEMORIES, priority=MemoryTask.Priority.LEARN)
 def extract_memories(task) -> dict:
     session = Session.objects.select_related("organization", "end_user").filter(pk=task.payload["session"]).first()
     if session is None:
@@ -15,7 +16,7 @@ def extract_memories(task) -> dict:
     return session_extract_locked(session=session, task=task)
 
 
-@register_handler(NORMALIZE_DATES)
+@register_handler(NORMALIZE_DATES, priority=MemoryTask.Priority.MAINTENANCE)
 def normalize_dates(task) -> dict:
     return dates_normalize(
         organization=task.organization, scope=task.payload.get("scope"), user_id=task.payload.get("user_id")

@@ -1,10 +1,11 @@
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import Count
 from django.urls import reverse
 
 from apps.core.extensions import Tile, admin_url, of_organization, register_dashboard_card
 from apps.pipeline.models import MemoryTask, ProcessHeartbeat
-from apps.pipeline.selectors import machinery_status
+from apps.pipeline.selectors import machinery_status, queue_status
 from apps.pipeline.services import task_mark_dead, task_retry_now
 from apps.tenancy.admin_base import ReadOnlyAdmin
 
@@ -14,6 +15,7 @@ class MemoryTaskAdmin(ReadOnlyAdmin):
     list_display = [
         "task_type",
         "status",
+        "priority",
         "attempts",
         "max_attempts",
         "organization",
@@ -42,6 +44,9 @@ class MemoryTaskAdmin(ReadOnlyAdmin):
         "finished_at",
         "result",
         "error",
+        "priority",
+        "timings",
+        "handed_to",
         "created_at",
         "updated_at",
     ]
@@ -117,8 +122,12 @@ def machinery_card(*, user, organization):
     """Platform-wide, not per organisation: beat and workers serve every tenant."""
     if not user.has_perm("pipeline.view_memorytask"):
         return None
-    status = machinery_status()
+    status, queue = machinery_status(), queue_status()
     beat, worker = status["beat"], status["worker"]
+    late = (
+        queue["oldest_due_age_seconds"] is not None
+        and queue["oldest_due_age_seconds"] > settings.PROCESS_STALE_AFTER_SECONDS
+    )
     return (
         "Machinery",
         [
@@ -133,6 +142,18 @@ def machinery_card(*, user, organization):
                 _age(worker["age_seconds"]),
                 reverse("admin:pipeline_processheartbeat_changelist"),
                 attention=worker["status"] != "ok",
+            ),
+            Tile(
+                "Tasks due now",
+                queue["due"],
+                admin_url("admin:pipeline_memorytask_changelist", status__exact=MemoryTask.Status.QUEUED),
+                attention=late,
+            ),
+            Tile(
+                "Oldest due task waiting since",
+                _age(queue["oldest_due_age_seconds"]) if queue["due"] else "none waiting",
+                admin_url("admin:pipeline_memorytask_changelist", status__exact=MemoryTask.Status.QUEUED),
+                attention=late,
             ),
         ],
     )

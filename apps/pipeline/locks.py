@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from django.db import connection
 
 from apps.core.timing import timed
+from apps.pipeline.registry import NotYet
 
 
-class LockNotAvailable(Exception):
-    pass
+class LockNotAvailable(NotYet):
+    """Another session holds the lock: a task that raises it waits in the queue and runs again."""
 
 
 def _lock_id(key: str) -> int:

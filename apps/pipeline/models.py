@@ -1,5 +1,6 @@
 """MemoryTask: one row per unit of background work; the row is the outbox and the record."""
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -8,6 +9,14 @@ from apps.core.models import BaseModel
 
 
 class MemoryTask(BaseModel):
+    class Priority(models.IntegerChoices):
+        """Workers take due tasks in this order (then by due time): what a user is waiting for first."""
+
+        URGENT = 0, "Urgent: what a user waits for (conversation turns searchable, skills, erasure)"
+        LEARN = 10, "Learning (memories from conversations, task turns searchable)"
+        COMPILE = 20, "Compiling (entities, profiles, topics, exports)"
+        MAINTENANCE = 30, "Maintenance (lint, expiry, retention)"
+
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
@@ -36,8 +45,12 @@ class MemoryTask(BaseModel):
         related_name="+",
         help_text="The API client whose request created this task; empty for background follow-ups.",
     )
+    # Other clients whose requests were answered with this task's id (they asked for work it already
+    # carried): the id keeps answering GET tasks/<id>/ for each of them.
+    handed_to = ArrayField(models.UUIDField(), default=list, blank=True)
     payload = models.JSONField(default=dict, blank=True, help_text="Ids and small parameters only, never memory text.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    priority = models.PositiveSmallIntegerField(choices=Priority.choices, default=Priority.COMPILE)
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001  (unique among non-NULL keys)
     attempts = models.PositiveIntegerField(default=0)
     max_attempts = models.PositiveIntegerField(default=5)
@@ -69,6 +82,12 @@ class MemoryTask(BaseModel):
         ]
         indexes = [
             models.Index(fields=["status", "run_after"], name="memory_task_due_idx"),
+            # The claim's order: the most urgent due task first.
+            models.Index(
+                fields=["priority", "run_after"],
+                condition=Q(status__in=["queued", "failed"]),
+                name="memory_task_claim_order_idx",
+            ),
             models.Index(fields=["organization", "status", "task_type"], name="memory_task_org_status_idx"),
         ]
 

@@ -1,17 +1,33 @@
-"""Handlers by task type. Apps register theirs; the pipeline never imports the apps."""
+"""Handlers by task type, and the priority their tasks are claimed at. Apps register theirs; the
+pipeline never imports the apps."""
 
 from collections.abc import Callable
 
 HANDLERS: dict[str, Callable] = {}
+PRIORITIES: dict[str, int] = {}
 
 
-def register_handler(task_type: str):
-    """Decorator: `@register_handler("embed_messages") def handle(task): ...` returns a JSON-able result."""
+class NotYet(Exception):  # noqa: N818  (not a failure: the task waits and runs again)
+    """Raised by a handler that cannot do its work yet (a lock another task holds, input another task
+    is still producing): the task goes back to the queue `retry_in` seconds out (default
+    TASK_NOT_YET_SECONDS) without spending an attempt."""
+
+    def __init__(self, message: str = "", *, retry_in: float | None = None):
+        super().__init__(message)
+        self.retry_in = retry_in
+
+
+def register_handler(task_type: str, *, priority: int | None = None):
+    """Decorator: `@register_handler("embed_messages", priority=MemoryTask.Priority.URGENT) def
+    handle(task): ...` returns a JSON-able result. Due tasks are claimed by priority (default
+    COMPILE), then by due time; enqueue may set another priority for one task."""
 
     def decorator(function):
         if task_type in HANDLERS and HANDLERS[task_type] is not function:
             raise RuntimeError(f"A handler for {task_type!r} is already registered")
         HANDLERS[task_type] = function
+        if priority is not None:
+            PRIORITIES[task_type] = priority
         return function
 
     return decorator
@@ -22,3 +38,7 @@ def handler_for(task_type: str) -> Callable:
         return HANDLERS[task_type]
     except KeyError:
         raise LookupError(f"No handler is registered for task type {task_type!r}") from None
+
+
+def priority_of(task_type: str, default: int) -> int:
+    return PRIORITIES.get(task_type, default)

@@ -1,7 +1,7 @@
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
 from apps.pipeline.models import MemoryTask, ProcessHeartbeat
@@ -9,12 +9,28 @@ from apps.pipeline.models import MemoryTask, ProcessHeartbeat
 
 def task_list(*, client):
     """Tasks the client may see (tasks carry ids, never memory text): in its organisation, those
-    working in a scope it reads, those its own requests created, and, for a client allowed to
-    erase, the organisation-wide ones (erasures, which have no scope)."""
-    visible = Q(scope__in=client.read_scopes) | Q(client_id=client.pk)
+    working in a scope it reads, those its own requests created or were answered with, and, for a
+    client allowed to erase, the organisation-wide ones (erasures, which have no scope)."""
+    visible = Q(scope__in=client.read_scopes) | Q(client_id=client.pk) | Q(handed_to__contains=[client.pk])
     if client.can_erase:
         visible |= Q(scope__isnull=True)
     return MemoryTask.objects.filter(visible, organization_id=client.organization_id)
+
+
+def queue_status() -> dict:
+    """The backlog, platform-wide: tasks due now and how long the oldest has waited, tasks waiting
+    for their time (debounce, retry backoff) and tasks running. One statement over the claim index."""
+    now = timezone.now()
+    due = Q(status__in=MemoryTask.CLAIMABLE_STATUSES, run_after__lte=now)
+    counts = MemoryTask.objects.filter(status__in=MemoryTask.ACTIVE_STATUSES).aggregate(
+        due=Count("pk", filter=due),
+        oldest_due=Min("run_after", filter=due),
+        scheduled=Count("pk", filter=Q(status__in=MemoryTask.CLAIMABLE_STATUSES, run_after__gt=now)),
+        running=Count("pk", filter=Q(status=MemoryTask.Status.RUNNING)),
+    )
+    oldest = counts.pop("oldest_due")
+    counts["oldest_due_age_seconds"] = round(max(0.0, (now - oldest).total_seconds()), 1) if oldest else None
+    return counts
 
 
 def machinery_status() -> dict:

@@ -12,11 +12,13 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Func, Value
 from django.utils import timezone
+from kombu.exceptions import ChannelError
 
 from apps.core import timing
 from apps.pipeline.models import MemoryTask, ProcessHeartbeat
-from apps.pipeline.registry import handler_for
+from apps.pipeline.registry import NotYet, handler_for, priority_of
 
 logger = logging.getLogger(__name__)
 
@@ -33,8 +35,10 @@ def enqueue(
     idempotency_key: str | None = None,
     run_after=None,
     max_attempts: int | None = None,
+    priority: int | None = None,
 ) -> MemoryTask:
     """Inserts the task row in the current transaction; after commit its id goes to Celery.
+    `priority` overrides the one its handler was registered with.
 
     With an idempotency key that an active task of the same type already holds, that task
     is returned and nothing new is stored (inside one transaction and across concurrent ones).
@@ -42,7 +46,7 @@ def enqueue(
     if idempotency_key:
         existing = _active_with_key(task_type, idempotency_key)
         if existing is not None:
-            return existing
+            return _handed_to(existing, client)
     try:
         with transaction.atomic():
             task = MemoryTask.objects.create(
@@ -54,6 +58,7 @@ def enqueue(
                 idempotency_key=idempotency_key,
                 run_after=run_after or timezone.now(),
                 max_attempts=max_attempts or settings.TASK_MAX_ATTEMPTS,
+                priority=priority_of(task_type, MemoryTask.Priority.COMPILE) if priority is None else priority,
             )
     except IntegrityError:
         if not idempotency_key:  # some other rule was broken; never hand back an unrelated task
@@ -62,7 +67,7 @@ def enqueue(
         existing = _active_with_key(task_type, idempotency_key)
         if existing is None:
             raise
-        return existing
+        return _handed_to(existing, client)
     publish_on_commit(task_id=task.id, run_after=task.run_after)
     return task
 
@@ -74,6 +79,21 @@ def enqueue_debounced(task_type: str, payload: dict, *, key: str, delay: float, 
     task = enqueue(task_type, payload, idempotency_key=key, run_after=run_after, **options)
     if task.status == MemoryTask.Status.RUNNING:
         task = enqueue(task_type, payload, idempotency_key=f"{key}:after:{task.pk}", run_after=run_after, **options)
+    return task
+
+
+def _handed_to(task: MemoryTask, client) -> MemoryTask:
+    """The caller's request is answered with a task another request created: the caller may read it."""
+    if client is not None and client.pk != task.client_id and client.pk not in task.handed_to:
+        MemoryTask.objects.filter(pk=task.pk).exclude(handed_to__contains=[client.pk]).update(
+            handed_to=Func(
+                F("handed_to"),
+                Value(client.pk),
+                function="array_append",
+                output_field=MemoryTask._meta.get_field("handed_to"),
+            )
+        )
+        task.handed_to = [*task.handed_to, client.pk]
     return task
 
 
@@ -144,23 +164,25 @@ def _publish_connection(app):
 
 
 def publish(*, task_id, run_after=None) -> bool:
-    """Sends the task id to Celery, waiting for the broker at most about two BROKER_PUBLISH_TIMEOUT_SECONDS
-    (a connect and a reply). A failure is logged, not raised: the row is the outbox and waits for beat."""
+    """Sends the task id (None: a message that only drains the due queue) to Celery, waiting for the
+    broker at most about two BROKER_PUBLISH_TIMEOUT_SECONDS (a connect and a reply). A failure is
+    logged, not raised: the row is the outbox and waits for beat."""
     from kombu import pools
 
     from apps.pipeline.tasks import run_memory_task
 
+    args = [] if task_id is None else [str(task_id)]
     countdown = None
     if run_after is not None:
         countdown = max(0.0, (run_after - timezone.now()).total_seconds()) or None
     try:
         app = run_memory_task.app
         if app.conf.task_always_eager:
-            run_memory_task.apply_async(args=[str(task_id)], countdown=countdown)
+            run_memory_task.apply_async(args=args, countdown=countdown)
             return True
         timeout = settings.BROKER_PUBLISH_TIMEOUT_SECONDS
         with pools.producers[_publish_connection(app)].acquire(block=True, timeout=timeout) as producer:
-            run_memory_task.apply_async(args=[str(task_id)], countdown=countdown, producer=producer, retry=False)
+            run_memory_task.apply_async(args=args, countdown=countdown, producer=producer, retry=False)
         return True
     except Exception as exc:  # broker down or hung: republish_due_tasks will send it
         logger.warning("could not publish task %s (%s); it stays queued for re-publishing", task_id, type(exc).__name__)
@@ -173,6 +195,15 @@ def retry_delay(attempts: int) -> float:
     return random.uniform(ceiling / 2, ceiling)
 
 
+_CLAIM_SET = """
+    status = 'running', attempts = attempts + 1, claimed_by = %(worker)s, claimed_at = %(now)s,
+    heartbeat_at = %(now)s, updated_at = %(now)s,
+    timings = CASE WHEN timings ? 'first_claimed_at' THEN timings
+              ELSE timings || jsonb_build_object('first_claimed_at', %(now)s::timestamptz, 'first_due_at', run_after)
+              END
+"""
+
+
 def task_claim(*, task_id, worker: str) -> MemoryTask | None:
     """Atomically moves one due, claimable row to running; None if it is not ours to run.
 
@@ -180,26 +211,56 @@ def task_claim(*, task_id, worker: str) -> MemoryTask | None:
     due" because the database clock disagrees.
     """
     table = MemoryTask._meta.db_table
-    now = timezone.now()
     claimed = list(
         MemoryTask.objects.raw(
             f"""
-            UPDATE {table} SET status = 'running', attempts = attempts + 1, claimed_by = %s,
-                   claimed_at = %s, heartbeat_at = %s, updated_at = %s,
-                   timings = CASE WHEN timings ? 'first_claimed_at' THEN timings
-                             ELSE timings || jsonb_build_object('first_claimed_at', %s::timestamptz, 'first_due_at', run_after)
-                             END
+            UPDATE {table} SET {_CLAIM_SET}
             WHERE id = (
                 SELECT id FROM {table}
-                WHERE id = %s AND status IN ('queued', 'failed') AND run_after <= %s
+                WHERE id = %(id)s AND status IN ('queued', 'failed') AND run_after <= %(now)s
                 FOR UPDATE SKIP LOCKED
             )
             RETURNING *
             """,
-            [worker, now, now, now, now, str(task_id), now],
+            {"worker": worker, "now": timezone.now(), "id": str(task_id)},
         )
     )
     return claimed[0] if claimed else None
+
+
+def tasks_claim_due(*, worker: str, limit: int) -> list[MemoryTask]:
+    """Claims up to `limit` due tasks in one statement, the most urgent first (priority, then due
+    time); rows another worker is claiming are skipped, never waited for."""
+    table = MemoryTask._meta.db_table
+    claimed = list(
+        MemoryTask.objects.raw(
+            f"""
+            UPDATE {table} SET {_CLAIM_SET}
+            WHERE id IN (
+                SELECT id FROM {table}
+                WHERE status IN ('queued', 'failed') AND run_after <= %(now)s
+                ORDER BY priority, run_after
+                LIMIT %(limit)s
+                FOR UPDATE SKIP LOCKED
+            )
+            RETURNING *
+            """,
+            {"worker": worker, "now": timezone.now(), "limit": limit},
+        )
+    )
+    return sorted(claimed, key=lambda task: (task.priority, task.run_after))
+
+
+def _tasks_release(tasks: list[MemoryTask]) -> None:
+    """Gives claimed tasks that have not started back to the queue, as they were: the attempt is not
+    spent, and another worker (woken by one message) may take them at once."""
+    if not tasks:
+        return
+    for task in tasks:
+        MemoryTask.objects.filter(
+            pk=task.pk, status=MemoryTask.Status.RUNNING, claimed_by=task.claimed_by, attempts=task.attempts
+        ).update(status=MemoryTask.Status.QUEUED, attempts=task.attempts - 1, claimed_by="", updated_at=timezone.now())
+    publish(task_id=tasks[0].pk)
 
 
 class _Heartbeats:
@@ -300,10 +361,25 @@ def task_execute(*, task_id, worker: str) -> str:
     task = task_claim(task_id=task_id, worker=worker)
     if task is None:
         return "not-claimed"
+    return _run_claimed(task)
+
+
+def _run_claimed(task: MemoryTask) -> str:
+    """Runs a task this worker claimed: `succeeded`, `failed` (it retries after a backoff), `dead`
+    (out of attempts) or `deferred` (its handler raised NotYet: back in the queue, no attempt spent)."""
     _heartbeats.add(task.pk)
     try:
         with _timed_attempt(task):
             result = handler_for(task.task_type)(task)
+    except NotYet as exc:
+        _heartbeats.remove(task.pk)
+        retry_in = settings.TASK_NOT_YET_SECONDS if exc.retry_in is None else exc.retry_in
+        run_after = timezone.now() + timedelta(seconds=retry_in)
+        task.timings["deferred"] = task.timings.get("deferred", 0) + 1
+        if _finish(task, status=MemoryTask.Status.QUEUED, attempts=task.attempts - 1, run_after=run_after):
+            publish(task_id=task.id, run_after=run_after)
+        logger.info("task %s (%s) waits %.1fs: %s", task.id, task.task_type, retry_in, type(exc).__name__)
+        return "deferred"
     except Exception as exc:
         _heartbeats.remove(task.pk)
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"[:ERROR_MAX_CHARS]
@@ -324,6 +400,44 @@ def task_execute(*, task_id, worker: str) -> str:
         _heartbeats.remove(task.pk)
     _finish(task, status=MemoryTask.Status.SUCCEEDED, result=result, error="", finished_at=timezone.now())
     return "succeeded"
+
+
+# A claimed batch is given back once its first tasks have run this long: slow work is not held by
+# one process while another idles.
+BATCH_HOLD_SECONDS = 0.25
+
+
+def tasks_drain(*, worker: str, first_task_id=None) -> dict:
+    """What one Celery message does: runs the task it names if that is still due, then every due task,
+    most urgent first, claimed in batches (growing while tasks are quick, one at a time once one is
+    slow), until none is due or TASK_DRAIN_SECONDS have passed; then one message carries on. A
+    message whose task another drain already ran costs one claim that finds nothing. Returns the
+    number of tasks per outcome."""
+    outcomes: dict[str, int] = {}
+
+    def count(outcome: str) -> None:
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+
+    deadline = time.monotonic() + settings.TASK_DRAIN_SECONDS
+    if first_task_id is not None:
+        count(task_execute(task_id=first_task_id, worker=worker))
+    size = 1
+    while time.monotonic() < deadline:
+        batch = tasks_claim_due(worker=worker, limit=size)
+        if not batch:
+            return outcomes
+        started = time.monotonic()
+        for index, task in enumerate(batch):
+            if index and time.monotonic() - started > BATCH_HOLD_SECONDS:
+                _tasks_release(batch[index:])
+                size = 1
+                break
+            count(_run_claimed(task))
+        else:
+            quick = time.monotonic() - started < BATCH_HOLD_SECONDS
+            size = min(size * 2, settings.TASK_CLAIM_BATCH) if quick else 1
+    publish(task_id=None)  # due work may remain: the next message carries on
+    return outcomes
 
 
 def task_run_here(task_type: str, payload: dict, *, organization=None, scope: str | None = None, body) -> MemoryTask:
@@ -358,25 +472,43 @@ def task_run_here(task_type: str, payload: dict, *, organization=None, scope: st
 
 
 def republish_due_tasks(*, limit: int = 1000) -> int:
-    """Sends again the due rows nobody picked up (a publish lost while the broker was down)."""
+    """Wakes workers for due rows nobody picked up (a publish lost while the broker was down, or a
+    backlog larger than the messages in flight): a message for each of the `limit` most urgent rows
+    due for longer than TASK_REPUBLISH_AFTER_SECONDS, fewer when the broker still holds messages
+    enough for them (each message drains every due task, so one waiting message is as good as many)."""
     cutoff = timezone.now() - timedelta(seconds=settings.TASK_REPUBLISH_AFTER_SECONDS)
-    with transaction.atomic():
-        ids = list(
-            MemoryTask.objects.select_for_update(skip_locked=True)
-            .filter(status__in=MemoryTask.CLAIMABLE_STATUSES, run_after__lte=cutoff)
-            .order_by("run_after")
-            .values_list("id", flat=True)[:limit]
-        )
-        # Pushing run_after to now means a row is re-sent at most once per grace period.
-        MemoryTask.objects.filter(id__in=ids).update(run_after=timezone.now(), updated_at=timezone.now())
+    ids = list(
+        MemoryTask.objects.filter(status__in=MemoryTask.CLAIMABLE_STATUSES, run_after__lte=cutoff)
+        .order_by("priority", "run_after")
+        .values_list("id", flat=True)[:limit]
+    )
+    if not ids:
+        return 0
+    waiting = _messages_waiting()
     sent = 0
-    for task_id in ids:
+    for task_id in ids[: max(0, len(ids) - waiting) if waiting is not None else len(ids)]:
         if not publish(task_id=task_id):
             break  # the broker is down or hung: the rest wait for the next round, not for the broker
         sent += 1
-    if ids:
-        logger.info("re-published %s of %s due tasks", sent, len(ids))
+    logger.info("re-published %s of %s due tasks (%s messages waiting)", sent, len(ids), waiting)
     return sent
+
+
+def _messages_waiting() -> int | None:
+    """Messages waiting in the broker's task queue (None when the broker cannot say)."""
+    from apps.pipeline.tasks import run_memory_task
+
+    app = run_memory_task.app
+    if app.conf.task_always_eager:
+        return None
+    try:
+        with _publish_connection(app).channel() as channel:
+            return channel.queue_declare(queue=app.conf.task_default_queue, passive=True).message_count
+    except ChannelError:  # the queue does not exist (yet): nothing waits in it
+        return 0
+    except Exception as exc:
+        logger.warning("could not count the broker's waiting messages (%s)", type(exc).__name__)
+        return None
 
 
 def recover_stale_tasks() -> dict:

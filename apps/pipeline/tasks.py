@@ -8,12 +8,14 @@ from apps.pipeline import services
 
 
 @shared_task(name="pipeline.run_memory_task", bind=True)
-def run_memory_task(self, task_id: str) -> str:
-    if not self.request.is_eager:
-        # Workers reuse connections across tasks (CELERY_DB_REUSE_MAX); replace a broken or
-        # expired one. An eager run belongs to the caller's connection and is left alone.
-        close_old_connections()
-    return services.task_execute(task_id=task_id, worker=services.worker_name())
+def run_memory_task(self, task_id: str | None = None):
+    """Runs the task named (if still due), then drains the due queue (services.tasks_drain). An eager
+    run (no broker) runs the named task only, inside the caller's request."""
+    if self.request.is_eager:
+        return services.task_execute(task_id=task_id, worker=services.worker_name()) if task_id else "not-claimed"
+    # Workers reuse connections across tasks (CELERY_DB_REUSE_MAX); replace a broken or expired one.
+    close_old_connections()
+    return services.tasks_drain(worker=services.worker_name(), first_task_id=task_id)
 
 
 @shared_task(name="pipeline.republish_due_tasks")

@@ -1,5 +1,6 @@
 """Pipeline handlers of portability: thin, they load by id and call a service."""
 
+from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import register_handler
 from apps.portability.models import ExportRequest
 from apps.portability.services.requests import EXPIRE_EXPORTS, EXPORT_ARCHIVE, export_run, exports_expire
@@ -13,6 +14,6 @@ def export_archive(task) -> dict:
     return export_run(export=export)
 
 
-@register_handler(EXPIRE_EXPORTS)
+@register_handler(EXPIRE_EXPORTS, priority=MemoryTask.Priority.MAINTENANCE)
 def expire_exports(task) -> dict:
     return exports_expire()

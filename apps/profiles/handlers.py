@@ -2,9 +2,10 @@
 compilation of one user's memory hold the same per-user lock, so they never interleave."""
 
 from apps.conversations.models import Session
-from apps.conversations.routing import PROJECT_ENTITIES
+from apps.conversations.routing import PROJECT_ENTITIES, extraction_pending
 from apps.pipeline.locks import advisory_lock
-from apps.pipeline.registry import register_handler
+from apps.pipeline.models import MemoryTask
+from apps.pipeline.registry import NotYet, register_handler
 from apps.profiles.models import Entity
 from apps.profiles.services.compile import profile_compile
 from apps.profiles.services.entities import COMPILE_PROFILE, COMPILE_TOPICS, LINT_PROFILES, session_project
@@ -27,6 +28,8 @@ def project_entities(task) -> dict:
     session = Session.objects.select_related("organization", "end_user").filter(pk=task.payload["session"]).first()
     if session is None:
         return {"skipped": "session no longer exists"}
+    if extraction_pending(session):
+        raise NotYet("the session's memories are still being extracted")
     with advisory_lock(
         owner_lock_key(organization_id=session.organization_id, end_user_id=session.end_user_id), wait=False
     ):
@@ -44,7 +47,7 @@ def compile_profile(task) -> dict:
         return profile_compile(entity=entity, task=task)
 
 
-@register_handler(LINT_PROFILES)
+@register_handler(LINT_PROFILES, priority=MemoryTask.Priority.MAINTENANCE)
 def lint_profiles(task) -> dict:
     return profiles_lint(organization_id=task.payload.get("organization"), task=task)
 

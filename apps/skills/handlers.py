@@ -3,13 +3,14 @@
 from apps.conversations.models import Session
 from apps.conversations.routing import DISTILL_SESSION
 from apps.core.errors import ConflictError
+from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import register_handler
 from apps.skills.services.distill import session_distill_locked
 from apps.skills.services.evolve.run import EVOLVE_SKILLS, evolve_enqueue, skills_evolve_locked
 from apps.skills.services.review import skills_review_effectiveness
 
 
-@register_handler(DISTILL_SESSION)
+@register_handler(DISTILL_SESSION, priority=MemoryTask.Priority.URGENT)
 def distill_session(task) -> dict:
     session = Session.objects.select_related("organization").filter(pk=task.payload["session"]).first()
     if session is None:
@@ -23,7 +24,7 @@ def distill_session(task) -> dict:
     return result
 
 
-@register_handler(EVOLVE_SKILLS)
+@register_handler(EVOLVE_SKILLS, priority=MemoryTask.Priority.URGENT)
 def evolve_skills(task) -> dict:
     organization, scope = task.organization, task.payload["scope"]
     result = skills_evolve_locked(organization=organization, scope=scope, task=task)

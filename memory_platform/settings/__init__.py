@@ -330,6 +330,13 @@ TASK_HEARTBEAT_SECONDS = env.float("TASK_HEARTBEAT_SECONDS", default=10.0)
 TASK_STALE_AFTER_SECONDS = env.float("TASK_STALE_AFTER_SECONDS", default=60.0)
 TASK_REPUBLISH_AFTER_SECONDS = env.float("TASK_REPUBLISH_AFTER_SECONDS", default=15.0)
 TASK_RETENTION_DAYS = env.int("TASK_RETENTION_DAYS", default=7)
+# One Celery message drains the due queue (most urgent first) for at most this long, claiming up to
+# TASK_CLAIM_BATCH rows per statement while tasks are quick; the Celery time limits bound one
+# handler plus this.
+TASK_DRAIN_SECONDS = env.float("TASK_DRAIN_SECONDS", default=10.0)
+TASK_CLAIM_BATCH = env.int("TASK_CLAIM_BATCH", default=64)
+# A handler that cannot work yet (a lock another task holds) puts its task back this far out, no attempt spent.
+TASK_NOT_YET_SECONDS = env.float("TASK_NOT_YET_SECONDS", default=1.0)
 # Compiled memory (apps.profiles).
 PROFILE_COMPILE_DEBOUNCE_SECONDS = env.float("PROFILE_COMPILE_DEBOUNCE_SECONDS", default=30.0)
 PROFILE_COMPILE_AFTER_MENTIONS = env.int("PROFILE_COMPILE_AFTER_MENTIONS", default=20)
@@ -375,6 +382,9 @@ EMBEDDING_MODEL = env(
     ),
 )
 EMBEDDING_DIMENSIONS = 384
+# Threads one process gives a local model (e5, local). One: a worker runs one process per core
+# (Celery's default concurrency), so more threads would only fight each other for the same cores.
+EMBEDDING_THREADS = env.int("EMBEDDING_THREADS", default=1)
 
 # Skill memory (apps.skills): distillation of task sessions and evolution into skills.
 SKILL_REVIEW_MODE = env("SKILL_REVIEW_MODE", default="auto")  # auto: evolved skills go live; manual: pending_review

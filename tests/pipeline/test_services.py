@@ -15,7 +15,9 @@ from django.utils.dateparse import parse_datetime
 
 from apps.pipeline.locks import LockNotAvailable, advisory_lock
 from apps.pipeline.models import MemoryTask
+from apps.pipeline.registry import NotYet
 from apps.pipeline.services import (
+    BATCH_HOLD_SECONDS,
     enqueue,
     prune_finished_tasks,
     recover_stale_tasks,
@@ -24,6 +26,7 @@ from apps.pipeline.services import (
     task_claim,
     task_execute,
     task_mark_dead,
+    tasks_drain,
 )
 from tests.conftest import api_for
 from tests.factories import OrganizationFactory
@@ -37,8 +40,9 @@ def _private_broker(broker):
     """Every publish of this module goes to a private Redis, never to the shared one."""
 
 
-def published_ids(broker) -> list[str]:
-    return [message["args"][0] for message in broker.published() if message["task"] == RUN_TASK]
+def published_ids(broker) -> list[str | None]:
+    """The task id of each message (None: a message that only drains the due queue)."""
+    return [(message["args"] or [None])[0] for message in broker.published() if message["task"] == RUN_TASK]
 
 
 def due_task(organization, **fields) -> MemoryTask:
@@ -264,6 +268,135 @@ def test_execute_runs_the_handler_and_stores_its_result(organization, handlers):
 
 
 @pytest.mark.django_db
+def test_execute_records_where_the_time_went(organization, handlers, settings):
+    from apps.providers.embeddings import embed_texts
+
+    settings.EMBEDDING_PROVIDER = "hash"
+    handlers("test_embeds", lambda task: {"vectors": len(embed_texts(["a turn", "another"]))})
+    task = due_task(organization, task_type="test_embeds")
+
+    assert task_execute(task_id=task.pk, worker="host:1") == "succeeded"
+
+    task.refresh_from_db()
+    timings = task.timings
+    assert parse_datetime(timings["first_due_at"]) == task.run_after
+    assert parse_datetime(timings["first_claimed_at"]) == task.claimed_at
+    assert timings["handler_s"] >= timings["embedding_s"] > 0
+    assert timings["sql_s"] >= 0 and "failed_s" not in timings
+
+
+# Draining: one message runs every due task, most urgent first.
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_drain_runs_every_due_task_most_urgent_first(organization, handlers):
+    ran = []
+    handlers("test_record", lambda task: ran.append(task.payload["name"]) or {})
+    Priority = MemoryTask.Priority
+    for name, priority, minutes_ago in [
+        ("lint", Priority.MAINTENANCE, 5),
+        ("profile", Priority.COMPILE, 4),
+        ("turns", Priority.URGENT, 1),
+        ("memories", Priority.LEARN, 3),
+        ("skill", Priority.URGENT, 2),
+    ]:
+        due_task(
+            organization,
+            task_type="test_record",
+            payload={"name": name},
+            priority=priority,
+            run_after=timezone.now() - timedelta(minutes=minutes_ago),
+        )
+    later = due_task(
+        organization, task_type="test_record", payload={"name": "later"}, run_after=timezone.now() + timedelta(hours=1)
+    )
+
+    assert tasks_drain(worker="host:1") == {"succeeded": 5}
+
+    assert ran == ["skill", "turns", "memories", "profile", "lint"], "priority first, then due time"
+    later.refresh_from_db()
+    assert later.status == MemoryTask.Status.QUEUED, "a task that is not due waits for its time"
+    assert tasks_drain(worker="host:1", first_task_id=later.pk) == {"not-claimed": 1}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_slow_task_gives_the_rest_of_its_batch_back_to_the_queue(organization, handlers):
+    """Quick tasks are claimed in growing batches; once one is slow, the tasks its batch holds and has
+    not started go back to the queue (another worker may take them), with no attempt spent."""
+    queued_when_started = {}
+
+    def record(task):
+        if task.payload["n"] == 3:
+            time.sleep(BATCH_HOLD_SECONDS + 0.1)
+        queued_when_started[task.payload["n"]] = MemoryTask.objects.filter(status=MemoryTask.Status.QUEUED).count()
+        return {}
+
+    handlers("test_record", record)
+    for n in range(8):
+        due_task(
+            organization,
+            task_type="test_record",
+            payload={"n": n},
+            run_after=timezone.now() - timedelta(seconds=60 - n),
+        )
+
+    assert tasks_drain(worker="host:1") == {"succeeded": 8}
+
+    # Batches of 1, 2 and 4: task 3 opens the third batch (3-6) and is slow; 4, 5 and 6 go back.
+    assert queued_when_started[3] == 1, "while task 3 ran, its batch held 4, 5 and 6; only 7 was queued"
+    assert queued_when_started[4] == 3, "after task 3, the batch's unstarted tasks were back in the queue"
+    assert set(MemoryTask.objects.values_list("attempts", flat=True)) == {1}
+
+
+@pytest.mark.django_db
+def test_a_task_that_cannot_work_yet_waits_without_spending_an_attempt(organization, handlers, broker):
+    def not_yet(task):
+        raise NotYet("its input is still being written", retry_in=30)
+
+    handlers("test_not_yet", not_yet)
+    task = due_task(organization, task_type="test_not_yet", attempts=2)
+
+    assert task_execute(task_id=task.pk, worker="host:1") == "deferred"
+
+    task.refresh_from_db()
+    assert (task.status, task.attempts, task.error) == (MemoryTask.Status.QUEUED, 2, "")
+    assert 25 < (task.run_after - timezone.now()).total_seconds() <= 30
+    assert task.timings["deferred"] == 1
+    assert published_ids(broker) == [str(task.pk)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_task_whose_lock_another_session_holds_waits_instead_of_failing(organization, handlers, settings):
+    settings.TASK_NOT_YET_SECONDS = 5
+
+    def locked(task):
+        with advisory_lock("test:owner", wait=False):
+            return {"ran": True}
+
+    handlers("test_locked", locked)
+    task = due_task(organization, task_type="test_locked")
+    holder_ready, release = threading.Event(), threading.Event()
+
+    def hold():
+        with advisory_lock("test:owner"):
+            holder_ready.set()
+            release.wait(10)
+        connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        holder_ready.wait(10)
+        assert task_execute(task_id=task.pk, worker="host:1") == "deferred"
+    finally:
+        release.set()
+        holder.join()
+
+    task.refresh_from_db()
+    assert (task.status, task.attempts, task.error) == (MemoryTask.Status.QUEUED, 0, "")
+    assert task.run_after > timezone.now() + timedelta(seconds=3)
+
+
 def test_a_task_without_a_handler_fails_with_a_clear_error(organization):
     task = due_task(organization, task_type="test_unregistered")
     assert task_execute(task_id=task.pk, worker="host:1") == "failed"
@@ -414,9 +547,9 @@ def test_republish_sends_again_only_due_rows_nobody_picked_up(organization, brok
     assert republish_due_tasks() == 2
 
     assert sorted(published_ids(broker)) == sorted([str(lost.pk), str(failed_due.pk)])
-    lost.refresh_from_db()
-    assert lost.run_after >= now, "a re-sent row waits another grace period before it is sent again"
+    # Both messages still wait in the broker, and each drains every due task: nothing more is sent.
     assert republish_due_tasks() == 0
+    assert len(published_ids(broker)) == 2
 
 
 @pytest.mark.django_db
@@ -497,6 +630,30 @@ def test_task_endpoint_shows_the_callers_organisation_task(client_a, api):
     assert body["id"] == str(task.pk)
     assert (body["task_type"], body["status"], body["attempts"]) == ("test_echo", "failed", 2)
     assert body["error"] == "ValueError: boom", "tracebacks stay in the admin"
+
+
+@pytest.mark.django_db
+def test_a_task_id_handed_to_another_client_answers_for_it(client_a, organization):
+    """A write-only client asking for work an active task already carries (a debounced extraction)
+    is answered with that task's id; the id answers GET tasks/<id>/ for it, not for its neighbours."""
+    from tests.factories import ClientFactory
+
+    writer = ClientFactory(organization=organization, name="writer", write_scope="default", read_scopes=[])
+    neighbour = ClientFactory(organization=organization, name="neighbour", write_scope="default", read_scopes=[])
+    first = enqueue("test_noop", {}, organization=organization, scope="default", client=client_a, idempotency_key="k")
+
+    assert (
+        enqueue("test_noop", {}, organization=organization, scope="default", client=writer, idempotency_key="k")
+        == first
+    )
+
+    assert api_for(writer).get(f"/api/v1/tasks/{first.pk}/").status_code == 200
+    assert api_for(neighbour).get(f"/api/v1/tasks/{first.pk}/").status_code == 404
+    first.refresh_from_db()
+    assert first.handed_to == [writer.pk], "handed to once, however often it is asked for"
+    enqueue("test_noop", {}, organization=organization, scope="default", client=writer, idempotency_key="k")
+    first.refresh_from_db()
+    assert first.handed_to == [writer.pk]
 
 
 @pytest.mark.django_db
