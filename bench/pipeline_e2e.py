@@ -19,6 +19,7 @@ import platform
 import statistics
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 TARGET_FLOOR_SHARE = 0.5
@@ -92,13 +93,13 @@ def breakdown(platform_, since) -> dict:
     """Per task type, from the rows created since `since`: where each second went."""
     rows = platform_.sql(
         """
-        SELECT task_type, status, attempts, created_at, run_after, claimed_at, finished_at, timings
+        SELECT task_type, status, attempts, created_at, timings
         FROM pipeline_memorytask WHERE created_at >= %s ORDER BY created_at
         """,
         (since,),
     )
     types: dict = {}
-    for task_type, status, attempts, created, run_after, claimed, finished, timings in rows:
+    for task_type, status, attempts, created, timings in rows:
         timings = timings or {}
         first_due = timings.get("first_due_at")
         first_claim = timings.get("first_claimed_at")
@@ -110,8 +111,6 @@ def breakdown(platform_, since) -> dict:
         entry["statuses"][status] = entry["statuses"].get(status, 0) + 1
         entry["attempts"] += attempts
         if first_due and first_claim:
-            from datetime import datetime
-
             due, claim = datetime.fromisoformat(first_due), datetime.fromisoformat(first_claim)
             entry["debounce_s"].append(max(0.0, (due - created).total_seconds()))
             entry["queue_wait_s"].append(max(0.0, (claim - due).total_seconds()))
@@ -245,20 +244,19 @@ def run(output_dir, *, log=print) -> dict:
             with MemoryClient(platform_.url, api_key=platform_.api_key, timeout=60) as memory:
                 conversation = _run_conversation(platform_, memory, sample, log)
                 tasks = _run_tasks(platform_, memory, trajectories, log)
-            settings_used = platform_.sql("SELECT 1")  # the platform is still answering
-            del settings_used
         except BaseException:
             log(platform_.logs_text())
             raise
         finally:
             platform_.stop()
 
-    # The floor runs after the platform stopped, so it has the machine the platform had.
-    os.environ.setdefault("EMBEDDING_PROVIDER", "e5")
+    # The floor runs after the platform stopped, so it has the machine the platform had, and the
+    # model gets every core: the best it can do here.
     from django.conf import settings
 
     settings.EMBEDDING_PROVIDER = "e5"
-    settings.EMBEDDING_MODEL = "multilingual-e5-small"
+    settings.EMBEDDING_MODEL = "multilingual-e5-small-q4"
+    settings.EMBEDDING_THREADS = os.cpu_count()
     floor = embedding_floor(conversation.pop("texts"))
     share = conversation["turns_per_s_end_to_end"] / floor["texts_per_s"]
     result = {
