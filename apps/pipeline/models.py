@@ -13,8 +13,8 @@ class MemoryTask(BaseModel):
         """Workers take due tasks in this order (then by due time): what a user is waiting for first."""
 
         URGENT = 0, "Urgent: what a user waits for (conversation turns searchable, skills, erasure)"
-        LEARN = 10, "Learning (memories from conversations, task turns searchable)"
-        COMPILE = 20, "Compiling (entities, profiles, topics, exports)"
+        LEARN = 10, "Learning (memories and entities from conversations, task turns searchable)"
+        COMPILE = 20, "Compiling (profiles, topics, exports)"
         MAINTENANCE = 30, "Maintenance (lint, expiry, retention)"
 
     class Status(models.TextChoices):

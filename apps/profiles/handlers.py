@@ -23,7 +23,7 @@ def owner_locks(work) -> list[str]:
     return [owner_lock_key(organization_id=work.organization_id, end_user_id=user) for user in work.end_user_ids]
 
 
-@register_handler(PROJECT_ENTITIES)
+@register_handler(PROJECT_ENTITIES, priority=MemoryTask.Priority.LEARN)
 def project_entities(task) -> dict:
     session = Session.objects.select_related("organization", "end_user").filter(pk=task.payload["session"]).first()
     if session is None:
