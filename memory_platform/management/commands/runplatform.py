@@ -66,7 +66,12 @@ class Command(BaseCommand):
         parser.add_argument("--bind", default="127.0.0.1:8000")
         parser.add_argument("--mcp-bind", default="127.0.0.1:8001", help="where `runmcp` serves /mcp")
         parser.add_argument("--web-workers", type=int, default=2)
-        parser.add_argument("--concurrency", type=int, default=2, help="Celery worker processes.")
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            default=os.cpu_count() or 2,
+            help="Celery worker processes (default: one per core; each embeds on one thread, EMBEDDING_THREADS).",
+        )
 
     def handle(self, *args, bind, mcp_bind, web_workers, concurrency, **options):
         started = time.time()
