@@ -131,6 +131,12 @@ SETTING_RULES = {
     # Privacy
     "CONVERSATION_RETENTION_DAYS": at_least(0),
     "ERASURE_BATCH_SIZE": at_least(1),
+    # Export and import
+    "EXPORT_TTL_SECONDS": at_least(1),
+    "PORTABILITY_BATCH_SIZE": at_least(1),
+    "IMPORT_MAX_BYTES": at_least(1),
+    "IMPORT_MAX_FILE_BYTES": at_least(1),
+    "IMPORT_MAX_COMPRESSION_RATIO": at_least(1),
     # Pipeline and broker
     "TASK_MAX_ATTEMPTS": at_least(1),
     "TASK_RETRY_BASE_SECONDS": POSITIVE,

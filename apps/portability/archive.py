@@ -3,13 +3,17 @@
 `manifest.json` names the format and its version, the platform version, the embedding model and
 dimensions the vectors were computed with, what was selected, and for every file its row count,
 size and SHA-256. Rows are written as they are read (bounded memory), and read back the same way.
+An archive is written readable by its owner only (0600). A read refuses an archive whose stated
+sizes exceed the manifest's or the IMPORT_MAX_* caps before anything is inflated.
 docs/api.md ("Archive format") is the reference.
 """
 
 import base64
 import hashlib
 import json
+import os
 import zipfile
+import zlib
 from datetime import date, datetime
 from importlib.metadata import PackageNotFoundError, version
 from uuid import UUID
@@ -23,6 +27,13 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 # A longer line is refused before it is parsed (the largest legitimate row is a long turn with its vector).
 MAX_LINE_BYTES = 8 * 1024 * 1024
+# The manifest is read before the caps it states can be checked: it has a small cap of its own.
+MAX_MANIFEST_BYTES = 1024 * 1024
+# Files smaller than this are not held to IMPORT_MAX_COMPRESSION_RATIO: a few repetitive rows compress
+# well and inflating them costs nothing.
+RATIO_CHECKED_FROM_BYTES = 1024 * 1024
+# An archive has one file per kind of row and its manifest; anything beyond this many is not one.
+MAX_MEMBERS = 64
 
 
 def platform_version() -> str:
@@ -59,7 +70,15 @@ class ArchiveWriter:
     """Writes one file per kind into a zip, hashing and counting as it goes; the manifest last."""
 
     def __init__(self, path):
-        self.zip = zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1)
+        # Created 0600 (an archive holds people's data); an existing file is emptied and made 0600 too.
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(descriptor, 0o600)
+        self.file = os.fdopen(descriptor, "wb")
+        try:
+            self.zip = zipfile.ZipFile(self.file, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1)
+        except BaseException:
+            self.file.close()
+            raise
         self.files: dict[str, dict] = {}
 
     def write_rows(self, name: str, rows) -> int:
@@ -78,7 +97,13 @@ class ArchiveWriter:
         manifest = {**manifest, "files": self.files}
         self.zip.writestr(MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
         self.zip.close()
+        self.file.close()
         return manifest
+
+    def abort(self) -> None:
+        """Closes without a manifest (the caller deletes the file)."""
+        self.zip.close()
+        self.file.close()
 
 
 class ArchiveError(ValueError):
@@ -91,18 +116,65 @@ class ArchiveError(ValueError):
 
 
 class ArchiveReader:
-    """Opens an archive, checks its manifest and every file's size, count and checksum before a row is used."""
+    """Opens an archive and checks, before a byte is inflated, that its files are the manifest's and
+    their sizes are what the manifest states and within the caps; `verify` then checks every
+    file's checksum and count before a row is used.
 
-    def __init__(self, path):
+    The zip's stated size of a file bounds what reading it can inflate (zipfile stops there and
+    refuses a file whose data does not match it), so checking the stated sizes first refuses a
+    zip bomb at the cost of reading its directory. `max_bytes`, `max_file_bytes` and `max_ratio`
+    are the total and per-file uncompressed caps and the largest uncompressed / compressed ratio."""
+
+    def __init__(self, path, *, max_bytes: int, max_file_bytes: int, max_ratio: float):
+        self.path = str(path)
         try:
             self.zip = zipfile.ZipFile(path)
+            self.archive_bytes = os.path.getsize(path)
         except (OSError, zipfile.BadZipFile) as exc:
-            raise ArchiveError(str(path), f"Not a readable zip archive ({type(exc).__name__}).") from None
-        self.manifest = self._manifest()
+            raise ArchiveError(self.path, f"Not a readable zip archive ({type(exc).__name__}).") from None
+        try:
+            self._check_sizes(max_bytes=max_bytes, max_file_bytes=max_file_bytes, max_ratio=max_ratio)
+            self.manifest = self._manifest()
+        except BaseException:
+            self.zip.close()
+            raise
+
+    def _check_sizes(self, *, max_bytes: int, max_file_bytes: int, max_ratio: float) -> None:
+        """The zip directory's stated sizes, against the caps: nothing is inflated yet."""
+        members = self.zip.infolist()
+        if len(members) > MAX_MEMBERS:
+            raise ArchiveError(self.path, f"{len(members)} files: an archive holds at most {MAX_MEMBERS}.")
+        names = [member.filename for member in members]
+        if len(set(names)) != len(names):
+            raise ArchiveError(self.path, "A file name appears twice in the zip.")
+        total = 0
+        for member in members:
+            name, size = member.filename, member.file_size
+            if name == MANIFEST and size > MAX_MANIFEST_BYTES:
+                raise ArchiveError(MANIFEST, f"{size} bytes: a manifest is at most {MAX_MANIFEST_BYTES}.")
+            if size > max_file_bytes:
+                raise ArchiveError(name, f"{size} bytes uncompressed, above IMPORT_MAX_FILE_BYTES ({max_file_bytes}).")
+            if member.compress_size > self.archive_bytes:
+                raise ArchiveError(name, "The zip states a compressed size larger than the archive.")
+            if size >= RATIO_CHECKED_FROM_BYTES and size > max_ratio * max(member.compress_size, 1):
+                raise ArchiveError(
+                    name,
+                    f"Inflates {size / max(member.compress_size, 1):.0f} times (IMPORT_MAX_COMPRESSION_RATIO is "
+                    f"{max_ratio:g}): refused as a zip bomb.",
+                )
+            total += size
+        if total > max_bytes:
+            raise ArchiveError(self.path, f"{total} bytes uncompressed, above IMPORT_MAX_BYTES ({max_bytes}).")
+        if total >= RATIO_CHECKED_FROM_BYTES and total > max_ratio * max(self.archive_bytes, 1):
+            raise ArchiveError(
+                self.path,
+                f"Inflates {total / max(self.archive_bytes, 1):.0f} times its size (IMPORT_MAX_COMPRESSION_RATIO is "
+                f"{max_ratio:g}): refused as a zip bomb.",
+            )
 
     def _manifest(self) -> dict:
         try:
-            raw = self.zip.read(MANIFEST)
+            raw = self._read(MANIFEST)
         except KeyError:
             raise ArchiveError(MANIFEST, "Missing: this is not a memory platform archive.") from None
         try:
@@ -125,10 +197,29 @@ class ArchiveReader:
             raise ArchiveError(MANIFEST, f"Files and manifest disagree (not listed: {unexpected}, missing: {missing}).")
         for name, entry in files.items():
             if not (
-                isinstance(entry, dict) and isinstance(entry.get("rows"), int) and isinstance(entry.get("sha256"), str)
+                isinstance(entry, dict)
+                and _count(entry.get("rows"))
+                and _count(entry.get("bytes"))
+                and isinstance(entry.get("sha256"), str)
             ):
-                raise ArchiveError(f"{MANIFEST}: files.{name}", "Needs rows (an integer) and sha256.")
+                raise ArchiveError(f"{MANIFEST}: files.{name}", "Needs rows and bytes (integers) and sha256.")
+            stated = self.zip.getinfo(name).file_size
+            if stated != entry["bytes"]:
+                raise ArchiveError(name, f"The zip holds {stated} bytes, the manifest says {entry['bytes']}.")
         return manifest
+
+    def _read(self, name: str) -> bytes:
+        with self._open(name) as member:
+            try:
+                return member.read()
+            except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+                raise ArchiveError(name, f"Corrupt data ({type(exc).__name__}).") from None
+
+    def _open(self, name: str):
+        try:
+            return self.zip.open(name)
+        except (NotImplementedError, RuntimeError, zipfile.BadZipFile) as exc:  # compression, encryption, header
+            raise ArchiveError(name, f"Cannot be read ({type(exc).__name__}).") from None
 
     def verify(self) -> None:
         """Every file's checksum and row count, as the manifest states them."""
@@ -143,10 +234,13 @@ class ArchiveReader:
                 raise ArchiveError(name, f"{rows} rows, the manifest says {entry['rows']}.")
 
     def _lines(self, name: str):
-        with self.zip.open(name) as member:
+        with self._open(name) as member:
             number = 0
             while True:
-                line = member.readline(MAX_LINE_BYTES + 1)
+                try:
+                    line = member.readline(MAX_LINE_BYTES + 1)
+                except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:  # a bad CRC, corrupt data
+                    raise ArchiveError(name, f"Corrupt data ({type(exc).__name__}).") from None
                 if not line:
                     return
                 number += 1
@@ -170,3 +264,7 @@ class ArchiveReader:
 
     def close(self):
         self.zip.close()
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -29,6 +29,9 @@ class Kind:
     model: type
     # Foreign keys (attnames) to the model of the parent and what a missing parent means.
     parents: dict[str, tuple[type, str]] = field(default_factory=dict)
+    # Columns a row shares with the parent a foreign key names (its owner, its scope): an archive
+    # whose row differs from its parent there is refused (a turn is its session's user's, in its scope).
+    same_as_parent: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # UUID columns and UUID arrays holding ids of other rows (not foreign keys).
     id_columns: tuple[str, ...] = ()
     id_arrays: tuple[str, ...] = ()
@@ -102,12 +105,14 @@ MESSAGES = Kind(
     "messages",
     Message,
     parents={"end_user_id": USER, "session_id": (Session, REFUSE), "created_by_id": WRITER},
+    same_as_parent={"session_id": ("end_user_id", "scope")},
     exclude=WITHOUT_DERIVED,
 )
 EXPERIENCES = Kind(
     "experiences",
     SkillExperience,
     parents={"end_user_id": USER, "session_id": (Session, NULL), "created_by_id": WRITER},
+    same_as_parent={"session_id": ("end_user_id", "scope")},
     id_arrays=("source_message_ids",),
 )
 SKILLS = Kind("skills", Skill, parents={"end_user_id": USER}, end_user_arrays=("supporters",))
@@ -120,12 +125,16 @@ SKILL_LINEAGE = Kind(
 )
 # A skill's evidence: it goes where its skill goes (a use of a skill outside the archive is left out).
 SKILL_USES = Kind(
-    "skill_uses", SkillUse, parents={"skill_id": (Skill, SKIP), "end_user_id": USER, "client_id": (Client, SKIP)}
+    "skill_uses",
+    SkillUse,
+    parents={"skill_id": (Skill, SKIP), "end_user_id": USER, "client_id": (Client, SKIP)},
+    same_as_parent={"skill_id": ("scope",)},
 )
 SKILL_FEEDBACK = Kind(
     "skill_feedback",
     SkillFeedback,
     parents={"skill_id": (Skill, SKIP), "end_user_id": USER, "client_id": (Client, NULL)},
+    same_as_parent={"skill_id": ("scope",)},
 )
 
 
@@ -163,7 +172,11 @@ EDGES = Kind(
     exclude=(),
 )
 PROFILES = Kind(
-    "profiles", Profile, parents={"end_user_id": USER, "entity_id": (Entity, REFUSE)}, remap_json=_remap_profile
+    "profiles",
+    Profile,
+    parents={"end_user_id": USER, "entity_id": (Entity, REFUSE)},
+    same_as_parent={"entity_id": ("end_user_id", "scope")},
+    remap_json=_remap_profile,
 )
 PROFILE_SOURCES = Kind(
     "profile_sources", ProfileSource, parents={"profile_id": (Profile, SKIP)}, id_columns=("item_id",), exclude=()

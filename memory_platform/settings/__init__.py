@@ -456,6 +456,11 @@ EXPORT_DIR = Path(env("EXPORT_DIR", default=str(DATA_DIR / "exports")))
 EXPORT_TTL_SECONDS = env.int("EXPORT_TTL_SECONDS", default=86400)
 # Rows per database round trip when exporting (streamed) and importing (validated and inserted).
 PORTABILITY_BATCH_SIZE = env.int("PORTABILITY_BATCH_SIZE", default=2000)
+# What `import` inflates at most, checked against the zip's directory before anything is inflated:
+# in all, per file, and the uncompressed / compressed ratio (of a file, and of the whole archive).
+IMPORT_MAX_BYTES = env.int("IMPORT_MAX_BYTES", default=16 * 1024**3)
+IMPORT_MAX_FILE_BYTES = env.int("IMPORT_MAX_FILE_BYTES", default=8 * 1024**3)
+IMPORT_MAX_COMPRESSION_RATIO = env.float("IMPORT_MAX_COMPRESSION_RATIO", default=100.0)
 # How many of a subject's most recent turns verification fingerprints to look for their words.
 ERASURE_SCAN_MAX_TURNS = env.int("ERASURE_SCAN_MAX_TURNS", default=20000)
 

@@ -290,7 +290,7 @@ def archive_export(*, selection: Selection, path: Path, on_progress=None, on_row
             if on_progress:
                 on_progress(kind.name, done, total)
     except BaseException:
-        writer.zip.close()
+        writer.abort()
         Path(path).unlink(missing_ok=True)
         raise
     return writer.close(

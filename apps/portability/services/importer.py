@@ -7,6 +7,14 @@ nothing. End users and clients are matched by their natural keys (user id, clien
 Vectors are kept when they were computed by the configured embedding model and recomputed
 otherwise.
 
+An archive is not trusted by default: anyone can edit one and recompute its checksums. What the
+platform derives and a person decides (a skill's review and sharing, a lesson's approval and
+screen) is set anew on import — skills arrive `pending_review` and unshared, lessons are screened
+again and arrive unapproved — unless the operator vouches for the archive (`trust=True`, the
+command's `--trust`). Whatever the trust, the API's limits apply (a turn longer than
+MESSAGE_MAX_CHARS is cut as ingest cuts it; a longer memory or lesson text is refused) and a row's
+owner and scope are its parent's.
+
 Rows are validated in Python one batch at a time, then written with COPY into a temporary table and
 moved with one INSERT ... SELECT ... ON CONFLICT DO NOTHING per batch: a multi-row INSERT of
 thousands of bound values costs more to compose and parse than the rows cost to store.
@@ -25,12 +33,16 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Field
 
 from apps.conversations.models import SESSION_ID_PATTERN
+from apps.conversations.turns import cut
 from apps.core.validation import InputError
+from apps.memories.models import DETAILS_MAX_LENGTH, SUMMARY_MAX_LENGTH
 from apps.portability import kinds as k
 from apps.portability.archive import ArchiveError, ArchiveReader, vector_decode
 from apps.providers.embeddings import embed_texts, embedding_model_name
 from apps.search.registry import SOURCES
-from apps.skills.models import SkillVersion
+from apps.skills.models import Skill, SkillExperience, SkillVersion
+from apps.skills.screen import screen_flags
+from apps.skills.services.lessons import CONTENT_MAX_CHARS
 from apps.tenancy.models import SCOPE_PATTERN, Client, EndUser, Organization
 
 logger = logging.getLogger(__name__)
@@ -66,6 +78,15 @@ def _preparer(field: Field):
     if internal_type == "DateTimeField":  # an aware time is sent as it is; the field makes a naive one aware
         return lambda value: value if value is None or value.tzinfo is not None else prepare(value)
     return prepare
+
+
+# The API's limits on texts a person or a model writes (a longer one is refused, naming the row).
+# A turn is the exception: ingest keeps a long one, cut at MESSAGE_MAX_CHARS, and so does import.
+TEXT_LIMITS = {
+    k.EXPERIENCES: {"content": CONTENT_MAX_CHARS},
+    k.EPISODIC: {"summary": SUMMARY_MAX_LENGTH, "details": DETAILS_MAX_LENGTH},
+    k.SEMANTIC: {"summary": SUMMARY_MAX_LENGTH, "details": DETAILS_MAX_LENGTH},
+}
 
 
 @dataclass(frozen=True)
@@ -116,9 +137,10 @@ class _Table:
 
 
 class _Import:
-    def __init__(self, *, reader: ArchiveReader, organization: Organization, on_progress=None):
+    def __init__(self, *, reader: ArchiveReader, organization: Organization, trust: bool = False, on_progress=None):
         self.reader = reader
         self.organization = organization
+        self.trust = trust
         self.on_progress = on_progress
         self.namespace = organization.pk
         self.users: dict[str, uuid.UUID] = {}
@@ -130,6 +152,8 @@ class _Import:
         }
         self.counts: dict[str, int] = {}
         self.recomputed = 0
+        # What import changed: turns cut to MESSAGE_MAX_CHARS, skills held for review, lessons the screen flagged.
+        self.changed = {"turns_cut": 0, "skills_held_for_review": 0, "lessons_flagged": 0, "lessons_unapproved": 0}
         self.batch_size = settings.PORTABILITY_BATCH_SIZE
         # Parents repeat from row to row (a session's turns): their new ids are remembered, a batch's worth.
         self.parent_id = lru_cache(maxsize=self.batch_size)(self.remap)
@@ -310,8 +334,46 @@ class _Import:
                 values[f.attname] = f.clean(raw, None)
             except ValidationError as exc:
                 raise ValidationError({f.name: exc.error_list}) from None
+        was_cut = self._limited(kind, values)
+        if not self.trust:
+            self._distrusted(kind, values)
         recompute = self._vector(values, vector) if "embedding" in table.column_set else False
+        if was_cut and values.get("embedding") is not None:  # the vector encodes the whole text
+            values["embedding"], recompute = None, True
         return values, recompute
+
+    def _limited(self, kind, values: dict) -> bool:
+        """The API's limits on texts: a turn is cut as ingest cuts it (returns True), a longer memory
+        or lesson text is refused."""
+        if kind is k.MESSAGES and isinstance(values["content"], str):
+            content, was_cut = cut(values["content"], settings.MESSAGE_MAX_CHARS)
+            if was_cut:
+                values["content"], values["truncated"] = content, True
+                self.changed["turns_cut"] += 1
+            return was_cut
+        for column, limit in TEXT_LIMITS.get(kind, {}).items():
+            if isinstance(values[column], str) and len(values[column]) > limit:
+                raise InputError(column, f"{len(values[column])} characters; the API accepts at most {limit}.")
+        return False
+
+    def _distrusted(self, kind, values: dict) -> None:
+        """What a person decides or the platform derives is not taken from the archive: a live skill
+        waits for review, served to no one else; a lesson is screened again and unapproved."""
+        if kind is k.SKILLS:
+            if values["status"] == Skill.Status.ACTIVE:
+                values["status"] = Skill.Status.PENDING_REVIEW
+                self.changed["skills_held_for_review"] += 1
+            values["shared"] = False
+        elif kind is k.EXPERIENCES:
+            if values["approved_by"]:
+                values["approved_by"] = ""
+                self.changed["lessons_unapproved"] += 1
+            flags = screen_flags(values["title"], values["content"])
+            values["flags"] = sorted(set(values["flags"] or ()) | set(flags))
+            waiting = (SkillExperience.Status.PENDING, SkillExperience.Status.HELD)
+            if flags and values["status"] in waiting:
+                values["status"] = SkillExperience.Status.FLAGGED
+                self.changed["lessons_flagged"] += 1
 
     def _remapped(self, column, value):
         try:
@@ -326,8 +388,8 @@ class _Import:
             isinstance(values["scope"], str) and re.fullmatch(SCOPE_PATTERN, values["scope"])
         ):
             raise InputError("scope", "Use 1-64 letters, digits, '_', '.', ':' or '-'.")
-        session_id = values.get("session_id")
-        if isinstance(session_id, str) and not re.fullmatch(SESSION_ID_PATTERN, session_id):
+        session_id = values.get("session_id")  # blank where none was named (a skill use); a session's is required
+        if isinstance(session_id, str) and session_id and not re.fullmatch(SESSION_ID_PATTERN, session_id):
             raise InputError("session_id", "Use 1-64 letters, digits, '_' or '-'.")
         for column in ("importance", "credibility"):
             if column in values and not (isinstance(values[column], (int, float)) and 0 <= values[column] <= 1):
@@ -396,12 +458,24 @@ class _Import:
     def _with_parents(self, kind, batch, column, model, mode):
         wanted = {values[column] for _, values, _ in batch} - {None}
         organization = "skill__organization" if model is SkillVersion else "organization"
-        present = set(
-            model.objects.filter(pk__in=wanted, **{organization: self.organization}).values_list("pk", flat=True)
-        )
+        shared = kind.same_as_parent.get(column, ())
+        present = {
+            pk: shared_values
+            for pk, *shared_values in model.objects.filter(
+                pk__in=wanted, **{organization: self.organization}
+            ).values_list("pk", *shared)
+        }
         kept = []
         for line, values, recompute in batch:
             value = values[column]
+            if value is not None and value in present:
+                for name, parents in zip(shared, present[value]):
+                    if values[name] != parents:
+                        raise ArchiveError(
+                            f"{kind.file}:{line}: {name}",
+                            f"Differs from its {model._meta.verbose_name}'s ({column}): a row belongs to the "
+                            "owner and scope of the row it belongs to.",
+                        )
             if value is None or value in present:
                 kept.append((line, values, recompute))
             elif mode == k.NULL:
@@ -465,22 +539,33 @@ def _constraint(exc: DatabaseError) -> str:
     return f"{type(exc.__cause__ or exc).__name__} on {name}" if name else type(exc.__cause__ or exc).__name__
 
 
-def archive_import(*, path, organization: Organization, on_progress=None) -> dict:
+def archive_import(*, path, organization: Organization, trust: bool = False, on_progress=None) -> dict:
     """Imports the archive at `path` into `organization` in one transaction; returns rows per kind.
 
     Raises ArchiveError (naming the file, line and field) and stores nothing when any row is refused.
+    `trust=True` keeps the archive's skill reviews and sharing and its lessons' approvals and
+    screen: only for an archive the operator vouches for (their own backup).
     """
-    reader = ArchiveReader(path)
+    reader = ArchiveReader(
+        path,
+        max_bytes=settings.IMPORT_MAX_BYTES,
+        max_file_bytes=settings.IMPORT_MAX_FILE_BYTES,
+        max_ratio=settings.IMPORT_MAX_COMPRESSION_RATIO,
+    )
     try:
         reader.verify()
-        importer = _Import(reader=reader, organization=organization, on_progress=on_progress)
+        importer = _Import(reader=reader, organization=organization, trust=trust, on_progress=on_progress)
         with transaction.atomic():
             counts = importer.run()
     finally:
         reader.close()
-    logger.info("archive imported into organisation %s: %s rows", organization.pk, sum(counts.values()))
+    logger.info(
+        "archive imported into organisation %s: %s rows (trusted: %s)", organization.pk, sum(counts.values()), trust
+    )
     return {
         "rows": counts,
+        "trusted": trust,
+        **importer.changed,
         "vectors_recomputed": importer.recomputed,
         "embedding_model": importer.model_name,
         "archive_embedding_model": reader.manifest.get("embedding_model"),
