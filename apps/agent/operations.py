@@ -235,6 +235,7 @@ def memory_delete(*, client, memory_type: str, memory_id: str) -> None:
     memory = _memory(client, memory_type, memory_id)
     require_write_access(client, memory)
     memory_services.memory_delete(memory=memory)
+    cascade.copies_forget(organization=client.organization, user_id=memory.end_user.user_id, scope=memory.scope)
     cascade.items_removed(organization=client.organization)
 
 

@@ -5,6 +5,8 @@ from collections.abc import Callable
 
 HANDLERS: dict[str, Callable] = {}
 PRIORITIES: dict[str, int] = {}
+# Task types whose tasks only the client whose request created them may read (GET tasks/<id>/).
+REQUESTER_ONLY: set[str] = set()
 
 
 class NotYet(Exception):  # noqa: N818  (not a failure: the task waits and runs again)
@@ -17,10 +19,13 @@ class NotYet(Exception):  # noqa: N818  (not a failure: the task waits and runs 
         self.retry_in = retry_in
 
 
-def register_handler(task_type: str, *, priority: int | None = None):
+def register_handler(task_type: str, *, priority: int | None = None, requester_only: bool = False):
     """Decorator: `@register_handler("embed_messages", priority=MemoryTask.Priority.URGENT) def
     handle(task): ...` returns a JSON-able result. Due tasks are claimed by priority (default
-    COMPILE), then by due time; enqueue may set another priority for one task."""
+    COMPILE), then by due time; enqueue may set another priority for one task.
+
+    `requester_only`: the tasks are the requesting client's alone (an export's), not visible to
+    readers of their scope or, for organisation-wide work, to clients with can_erase."""
 
     def decorator(function):
         if task_type in HANDLERS and HANDLERS[task_type] is not function:
@@ -28,6 +33,8 @@ def register_handler(task_type: str, *, priority: int | None = None):
         HANDLERS[task_type] = function
         if priority is not None:
             PRIORITIES[task_type] = priority
+        if requester_only:
+            REQUESTER_ONLY.add(task_type)
         return function
 
     return decorator

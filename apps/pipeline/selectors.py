@@ -5,15 +5,22 @@ from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
 from apps.pipeline.models import MemoryTask, ProcessHeartbeat
+from apps.pipeline.registry import REQUESTER_ONLY
 
 
 def task_list(*, client):
     """Tasks the client may see (tasks carry ids, never memory text): in its organisation, those
     working in a scope it reads, those its own requests created or were answered with, and, for a
-    client allowed to erase, the organisation-wide ones (erasures, which have no scope)."""
-    visible = Q(scope__in=client.read_scopes) | Q(client_id=client.pk) | Q(handed_to__contains=[client.pk])
+    client allowed to erase, the organisation-wide ones (erasures, which have no scope). Tasks of a
+    requester-only type (exports) are seen by their requester alone."""
+    shared = Q(scope__in=client.read_scopes)
     if client.can_erase:
-        visible |= Q(scope__isnull=True)
+        shared |= Q(scope__isnull=True)
+    visible = (
+        (shared & ~Q(task_type__in=sorted(REQUESTER_ONLY)))
+        | Q(client_id=client.pk)
+        | Q(handed_to__contains=[client.pk])
+    )
     return MemoryTask.objects.filter(visible, organization_id=client.organization_id)
 
 

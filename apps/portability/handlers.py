@@ -6,7 +6,7 @@ from apps.portability.models import ExportRequest
 from apps.portability.services.requests import EXPIRE_EXPORTS, EXPORT_ARCHIVE, export_run, exports_expire
 
 
-@register_handler(EXPORT_ARCHIVE)
+@register_handler(EXPORT_ARCHIVE, requester_only=True)
 def export_archive(task) -> dict:
     export = ExportRequest.objects.select_related("organization").filter(pk=task.payload["export"]).first()
     if export is None:

@@ -8,6 +8,7 @@ from apps.conversations.selectors import message_list
 from apps.core.operations import Access, check_ids, get_or_404, operation, require_write_access
 from apps.privacy.selectors import erasable_clients, erasable_users, erasure_list
 from apps.privacy.serializers import ErasureAcceptedOutputSerializer, ErasureOutputSerializer
+from apps.privacy.services.cascade import copies_forget
 from apps.privacy.services.erasure import erasure_request
 from apps.privacy.services.provenance import turn_delete
 from apps.privacy.services.subjects import CLIENT, USER, Subject
@@ -53,3 +54,4 @@ def delete_message(*, client, item_id: str) -> None:
     message = get_or_404(message_list(reader=client.reader), pk=item_id)
     require_write_access(client, message)
     turn_delete(message=message)
+    copies_forget(organization=client.organization, user_id=message.end_user.user_id, scope=message.scope)

@@ -199,3 +199,106 @@ def test_erasing_a_person_deletes_their_archives_waiting_for_download(world, exp
         ]
         == 1
     )
+
+
+def test_a_repeated_request_answers_the_export_still_being_written(world, exporter):
+    api = api_for(exporter)
+    first = api.post("/api/v1/exports", {"scope": "default"}, format="json").json()
+    for _ in range(3):
+        again = api.post("/api/v1/exports", {"scope": "default"}, format="json")
+        assert again.status_code == 202 and again.json()["id"] == first["id"]
+        assert again.json()["task_id"] == first["task_id"]
+    assert ExportRequest.objects.filter(selection="scope", value="default").count() == 1
+    # Another subject, or another client, is another export.
+    assert api.post("/api/v1/exports", {"user_id": ALICE}, format="json").json()["id"] != first["id"]
+    other = ClientFactory(organization=world.organization, name="other-exporter", can_export=True)
+    assert api_for(other).post("/api/v1/exports", {"scope": "default"}, format="json").json()["id"] != first["id"]
+    # Once it is written, asking again writes a new archive.
+    task_execute(task_id=first["task_id"], worker="test")
+    assert api.post("/api/v1/exports", {"scope": "default"}, format="json").json()["id"] != first["id"]
+
+
+def test_an_export_and_its_task_are_readable_by_their_requester_only(world, exporter):
+    accepted = api_for(exporter).post("/api/v1/exports", {"user_id": ALICE}, format="json").json()
+    task_execute(task_id=accepted["task_id"], worker="test")
+    assert api_for(exporter).get(f"/api/v1/tasks/{accepted['task_id']}/").json()["result"]["export"] == accepted["id"]
+    eraser = ClientFactory(organization=world.organization, name="eraser", can_erase=True)
+    for client in (eraser, world.reader, world.client_c):
+        assert api_for(client).get(f"/api/v1/tasks/{accepted['task_id']}/").status_code == 404
+    # Exports themselves need can_export, checked before the id is looked up (the same 403 for any id).
+    refused = api_for(eraser).get(f"/api/v1/exports/{accepted['id']}")
+    assert refused.status_code == 403 and "can_export" in refused.json()["error"]["message"]
+    # The eraser still sees its own erasures' tasks and the organisation's.
+    erasure = api_for(eraser).delete(f"/api/v1/users/{BOB}/memories").json()
+    assert api_for(eraser).get(f"/api/v1/tasks/{erasure['task_id']}/").status_code == 200
+    assert api_for(exporter).get(f"/api/v1/tasks/{erasure['task_id']}/").status_code == 200
+
+
+BEACHES = b"beaches"  # in Alice's chat-1 only
+
+
+def _archive_bytes(export: ExportRequest) -> bytes:
+    with zipfile.ZipFile(export_path(export)) as archive:
+        return b"".join(archive.read(name) for name in archive.namelist())
+
+
+def test_deleting_a_session_writes_the_archives_holding_it_again_without_it(world, exporter):
+    api = api_for(exporter)
+    exports = {
+        "alice": _exported(api, {"user_id": ALICE}),
+        "scope": _exported(api, {"scope": "default"}),
+        "bob": _exported(api, {"user_id": BOB}),
+    }
+    assert all(BEACHES in _archive_bytes(exports[name]) for name in ("alice", "scope"))
+    old_paths = {name: export_path(export) for name, export in exports.items()}
+    bob_sha = exports["bob"].sha256
+
+    deleted = api.delete(f"/api/v1/sessions/chat-1/?user_id={ALICE}")
+    assert deleted.status_code == 202, deleted.content
+    task_execute(task_id=deleted.json()["task_id"], worker="test")
+    result = api.get(f"/api/v1/tasks/{deleted.json()['task_id']}/").json()["result"]
+    assert result["portability.ExportRequest (archive written again)"] == 2
+
+    for name in ("alice", "scope"):
+        export = exports[name]
+        export.refresh_from_db()
+        assert not old_paths[name].exists() and export.status == "queued", name
+        assert api.get(f"/api/v1/exports/{export.pk}").json()["download_url"] is None
+        task_execute(task_id=export.task_id, worker="test")
+        export.refresh_from_db()
+        assert export.status == "succeeded" and BEACHES not in _archive_bytes(export), name
+        assert ALICE_WORD.encode() in _archive_bytes(export)  # her other sessions stay
+    exports["bob"].refresh_from_db()
+    assert exports["bob"].status == "succeeded" and exports["bob"].sha256 == bob_sha and old_paths["bob"].is_file()
+
+
+def test_deleting_a_memory_writes_the_archives_holding_it_again(world, exporter):
+    from apps.memories.models import SemanticMemory
+
+    api = api_for(exporter)
+    export = _exported(api, {"user_id": BOB})
+    memory = SemanticMemory.objects.get(end_user__user_id=BOB, summary__startswith=f"{BOB} talked about aisle")
+
+    def archived(export) -> set[str]:
+        return {row["id"] for row in archive_rows(export_path(export))["semantic_memories"]}
+
+    assert str(memory.pk) in archived(export)
+    assert api.delete(f"/api/v1/memory/semantic/{memory.pk}").status_code == 204
+    export.refresh_from_db()
+    assert export.status == "queued"
+    task_execute(task_id=export.task_id, worker="test")
+    export.refresh_from_db()
+    assert export.status == "succeeded" and archived(export) and str(memory.pk) not in archived(export)
+
+
+def test_deleting_a_turn_writes_the_archives_holding_it_again(world, exporter):
+    from apps.conversations.models import Message
+
+    api = api_for(exporter)
+    export = _exported(api, {"user_id": ALICE})
+    turn = Message.objects.get(end_user__user_id=ALICE, content__contains="beaches")
+    assert api.delete(f"/api/v1/memory/message/{turn.pk}").status_code == 204
+    export.refresh_from_db()
+    task_execute(task_id=export.task_id, worker="test")
+    export.refresh_from_db()
+    assert export.status == "succeeded" and BEACHES not in _archive_bytes(export)

@@ -11,11 +11,13 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import enqueue
 from apps.portability.models import ExportPerson, ExportRequest
 from apps.portability.services.export import SCOPE, Selection, archive_export
 from apps.portability.services.people import PeopleRecorder
 from apps.privacy.services.subjects import subject_resolve
+from apps.tenancy.models import Client
 
 logger = logging.getLogger(__name__)
 
@@ -25,10 +27,18 @@ EXPIRE_EXPORTS = "expire_exports"
 
 def export_request(*, client, selection: str, value: str) -> ExportRequest:
     """Records the request and enqueues its task in one transaction. The caller has already found
-    the subject in the client's organisation (a user, a client) or checked the scope's name."""
+    the subject in the client's organisation (a user, a client) or checked the scope's name.
+
+    One export per subject per client is written at a time: while the client's export of the same
+    subject is queued, running or waiting to retry, asking again answers that one."""
     if not client.can_export:
         raise PermissionDenied("This client may not export: exports need the client's can_export permission.")
     with transaction.atomic():
+        # The client's row is the lock two concurrent requests of the same client queue on.
+        Client.objects.select_for_update().filter(pk=client.pk).values_list("pk", flat=True).first()
+        running = _running(client=client, selection=selection, value=value)
+        if running is not None:
+            return running
         export = ExportRequest.objects.create(
             organization_id=client.organization_id, requested_by=client, selection=selection, value=value
         )
@@ -44,6 +54,23 @@ def export_request(*, client, selection: str, value: str) -> ExportRequest:
         export.save(update_fields=["task_id", "updated_at"])
     logger.info("export %s of a %s queued (task %s)", export.pk, selection, export.task_id)
     return export
+
+
+def _running(*, client, selection: str, value: str) -> ExportRequest | None:
+    """The client's export of the subject that is still being written: queued, running, or failed
+    with its task still to retry (an export whose task is over, dead or cancelled, is not)."""
+    return (
+        ExportRequest.objects.filter(
+            organization_id=client.organization_id,
+            requested_by=client,
+            selection=selection,
+            value=value,
+            status__in=(ExportRequest.Status.QUEUED, ExportRequest.Status.RUNNING, ExportRequest.Status.FAILED),
+            task_id__in=MemoryTask.objects.filter(status__in=MemoryTask.ACTIVE_STATUSES).values("pk"),
+        )
+        .order_by("-created_at")
+        .first()
+    )
 
 
 def export_path(export: ExportRequest) -> Path:
@@ -149,6 +176,64 @@ def exports_delete_archives(*, organization, kind: str, subject_id: str) -> int:
         _discard(export)
         deleted += 1
     return deleted
+
+
+def exports_rewrite_holding(*, organization, user_id: str, scope: str) -> dict:
+    """Rows of `user_id` in `scope` were deleted (a session, a turn, a memory): every archive waiting
+    for download that may hold them (it holds rows of that user and is not another scope's) is
+    deleted and its export queued to be written again without them; exports being written are
+    written again (their generation is bumped, as an erasure does)."""
+    with transaction.atomic():
+        pending = ExportRequest.objects.filter(
+            organization=organization, status__in=(ExportRequest.Status.QUEUED, ExportRequest.Status.RUNNING)
+        )
+        _may_hold(pending, user_id=user_id, scope=scope).update(
+            generation=F("generation") + 1, updated_at=timezone.now()
+        )
+    ready = ExportRequest.objects.filter(organization=organization, status=ExportRequest.Status.SUCCEEDED).filter(
+        Q(pk__in=ExportPerson.objects.filter(kind=ExportPerson.Kind.USER, subject_id=user_id).values("export_id"))
+        | Q(people_recorded=False)
+    )
+    rewritten = 0
+    for export in _may_hold(ready, user_id=user_id, scope=scope).select_related("organization", "requested_by"):
+        _rewrite(export)
+        rewritten += 1
+    return {"portability.ExportRequest (archive written again)": rewritten} if rewritten else {}
+
+
+def _may_hold(exports, *, user_id: str, scope: str):
+    """Leaves out the exports that cannot hold rows of `user_id` in `scope`: another scope's, another user's."""
+    return exports.exclude(Q(selection=ExportRequest.Selection.SCOPE) & ~Q(value=scope)).exclude(
+        Q(selection=ExportRequest.Selection.USER) & ~Q(value=user_id)
+    )
+
+
+def _rewrite(export: ExportRequest) -> None:
+    """Deletes the archive now and queues its export to be written again, as its requester's task."""
+    with transaction.atomic():
+        if export.file_name:
+            export_path(export).unlink(missing_ok=True)
+        ExportPerson.objects.filter(export=export).delete()
+        task = enqueue(
+            EXPORT_ARCHIVE,
+            {"export": str(export.pk)},
+            organization=export.organization,
+            client=export.requested_by,
+            idempotency_key=f"export:{export.pk}",
+        )
+        _save(
+            export,
+            status=ExportRequest.Status.QUEUED,
+            task_id=task.pk,
+            file_name="",
+            size_bytes=0,
+            sha256="",
+            counts={},
+            error="",
+            finished_at=None,
+            expires_at=None,
+        )
+    logger.info("export %s: rows it held were deleted; written again (task %s)", export.pk, export.task_id)
 
 
 def purge_exports(subject, erasure_id) -> dict:

@@ -12,10 +12,13 @@ compiled pages), applied to a smaller selection than a user or a client:
   locks erasure takes for its owner;
 - an experience deleted: `experience_delete`, erasure's skill step for that one experience;
 - a page or an entity deleted: `profile_delete`, `entity_delete` (their revisions, sources,
-  findings, mentions and edges go with them).
+  findings, mentions and edges go with them);
+- a session, a turn or a memory deleted: `copies_forget` runs the steps apps above privacy
+  registered for copies they keep outside the tables (export archives waiting for download).
 """
 
 import logging
+from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass
 
@@ -72,6 +75,26 @@ class SessionSubject(Subject):
             end_user_id=self.session.end_user_id,
             source_message_ids__contained_by=ArraySubquery(self.messages().values("pk")),
         ).exclude(source_message_ids=[])
+
+
+# Copies outside the tables ---------------------------------------------------------------------
+
+# `step(*, organization, user_id, scope) -> {name: count}`, registered by apps above privacy from their
+# ready(): rows of that end user in that scope were deleted, and copies the app keeps of them must go.
+COPY_STEPS: list = []
+
+
+def register_copies_step(step) -> None:
+    if step not in COPY_STEPS:
+        COPY_STEPS.append(step)
+
+
+def copies_forget(*, organization, user_id: str, scope: str) -> dict:
+    """Rows of `user_id` in `scope` are gone: every registered step removes its copies of them."""
+    counts = Counter()
+    for step in COPY_STEPS:
+        counts.update(step(organization=organization, user_id=user_id, scope=scope))
+    return dict(counts)
 
 
 # Memories --------------------------------------------------------------------------------------
@@ -134,6 +157,9 @@ def session_purge(*, session_pk) -> dict:
         for key in _session_locks(session, subject):
             locks.enter_context(advisory_lock(key))
         counts = session_delete(session=session, actor=f"session-delete:{session.pk}")
+    counts.update(
+        copies_forget(organization=session.organization, user_id=session.end_user.user_id, scope=session.scope)
+    )
     items_removed(organization=session.organization)
     logger.info("session %s deleted: %s", session_pk, {table: n for table, n in counts.items() if n})
     return counts
