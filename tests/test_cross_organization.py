@@ -260,10 +260,11 @@ DELETE = expect(204, 403, 404, 403, 404, 404)
 ERASE = expect(202, 403, 403, 403, 202, 404)
 ERASURE_STATUS = expect(200, 404, 404, 404, 200, 404)
 # Exports: like erasure, a permission of its own (can_export, held here by the erasers) that spans
-# every scope; an export and its archive are the requester's alone (its organisation-wide task, like
-# an erasure's, is also seen by clients allowed to erase).
+# every scope; an export, its archive and its task are the requester's alone (unlike an erasure's
+# task, an export's is not seen by clients allowed to erase).
 EXPORT = expect(202, 403, 403, 403, 202, 404)
 EXPORT_STATUS = expect(200, 403, 403, 403, 404, 404)
+EXPORT_TASK = expect(200, 404, 404, 404, 404, 404)
 
 ENDPOINTS = {
     "session-get": ("get", _session_url, READ),
@@ -303,7 +304,7 @@ ENDPOINTS = {
     "client-export": ("post", _client_export_url, EXPORT),
     "export-get": ("get", _export_url(), EXPORT_STATUS),
     "export-download": ("get", _export_url("/download"), EXPORT_STATUS),
-    "export-task-get": ("get", _export_task_url, ERASURE_STATUS),
+    "export-task-get": ("get", _export_task_url, EXPORT_TASK),
 }
 
 

@@ -109,7 +109,7 @@ def export_run(*, export: ExportRequest) -> dict:
         subject = subject_resolve(organization=export.organization, kind=export.selection, subject_id=export.value)
         selection = Selection(organization=export.organization, kind=export.selection, subject=subject)
     directory = Path(settings.EXPORT_DIR)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # archives hold people's data
     file_name = f"{export.pk}.zip"
     path = directory / file_name
     for _ in range(EXPORT_WRITES):
