@@ -99,11 +99,17 @@ def projection_enqueue(session, *, client=None) -> MemoryTask | None:
     )
 
 
-def extraction_pending(session) -> bool:
-    """Whether the session's memory extraction has work ahead of it (queued, running or retrying)."""
-    return MemoryTask.objects.filter(
-        task_type=EXTRACT_MEMORIES, payload__session=str(session.pk), status__in=MemoryTask.ACTIVE_STATUSES
-    ).exists()
+def extraction_pending_until(session):
+    """When the session's memory extraction that still has work ahead of it (queued, running or
+    retrying) is due, or None when there is none."""
+    return (
+        MemoryTask.objects.filter(
+            task_type=EXTRACT_MEMORIES, payload__session=str(session.pk), status__in=MemoryTask.ACTIVE_STATUSES
+        )
+        .order_by("run_after")
+        .values_list("run_after", flat=True)
+        .first()
+    )
 
 
 def distillation_enqueue(session, *, client=None) -> MemoryTask | None:

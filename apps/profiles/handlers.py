@@ -1,8 +1,10 @@
 """Pipeline handlers of compiled memory: thin, they load by id and call a service. Projection and
 compilation of one user's memory hold the same per-user lock, so they never interleave."""
 
+from django.utils import timezone
+
 from apps.conversations.models import Session
-from apps.conversations.routing import PROJECT_ENTITIES, extraction_pending
+from apps.conversations.routing import PROJECT_ENTITIES, extraction_pending_until
 from apps.pipeline.locks import advisory_lock
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import NotYet, register_handler
@@ -28,8 +30,10 @@ def project_entities(task) -> dict:
     session = Session.objects.select_related("organization", "end_user").filter(pk=task.payload["session"]).first()
     if session is None:
         return {"skipped": "session no longer exists"}
-    if extraction_pending(session):
-        raise NotYet("the session's memories are still being extracted")
+    extraction_due = extraction_pending_until(session)
+    if extraction_due is not None:  # it reads what the extraction writes: ask again once that has run
+        wait = (extraction_due - timezone.now()).total_seconds()
+        raise NotYet("the session's memories are still being extracted", retry_in=max(wait + 1, 1))
     with advisory_lock(
         owner_lock_key(organization_id=session.organization_id, end_user_id=session.end_user_id), wait=False
     ):

@@ -1,11 +1,15 @@
 """End to end through the pipeline: an add queues projection, projection queues compiles, and the
 page is searchable; the lint beat job and erasure queue lint as their own task type."""
 
+from datetime import timedelta
+
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from apps.pipeline.models import MemoryTask
+from apps.pipeline.services import task_execute
 from apps.privacy.services.erasure import erasure_request
 from apps.privacy.services.subjects import subject_resolve
 from apps.profiles.models import Entity, Profile
@@ -14,6 +18,27 @@ from apps.profiles.tasks import enqueue_lint
 from tests.profiles.makers import conversation_messages
 
 pytestmark = pytest.mark.django_db
+
+
+def test_projection_waits_for_the_extraction_of_its_session(client_a, add_messages, rules, settings):
+    """Projection reads the memories extraction writes: due before the extraction has run, it goes
+    back to the queue until just after the extraction is due, without spending an attempt."""
+    settings.EXTRACTION_DEBOUNCE_SECONDS = 30
+    add_messages(client_a, user_id="caroline", session_id="chat-1", messages=conversation_messages())
+    projection = MemoryTask.objects.get(task_type="project_entities")
+    extraction = MemoryTask.objects.get(task_type="extract_memories")
+    MemoryTask.objects.filter(pk=projection.pk).update(run_after=timezone.now())
+
+    assert task_execute(task_id=projection.pk, worker="test") == "deferred"
+
+    projection.refresh_from_db()
+    assert (projection.status, projection.attempts) == ("queued", 0)
+    assert extraction.run_after < projection.run_after <= extraction.run_after + timedelta(seconds=1.5)
+    assert not Entity.objects.exists()
+    for task in (extraction, projection):
+        MemoryTask.objects.filter(pk=task.pk).update(run_after=timezone.now())
+        assert task_execute(task_id=task.pk, worker="test") == "succeeded"
+    assert Entity.objects.filter(name="Melanie").exists()
 
 
 def test_an_add_ends_in_searchable_profiles(api, run_tasks, rules):
