@@ -67,13 +67,14 @@ def _enqueue_debounced(task_type: str, session, *, key: str, delay: float, clien
 
 def embedding_enqueue(session, *, from_seq: int, to_seq: int, client=None) -> MemoryTask | None:
     """A conversation's turns are searched while the person talks: they are indexed before anything
-    else. A task session's turns come after its distillation, which is what its users wait for."""
+    else. A task session's turns wait behind learning: its users wait for the skill, not for its
+    tool output to be searchable (and those long turns are the costliest to embed)."""
     return _enqueue_if_handled(
         EMBED_MESSAGES,
         {"session": str(session.pk), "from_seq": from_seq, "to_seq": to_seq},
         session=session,
         client=client,
-        priority=None if session.session_tag == SessionTag.CONVERSATION else MemoryTask.Priority.LEARN,
+        priority=None if session.session_tag == SessionTag.CONVERSATION else MemoryTask.Priority.COMPILE,
     )
 
 

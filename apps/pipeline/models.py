@@ -12,9 +12,9 @@ class MemoryTask(BaseModel):
     class Priority(models.IntegerChoices):
         """Workers take due tasks in this order (then by due time): what a user is waiting for first."""
 
-        URGENT = 0, "Urgent: what a user waits for (conversation turns searchable, skills, erasure)"
-        LEARN = 10, "Learning (memories and entities from conversations, task turns searchable)"
-        COMPILE = 20, "Compiling (profiles, topics, exports)"
+        URGENT = 0, "Urgent: what a user waits for (conversation turns searchable, skills evolved, erasure)"
+        LEARN = 10, "Learning (distillation, memories and entities from conversations)"
+        COMPILE = 20, "Compiling (profiles, topics, exports, task sessions' turns searchable)"
         MAINTENANCE = 30, "Maintenance (lint, expiry, retention)"
 
     class Status(models.TextChoices):

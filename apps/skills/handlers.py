@@ -10,7 +10,7 @@ from apps.skills.services.evolve.run import EVOLVE_SKILLS, evolve_enqueue, skill
 from apps.skills.services.review import skills_review_effectiveness
 
 
-@register_handler(DISTILL_SESSION, priority=MemoryTask.Priority.URGENT)
+@register_handler(DISTILL_SESSION, priority=MemoryTask.Priority.LEARN)
 def distill_session(task) -> dict:
     session = Session.objects.select_related("organization").filter(pk=task.payload["session"]).first()
     if session is None:
