@@ -117,11 +117,11 @@ def test_a_page_compiled_from_a_turn_whose_writer_was_erased_meanwhile_is_not_st
     answer.set()
     compiling.join(30)
 
-    # The compile finds a turn it read gone: it stores nothing and runs again (on what is left).
+    assert found_by_search(client_a) == []
+    assert residue(WORD) == {}
+    # The compile found a turn it read gone: it stored nothing and runs again (on what is left).
     assert outcome["compile"] == "failed", outcome["compile"]
     assert "SourcesChanged" in MemoryTask.objects.get(pk=task.pk).error
-    assert residue(WORD) == {}
-    assert found_by_search(client_a) == []
     settings.LLM_PROVIDER = "rules"
     fake_openai.on_request = None
     assert {done.status for done in run_tasks(COMPILE_PROFILE)} == {"succeeded"}
@@ -165,9 +165,9 @@ def test_memories_extracted_from_a_turn_whose_writer_was_erased_meanwhile_are_no
     answer.set()
     extracting.join(30)
 
-    assert outcome["extract"] == "failed", outcome["extract"]
-    assert residue(WORD) == {}
     assert found_by_search(client_a) == []
+    assert residue(WORD) == {}
+    assert outcome["extract"] == "failed", outcome["extract"]
     # The turns client a wrote are still there, not learned from yet: the retry learns from them.
     assert Message.objects.filter(session=conversation, learned_at__isnull=True).exists()
 
