@@ -303,7 +303,9 @@ def turn_delete(*, message: Message, actor: str = "api:delete") -> dict:
     """DELETE memory/message/<id> and MCP delete_memory: the turn and what was derived from it, under
     the owner's work locks (no learning from the turn can store what it read while it goes), waited
     for at most DELETE_WAIT_SECONDS (LockNotAvailable after)."""
-    owner = WorkOf(organization_id=message.organization_id, end_user_ids=(message.end_user_id,))
+    owner = WorkOf(
+        organization_id=message.organization_id, end_user_ids=(message.end_user_id,), scopes=(message.scope,)
+    )
     with advisory_locks(work_lock_keys(owner), timeout=settings.DELETE_WAIT_SECONDS):
         return turns_forget(
             turns=Message.objects.filter(pk=message.pk), organization_id=message.organization_id, actor=actor
