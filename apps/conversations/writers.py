@@ -11,9 +11,9 @@ key of every client that wrote one of the turns (shared, so such work never wait
 work) until that transaction ends, and checks that the turns it read are all still there.
 
 Either the work commits first (and the erasure, waiting for the key, then finds what it derived
-by provenance), or the erasure holds the key (the work raises LockNotAvailable and the pipeline
-retries it later), or the erasure has finished (a turn read is gone: SourcesChanged, a
-LockNotAvailable, and the retry reads what is left).
+by provenance), or the erasure holds the key (the work raises LockNotAvailable: a task waits in the
+queue and runs again), or the erasure has finished (a turn read is gone: SourcesChanged, a
+LockNotAvailable, and the next run reads what is left).
 """
 
 from collections.abc import Iterable
