@@ -131,6 +131,7 @@ SETTING_RULES = {
     # Privacy
     "CONVERSATION_RETENTION_DAYS": at_least(0),
     "ERASURE_BATCH_SIZE": at_least(1),
+    "DELETE_WAIT_SECONDS": Between(0, 300),
     # Export and import
     "EXPORT_TTL_SECONDS": at_least(1),
     "PORTABILITY_BATCH_SIZE": at_least(1),

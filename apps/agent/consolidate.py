@@ -29,10 +29,12 @@ from apps.memories.services.extract import extract_locks
 from apps.memories.services.memories import (
     EPISODIC,
     SEMANTIC,
+    memories_held,
     memory_embed,
     memory_snapshot,
     memory_soft_delete,
     memory_update,
+    merged_into_reason,
 )
 from apps.pipeline.locks import WorkOf, advisory_lock
 from apps.pipeline.services import enqueue
@@ -349,6 +351,8 @@ def _owner_plan(*, organization, scope: str, end_user_id, task, report: Report) 
 def _merge(group: list[Item], *, task_id) -> None:
     survivor, others = group[0].memory, [item.memory for item in group[1:]]
     memory_type = group[0].memory_type
+    # One client's erasure may be deleting one of them: its text must not move into the survivor after.
+    memories_held(organization_id=survivor.organization_id, memories=[survivor, *others])
     details = _folded_details(survivor, others)
     fields = {"details": details} if details != survivor.details else {}
     sources = [source for other in others for source in other.source_message_ids]
@@ -366,9 +370,7 @@ def _merge(group: list[Item], *, task_id) -> None:
         task_id=task_id,
     )
     for other in others:
-        memory_soft_delete(
-            memory=other, actor=ACTOR, reason=f"consolidation merged this memory into {survivor.pk}", task_id=task_id
-        )
+        memory_soft_delete(memory=other, actor=ACTOR, reason=merged_into_reason(survivor.pk), task_id=task_id)
     cascade.memory_edited(memory=survivor, memory_type=memory_type)
 
 

@@ -79,6 +79,9 @@ MEMORY_READS = {"episodic": memory_selectors.episodic_memory_list, "semantic": m
 # Shared steps ------------------------------------------------------------------------------------
 
 
+_BUSY = "Learning from this user's sessions is running right now; try again shortly."
+
+
 def memory_type_checked(memory_type: str) -> str:
     if memory_type not in MEMORY_TYPES:
         raise NotFound()
@@ -231,12 +234,17 @@ def memory_update(*, client, memory_type: str, memory_id: str, data: dict) -> di
 def memory_delete(*, client, memory_type: str, memory_id: str) -> None:
     """Delete a memory and its history for good.
 
-    The pages quoting it are linted and recompiled."""
+    The memories consolidation merged with it go too (they were judged one memory); what compiled pages
+    quoted of them goes (revisions, sources, mentions) and the pages are recompiled. 409 while learning
+    from the user's sessions holds their memories for longer than a few seconds: try again."""
     memory = _memory(client, memory_type, memory_id)
     require_write_access(client, memory)
-    memory_services.memory_delete(memory=memory)
-    cascade.copies_forget(organization=client.organization, user_id=memory.end_user.user_id, scope=memory.scope)
-    cascade.items_removed(organization=client.organization)
+    owner = memory.end_user.user_id
+    try:
+        cascade.memory_delete(memory=memory, actor=actor_of(client))
+    except LockNotAvailable:
+        raise ConflictError(_BUSY) from None
+    cascade.copies_forget(organization=client.organization, user_id=owner, scope=memory.scope)
 
 
 @operation(access=Access.READ)
@@ -312,7 +320,7 @@ def _retag(*, client, session: Session, session_tag: str) -> Session:
                 raise ConflictError(f"The session's tag can no longer change: {why}.")
             return session_retag(session=session, session_tag=session_tag, client=client)
     except LockNotAvailable:
-        raise ConflictError("Learning from this user's sessions is running right now; try again shortly.") from None
+        raise ConflictError(_BUSY) from None
 
 
 @operation(access=Access.WRITE)

@@ -2,14 +2,18 @@
 registry of the locks each app's work takes: erasure takes every registered lock of its subject."""
 
 import hashlib
+import time
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from django.db import connection
 
 from apps.core.timing import timed
 from apps.pipeline.registry import NotYet
+
+# How often a lock with a bounded wait is tried again.
+_POLL_SECONDS = 0.05
 
 
 class LockNotAvailable(NotYet):
@@ -20,36 +24,70 @@ def _lock_id(key: str) -> int:
     return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big", signed=True)
 
 
+def _try(cursor, function: str, lock_id: int) -> bool:
+    cursor.execute(f"SELECT {function}(%s)", [lock_id])
+    return cursor.fetchone()[0]
+
+
 @contextmanager
-def advisory_lock(key: str, *, wait: bool = True):
+def advisory_lock(key: str, *, wait: bool = True, timeout: float | None = None, shared: bool = False):
     """Holds a session-level advisory lock on `key` for the duration of the block.
 
     With wait=False it raises LockNotAvailable at once when another session holds it, so
-    a task can fail fast and be retried by the pipeline instead of tying up a worker.
+    a task can fail fast and be retried by the pipeline instead of tying up a worker; with a
+    `timeout` (seconds) it waits at most that long (a request that must not hang). `shared`
+    locks coexist with each other and exclude an exclusive one (erasure's).
     """
-    lock_id = _lock_id(key)
+    lock_id, suffix = _lock_id(key), "_shared" if shared else ""
     with connection.cursor() as cursor:
-        if wait:
+        if wait and timeout is None:
             with timed("lock_wait"):
-                cursor.execute("SELECT pg_advisory_lock(%s)", [lock_id])
-        else:
-            cursor.execute("SELECT pg_try_advisory_lock(%s)", [lock_id])
-            if not cursor.fetchone()[0]:
+                cursor.execute(f"SELECT pg_advisory_lock{suffix}(%s)", [lock_id])
+        elif not _try(cursor, f"pg_try_advisory_lock{suffix}", lock_id):
+            if not wait:
                 raise LockNotAvailable(f"Another worker holds the lock {key!r}")
+            deadline = time.monotonic() + timeout
+            with timed("lock_wait"):
+                while not _try(cursor, f"pg_try_advisory_lock{suffix}", lock_id):
+                    if time.monotonic() >= deadline:
+                        raise LockNotAvailable(f"Another worker holds the lock {key!r}")
+                    time.sleep(_POLL_SECONDS)
     try:
         yield
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s)", [lock_id])
+            cursor.execute(f"SELECT pg_advisory_unlock{suffix}(%s)", [lock_id])
+
+
+@contextmanager
+def advisory_locks(keys: Iterable[str], *, wait: bool = True, timeout: float | None = None):
+    """advisory_lock on each of `keys`, in one order (two holders of several never deadlock)."""
+    with ExitStack() as locks:
+        for key in sorted(set(keys)):
+            locks.enter_context(advisory_lock(key, wait=wait, timeout=timeout))
+        yield
+
+
+def advisory_xact_lock_shared(key: str) -> None:
+    """Takes a shared advisory lock on `key` until the current transaction ends (commit or rollback),
+    without waiting: LockNotAvailable when an exclusive holder (an erasure) has it. For work that must
+    hold it until what it wrote is committed, not merely until its block ends."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("advisory_xact_lock_shared needs a transaction: the lock ends with it")
+    with connection.cursor() as cursor:
+        if not _try(cursor, "pg_try_advisory_xact_lock_shared", _lock_id(key)):
+            raise LockNotAvailable(f"An erasure holds the lock {key!r}")
 
 
 @dataclass(frozen=True)
 class WorkOf:
-    """Whose work a lock guards: an organisation, some of its end users, some of its scopes."""
+    """Whose work a lock guards: an organisation, some of its end users, some of its scopes, and the
+    clients whose written turns the work reads (a client erasure names its client here)."""
 
     organization_id: object
     end_user_ids: tuple = ()
     scopes: tuple = ()
+    client_ids: tuple = ()
 
 
 # Each app declares once, from its AppConfig.ready(), the lock keys its work takes for a WorkOf.

@@ -5,7 +5,9 @@ organisation. It is checked before the subject is looked up, so refused callers 
 about which subjects exist."""
 
 from apps.conversations.selectors import message_list
+from apps.core.errors import ConflictError
 from apps.core.operations import Access, check_ids, get_or_404, operation, require_write_access
+from apps.pipeline.locks import LockNotAvailable
 from apps.privacy.selectors import erasable_clients, erasable_users, erasure_list
 from apps.privacy.serializers import ErasureAcceptedOutputSerializer, ErasureOutputSerializer
 from apps.privacy.services.cascade import copies_forget
@@ -53,5 +55,8 @@ def delete_message(*, client, item_id: str) -> None:
     check_ids(item_id=item_id)
     message = get_or_404(message_list(reader=client.reader), pk=item_id)
     require_write_access(client, message)
-    turn_delete(message=message)
+    try:
+        turn_delete(message=message)
+    except LockNotAvailable:
+        raise ConflictError("Learning from this user's sessions is running right now; try again shortly.") from None
     copies_forget(organization=client.organization, user_id=message.end_user.user_id, scope=message.scope)

@@ -449,6 +449,9 @@ DELETED_MEMORY_RETENTION_DAYS = env.int("DELETED_MEMORY_RETENTION_DAYS", default
 CONVERSATION_RETENTION_DAYS = env.int("CONVERSATION_RETENTION_DAYS", default=30)
 # Rows per transaction when erasing or pruning: short transactions, no table locks.
 ERASURE_BATCH_SIZE = env.int("ERASURE_BATCH_SIZE", default=1000)
+# How long a synchronous delete (DELETE memory/<type>/<id>) waits for learning from the owner's sessions
+# to finish before answering 409.
+DELETE_WAIT_SECONDS = env.float("DELETE_WAIT_SECONDS", default=10.0)
 
 # Portability (apps.portability): where archives requested through the API are written, and for
 # how long the requesting client may download one before it is deleted.

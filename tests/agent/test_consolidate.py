@@ -163,6 +163,38 @@ def test_what_was_derived_from_a_merged_memory_follows(api, client_a, memories, 
     assert LintFinding.objects.filter(profile=page, kind="stale").exists()
 
 
+def test_deleting_a_survivor_takes_the_memories_merged_into_it(api, memories, rules, run_tasks):
+    """A merged duplicate is kept, soft-deleted and readable by id, for DELETED_MEMORY_RETENTION_DAYS:
+    deleting the survivor must not leave it (issue 39, finding 3)."""
+    consolidate(api, run_tasks, user_id="alice")
+    survivor, merged = memories["hiking_again"], memories["hiking"]
+    assert api.get(f"/api/v1/memory/semantic/{merged}").status_code == 200
+
+    assert api.delete(f"/api/v1/memory/semantic/{survivor}").status_code == 204
+
+    for pk in (survivor, merged):
+        assert api.get(f"/api/v1/memory/semantic/{pk}").status_code == 404
+        assert not SemanticMemory.objects.filter(pk=pk).exists()
+        assert not SemanticMemoryChange.objects.filter(memory_id=pk).exists()
+    for key in ("other_subject", "not_hiking", "nurse"):
+        assert SemanticMemory.objects.filter(pk=memories[key], deleted_at__isnull=True).exists()
+    assert EpisodicMemory.objects.count() == 3
+
+
+def test_deleting_a_merged_memory_takes_the_survivor_that_holds_it(api, memories, rules, run_tasks):
+    """Consolidation judged them one memory and the survivor keeps the duplicate's sources and details:
+    the delete of either takes both."""
+    consolidate(api, run_tasks, user_id="alice")
+    merged = EpisodicMemory.objects.get(pk=memories["trip_again"])
+    assert merged.deleted_at is not None and EpisodicMemory.objects.get(pk=memories["trip"]).deleted_at is None
+
+    assert api.delete(f"/api/v1/memory/episodic/{merged.pk}").status_code == 204
+
+    assert [str(pk) for pk in EpisodicMemory.objects.values_list("pk", flat=True)] == [memories["trip_later"]]
+    assert not EpisodicMemoryChange.objects.filter(memory_id__in=[memories["trip"], merged.pk]).exists()
+    assert SemanticMemory.objects.count() == 5
+
+
 def test_with_a_model_a_contradiction_is_resolved_and_the_superseded_fact_retired(
     api,
     memories,

@@ -1,14 +1,25 @@
-"""DELETE of a whole session (202 + task), an experience, a profile and an entity: what was learned
-only from them goes, what others also taught stays."""
+"""DELETE of a whole session (202 + task), an experience, a profile, an entity and a memory: what was
+learned only from them goes, what others also taught stays, and nothing quotes them after."""
+
+import threading
 
 import pytest
+from asgiref.sync import async_to_sync
+from django.db import connection
 
 from apps.conversations.models import Message, Session
+from apps.mcp_server.backend import PlatformBackend
 from apps.memories.models import SemanticMemory
+from apps.pipeline.locks import WorkOf, advisory_lock, work_lock_keys
 from apps.pipeline.models import MemoryTask
+from apps.profiles.handlers import owner_lock_key
 from apps.profiles.models import Edge, Entity, Mention, Profile
+from apps.profiles.services.compile import profile_compile
+from apps.profiles.services.entities import session_project
 from apps.skills.models import Skill, SkillExperience
+from tests.conftest import api_for
 from tests.memories.makers import semantic
+from tests.privacy.provenance_world import residue
 from tests.skills.makers import make_experience
 
 pytestmark = pytest.mark.django_db
@@ -151,3 +162,88 @@ def test_a_profile_and_an_entity_can_be_deleted(pages, api):
     )
     names = {entity["name"] for entity in api.get("/api/v1/entities/?user_id=caroline").json()["results"]}
     assert names == {"Caroline", "Jon", "Yosemite"}
+
+
+# A memory (issue 39, finding 3) -------------------------------------------------------------------
+
+NOTEBOOK = "zanthoric"  # only the memory about to be deleted says it
+
+
+@pytest.fixture
+def quoted(conversation, client_a, rules):
+    """A fact learned from Caroline's conversation, quoted by her compiled page."""
+    turn = Message.objects.filter(session=conversation).order_by("seq").first()
+    memory = semantic(
+        client_a.organization,
+        "default",
+        "caroline",
+        "Caroline",
+        f"Caroline keeps a {NOTEBOOK} notebook of hikes.",
+        source_message_ids=[turn.pk],
+        created_by=client_a,
+    )
+    session_project(session=conversation)
+    for entity in Entity.objects.all():
+        profile_compile(entity=entity)
+    assert {"profiles.ProfileRevision.markdown", "profiles.ProfileSource.quote"} <= set(residue(NOTEBOOK))
+    MemoryTask.objects.all().delete()
+    return memory
+
+
+def _delete_memory_over_rest(client, memory):
+    assert api_for(client).delete(f"/api/v1/memory/semantic/{memory.pk}").status_code == 204
+
+
+def _delete_memory_over_mcp(client, memory):
+    async_to_sync(PlatformBackend(client=client, executor=None).delete_memory)(
+        memory_type="semantic", memory_id=str(memory.pk)
+    )
+
+
+@pytest.mark.parametrize("delete", [_delete_memory_over_rest, _delete_memory_over_mcp], ids=["rest", "mcp"])
+def test_a_deleted_memory_leaves_no_text_in_the_pages_that_quoted_it(quoted, client_a, delete, run_tasks):
+    page = Profile.objects.get(sources__item_id=quoted.pk)
+
+    delete(client_a, quoted)
+
+    assert residue(NOTEBOOK) == {}
+    assert not SemanticMemory.objects.filter(pk=quoted.pk).exists()
+    assert not Mention.objects.filter(item_id=quoted.pk).exists()
+    # The page is recompiled from what is left, its other revisions kept.
+    run_tasks("compile_profile", "lint_profiles")
+    page.refresh_from_db()
+    assert page.markdown and NOTEBOOK not in page.markdown
+    assert residue(NOTEBOOK) == {}
+
+
+def test_a_memory_delete_waits_for_the_owners_work_then_answers_409(quoted, api, client_a, settings):
+    """A compile of Caroline's page holds her work locks between reading the memory and storing the
+    page: the delete does not go ahead of it (the page would quote a deleted memory), it waits at most
+    DELETE_WAIT_SECONDS and answers 409."""
+    settings.DELETE_WAIT_SECONDS = 0
+    keys = work_lock_keys(WorkOf(organization_id=client_a.organization_id, end_user_ids=(quoted.end_user_id,)))
+    held, release = threading.Event(), threading.Event()
+
+    def compile_running():
+        try:
+            with advisory_lock(
+                owner_lock_key(organization_id=client_a.organization_id, end_user_id=quoted.end_user_id)
+            ):
+                held.set()
+                release.wait(20)
+        finally:
+            connection.close()
+
+    assert owner_lock_key(organization_id=client_a.organization_id, end_user_id=quoted.end_user_id) in keys
+    worker = threading.Thread(target=compile_running)
+    worker.start()
+    try:
+        assert held.wait(10)
+        response = api.delete(f"/api/v1/memory/semantic/{quoted.pk}")
+        assert response.status_code == 409, response.content
+        assert "try again" in response.json()["error"]["message"]
+        assert SemanticMemory.objects.filter(pk=quoted.pk).exists()
+    finally:
+        release.set()
+        worker.join(30)
+    assert api.delete(f"/api/v1/memory/semantic/{quoted.pk}").status_code == 204

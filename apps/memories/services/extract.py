@@ -15,6 +15,7 @@ from apps.conversations.services import (
     messages_set_dates,
     session_lock,
 )
+from apps.conversations.writers import turns_held
 from apps.core.temporal import resolve_dates
 from apps.memories.services.llm_extractor import ExtractionTurn, Operation, Plan, extraction_batches, llm_plan
 from apps.memories.services.memories import (
@@ -180,6 +181,9 @@ def session_extract(*, session: Session, task=None) -> dict:
             # The session row first, then its turns: the order indexing takes them in (embed_messages),
             # so the two cannot deadlock over a turn both write.
             session_lock(session_id=session.pk)
+            # Until this commits, no erasure of a client that wrote these turns can run (and one that
+            # ran since they were read is seen: a turn is gone, the task retries).
+            turns_held(organization_id=session.organization_id, turn_ids=batch_ids)
             if not messages_lock_unlearned(message_ids=batch_ids):
                 result["problems"].append("some turns were learned from by another run meanwhile; batch skipped")
                 continue

@@ -1,6 +1,9 @@
 """Writes of episodic and semantic memories. Every change by extraction is a history row with the
-value before and after it; the API's delete is a hard delete of the memory and its history."""
+value before and after it. The API's delete is the provenance cascade of one memory
+(apps.privacy.services.provenance.memory_forget), which finds what consolidation merged with it here."""
 
+import re
+from collections.abc import Iterable
 from datetime import timedelta
 
 from django.conf import settings
@@ -9,11 +12,13 @@ from django.utils import timezone
 
 from apps.conversations.models import Message
 from apps.conversations.services import date_range
+from apps.conversations.writers import SourcesChanged, turns_held
 from apps.core.temporal import find_dates, span_of
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
 from apps.providers.embeddings import embed_texts, embedding_model_name
 
 EPISODIC, SEMANTIC = "episodic", "semantic"
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 MODELS = {EPISODIC: EpisodicMemory, SEMANTIC: SemanticMemory}
 CHANGE_MODELS = {EPISODIC: EpisodicMemoryChange, SEMANTIC: SemanticMemoryChange}
 # The fields extraction may set; everything else (tenant, scope, owner) comes from the session.
@@ -25,6 +30,62 @@ EDITABLE_FIELDS = {
 
 def memory_type_of(memory) -> str:
     return EPISODIC if isinstance(memory, EpisodicMemory) else SEMANTIC
+
+
+MERGED_INTO = "consolidation merged this memory into"
+
+
+def merged_into_reason(survivor_pk) -> str:
+    """The reason of the history row of a memory consolidation merged into `survivor_pk`: how a
+    survivor's merged duplicates are found again (memory_merge_group)."""
+    return f"{MERGED_INTO} {survivor_pk}"
+
+
+def memory_merge_group(memory) -> list:
+    """The memory with every memory consolidation merged into it and every memory it was merged into,
+    transitively: consolidation judged them one memory (a survivor's details hold its duplicates'), so
+    they are deleted together. Soft-deleted members included; the memory itself first."""
+    model, changes = type(memory), CHANGE_MODELS[memory_type_of(memory)]
+    group, frontier = {str(memory.pk): memory}, [memory.pk]
+    while frontier:
+        # Down: what was merged into the frontier; up: what the frontier was merged into.
+        linked = {
+            str(pk)
+            for pk in changes.objects.filter(
+                operation="delete", reason__in=[merged_into_reason(pk) for pk in frontier]
+            ).values_list("memory_id", flat=True)
+        }
+        for reason in changes.objects.filter(
+            memory_id__in=frontier, operation="delete", reason__startswith=MERGED_INTO
+        ).values_list("reason", flat=True):
+            survivor = reason.removeprefix(MERGED_INTO).strip()
+            if _UUID.fullmatch(survivor):
+                linked.add(survivor)
+        found = model.objects.filter(
+            pk__in=sorted(linked - set(group)), organization_id=memory.organization_id, end_user_id=memory.end_user_id
+        )
+        frontier = []
+        for member in found:
+            group[str(member.pk)] = member
+            frontier.append(member.pk)
+    return list(group.values())
+
+
+def memories_held(*, organization_id, memories: Iterable = (), turn_ids: Iterable = ()) -> None:
+    """conversations.writers.turns_held for work that read memories as well as turns: the writers of
+    the turns the memories cite (and their creators) are held too, and SourcesChanged is raised when
+    one of the memories is gone. Call it in the transaction that stores what was derived."""
+    memories = list(memories)
+    by_type: dict[str, set] = {}
+    cited, creators = set(), set()
+    for memory in memories:
+        by_type.setdefault(memory_type_of(memory), set()).add(memory.pk)
+        cited.update(memory.source_message_ids)
+        creators.add(memory.created_by_id)
+    turns_held(organization_id=organization_id, turn_ids=turn_ids, client_ids=creators, cited_ids=cited)
+    for memory_type, ids in by_type.items():
+        if MODELS[memory_type].objects.filter(pk__in=list(ids)).count() != len(ids):
+            raise SourcesChanged("A memory this work read was deleted meanwhile; it runs again on what is left.")
 
 
 def memory_snapshot(memory) -> dict:
@@ -217,12 +278,6 @@ def memory_soft_delete(*, memory, actor: str, reason: str = "", task_id=None):
     return memory
 
 
-@transaction.atomic
-def memory_delete(*, memory) -> None:
-    """What a user asks for through the API: the memory and its history are gone for good."""
-    memory.delete()
-
-
 def memory_embed(memory_type: str, fields_list: list[dict]) -> list[list[float]]:
     return embed_texts([embedding_text(memory_type, fields) for fields in fields_list])
 
@@ -238,3 +293,23 @@ def memories_purge_deleted() -> dict:
         _, deleted = model.objects.filter(deleted_at__lt=cutoff).delete()
         purged[memory_type] = deleted.get(model._meta.label, 0)
     return purged
+
+
+def items_held(*, organization_id, items: Iterable[tuple[str, object]]) -> None:
+    """memories_held for work that read items by (type, id): "message" for a turn, "episodic" or
+    "semantic" for a memory (compiled pages' evidence)."""
+    turn_ids, memory_ids = set(), {}
+    for item_type, item_id in items:
+        if item_type in MODELS:
+            memory_ids.setdefault(item_type, set()).add(str(item_id))
+        else:
+            turn_ids.add(str(item_id))
+    memories = []
+    for memory_type, ids in memory_ids.items():
+        found = list(
+            MODELS[memory_type].objects.filter(pk__in=list(ids)).only("pk", "created_by", "source_message_ids")
+        )
+        if len(found) != len(ids):
+            raise SourcesChanged("A memory this work read was deleted meanwhile; it runs again on what is left.")
+        memories += found
+    memories_held(organization_id=organization_id, memories=memories, turn_ids=turn_ids)

@@ -2,9 +2,10 @@
 in one place. The rules are erasure's (the steps of apps.privacy.services.purge and the lint of
 compiled pages), applied to a smaller selection than a user or a client:
 
-- a memory deleted: `items_removed` lints the organisation's pages, as erasure does when it
-  finishes: mentions of items that are gone are pruned and their owners' edges rebuilt; pages
-  quoting them get a `stale` finding and are recompiled (archived when every source is gone);
+- a memory deleted: `memory_delete`, the provenance cascade of that one memory (and of the memories
+  consolidation merged with it) under its owner's work locks: mentions, page sources and revisions
+  quoting it go, the pages are cleared and recompiled, entities only it named go; then
+  `items_removed` lints the organisation's pages, as erasure does when it finishes;
 - a memory edited: `memory_edited` projects again the sessions it was learned from (its mentions
   follow its new text) and marks every page quoting it stale, to be recompiled;
 - a session deleted: `session_delete_request` queues `session_purge`, which runs the provenance
@@ -22,15 +23,21 @@ from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
 from django.db.models import QuerySet
 
 from apps.conversations.models import Message, Session
 from apps.conversations.routing import DELETE_SESSION, projection_enqueue, session_delete_key
-from apps.pipeline.locks import WorkOf, advisory_lock, work_lock_keys
+from apps.pipeline.locks import WorkOf, advisory_lock, advisory_locks, work_lock_keys
 from apps.pipeline.services import enqueue
-from apps.privacy.services.provenance import Derived, forget_skills, session_delete
+from apps.privacy.services.provenance import (
+    Derived,
+    forget_skills,
+    memory_forget,
+    session_delete,
+)
 from apps.privacy.services.subjects import Subject
 from apps.profiles.models import ItemType
 from apps.profiles.services.entities import profiles_lint_enqueue
@@ -98,6 +105,17 @@ def copies_forget(*, organization, user_id: str, scope: str) -> dict:
 
 
 # Memories --------------------------------------------------------------------------------------
+
+
+def memory_delete(*, memory, actor: str) -> dict:
+    """DELETE memory/<episodic|semantic>/<id> and MCP delete_memory: provenance.memory_forget under the
+    owner's work locks (those erasure takes), waited for at most DELETE_WAIT_SECONDS (LockNotAvailable
+    after: the caller answers 409). Then the organisation's pages are linted, as after an erasure."""
+    owner = WorkOf(organization_id=memory.organization_id, end_user_ids=(memory.end_user_id,))
+    with advisory_locks(work_lock_keys(owner), timeout=settings.DELETE_WAIT_SECONDS):
+        counts = memory_forget(memory=memory, actor=actor)
+    items_removed(organization=memory.organization)
+    return counts
 
 
 def items_removed(*, organization) -> None:

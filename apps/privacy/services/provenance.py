@@ -33,10 +33,12 @@ from apps.conversations.models import Message, Session, SessionTag
 from apps.conversations.routing import extraction_enqueue
 from apps.conversations.services import messages_delete, messages_mark_unlearned
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
+from apps.memories.services.memories import memory_merge_group
+from apps.pipeline.locks import WorkOf, advisory_locks, work_lock_keys
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import tasks_cancel
 from apps.privacy.services.skills import skills_release
-from apps.profiles.models import Entity, Mention, ProfileRevision, ProfileSource
+from apps.profiles.models import Entity, Mention, Profile, ProfileRevision, ProfileSource
 from apps.profiles.services.compile import profiles_clear_for_recompile
 from apps.profiles.services.entities import owner_edges_recompute
 from apps.search.models import StagedEmbedding
@@ -217,7 +219,7 @@ def forget_compiled(derived: Derived, *, reason: str, entities: QuerySet | None 
     touched = set(derived.mentions().values_list("entity_id", flat=True).distinct())
     counts["profiles.Mention"] = delete_in_batches(derived.mentions())
     counts["profiles.ProfileRevision"] = delete_in_batches(derived.quoting_revisions())
-    affected = set(derived.profile_sources().values_list("profile__entity_id", flat=True).distinct())
+    affected = set(derived.profile_sources().values_list("profile_id", flat=True).distinct())
     counts["profiles.ProfileSource"] = delete_in_batches(derived.profile_sources())
     # An entity no item mentions any more was named only by what went: its name and page go too.
     bare = Entity.objects.filter(pk__in=touched).exclude(pk__in=Mention.objects.values("entity_id"))
@@ -225,9 +227,10 @@ def forget_compiled(derived: Derived, *, reason: str, entities: QuerySet | None 
     counts["profiles.Entity"] += delete_in_batches(bare)
     for organization_id, scope, end_user_id in owners:
         owner_edges_recompute(organization_id=organization_id, scope=scope, end_user_id=end_user_id)
-    kept = Entity.objects.filter(pk__in=affected).values_list("profile__pk", flat=True)
+    # Person pages whose entity went are gone with it; topic pages (no entity) and the rest are cleared.
+    kept = Profile.objects.filter(pk__in=affected).values_list("pk", flat=True)
     counts["profiles.Profile (cleared, recompiling)"] = profiles_clear_for_recompile(
-        profile_ids=[pk for pk in kept if pk is not None], reason=reason
+        profile_ids=list(kept), reason=reason
     )
     return dict(counts)
 
@@ -297,10 +300,42 @@ def turns_forget(*, turns: QuerySet, organization_id, actor: str) -> dict:
 
 
 def turn_delete(*, message: Message, actor: str = "api:delete") -> dict:
-    """DELETE memory/message/<id> and MCP delete_memory: the turn and what was derived from it."""
-    return turns_forget(
-        turns=Message.objects.filter(pk=message.pk), organization_id=message.organization_id, actor=actor
+    """DELETE memory/message/<id> and MCP delete_memory: the turn and what was derived from it, under
+    the owner's work locks (no learning from the turn can store what it read while it goes), waited
+    for at most DELETE_WAIT_SECONDS (LockNotAvailable after)."""
+    owner = WorkOf(
+        organization_id=message.organization_id, end_user_ids=(message.end_user_id,), scopes=(message.scope,)
     )
+    with advisory_locks(work_lock_keys(owner), timeout=settings.DELETE_WAIT_SECONDS):
+        return turns_forget(
+            turns=Message.objects.filter(pk=message.pk), organization_id=message.organization_id, actor=actor
+        )
+
+
+def memory_forget(*, memory, actor: str) -> dict:
+    """One memory is gone, with every memory consolidation merged with it (memory_merge_group: a
+    survivor's details hold its duplicates'): what compiled memory quoted of them (mentions, page
+    sources and revisions; pages cleared and recompiled, entities only they named deleted), their
+    staged vectors, then the memories and their history. Their source turns are not learned from
+    again: the caller wants the memory gone, not recomputed. Run it under the owner's work locks
+    (apps.privacy.services.cascade.memory_delete does)."""
+    group = memory_merge_group(memory)
+    derived = Derived(
+        organization_id=memory.organization_id,
+        turns=Message.objects.none(),
+        extra_memories={
+            model: model.objects.filter(pk__in=[item.pk for item in group if isinstance(item, model)])
+            for model, _ in MEMORY_MODELS
+        },
+    )
+    counts = Counter()
+    for step in (
+        forget_compiled(derived, reason=f"A memory this page quoted was deleted ({actor}); it is being recompiled."),
+        forget_staged_embeddings(derived),
+        {label: delete_in_batches(queryset) for label, queryset in derived.memory_querysets()},
+    ):
+        counts.update(step)
+    return dict(counts)
 
 
 def session_delete(*, session: Session, actor: str = "api:delete") -> dict:

@@ -171,13 +171,16 @@ def _cancel_and_scrub(queryset, erasure_id) -> int:
 
 
 def subject_locks(subject: Subject) -> list[str]:
-    """Every lock the apps registered (pipeline.locks.register_work_locks) for the subject's user and
-    the scopes their experiences live in: while the purge runs no work on them can start (it takes
-    the same locks without waiting, and retries), and the purge waits for work already running."""
+    """Every lock the apps registered (pipeline.locks.register_work_locks) for the subject's user, the
+    scopes their experiences live in and, for a client, its writer lock (which the work that learns
+    from any client's turns holds while it stores what it learned: conversations.writers): while the
+    purge runs no such work can start or store (it takes the same locks without waiting, and retries),
+    and the purge waits for work already running."""
     work = WorkOf(
         organization_id=subject.organization.pk,
         end_user_ids=(subject.end_user.pk,) if subject.end_user is not None else (),
         scopes=tuple(sorted(set(subject.experiences().values_list("scope", flat=True)))),
+        client_ids=(subject.client.pk,) if subject.client is not None else (),
     )
     return work_lock_keys(work)
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, StringConstraints
 
 from apps.conversations.models import Message
 from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.memories.services.memories import items_held
 from apps.profiles.models import QUOTE_MAX_CHARS, Entity, ItemType, LintFinding, Profile, ProfileRevision, ProfileSource
 from apps.profiles.services.entities import page_recompile_enqueue
 from apps.providers.embeddings import embed_texts, embedding_model_name
@@ -223,6 +224,8 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
     _embed(candidate)
     with transaction.atomic():
         entity = Entity.objects.select_for_update().get(pk=entity.pk)
+        # Every item shown (an LLM page may use what it does not cite), held until the page is stored.
+        items_held(organization_id=entity.organization_id, items=[(e.item_type, e.item_id) for e in evidence])
         profile = Profile.objects.filter(entity=entity).first()
         if profile is None:
             profile = Profile(

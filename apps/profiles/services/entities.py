@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from apps.conversations.models import Message, Session
 from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.memories.services.memories import memories_held
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import enqueue, enqueue_debounced, task_run_sooner
 from apps.profiles.models import NAME_MAX_LENGTH, Edge, Entity, ItemType, Mention, Profile, TopicState
@@ -160,6 +161,11 @@ def session_project(*, session: Session) -> dict:
     owner = {"organization_id": session.organization_id, "scope": session.scope, "end_user_id": session.end_user_id}
     user_id = session.end_user.user_id
     messages, memories = _session_items(session)
+    # Until this commits, no erasure of a client that wrote what was read can run (and one that ran
+    # since is seen: something read is gone, the task retries).
+    memories_held(
+        organization_id=session.organization_id, memories=memories, turn_ids=[message.pk for message in messages]
+    )
     aliases = _known_aliases(owner)
 
     # Names: speakers always; other capitalised names when they are known already or recur.

@@ -33,6 +33,7 @@ from pydantic import BaseModel, StringConstraints
 
 from apps.conversations.models import Message
 from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.memories.services.memories import items_held
 from apps.profiles.models import ItemType, Profile, TopicState
 from apps.profiles.services.compile import (
     RULES_MODEL,
@@ -290,6 +291,8 @@ def owner_topics_compile(*, end_user: EndUser, scope: str, task=None, reason: st
         page = matched.get(index) or Profile(**owner, kind=Profile.Kind.TOPIC)
         created = page._state.adding
         with transaction.atomic():
+            # The label is drawn from every item of the owner's: all of them are held until it is stored.
+            items_held(organization_id=organization.pk, items=[(item.item_type, item.item_id) for item in items])
             changed = page_store(
                 profile=page, candidate=candidate, sources=sources_of(used), model=model, usage=usage, reason=why
             )

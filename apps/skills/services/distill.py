@@ -9,6 +9,7 @@ from apps.conversations.models import Session, SessionTag
 from apps.conversations.routing import distillation_enqueue
 from apps.conversations.selectors import session_messages
 from apps.conversations.services import messages_mark_learned
+from apps.conversations.writers import turns_held
 from apps.core.errors import ConflictError
 from apps.pipeline.locks import advisory_lock
 from apps.pipeline.models import MemoryTask
@@ -143,6 +144,9 @@ def session_distill(*, session: Session, task=None) -> dict:
         experience.embedding = vector
 
     with transaction.atomic():
+        # Until this commits, no erasure of a client that wrote the transcript can run (and one that
+        # ran since it was read is seen: a turn is gone, the task retries).
+        turns_held(organization_id=session.organization_id, turn_ids=[message.pk for message in messages])
         experiences = SkillExperience.objects.bulk_create(experiences)
         messages_mark_learned(session=session, by="distillation", through_seq=messages[-1].seq if messages else 0)
         learnable = [experience for experience in experiences if experience.status == SkillExperience.Status.PENDING]
