@@ -43,7 +43,8 @@ def retrieve_skills(*, client, data) -> dict:
     read scopes: the scope's shared skills and, with `user_id`, that user's own. Call it before acting.
     Each skill's relevance is multiplied by a bounded effectiveness factor (its reason is shown); with
     `session_id` (and `user_id`) every skill returned is recorded as a use of that task session, whose
-    outcome, once sealed, counts for or against it."""
+    outcome, once sealed, counts for or against the skills of its scope at the top ranks
+    (SKILL_EVIDENCE_TOP_RANKS) and those marked applied, one outcome per end user."""
     retrieval = validated(SkillRetrieveInputSerializer, data)
     ranked = skills_retrieve(
         client=client,

@@ -25,7 +25,8 @@ class SkillRetrieveInputSerializer(InputSerializer):
         required=False,
         error_messages=SESSION_ID_ERRORS,
         help_text="The task session (of `user_id`, in the client's write scope) the skills serve: each skill "
-        "returned is recorded as a use of it, and the session's outcome, once sealed, counts for or against it.",
+        "returned is recorded as a use of it, and the session's outcome, once sealed, counts for or against the "
+        "skills of that scope at the top ranks and those marked applied (each end user once).",
     )
 
 

@@ -1,8 +1,9 @@
 """A person's curation of skills: approve, reject, share, archive and edit, each recorded as a
 SkillVersion that names the person; and of the lessons held for corroboration or flagged."""
 
+from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 
 from apps.core.errors import ConflictError
 from apps.skills.effectiveness import review_evidence
@@ -113,14 +114,15 @@ EFFECTIVENESS_ACTOR = "review:effectiveness"
 
 
 def skills_review_effectiveness(*, session) -> list[Skill]:
-    """Sends to review each active skill of the sealed task `session`'s scope that the session
-    retrieved and whose evidence now says it hurts (apps.skills.effectiveness.Evidence.harmful, over
-    its review window), with the figures as the version's reason. Nothing is deleted: a person approves
-    it back or rejects it. Returns the skills sent."""
+    """Sends to review each active skill the sealed task `session` is evidence for (of its scope, near
+    the top of its retrieval or marked applied: apps.skills.effectiveness) whose evidence now says it
+    hurts (Evidence.harmful, over its review window), with the figures as the version's reason.
+    Nothing is deleted: a person approves it back or rejects it. Returns the skills sent."""
     skills = Skill.objects.filter(
         status=Skill.Status.ACTIVE,
-        scope=session.scope,  # a session counts only for the skills of its own scope
+        scope=session.scope,
         pk__in=SkillUse.objects.filter(
+            Q(rank__lte=settings.SKILL_EVIDENCE_TOP_RANKS) | Q(applied_at__isnull=False),
             organization_id=session.organization_id,
             end_user_id=session.end_user_id,
             session_scope=session.scope,
