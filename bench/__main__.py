@@ -1,8 +1,10 @@
 """`make bench`: run every benchmark and write JSON results under bench/results/.
 
-`python -m bench pipeline` runs only the named ones.
+`python -m bench pipeline` runs only the named ones; `python -m bench privacy` the privacy rows
+(GROUPS).
 """
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -88,7 +90,7 @@ def _erasure():
 def _privacy_erasure():
     from bench import privacy_erasure
 
-    privacy_erasure.run(RESULTS_DIR)
+    return privacy_erasure.run(RESULTS_DIR)
 
 
 def _profiles():
@@ -106,7 +108,7 @@ def _profiles_lint():
 def _privacy_poisoning():
     from bench import privacy_poisoning
 
-    privacy_poisoning.run(RESULTS_DIR)
+    return privacy_poisoning.run(RESULTS_DIR)
 
 
 def _scale():
@@ -148,7 +150,44 @@ def _faults():
 def _privacy_slow_clients():
     from bench import privacy_slow_clients
 
-    privacy_slow_clients.run(RESULTS_DIR)
+    return privacy_slow_clients.run(RESULTS_DIR)
+
+
+def _privacy_review_abuse():
+    from bench import privacy_review_abuse
+
+    return privacy_review_abuse.run(RESULTS_DIR)
+
+
+def _privacy():
+    """The privacy rows in one command (issues 26 and 39): erasure, poisoning, slow clients and review
+    abuse, each writing its own JSON, then bench/results/privacy.json with each row's headline."""
+    rows = {
+        "privacy_erasure": _privacy_erasure,
+        "privacy_poisoning": _privacy_poisoning,
+        "privacy_slow_clients": _privacy_slow_clients,
+        "privacy_review_abuse": _privacy_review_abuse,
+    }
+    results = {name: run() for name, run in rows.items()}
+    erasure, poisoning = results["privacy_erasure"], results["privacy_poisoning"]
+    slow, abuse = results["privacy_slow_clients"], results["privacy_review_abuse"]
+    summary = {
+        "benchmark": "privacy",
+        "erasure": {
+            "all_clean": erasure["all_clean"],
+            "columns_with_the_words_after": {
+                kind: figures["columns_with_the_words_after"] for kind, figures in erasure["kinds"].items()
+            },
+        },
+        "poisoning": {"poisoned_strings_served_to_other_users": poisoning["poisoned_strings_served_to_other_users"]},
+        "slow_clients": {
+            "p95_seconds_under_slow_clients": slow["after"]["under_slow_clients"]["p95_seconds"],
+            "p95_before_over_after": slow["p95_before_over_after"],
+        },
+        "review_abuse": {**abuse["rows"], "targets_met": abuse["targets_met"]},
+    }
+    (RESULTS_DIR / "privacy.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps(summary, indent=2))
 
 
 def _export():
@@ -198,12 +237,16 @@ BENCHMARKS = {
     "faults": _faults,
     "privacy_erasure": _privacy_erasure,
     "privacy_slow_clients": _privacy_slow_clients,
+    "privacy_review_abuse": _privacy_review_abuse,
     "context": _context,
     "export": _export,
     "tokens": _tokens,
     "consolidate": _consolidate,
     "topics": _topics,
 }
+
+# Names that run several benchmarks (not part of `make bench`, which runs each benchmark once).
+GROUPS = {"privacy": _privacy}
 
 
 def main(argv: list[str]) -> int:
@@ -219,12 +262,12 @@ def main(argv: list[str]) -> int:
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
     names = argv or list(BENCHMARKS)
-    unknown = sorted(set(names) - set(BENCHMARKS))
+    unknown = sorted(set(names) - set(BENCHMARKS) - set(GROUPS))
     if unknown:
-        print(f"Unknown benchmark(s): {', '.join(unknown)}; available: {', '.join(BENCHMARKS)}")
+        print(f"Unknown benchmark(s): {', '.join(unknown)}; available: {', '.join([*BENCHMARKS, *GROUPS])}")
         return 2
     for name in names:
-        BENCHMARKS[name]()
+        (GROUPS.get(name) or BENCHMARKS[name])()
     print(f"Results: {RESULTS_DIR}")
     return 0
 

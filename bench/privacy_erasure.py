@@ -84,9 +84,12 @@ def _act(world, kind: str, target) -> dict:
         api.credentials(HTTP_AUTHORIZATION=f"Api-Key {world.two_key}")
         return {"status": api.delete(f"/api/v1/memory/message/{target.pk}").status_code}
     if kind == "turn_delete_mcp":
+        from asgiref.sync import async_to_sync
+
         from apps.mcp_server.backend import PlatformBackend
 
-        PlatformBackend(client=world.two, executor=None)._delete_memory(memory_type="message", memory_id=str(target.pk))
+        # The tool's backend method, run on this thread (no executor), as the MCP tool calls it.
+        async_to_sync(PlatformBackend(client=world.two).delete_memory)(memory_type="message", memory_id=str(target.pk))
         return {"status": "deleted"}
     if kind == "session_delete":
         from apps.privacy.services.provenance import session_delete

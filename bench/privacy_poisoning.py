@@ -145,7 +145,7 @@ def served_over_mcp(client, *, user_id: str | None) -> dict:
 
     async def calls(backend):
         return {
-            "retrieve_skills": await backend.retrieve_skills(task=TASK, k=10, user_id=user_id),
+            "retrieve_skills": await backend.retrieve_skills(task=TASK, k=10, user_id=user_id, session_id=None),
             "search_memory": await backend.search(
                 user_id=user_id or "nobody",
                 query=TASK,

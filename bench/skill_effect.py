@@ -147,11 +147,13 @@ def _stat_seed(rng, weight: float, prior: float) -> dict:
         total_sessions = base_sessions + round_number * len(plan)
         total_successes = base_successes + sum(successes)
         for index in range(len(plan)):
+            # Every session is its own user's (as in the API run): one outcome per user.
             evidence = Evidence(
                 sessions=round_number,
+                users=round_number,
                 successes=successes[index],
                 failures=round_number - successes[index],
-                baseline_sessions=total_sessions - round_number,
+                baseline_users=total_sessions - round_number,
                 baseline_successes=total_successes - successes[index],
             )
             flagged[index] = flagged[index] or evidence.harmful()
@@ -223,7 +225,9 @@ def run(output_dir) -> dict:
         "settings": {
             "REVIEW_Z": REVIEW_Z,
             "REVIEW_HORIZON": REVIEW_HORIZON,
-            "SKILL_REVIEW_MIN_SESSIONS": settings.SKILL_REVIEW_MIN_SESSIONS,
+            "SKILL_REVIEW_MIN_USERS": settings.SKILL_REVIEW_MIN_USERS,
+            "SKILL_SHARE_MIN_USERS": settings.SKILL_SHARE_MIN_USERS,
+            "SKILL_EVIDENCE_TOP_RANKS": settings.SKILL_EVIDENCE_TOP_RANKS,
             "SKILL_EFFECTIVENESS_WEIGHT": settings.SKILL_EFFECTIVENESS_WEIGHT,
             "SKILL_EFFECTIVENESS_PRIOR_SESSIONS": settings.SKILL_EFFECTIVENESS_PRIOR_SESSIONS,
         },

@@ -146,7 +146,7 @@ def _effectiveness_replay(trajectories) -> dict:
                 per_skill.append(
                     {
                         "skill": skill.name,
-                        **{name: figures[name] for name in ("uses", "sessions", "successes", "failures")},
+                        **{name: figures[name] for name in ("uses", "sessions", "users", "successes", "failures")},
                         **{name: figures[name] for name in ("success_rate", "lift", "lift_interval")},
                         "factor": factors[skill.pk].factor,
                         "status": skill.status,

@@ -96,6 +96,7 @@ def _skill_feedback(client, add):
     from tests.skills.factories import SkillFactory
 
     skill = SkillFactory(organization=client.organization, scope=client.write_scope)
+    add(client, user_id="owner", session_id="sess-f", session_tag="task", seal=True)  # the verdict's session
     body = {"user_id": "owner", "session_id": "sess-f", "verdict": "hurt", "reason": "It skipped a step."}
     return f"/api/v1/skills/{skill.pk}/feedback", f"/api/v1/skills/{uuid.uuid4()}/feedback", body, body
 

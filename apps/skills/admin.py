@@ -16,7 +16,7 @@ from django.utils.html import format_html, format_html_join
 from apps.core.errors import ConflictError
 from apps.core.extensions import Tile, admin_url, of_organization, register_admin_action, register_dashboard_card
 from apps.core.validation import JSONFormField, check_fields
-from apps.skills.effectiveness import SESSIONS_SQL, SUCCESS_RATE_SQL, outcomes_over_time, skill_effectiveness
+from apps.skills.effectiveness import outcomes_over_time, skill_effectiveness, success_rate_sql, users_sql
 from apps.skills.history import experience_evidence, skill_history
 from apps.skills.models import SignalType, Skill, SkillExperience, SkillVersion
 from apps.skills.selectors import with_retrievals
@@ -166,11 +166,13 @@ def effectiveness_panel(skill: Skill):
             )
     rate = figures["success_rate"]
     summary = format_html(
-        "<p>{} uses ({} applied) in {} task sessions with an outcome: {} succeeded, {} failed; success rate {} {}; "
-        "the scope's other sessions {}; lift {} {}. Feedback: {} helped, {} hurt, {} irrelevant.</p>",
+        "<p>{} uses ({} applied); {} task sessions with an outcome count, of {} users (each counted once): {} "
+        "succeeded, {} failed; success rate {} {}; the scope's other users {}; lift {} {}. Since version {} (a "
+        "person's approval starts it), review weighs {} users. Feedback: {} helped, {} hurt, {} irrelevant.</p>",
         figures["uses"],
         figures["applied"],
         figures["sessions"],
+        figures["users"],
         figures["successes"],
         figures["failures"],
         "–" if rate is None else f"{rate:.0%}",
@@ -178,6 +180,8 @@ def effectiveness_panel(skill: Skill):
         "–" if figures["baseline_rate"] is None else f"{figures['baseline_rate']:.0%}",
         "–" if figures["lift"] is None else f"{figures['lift']:+.2f}",
         _interval(figures["lift_interval"]),
+        figures["review"]["since_version"],
+        figures["review"]["users"],
         figures["feedback"]["helped"],
         figures["feedback"]["hurt"],
         figures["feedback"]["irrelevant"],
@@ -296,21 +300,21 @@ class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
     def get_queryset(self, request):
         # Counted from the uses and the sessions they served (sortable columns of the changelist).
         return with_retrievals(super().get_queryset(request)).annotate(
-            outcome_sessions=RawSQL(SESSIONS_SQL, [], output_field=IntegerField()),
-            success_rate=RawSQL(SUCCESS_RATE_SQL, [], output_field=FloatField()),
+            outcome_users=RawSQL(*users_sql(), output_field=IntegerField()),
+            success_rate=RawSQL(*success_rate_sql(), output_field=FloatField()),
         )
 
     @admin.display(description="retrievals", ordering="retrieval_count")
     def retrievals(self, skill):
         return skill.retrieval_count
 
-    @admin.display(description="success rate (sessions)", ordering="success_rate")
+    @admin.display(description="success rate (users)", ordering="success_rate")
     def outcomes(self, skill):
-        if not skill.outcome_sessions:
+        if not skill.outcome_users:
             return "–"
-        return f"{skill.success_rate:.0%} ({skill.outcome_sessions})"
+        return f"{skill.success_rate:.0%} ({skill.outcome_users})"
 
-    @admin.display(description="outcomes of the task sessions that retrieved it")
+    @admin.display(description="outcomes of the users whose task sessions retrieved it")
     def effectiveness(self, skill):
         return effectiveness_panel(skill)
 

@@ -1,10 +1,15 @@
-"""Whether a skill works: its uses joined to the outcomes of the task sessions they served, the
-success rate with a Wilson interval, the lift against the scope's other task sessions with a
-Newcombe interval, and the bounded ranking adjustment retrieval applies.
+"""Whether a skill works: its uses joined to the outcomes of the task sessions they served, weighed
+per end user, the success rate with a Wilson interval, the lift against the scope's other users with
+a Newcombe interval, and the bounded ranking adjustment retrieval applies.
 
-A use counts towards an outcome once its session is sealed with `success` or `failure`; each
-session counts once per skill (or version), however often it retrieved it. The comparison group is
-the sealed task sessions of the same scopes with a known outcome that did not retrieve the skill.
+The trust model (docs/decisions.md): one user's ten sessions are one voice. So every figure counts
+end users, not sessions: a user whose sessions retrieved the skill counts once (once per version in
+the per-version figures), with the outcome most of their sessions had (the latest on a tie). Only
+sessions in the skill's own scope count, and of each retrieval only the skills at its top
+SKILL_EVIDENCE_TOP_RANKS ranks or those the agent marked applied: a retrieval of fifty skills charges
+its outcome to the few the agent was likely to follow. The comparison group is the scope's users with
+sealed task sessions that did not retrieve the skill, each counted once the same way. Review decides
+on the evidence since a person last approved the skill (its review window).
 """
 
 import math
@@ -13,8 +18,9 @@ from dataclasses import asdict, dataclass
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
+from django.db.models import Max
 
-from apps.skills.models import Skill, SkillFeedback
+from apps.skills.models import Skill, SkillFeedback, SkillVersion
 
 # The interval's confidence (two-sided 95%: z = 1.96).
 Z = 1.959964
@@ -25,12 +31,30 @@ RANKING_CACHE_SECONDS = 30
 # A shrunk lift of this size moves a skill's ranking score most of the way to its bound (tanh).
 LIFT_SCALE = 0.25
 
+_OUTCOME = "s.outcome IN ('success', 'failure')"
 # A use's session: same organisation, end user, scope and id, sealed as a task session.
-_SESSION_JOIN = """
+_SESSION_JOIN = f"""
     JOIN conversations_session s ON s.organization_id = u.organization_id AND s.end_user_id = u.end_user_id
      AND s.scope = u.session_scope AND s.session_id = u.session_id
-     AND s.status = 'sealed' AND s.session_tag = 'task' AND s.outcome IN ('success', 'failure')
+     AND s.status = 'sealed' AND s.session_tag = 'task' AND {_OUTCOME}
 """
+# A use that counts as evidence (one parameter: SKILL_EVIDENCE_TOP_RANKS): its session is in the
+# skill's own scope (`u.scope` is the skill's), and the skill was near the top of its retrieval or the
+# agent said it followed it.
+_COUNTED = "u.session_scope = u.scope AND (u.rank <= %s OR u.applied_at IS NOT NULL)"
+# Per end user, from `wins` and `losses` (their sessions of each outcome) and `latest` (the outcome of
+# their latest one): whether the user counts as a success.
+_USER_SUCCEEDED = "(wins > losses OR (wins = losses AND latest = 'success'))"
+# The per-user columns of a GROUP BY over rows with `session`, `outcome` and `sealed_at`.
+_PER_USER_COLUMNS = """
+    count(DISTINCT session) FILTER (WHERE outcome = 'success') AS wins,
+    count(DISTINCT session) FILTER (WHERE outcome = 'failure') AS losses,
+    (array_agg(outcome ORDER BY sealed_at DESC NULLS LAST, session DESC))[1] AS latest
+"""
+
+
+def top_ranks() -> int:
+    return settings.SKILL_EVIDENCE_TOP_RANKS
 
 
 def wilson_interval(successes: int, trials: int, z: float = Z) -> tuple[float, float] | None:
@@ -44,9 +68,9 @@ def wilson_interval(successes: int, trials: int, z: float = Z) -> tuple[float, f
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def review_z(sessions: int) -> float:
-    """The width of the interval review decides on, after `sessions` sessions (see Evidence.harmful)."""
-    return REVIEW_Z * math.sqrt(max(REVIEW_HORIZON / sessions, 1.0))
+def review_z(users: int) -> float:
+    """The width of the interval review decides on, after `users` users' outcomes (see Evidence.harmful)."""
+    return REVIEW_Z * math.sqrt(max(REVIEW_HORIZON / users, 1.0))
 
 
 def newcombe_interval(s1: int, n1: int, s2: int, n2: int, z: float = Z) -> tuple[float, float] | None:
@@ -64,23 +88,26 @@ def newcombe_interval(s1: int, n1: int, s2: int, n2: int, z: float = Z) -> tuple
 
 @dataclass
 class Evidence:
-    """What is known of one skill (or one version of it)."""
+    """What is known of one skill (or one version of it, or its review window): `users` end users
+    whose counted sessions retrieved it, each once, `successes` and `failures` of them; `sessions`
+    are those users' counted sessions, for information."""
 
     uses: int = 0
     applied: int = 0
     sessions: int = 0
+    users: int = 0
     successes: int = 0
     failures: int = 0
-    baseline_sessions: int = 0
+    baseline_users: int = 0
     baseline_successes: int = 0
 
     @property
     def rate(self) -> float | None:
-        return self.successes / self.sessions if self.sessions else None
+        return self.successes / self.users if self.users else None
 
     @property
     def baseline_rate(self) -> float | None:
-        return self.baseline_successes / self.baseline_sessions if self.baseline_sessions else None
+        return self.baseline_successes / self.baseline_users if self.baseline_users else None
 
     @property
     def lift(self) -> float | None:
@@ -89,24 +116,30 @@ class Evidence:
         return self.rate - self.baseline_rate
 
     def lift_interval(self) -> tuple[float, float] | None:
-        return newcombe_interval(self.successes, self.sessions, self.baseline_successes, self.baseline_sessions)
+        return newcombe_interval(self.successes, self.users, self.baseline_successes, self.baseline_users)
+
+    def review_interval(self) -> tuple[float, float] | None:
+        z = review_z(self.users) if self.users else REVIEW_Z
+        return newcombe_interval(self.successes, self.users, self.baseline_successes, self.baseline_users, z)
 
     def harmful(self) -> bool:
-        """The lift's review interval lies below zero, over at least SKILL_REVIEW_MIN_SESSIONS sessions.
+        """The lift's review interval lies below zero, over at least SKILL_REVIEW_MIN_USERS users of
+        whom at least SKILL_SHARE_MIN_USERS failed.
 
         Review looks again after every sealed session, and each look at a 95% interval would add its
         own chance of sending a neutral skill to review. The review interval is wider while the
         evidence is young (an O'Brien-Fleming-shaped boundary, REVIEW_Z · sqrt(REVIEW_HORIZON / n)
-        until n reaches REVIEW_HORIZON sessions, REVIEW_Z after), which keeps the share of neutral
-        skills sent by REVIEW_HORIZON sessions near 5% (bench/skill_effect.py measures it)."""
-        if self.sessions < settings.SKILL_REVIEW_MIN_SESSIONS:
+        until n reaches REVIEW_HORIZON users, REVIEW_Z after), which keeps the share of neutral
+        skills sent by REVIEW_HORIZON users near 5% (bench/skill_effect.py measures it). The count of
+        failing users is the same bar corroboration sets (apps.skills.trust): fewer users than it
+        takes to share a lesson cannot take a skill away from everyone."""
+        if self.users < settings.SKILL_REVIEW_MIN_USERS or self.failures < settings.SKILL_SHARE_MIN_USERS:
             return False
-        z = review_z(self.sessions)
-        interval = newcombe_interval(self.successes, self.sessions, self.baseline_successes, self.baseline_sessions, z)
+        interval = self.review_interval()
         return interval is not None and interval[1] < 0
 
     def as_dict(self) -> dict:
-        rate_interval, lift_interval = wilson_interval(self.successes, self.sessions), self.lift_interval()
+        rate_interval, lift_interval = wilson_interval(self.successes, self.users), self.lift_interval()
         return {
             **asdict(self),
             "success_rate": _rounded(self.rate),
@@ -118,14 +151,13 @@ class Evidence:
 
     def summary(self) -> str:
         """The figures in a sentence, for a review note."""
-        interval = self.lift_interval()
-        z = review_z(self.sessions)
-        review = newcombe_interval(self.successes, self.sessions, self.baseline_successes, self.baseline_sessions, z)
+        interval, review = self.lift_interval(), self.review_interval()
         return (
-            f"{self.successes} of {self.sessions} task sessions that retrieved it succeeded ({self.rate:.0%}), "
-            f"against {self.baseline_successes} of {self.baseline_sessions} ({self.baseline_rate:.0%}) of the "
-            f"scope's sessions that did not: lift {self.lift:+.2f}, 95% interval [{interval[0]:+.2f}, {interval[1]:+.2f}]; "
-            f"review interval (z = {z:.2f}) [{review[0]:+.2f}, {review[1]:+.2f}]."
+            f"{self.successes} of {self.users} users whose task sessions retrieved it succeeded ({self.rate:.0%}; "
+            f"{self.sessions} sessions, each user counted once), against {self.baseline_successes} of "
+            f"{self.baseline_users} ({self.baseline_rate:.0%}) of the scope's users whose sessions did not: "
+            f"lift {self.lift:+.2f}, 95% interval [{interval[0]:+.2f}, {interval[1]:+.2f}]; "
+            f"review interval (z = {review_z(self.users):.2f}) [{review[0]:+.2f}, {review[1]:+.2f}]."
         )
 
 
@@ -144,60 +176,106 @@ def _fetch(sql: str, params: list) -> list[tuple]:
 
 
 def _use_counts(skill_id) -> dict:
-    """{version or None (all): [uses, applied, sessions, successes, failures]} of one skill."""
-    counts = {}
+    """{version or None (all): (uses, applied)} of one skill: every retrieval, counted or not."""
     rows = _fetch(
-        f"""
-        SELECT u.version, count(*), count(u.applied_at),
-               count(DISTINCT s.id), count(DISTINCT s.id) FILTER (WHERE s.outcome = 'success'),
-               count(DISTINCT s.id) FILTER (WHERE s.outcome = 'failure'), GROUPING(u.version)
-        FROM skills_skilluse u LEFT {_SESSION_JOIN.strip()}
-        WHERE u.skill_id = %s GROUP BY ROLLUP (u.version)
+        """
+        SELECT version, count(*), count(applied_at), GROUPING(version) FROM skills_skilluse
+        WHERE skill_id = %s GROUP BY ROLLUP (version)
         """,
         [skill_id],
     )
-    for version, uses, applied, sessions, successes, failures, total in rows:
-        counts[None if total else version] = [uses, applied, sessions, successes, failures]
-    return counts
+    return {None if total else version: (uses, applied) for version, uses, applied, total in rows}
+
+
+def _user_outcomes(skill_id, *, since_version: int = 1) -> dict:
+    """{version or None (all versions from `since_version`): (sessions, users, successes)} of one skill,
+    each user counted once per version and once overall."""
+    rows = _fetch(
+        f"""
+        WITH counted AS (
+            SELECT DISTINCT u.version, u.end_user_id, s.id AS session, s.outcome, s.sealed_at
+            FROM skills_skilluse u {_SESSION_JOIN}
+            WHERE u.skill_id = %s AND u.version >= %s AND {_COUNTED}
+        ), per_user AS (
+            SELECT version, end_user_id, {_PER_USER_COLUMNS}
+            FROM counted GROUP BY GROUPING SETS ((version, end_user_id), (end_user_id))
+        )
+        SELECT version, sum(wins + losses), count(*), count(*) FILTER (WHERE {_USER_SUCCEEDED})
+        FROM per_user GROUP BY version
+        """,
+        [skill_id, since_version, top_ranks()],
+    )
+    return {version: (int(sessions), users, successes) for version, sessions, users, successes in rows}
 
 
 def _baseline(skill: Skill) -> tuple[int, int]:
-    """(sessions, successes) of the scope's sealed task sessions with an outcome that did not use the
-    skill: the scopes are those its uses' sessions live in (the skill's own when it has none)."""
-    ((sessions, successes),) = _fetch(
-        """
-        SELECT count(*), count(*) FILTER (WHERE s.outcome = 'success') FROM conversations_session s
-        WHERE s.organization_id = %s AND s.session_tag = 'task' AND s.status = 'sealed'
-          AND s.outcome IN ('success', 'failure')
-          AND s.scope = ANY(ARRAY(SELECT DISTINCT session_scope FROM skills_skilluse
-                                  WHERE skill_id = %s AND session_scope <> '') || ARRAY[%s::varchar])
-          AND NOT EXISTS (SELECT 1 FROM skills_skilluse u WHERE u.skill_id = %s
-                          AND u.organization_id = s.organization_id AND u.end_user_id = s.end_user_id
-                          AND u.session_scope = s.scope AND u.session_id = s.session_id)
+    """(users, successes) of the users of the skill's scope with sealed task sessions with an outcome
+    that did not retrieve the skill, each user counted once."""
+    ((users, successes),) = _fetch(
+        f"""
+        WITH per_user AS (
+            SELECT {_PER_USER_COLUMNS} FROM (
+                SELECT s.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM conversations_session s
+                WHERE s.organization_id = %s AND s.scope = %s AND s.session_tag = 'task' AND s.status = 'sealed'
+                  AND {_OUTCOME}
+                  AND NOT EXISTS (SELECT 1 FROM skills_skilluse u WHERE u.skill_id = %s
+                                  AND u.organization_id = s.organization_id AND u.end_user_id = s.end_user_id
+                                  AND u.session_scope = s.scope AND u.session_id = s.session_id)
+            ) sessions GROUP BY end_user_id
+        )
+        SELECT count(*), count(*) FILTER (WHERE {_USER_SUCCEEDED}) FROM per_user
         """,
-        [skill.organization_id, skill.pk, skill.scope, skill.pk],
+        [skill.organization_id, skill.scope, skill.pk],
     )
-    return sessions, successes
+    return users, successes
+
+
+def _evidence(uses: tuple, outcomes: tuple, baseline: tuple) -> Evidence:
+    (uses, applied), (sessions, users, successes), (baseline_users, baseline_successes) = uses, outcomes, baseline
+    return Evidence(
+        uses=uses,
+        applied=applied,
+        sessions=sessions,
+        users=users,
+        successes=successes,
+        failures=users - successes,
+        baseline_users=baseline_users,
+        baseline_successes=baseline_successes,
+    )
 
 
 def skill_evidence(skill: Skill) -> tuple[Evidence, dict[int, Evidence]]:
     """The skill's evidence overall and per version (versions that were retrieved)."""
-    baseline_sessions, baseline_successes = _baseline(skill)
-    evidence = {}
-    for version, (uses, applied, sessions, successes, failures) in _use_counts(skill.pk).items():
-        evidence[version] = Evidence(
-            uses=uses,
-            applied=applied,
-            sessions=sessions,
-            successes=successes,
-            failures=failures,
-            baseline_sessions=baseline_sessions,
-            baseline_successes=baseline_successes,
-        )
-    overall = evidence.pop(None, None) or Evidence(
-        baseline_sessions=baseline_sessions, baseline_successes=baseline_successes
-    )
-    return overall, dict(sorted(evidence.items(), reverse=True))
+    baseline = _baseline(skill)
+    uses = _use_counts(skill.pk)
+    outcomes = _user_outcomes(skill.pk)
+    overall = _evidence(uses.get(None, (0, 0)), outcomes.get(None, (0, 0, 0)), baseline)
+    versions = {
+        version: _evidence(counts, outcomes.get(version, (0, 0, 0)), baseline)
+        for version, counts in uses.items()
+        if version is not None
+    }
+    return overall, dict(sorted(versions.items(), reverse=True))
+
+
+def review_window_start(skill: Skill) -> int:
+    """The first version of the skill's review window: the one a person's latest approval made
+    (1 when nobody approved it). What was learned of earlier versions does not count towards review:
+    a person looked at it since."""
+    approved = SkillVersion.objects.filter(skill=skill, operation=SkillVersion.Operation.APPROVE).aggregate(
+        version=Max("version")
+    )["version"]
+    return approved or 1
+
+
+def review_evidence(skill: Skill) -> tuple[Evidence, int]:
+    """(the evidence review decides on, the first version of its window)."""
+    since = review_window_start(skill)
+    uses = _use_counts(skill.pk)
+    in_window = [counts for version, counts in uses.items() if version is not None and version >= since]
+    use_counts = (sum(uses for uses, _ in in_window), sum(applied for _, applied in in_window))
+    outcomes = _user_outcomes(skill.pk, since_version=since).get(None, (0, 0, 0))
+    return _evidence(use_counts, outcomes, _baseline(skill)), since
 
 
 def feedback_counts(skill: Skill) -> dict:
@@ -212,10 +290,12 @@ def feedback_counts(skill: Skill) -> dict:
 def skill_effectiveness(skill: Skill) -> dict:
     """The `effectiveness` object of a skill's API detail."""
     overall, versions = skill_evidence(skill)
+    window, since = review_evidence(skill)
     return {
         **overall.as_dict(),
         "feedback": feedback_counts(skill),
         "versions": [{"version": version, **evidence.as_dict()} for version, evidence in versions.items()],
+        "review": {"since_version": since, **window.as_dict(), "harmful": window.harmful()},
     }
 
 
@@ -229,28 +309,39 @@ class Adjustment:
 
 
 def _scope_rates(organization_id, scopes: list[str]) -> dict[str, tuple[int, int]]:
-    """{scope: (sessions, successes)} of sealed task sessions with an outcome."""
+    """{scope: (users, successes)} of the users with sealed task sessions with an outcome, each once."""
     rows = _fetch(
-        """
-        SELECT scope, count(*), count(*) FILTER (WHERE outcome = 'success') FROM conversations_session
-        WHERE organization_id = %s AND scope = ANY(%s) AND session_tag = 'task' AND status = 'sealed'
-          AND outcome IN ('success', 'failure') GROUP BY scope
+        f"""
+        WITH per_user AS (
+            SELECT scope, {_PER_USER_COLUMNS} FROM (
+                SELECT s.scope, s.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM conversations_session s
+                WHERE s.organization_id = %s AND s.scope = ANY(%s) AND s.session_tag = 'task'
+                  AND s.status = 'sealed' AND {_OUTCOME}
+            ) sessions GROUP BY scope, end_user_id
+        )
+        SELECT scope, count(*), count(*) FILTER (WHERE {_USER_SUCCEEDED}) FROM per_user GROUP BY scope
         """,
         [organization_id, scopes],
     )
-    return {scope: (sessions, successes) for scope, sessions, successes in rows}
+    return {scope: (users, successes) for scope, users, successes in rows}
 
 
 def _skill_outcomes(skill_ids: list) -> dict:
-    """{skill id: (sessions, successes)} over every version."""
+    """{skill id: (users, successes)} over every version, each user counted once."""
     rows = _fetch(
         f"""
-        SELECT u.skill_id, count(DISTINCT s.id), count(DISTINCT s.id) FILTER (WHERE s.outcome = 'success')
-        FROM skills_skilluse u {_SESSION_JOIN} WHERE u.skill_id = ANY(%s::uuid[]) GROUP BY u.skill_id
+        WITH per_user AS (
+            SELECT skill_id, {_PER_USER_COLUMNS} FROM (
+                SELECT DISTINCT u.skill_id, u.end_user_id, s.id AS session, s.outcome, s.sealed_at
+                FROM skills_skilluse u {_SESSION_JOIN}
+                WHERE u.skill_id = ANY(%s::uuid[]) AND {_COUNTED}
+            ) counted GROUP BY skill_id, end_user_id
+        )
+        SELECT skill_id, count(*), count(*) FILTER (WHERE {_USER_SUCCEEDED}) FROM per_user GROUP BY skill_id
         """,
-        [[str(skill_id) for skill_id in skill_ids]],
+        [[str(skill_id) for skill_id in skill_ids], top_ranks()],
     )
-    return {skill_id: (sessions, successes) for skill_id, sessions, successes in rows}
+    return {skill_id: (users, successes) for skill_id, users, successes in rows}
 
 
 def _cached_many(prefix: str, keys: list, compute) -> dict:
@@ -270,9 +361,10 @@ def _cached_many(prefix: str, keys: list, compute) -> dict:
 def effectiveness_factor(
     *, successes: int, sessions: int, scope_rate: float, weight: float, prior: float
 ) -> tuple[float, float]:
-    """(the ranking factor, the shrunk success rate): the rate shrunk towards the scope's by a prior
-    worth `prior` sessions, its difference from the scope's through tanh, within 1 ± weight; 1 while
-    the Wilson interval of the skill's own rate still holds the scope's rate."""
+    """(the ranking factor, the shrunk success rate): the rate of `successes` in `sessions` outcomes
+    (one per user) shrunk towards the scope's by a prior worth `prior` outcomes, its difference from
+    the scope's through tanh, within 1 ± weight; 1 while the Wilson interval of the skill's own rate
+    still holds the scope's rate."""
     shrunk = (successes + prior * scope_rate) / (sessions + prior)
     low, high = wilson_interval(successes, sessions) or (0.0, 1.0)
     if low <= scope_rate <= high:
@@ -285,10 +377,11 @@ def effectiveness_factor(
 def ranking_adjustments(skills: list[Skill]) -> dict:
     """{skill id: Adjustment}: a factor within 1 ± SKILL_EFFECTIVENESS_WEIGHT on the relevance score.
 
-    The skill's success rate is shrunk towards its scope's rate by a prior worth
-    SKILL_EFFECTIVENESS_PRIOR_SESSIONS sessions, so a new skill starts at factor 1 and a handful of
-    outcomes moves it little; the factor is 1 + weight · tanh(shrunk lift / LIFT_SCALE). A skill whose
-    success rate's Wilson interval still holds the scope's rate keeps factor 1: relevance comes first.
+    The skill's success rate (one outcome per user, as everywhere here) is shrunk towards its scope's
+    rate by a prior worth SKILL_EFFECTIVENESS_PRIOR_SESSIONS outcomes, so a new skill starts at factor
+    1 and a handful of outcomes moves it little; the factor is 1 + weight · tanh(shrunk lift /
+    LIFT_SCALE). A skill whose success rate's Wilson interval still holds the scope's rate keeps
+    factor 1: relevance comes first.
     """
     weight = settings.SKILL_EFFECTIVENESS_WEIGHT
     if not skills:
@@ -302,51 +395,47 @@ def ranking_adjustments(skills: list[Skill]) -> dict:
     prior = settings.SKILL_EFFECTIVENESS_PRIOR_SESSIONS
     adjustments = {}
     for skill in skills:
-        scope_sessions, scope_successes = rates.get(skill.scope) or (0, 0)
-        sessions, successes = outcomes.get(skill.pk) or (0, 0)
-        if not sessions or not scope_sessions:
+        scope_users, scope_successes = rates.get(skill.scope) or (0, 0)
+        users, successes = outcomes.get(skill.pk) or (0, 0)
+        if not users or not scope_users:
             adjustments[skill.pk] = Adjustment(1.0, "no task outcomes yet")
             continue
-        centre = scope_successes / scope_sessions
+        centre = scope_successes / scope_users
         factor, shrunk = effectiveness_factor(
-            successes=successes, sessions=sessions, scope_rate=centre, weight=weight, prior=prior
+            successes=successes, sessions=users, scope_rate=centre, weight=weight, prior=prior
         )
         if factor == 1.0:
-            low, high = wilson_interval(successes, sessions)
+            low, high = wilson_interval(successes, users)
             adjustments[skill.pk] = Adjustment(
                 1.0,
-                f"{successes} of {sessions} sessions succeeded ({successes / sessions:.0%}); not yet told apart "
+                f"{successes} of {users} users succeeded ({successes / users:.0%}); not yet told apart "
                 f"from the scope's {centre:.0%} (95% interval {low:.0%}-{high:.0%})",
             )
             continue
         adjustments[skill.pk] = Adjustment(
             round(factor, 4),
-            f"{successes} of {sessions} sessions succeeded ({successes / sessions:.0%}) against the scope's "
-            f"{centre:.0%}; shrunk estimate {shrunk:.0%} (prior of {prior} sessions)",
+            f"{successes} of {users} users succeeded ({successes / users:.0%}) against the scope's "
+            f"{centre:.0%}; shrunk estimate {shrunk:.0%} (prior of {prior} users)",
         )
     return adjustments
 
 
 def failure_notes(skills: list[Skill]) -> dict:
-    """{skill id: a sentence on the failures of the sessions that retrieved it}, for the skills with
-    failures: what evolution reads as `worth_avoiding` context when it edits them."""
+    """{skill id: a sentence on the failures of the users whose sessions retrieved it}, for the skills
+    with failures: what evolution reads as `worth_avoiding` context when it edits them."""
     if not skills:
         return {}
     outcomes = _skill_outcomes([skill.pk for skill in skills])
     rates = _scope_rates(skills[0].organization_id, sorted({skill.scope for skill in skills}))
     notes = {}
     for skill in skills:
-        sessions, successes = outcomes.get(skill.pk) or (0, 0)
-        if sessions == successes:
+        users, successes = outcomes.get(skill.pk) or (0, 0)
+        if users == successes:
             continue
-        scope_sessions, scope_successes = rates.get(skill.scope) or (0, 0)
+        scope_users, scope_successes = rates.get(skill.scope) or (0, 0)
         notes[skill.pk] = (
-            f"{sessions - successes} of {sessions} task sessions that retrieved it failed"
-            + (
-                f" (the scope's sessions succeed {scope_successes / scope_sessions:.0%} of the time)"
-                if scope_sessions
-                else ""
-            )
+            f"{users - successes} of {users} users whose task sessions retrieved it failed"
+            + (f" (the scope's users succeed {scope_successes / scope_users:.0%} of the time)" if scope_users else "")
             + ("; it waits for a person's review" if skill.status == Skill.Status.PENDING_REVIEW else "")
         )
     return notes
@@ -354,23 +443,37 @@ def failure_notes(skills: list[Skill]) -> dict:
 
 # The admin -----------------------------------------------------------------------------------------
 
-# Per skill, over the distinct sessions that retrieved it: for a sortable changelist column.
-SESSIONS_SQL = f"""(SELECT count(DISTINCT s.id) FROM skills_skilluse u {_SESSION_JOIN}
-    WHERE u.skill_id = skills_skill.id)"""
-SUCCESS_RATE_SQL = f"""(SELECT count(DISTINCT s.id) FILTER (WHERE s.outcome = 'success')::float
-    / nullif(count(DISTINCT s.id), 0) FROM skills_skilluse u {_SESSION_JOIN} WHERE u.skill_id = skills_skill.id)"""
+
+def _per_user_of_each_skill() -> str:
+    """A subquery of the per-user outcomes of the skill of the changelist row (`skills_skill`)."""
+    return f"""(SELECT {_PER_USER_COLUMNS} FROM (
+        SELECT DISTINCT u.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM skills_skilluse u {_SESSION_JOIN}
+        WHERE u.skill_id = skills_skill.id AND {_COUNTED}) counted GROUP BY end_user_id) per_user"""
+
+
+def users_sql() -> tuple[str, list]:
+    """(SQL, params): per skill, the users whose counted sessions retrieved it, for a sortable column."""
+    return f"(SELECT count(*) FROM {_per_user_of_each_skill()})", [top_ranks()]
+
+
+def success_rate_sql() -> tuple[str, list]:
+    """(SQL, params): per skill, the share of those users who succeeded."""
+    return (
+        f"(SELECT avg(CASE WHEN {_USER_SUCCEEDED} THEN 1.0 ELSE 0.0 END) FROM {_per_user_of_each_skill()})",
+        [top_ranks()],
+    )
 
 
 def outcomes_over_time(skill: Skill, *, weeks: int = 12) -> list[tuple]:
-    """[(week start, successes, failures)] of the sessions that retrieved the skill, by the week they
-    were sealed, the last `weeks` weeks that had any."""
+    """[(week start, successes, failures)] of the counted sessions that retrieved the skill, by the week
+    they were sealed, the last `weeks` weeks that had any."""
     rows = _fetch(
         f"""
         SELECT date_trunc('week', s.sealed_at) AS week, count(DISTINCT s.id) FILTER (WHERE s.outcome = 'success'),
                count(DISTINCT s.id) FILTER (WHERE s.outcome = 'failure')
-        FROM skills_skilluse u {_SESSION_JOIN} WHERE u.skill_id = %s
+        FROM skills_skilluse u {_SESSION_JOIN} WHERE u.skill_id = %s AND {_COUNTED}
         GROUP BY week ORDER BY week DESC LIMIT %s
         """,
-        [skill.pk, weeks],
+        [skill.pk, top_ranks(), weeks],
     )
     return list(reversed(rows))

@@ -3,6 +3,7 @@
 from django.conf import settings
 
 from apps.conversations.operations import session_named
+from apps.core.errors import InvalidInput
 from apps.core.operations import (
     Access,
     check_ids,
@@ -42,7 +43,8 @@ def retrieve_skills(*, client, data) -> dict:
     read scopes: the scope's shared skills and, with `user_id`, that user's own. Call it before acting.
     Each skill's relevance is multiplied by a bounded effectiveness factor (its reason is shown); with
     `session_id` (and `user_id`) every skill returned is recorded as a use of that task session, whose
-    outcome, once sealed, counts for or against it."""
+    outcome, once sealed, counts for or against the skills of its scope at the top ranks
+    (SKILL_EVIDENCE_TOP_RANKS) and those marked applied, one outcome per end user."""
     retrieval = validated(SkillRetrieveInputSerializer, data)
     ranked = skills_retrieve(
         client=client,
@@ -108,18 +110,23 @@ def apply_skill(*, client, skill_id: str, data) -> dict:
 def skill_feedback(*, client, skill_id: str, data) -> dict:
     """Give a verdict on a skill for a task session: `helped`, `hurt` or `irrelevant`, with a reason.
 
+    `session_id` names a session of `user_id` the client reads (400 naming `session_id` otherwise).
     Recorded with the client as its actor; the skill's effectiveness counts it."""
     check_ids(skill_id=skill_id)
     feedback = validated(SkillFeedbackInputSerializer, data)
     skill = get_or_404(selectors.skill_writable_queryset(reader=client.reader), pk=skill_id)
+    session = selectors.feedback_session(
+        reader=client.reader,
+        skill=skill,
+        user_id=feedback["user_id"],
+        session_id=feedback["session_id"],
+        write_scope=client.write_scope,
+    )
+    if session is None:
+        raise InvalidInput({"session_id": ["This user has no session with this id in your read scopes."]})
     return SkillFeedbackOutputSerializer(
         skill_feedback_record(
-            skill=skill,
-            client=client,
-            user_id=feedback["user_id"],
-            session_id=feedback["session_id"],
-            verdict=feedback["verdict"],
-            reason=feedback["reason"],
+            skill=skill, client=client, session=session, verdict=feedback["verdict"], reason=feedback["reason"]
         )
     ).data
 

@@ -4,6 +4,7 @@ from django.contrib.postgres.search import SearchQuery
 from django.db.models import Count, IntegerField, Max, OuterRef, Prefetch, Q, Subquery
 from django.db.models.functions import Coalesce
 
+from apps.conversations.selectors import session_list
 from apps.skills.models import Skill, SkillExperience, SkillUse, SkillVersion
 from apps.skills.trust import visible_q
 from apps.tenancy.models import EndUser
@@ -76,3 +77,17 @@ def experience_list(*, reader: Reader, filters: dict | None = None):
         query = SearchQuery(filters["q"], config="english", search_type="websearch")
         queryset = queryset.filter(search_vector=query)
     return queryset.order_by("-created_at", "id")
+
+
+def feedback_session(*, reader: Reader, skill: Skill, user_id: str, session_id: str, write_scope: str | None = None):
+    """The session a verdict on `skill` names: the session `session_id` of `user_id` among those the
+    reader reads, preferring the skill's scope, then the caller's `write_scope`; None when there is
+    none or it is ambiguous (the id in several other scopes)."""
+    sessions = list(
+        session_list(reader=reader).filter(end_user__user_id=user_id, session_id=session_id).select_related("end_user")
+    )
+    for scope in (skill.scope, write_scope):
+        for session in sessions:
+            if session.scope == scope:
+                return session
+    return sessions[0] if len(sessions) == 1 else None

@@ -25,7 +25,8 @@ class SkillRetrieveInputSerializer(InputSerializer):
         required=False,
         error_messages=SESSION_ID_ERRORS,
         help_text="The task session (of `user_id`, in the client's write scope) the skills serve: each skill "
-        "returned is recorded as a use of it, and the session's outcome, once sealed, counts for or against it.",
+        "returned is recorded as a use of it, and the session's outcome, once sealed, counts for or against the "
+        "skills of that scope at the top ranks and those marked applied (each end user once).",
     )
 
 
@@ -136,15 +137,21 @@ class EffectivenessVersionSerializer(serializers.Serializer):
     version = serializers.IntegerField()
     uses = serializers.IntegerField(help_text="Retrievals that returned it.")
     applied = serializers.IntegerField(help_text="Uses the agent reported it followed.")
-    sessions = serializers.IntegerField(help_text="Sealed task sessions with an outcome that retrieved it.")
-    successes = serializers.IntegerField()
-    failures = serializers.IntegerField()
-    success_rate = serializers.FloatField(allow_null=True)
+    sessions = serializers.IntegerField(
+        help_text="Sealed task sessions with an outcome that count for it: in its scope, and it was at the top "
+        "of their retrieval or marked applied. For information: the figures below count users."
+    )
+    users = serializers.IntegerField(help_text="The end users of those sessions, each counted once.")
+    successes = serializers.IntegerField(
+        help_text="Users whose sessions mostly succeeded (their latest decides a tie)."
+    )
+    failures = serializers.IntegerField(help_text="Users whose sessions mostly failed.")
+    success_rate = serializers.FloatField(allow_null=True, help_text="successes / users.")
     success_rate_interval = serializers.ListField(
         child=serializers.FloatField(), allow_null=True, help_text="Wilson 95% interval."
     )
-    baseline_sessions = serializers.IntegerField(
-        help_text="The scope's sealed task sessions with an outcome that did not retrieve it."
+    baseline_users = serializers.IntegerField(
+        help_text="The scope's users with sealed task sessions with an outcome that did not retrieve it, each once."
     )
     baseline_successes = serializers.IntegerField()
     baseline_rate = serializers.FloatField(allow_null=True)
@@ -160,10 +167,19 @@ class EffectivenessFeedbackSerializer(serializers.Serializer):
     irrelevant = serializers.IntegerField()
 
 
+class ReviewWindowSerializer(EffectivenessVersionSerializer):
+    version = None
+    since_version = serializers.IntegerField(
+        help_text="The window starts at the version a person's latest approval made (1: never approved)."
+    )
+    harmful = serializers.BooleanField(help_text="Whether this evidence sends the skill to review.")
+
+
 class EffectivenessSerializer(EffectivenessVersionSerializer):
     version = None
     feedback = EffectivenessFeedbackSerializer()
     versions = EffectivenessVersionSerializer(many=True)
+    review = ReviewWindowSerializer(help_text="The evidence review decides on: since a person last approved it.")
 
 
 class SkillDetailOutputSerializer(SkillOutputSerializer):

@@ -391,12 +391,15 @@ SKILL_REVIEW_MODE = env("SKILL_REVIEW_MODE", default="auto")  # auto: evolved sk
 # Trust between end users: a skill (or a change of one) one user taught is served to other users of the
 # scope once this many distinct users taught it, or a person approved it. 1: at once.
 SKILL_SHARE_MIN_USERS = env.int("SKILL_SHARE_MIN_USERS", default=3)
-# Effectiveness (apps.skills.effectiveness): retrieval multiplies a skill's relevance by a factor within
-# 1 ± this weight from its sessions' outcomes, shrunk towards its scope's rate by a prior worth this many
-# sessions; a skill whose lift interval lies below zero over at least this many sessions goes to review.
+# Effectiveness (apps.skills.effectiveness), one outcome per end user: retrieval multiplies a skill's
+# relevance by a factor within 1 ± this weight from its users' outcomes, shrunk towards its scope's rate by
+# a prior worth this many outcomes; a skill whose lift interval lies below zero over at least this many
+# users goes to review. Of each retrieval, the skills at its top ranks (or marked applied) count.
 SKILL_EFFECTIVENESS_WEIGHT = env.float("SKILL_EFFECTIVENESS_WEIGHT", default=0.2)
 SKILL_EFFECTIVENESS_PRIOR_SESSIONS = env.int("SKILL_EFFECTIVENESS_PRIOR_SESSIONS", default=10)
-SKILL_REVIEW_MIN_SESSIONS = env.int("SKILL_REVIEW_MIN_SESSIONS", default=20)
+# Named SKILL_REVIEW_MIN_SESSIONS until outcomes were counted per user; the old name is still read.
+SKILL_REVIEW_MIN_USERS = env.int("SKILL_REVIEW_MIN_USERS", default=env.int("SKILL_REVIEW_MIN_SESSIONS", default=20))
+SKILL_EVIDENCE_TOP_RANKS = env.int("SKILL_EVIDENCE_TOP_RANKS", default=3)
 DISTILLER_MAX_TRANSCRIPT_CHARS = env.int("DISTILLER_MAX_TRANSCRIPT_CHARS", default=80000)
 DISTILLER_MAX_MESSAGE_CHARS = env.int("DISTILLER_MAX_MESSAGE_CHARS", default=8000)
 EVIDENCE_MAX_CHARS = env.int("EVIDENCE_MAX_CHARS", default=1000)

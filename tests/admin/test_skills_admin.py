@@ -55,13 +55,13 @@ def test_the_changelist_sorts_by_success_rate_and_the_skill_page_charts_its_outc
         task_session(client_a, messages=TURNS, session_id=session_id, user_id=user_id, outcome=outcome)
 
     rows = curator_client.get(CHANGELIST, {"o": "-8"}).context["cl"].result_list  # the success-rate column
-    assert [(skill.name, skill.success_rate, skill.outcome_sessions) for skill in rows] == [
+    assert [(skill.name, skill.success_rate, skill.outcome_users) for skill in rows] == [
         ("winner", 1.0, 2),
         ("loser", 0.0, 1),
     ]
     assert "100% (2)" in curator_client.get(CHANGELIST).content.decode()
     page = curator_client.get(f"{CHANGELIST}{winner.pk}/change/").content.decode()
-    assert "in 2 task sessions with an outcome: 2 succeeded, 0 failed" in page
+    assert "2 task sessions with an outcome count, of 2 users (each counted once): 2 succeeded, 0 failed" in page
     assert '<svg class="skill-outcomes"' in page and "2 succeeded, 0 failed</title>" in page
     assert "<script" not in page.split('<svg class="skill-outcomes"')[1].split("</svg>")[0]
 

@@ -312,6 +312,7 @@ def _skill_feedback(client, add_messages):
     from tests.skills.factories import SkillFactory
 
     skill = SkillFactory(organization=client.organization, scope=client.write_scope)
+    add_messages(client, user_id="owner", session_id="sess-f", session_tag="task", seal=True)  # the verdict's session
     arguments = {"user_id": "owner", "session_id": "sess-f", "verdict": "hurt", "reason": "It skipped a step."}
     return (
         ("skill_feedback", {"skill_id": str(skill.pk), **arguments}),

@@ -443,18 +443,22 @@ def test_the_skill_tools(connect_as, client_a, foreign_client):
     apply = {"skill_id": str(skill.pk), **task}
     verdict = {**apply, "verdict": "hurt", "reason": "It skipped the payment step."}
 
-    async def scenario(session):
-        return {
+    async def retrieved_then_judged(session):
+        results = {
             "retrieve": await session.call_tool("retrieve_skills", {"task": "book a flight for a customer", **task}),
             "apply": await session.call_tool("apply_skill", apply),
             "again": await session.call_tool("apply_skill", apply),
-            "feedback": await session.call_tool("skill_feedback", verdict),
-            "unretrieved": await session.call_tool("apply_skill", {**apply, "session_id": "task-2"}),
         }
+        results["add"] = await session.call_tool(
+            "add_memory", {**task, "messages": [{"role": "user", "content": "Book it."}], "session_tag": "task"}
+        )
+        results["feedback"] = await session.call_tool("skill_feedback", verdict)
+        results["unretrieved"] = await session.call_tool("apply_skill", {**apply, "session_id": "task-2"})
+        return results
 
-    results = run(connect_as(client_a), scenario)
+    results = run(connect_as(client_a), retrieved_then_judged)
 
-    for name in ("retrieve", "apply", "again", "feedback"):
+    for name in ("retrieve", "apply", "again", "add", "feedback"):
         assert not results[name].is_error, text(results[name])
     use = SkillUse.objects.get(skill=skill)
     assert (use.session_id, use.end_user.user_id, use.client_id) == ("task-1", "alice", client_a.pk)

@@ -134,11 +134,17 @@ def test_a_sealed_sessions_outcome_counts_for_the_skills_it_retrieved(client_a, 
 
     figures = _effectiveness(client_a, change_flight)
 
-    assert (figures["uses"], figures["sessions"], figures["successes"], figures["failures"]) == (3, 2, 1, 1)
+    assert (figures["uses"], figures["sessions"], figures["users"], figures["successes"], figures["failures"]) == (
+        3,
+        2,
+        2,
+        1,
+        1,
+    )
     assert figures["success_rate"] == 0.5 and figures["success_rate_interval"] == pytest.approx(
         wilson_interval(1, 2), abs=1e-4
     )
-    assert (figures["baseline_sessions"], figures["baseline_successes"], figures["lift"]) == (1, 1, -0.5)
+    assert (figures["baseline_users"], figures["baseline_successes"], figures["lift"]) == (1, 1, -0.5)
     assert figures["lift_interval"] == pytest.approx(newcombe_interval(1, 2, 1, 1), abs=1e-4)
     (version,) = figures["versions"]
     assert version["version"] == 1 and version["sessions"] == 2
@@ -171,6 +177,7 @@ def test_applied_marks_the_uses_of_the_session_and_needs_a_retrieval(client_a, c
 def test_feedback_is_recorded_with_its_actor_and_counted(client_a, change_flight):
     url = f"/api/v1/skills/{change_flight.pk}/feedback"
     body = {"user_id": "alice", "session_id": "trip-1", "verdict": "hurt", "reason": "The fare rule changed."}
+    _seal(client_a, user_id="alice", session_id="trip-1", outcome="failure")
 
     response = api_for(client_a).post(url, body, format="json")
 
@@ -213,7 +220,7 @@ def test_ranking_adjustment_is_bounded_and_lifts_a_proven_skill_over_an_equal_on
     # Equal texts: the fused ranks differ by one place, and the evidence outweighs that.
     assert hits[0]["relevance"] <= hits[1]["relevance"] < 1.05 * hits[0]["relevance"]
     assert 1 < hits[0]["effectiveness_factor"] <= 1.3 and 0.7 <= hits[1]["effectiveness_factor"] < 1
-    assert "sessions succeeded" in hits[0]["effectiveness_reason"]
+    assert "users succeeded" in hits[0]["effectiveness_reason"]
     assert hits[0]["score"] == pytest.approx(hits[0]["relevance"] * hits[0]["effectiveness_factor"])
 
 
@@ -245,7 +252,7 @@ def test_a_weight_of_zero_is_relevance_alone(client_a, change_flight, settings):
 
 
 def test_a_skill_whose_lift_lies_below_zero_goes_to_review_with_its_figures(client_a, change_flight, settings):
-    settings.SKILL_REVIEW_MIN_SESSIONS = 6
+    settings.SKILL_REVIEW_MIN_USERS = 6
     settings.LLM_PROVIDER = "rules"
     for number in range(10):
         _session(client_a, number=number, outcome="success", retrieve=False)
@@ -269,7 +276,7 @@ def test_a_skill_whose_lift_lies_below_zero_goes_to_review_with_its_figures(clie
     assert change_flight.status == Skill.Status.PENDING_REVIEW
     note = SkillVersion.objects.get(skill=change_flight, version=change_flight.version)
     assert note.actor == EFFECTIVENESS_ACTOR
-    assert "0 of 10 task sessions" in note.reason and "10 of 10" in note.reason and "lift -1.00" in note.reason
+    assert "0 of 10 users" in note.reason and "10 of 10" in note.reason and "lift -1.00" in note.reason
     assert "review interval (z = 4.58)" in note.reason
     assert not _retrieve(client_a).json()["skills"]  # held for a person; nothing deleted
     assert Skill.objects.filter(pk=change_flight.pk).exists()
@@ -289,4 +296,4 @@ def test_evolution_reads_a_skills_failures_as_worth_avoiding(client_a, change_fl
 
     (request,) = fake_openai.chat_requests()
     prompt = request["messages"][1]["content"]
-    assert '"worth_avoiding": "1 of 2 task sessions that retrieved it failed' in prompt
+    assert '"worth_avoiding": "1 of 2 users whose task sessions retrieved it failed' in prompt

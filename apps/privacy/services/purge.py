@@ -30,6 +30,7 @@ from apps.privacy.services.provenance import (
 )
 from apps.privacy.services.subjects import Subject
 from apps.providers.models import LLMUsage
+from apps.skills.services.review import skills_review_reassess
 from apps.tenancy.models import Client
 from apps.tenancy.services import client_revoke_keys, client_set_status
 
@@ -92,6 +93,15 @@ def purge_conversations(subject: Subject, erasure_id) -> dict:
     return dict(counts)
 
 
+def reassess_skills(subject: Subject, erasure_id) -> dict:
+    """After the subject's skill uses and sessions are gone: each skill of the organisation that its
+    outcomes sent to review, and nobody touched since, is judged again on the evidence left and put
+    back in service when that no longer says it hurts (a skill the subject's sessions alone sent is
+    active again). Judging every such skill, not only the ones the subject used, keeps the step
+    idempotent when a run stopped after the uses were deleted."""
+    return {"skills.Skill (back from review)": len(skills_review_reassess(organization=subject.organization))}
+
+
 def purge_tasks(subject: Subject, erasure_id) -> dict:
     """Tasks that still name an erased row: finished ones go (with their LLM usage rows), waiting
     ones are cancelled with their payloads emptied; running ones finish on their own and the
@@ -132,6 +142,7 @@ STEPS = [
     purge_memories,
     purge_derived_records,
     purge_conversations,
+    reassess_skills,
     purge_tasks,
     purge_access,
 ]

@@ -5,7 +5,6 @@ from django.utils import timezone
 from apps.core.errors import ConflictError
 from apps.skills.models import Skill, SkillFeedback, SkillUse
 from apps.tenancy.models import EndUser
-from apps.tenancy.services import end_user_get_or_create
 
 
 def client_actor(client) -> str:
@@ -38,17 +37,17 @@ def skill_uses_apply(*, skill: Skill, client, user_id: str, session_id: str) -> 
 
 
 def skill_feedback_record(
-    *, skill: Skill, verdict: str, reason: str, client=None, actor: str = "", user_id: str | None = None, session_id=""
+    *, skill: Skill, verdict: str, reason: str, client=None, actor: str = "", session=None
 ) -> SkillFeedback:
-    """One verdict on the skill's current version, from a client (an agent) or a person (`actor`)."""
-    end_user = end_user_get_or_create(organization=skill.organization, user_id=user_id) if user_id else None
+    """One verdict on the skill's current version, from a client (an agent) or a person (`actor`),
+    for a task `session` (a conversations Session the caller reads; its end user is the feedback's)."""
     return SkillFeedback.objects.create(
         organization_id=skill.organization_id,
         scope=skill.scope,
         skill=skill,
         version=skill.version,
-        end_user=end_user,
-        session_id=session_id or "",
+        end_user_id=session.end_user_id if session is not None else None,
+        session_id=session.session_id if session is not None else "",
         verdict=verdict,
         reason=reason,
         client=client,

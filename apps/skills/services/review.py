@@ -1,10 +1,12 @@
 """A person's curation of skills: approve, reject, share, archive and edit, each recorded as a
 SkillVersion that names the person; and of the lessons held for corroboration or flagged."""
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Q
 
 from apps.core.errors import ConflictError
-from apps.skills.effectiveness import skill_evidence
+from apps.skills.effectiveness import review_evidence
 from apps.skills.models import Skill, SkillExperience, SkillUse, SkillVersion
 from apps.skills.services.evolve.run import evolve_enqueue
 from apps.skills.services.skills import (
@@ -112,12 +114,15 @@ EFFECTIVENESS_ACTOR = "review:effectiveness"
 
 
 def skills_review_effectiveness(*, session) -> list[Skill]:
-    """Sends to review each active skill the sealed task `session` retrieved whose evidence now says
-    it hurts (apps.skills.effectiveness.Evidence.harmful), with the figures as the version's reason.
+    """Sends to review each active skill the sealed task `session` is evidence for (of its scope, near
+    the top of its retrieval or marked applied: apps.skills.effectiveness) whose evidence now says it
+    hurts (Evidence.harmful, over its review window), with the figures as the version's reason.
     Nothing is deleted: a person approves it back or rejects it. Returns the skills sent."""
     skills = Skill.objects.filter(
         status=Skill.Status.ACTIVE,
+        scope=session.scope,
         pk__in=SkillUse.objects.filter(
+            Q(rank__lte=settings.SKILL_EVIDENCE_TOP_RANKS) | Q(applied_at__isnull=False),
             organization_id=session.organization_id,
             end_user_id=session.end_user_id,
             session_scope=session.scope,
@@ -126,8 +131,38 @@ def skills_review_effectiveness(*, session) -> list[Skill]:
     ).select_related("organization", "end_user")
     sent = []
     for skill in skills:
-        evidence, _ = skill_evidence(skill)
+        evidence, _ = review_evidence(skill)
         if evidence.harmful():
             reason = f"Sent to review by its outcomes: {evidence.summary()}"
             sent.append(skill_return_to_review(skill=skill, changes={}, actor=EFFECTIVENESS_ACTOR, reason=reason))
     return sent
+
+
+def skills_held_by_evidence(*, organization):
+    """The organisation's skills that their outcomes sent to review and nobody has touched since."""
+    return Skill.objects.filter(
+        organization=organization,
+        status=Skill.Status.PENDING_REVIEW,
+        versions__version=F("version"),
+        versions__actor=EFFECTIVENESS_ACTOR,
+    ).select_related("organization", "end_user")
+
+
+def skills_review_reassess(*, organization) -> list[Skill]:
+    """Puts back in service each skill its outcomes sent to review whose evidence no longer says it
+    hurts: after an erasure took some users' evidence away (a skill sent only by what the erased user
+    did is active again). A skill a person or an erasure touched since waits for a person. Returns
+    the skills put back."""
+    restored = []
+    for skill in skills_held_by_evidence(organization=organization):
+        evidence, _ = review_evidence(skill)
+        if evidence.harmful():
+            continue
+        reason = (
+            f"Back in service: the evidence that sent it to review no longer holds ({evidence.users} users' "
+            "outcomes in its review window after an erasure)."
+        )
+        restored.append(
+            skill_update(skill=skill, changes={}, actor=EFFECTIVENESS_ACTOR, reason=reason, status=Skill.Status.ACTIVE)
+        )
+    return restored

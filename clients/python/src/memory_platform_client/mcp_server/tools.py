@@ -254,8 +254,8 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         skill_id: SkillId, user_id: UserId, session_id: TaskSessionId, ctx: Context
     ) -> CallToolResult:
         """Report that you followed a skill that retrieve_skills returned for this task session: the
-        session's outcome then counts for the skill as applied, not only as retrieved. Marking it again
-        changes nothing."""
+        session's outcome then counts for the skill as applied, not only as retrieved (also when it was not
+        among the top few results, which count anyway). Marking it again changes nothing."""
         body = await call(ctx, "apply_skill", skill_id=skill_id, user_id=user_id, session_id=session_id)
         return result(
             f"Marked {body['applied']} use(s) of skill {body['skill_id']} in session {body['session_id']} "
@@ -274,8 +274,9 @@ def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: s
         ctx: Context,
         reason: Annotated[str | None, Field(description="Why, in a sentence (at most 2000 characters).")] = None,
     ) -> CallToolResult:
-        """Say whether a skill helped, hurt or was irrelevant to a task session, and why. Each call records
-        one verdict, with you as its actor; the skill's effectiveness (and its review) counts it."""
+        """Say whether a skill helped, hurt or was irrelevant to a task session, and why. The session must
+        be one of this user's sessions you can read (add it first). Each call records one verdict, with you
+        as its actor; the skill's effectiveness shows it."""
         body = await call(
             ctx,
             "skill_feedback",
