@@ -5,6 +5,7 @@ names and enqueue through these functions."""
 import logging
 
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.conversations.models import Session
@@ -111,6 +112,18 @@ def extraction_pending_until(session):
         .values_list("run_after", flat=True)
         .first()
     )
+
+
+def projection_due(*, organization_id, end_user_id) -> bool:
+    """Whether an entity projection of one of the user's sessions is running or due now."""
+    session_ids = MemoryTask.objects.filter(
+        Q(status=MemoryTask.Status.RUNNING)
+        | Q(status__in=MemoryTask.CLAIMABLE_STATUSES, run_after__lte=timezone.now()),
+        task_type=PROJECT_ENTITIES,
+    ).values_list("payload__session", flat=True)
+    return Session.objects.filter(
+        pk__in=list(session_ids), organization_id=organization_id, end_user_id=end_user_id
+    ).exists()
 
 
 def distillation_enqueue(session, *, client=None) -> MemoryTask | None:

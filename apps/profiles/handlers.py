@@ -2,9 +2,10 @@
 compilation of one user's memory hold the same per-user lock, so they never interleave."""
 
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from apps.conversations.models import Session
-from apps.conversations.routing import PROJECT_ENTITIES, extraction_pending_until
+from apps.conversations.routing import PROJECT_ENTITIES, extraction_pending_until, projection_due
 from apps.pipeline.locks import advisory_lock
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import NotYet, register_handler
@@ -40,11 +41,28 @@ def project_entities(task) -> dict:
         return session_project(session=session)
 
 
+# How long a compile gives way to the owner's projections before it runs anyway (a user whose
+# sessions never stop arriving still gets pages).
+COMPILE_YIELDS_FOR_SECONDS = 300
+
+
+def _yield_to_projections(task, *, organization_id, end_user_id) -> None:
+    """Pages are compiled from what projection writes, under the same lock: while a projection of the
+    owner's sessions is due, a compile now would hold that lock against it and then be redone, so it
+    waits, for at most COMPILE_YIELDS_FOR_SECONDS after it was first due."""
+    first_due = parse_datetime(task.timings.get("first_due_at", "")) or task.run_after
+    if (timezone.now() - first_due).total_seconds() > COMPILE_YIELDS_FOR_SECONDS:
+        return
+    if projection_due(organization_id=organization_id, end_user_id=end_user_id):
+        raise NotYet("a projection of the owner's sessions comes first")
+
+
 @register_handler(COMPILE_PROFILE)
 def compile_profile(task) -> dict:
     entity = Entity.objects.select_related("organization").filter(pk=task.payload["entity"]).first()
     if entity is None:
         return {"skipped": "entity no longer exists"}
+    _yield_to_projections(task, organization_id=entity.organization_id, end_user_id=entity.end_user_id)
     with advisory_lock(
         owner_lock_key(organization_id=entity.organization_id, end_user_id=entity.end_user_id), wait=False
     ):
@@ -68,6 +86,7 @@ def compile_topics(task) -> dict:
         end_user = EndUser.objects.filter(pk=task.payload["end_user"], organization=organization).first()
         if end_user is None:
             return {"skipped": "user no longer exists"}
+        _yield_to_projections(task, organization_id=organization.pk, end_user_id=end_user.pk)
     return topics_compile(
         organization=organization,
         scope=task.payload.get("scope"),

@@ -41,6 +41,25 @@ def test_projection_waits_for_the_extraction_of_its_session(client_a, add_messag
     assert Entity.objects.filter(name="Melanie").exists()
 
 
+def test_a_compile_gives_way_to_a_due_projection_of_its_owner(client_a, add_messages, run_tasks, rules):
+    """A page compiled while a projection of its owner's sessions is due would hold the owner's lock
+    against it and then be compiled again: it waits, without spending an attempt."""
+    add_messages(client_a, user_id="caroline", session_id="chat-1", messages=conversation_messages(), seal=True)
+    run_tasks()
+    melanie = Entity.objects.get(name="Melanie")
+    add_messages(client_a, user_id="caroline", session_id="chat-2", messages=conversation_messages()[:4], seal=True)
+    compile_task = profile_compile_enqueue(entity_id=melanie.pk, organization=melanie.organization, scope=melanie.scope)
+    MemoryTask.objects.filter(pk=compile_task.pk).update(run_after=timezone.now())
+
+    assert task_execute(task_id=compile_task.pk, worker="test") == "deferred"
+
+    run_tasks("embed_messages", "extract_memories", "project_entities")
+    MemoryTask.objects.filter(pk=compile_task.pk).update(run_after=timezone.now())
+    assert task_execute(task_id=compile_task.pk, worker="test") == "succeeded"
+    compile_task.refresh_from_db()
+    assert compile_task.attempts == 1
+
+
 def test_an_add_ends_in_searchable_profiles(api, run_tasks, rules):
     response = api.post(
         "/api/v1/memory/add",
