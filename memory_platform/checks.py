@@ -55,6 +55,19 @@ class Between:
         return "a number " + " and ".join(part for part in (low, high) if part)
 
 
+@dataclass(frozen=True)
+class UnsetOr:
+    """Unset (None: the code decides) or what `rule` allows."""
+
+    rule: Between
+
+    def allows(self, value) -> bool:
+        return value is None or self.rule.allows(value)
+
+    def __str__(self) -> str:
+        return f"{self.rule}, or leave it unset"
+
+
 def at_least(minimum: float) -> Between:
     return Between(minimum=minimum)
 
@@ -109,7 +122,8 @@ SETTING_RULES = {
     "PROFILE_COMPILE_DEBOUNCE_SECONDS": at_least(0),
     "PROFILE_COMPILE_AFTER_MENTIONS": at_least(1),
     "PROFILE_MAX_EVIDENCE": at_least(1),
-    "TOPIC_CLUSTER_EPS": Between(0, 2),
+    "TOPIC_CLUSTER_EPS": UnsetOr(Between(0, 2)),
+    "TOPIC_CLUSTER_EPS_PERCENTILE": Between(1, 99),
     "TOPIC_CLUSTER_MIN_ITEMS": at_least(2),
     "TOPIC_MAX_ITEMS": Between(10, 20000),
     "TOPIC_MAX_EVIDENCE": at_least(1),

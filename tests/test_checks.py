@@ -48,6 +48,16 @@ def test_the_defaults_pass_and_every_rule_names_a_real_setting():
         ("LLM_TIMEOUT_SECONDS", 0.0, "LLM_TIMEOUT_SECONDS=0.0 is not valid; use a number above 0."),
         ("BROKER_SOCKET_TIMEOUT_SECONDS", 1.0, "BROKER_SOCKET_TIMEOUT_SECONDS=1.0 is not valid; use a number above 1."),
         ("TASK_MAX_ATTEMPTS", -1, "TASK_MAX_ATTEMPTS=-1 is not valid; use a number at least 1."),
+        (
+            "TOPIC_CLUSTER_EPS",
+            3.0,
+            "TOPIC_CLUSTER_EPS=3.0 is not valid; use a number from 0 to 2, or leave it unset.",
+        ),
+        (
+            "TOPIC_CLUSTER_EPS_PERCENTILE",
+            100,
+            "TOPIC_CLUSTER_EPS_PERCENTILE=100 is not valid; use a number from 1 to 99.",
+        ),
         ("LOG_LEVEL", "verbose", "LOG_LEVEL='verbose' is not valid; use one of DEBUG, INFO, WARNING, ERROR, CRITICAL."),
     ],
 )

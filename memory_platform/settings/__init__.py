@@ -348,7 +348,9 @@ PROFILE_LINT_CONTRADICTIONS = env.bool("PROFILE_LINT_CONTRADICTIONS", default=Fa
 CONSOLIDATE_MIN_COSINE = env.float("CONSOLIDATE_MIN_COSINE", default=0.9)
 CONSOLIDATE_MIN_TEXT_SIMILARITY = env.float("CONSOLIDATE_MIN_TEXT_SIMILARITY", default=0.6)
 # Topic pages (apps.profiles.services.topics).
-TOPIC_CLUSTER_EPS = env.float("TOPIC_CLUSTER_EPS", default=0.5)
+# Unset, each owner's ε is derived from their items (the percentile below); set, it is that ε for all.
+TOPIC_CLUSTER_EPS = env.float("TOPIC_CLUSTER_EPS", default=None)
+TOPIC_CLUSTER_EPS_PERCENTILE = env.float("TOPIC_CLUSTER_EPS_PERCENTILE", default=25.0)
 TOPIC_CLUSTER_MIN_ITEMS = env.int("TOPIC_CLUSTER_MIN_ITEMS", default=3)
 TOPIC_MAX_ITEMS = env.int("TOPIC_MAX_ITEMS", default=3000)
 TOPIC_MAX_EVIDENCE = env.int("TOPIC_MAX_EVIDENCE", default=20)

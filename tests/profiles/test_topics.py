@@ -14,6 +14,7 @@ from apps.profiles.services.lint import profiles_lint
 from apps.profiles.services.topics import clusters_of, owner_topics_compile, topic_label, topics_compile
 from apps.providers.models import LLMUsage
 from apps.search.engine import search
+from tests.fixtures import locomo_sessions
 
 pytestmark = pytest.mark.django_db
 
@@ -45,8 +46,9 @@ OTHER = [
 
 @pytest.fixture
 def topics_settings(settings, rules):
-    # The suite embeds with feature hashing, whose vectors are far noisier than a model's: two turns
-    # on one topic sit at centred cosine 0.1-0.5, so ε is wide here (e5 uses the default 0.5).
+    # These tests are about pages, not about ε: a fixed ε (the TOPIC_CLUSTER_EPS override) keeps their
+    # eleven hand-written turns in exactly two clusters. Feature hashing puts two turns on one topic at
+    # centred cosine 0.1-0.5, so it is wide; the derived ε is pinned on a real conversation below.
     settings.TOPIC_CLUSTER_EPS = 0.95
     settings.TOPIC_CLUSTER_MIN_ITEMS = 3
     return settings
@@ -79,9 +81,62 @@ def test_dbscan_groups_neighbours_and_leaves_the_rest_as_noise():
         + [rng.normal(size=16) for _ in range(2)]
     )
 
-    assert clusters_of(vectors, eps=0.3, min_items=3) == [[0, 1, 2, 3], [4, 5, 6]]
-    assert clusters_of(vectors, eps=0.3, min_items=5) == []
-    assert clusters_of(vectors[:2], eps=0.3, min_items=3) == []
+    assert clusters_of(vectors, eps=0.3, min_items=3) == ([[0, 1, 2, 3], [4, 5, 6]], 0.3)
+    assert clusters_of(vectors, eps=0.3, min_items=5) == ([], 0.3)
+    assert clusters_of(vectors[:2], eps=0.3, min_items=3) == ([], 0.3)
+
+
+def test_the_derived_eps_follows_how_far_a_models_vectors_spread(settings):
+    """Three topics placed tightly (one model) and loosely (another): the constant ε that suits the
+    tight one finds nothing in the loose one; ε read from the items finds topics in both, and no
+    cluster mixes two topics or takes in an unrelated item."""
+    settings.TOPIC_CLUSTER_EPS_PERCENTILE = 25
+    rng = np.random.default_rng(2)
+    centres = rng.normal(size=(3, 64))
+    for spread in (0.5, 1.2):
+        topics = [centre + rng.normal(scale=spread, size=64) for centre in centres for _ in range(8)]
+        vectors = np.vstack([topics, rng.normal(size=(6, 64)) * 1.5])  # rows 24-29 are unrelated
+
+        clusters, eps = clusters_of(vectors, min_items=3)
+
+        assert all(max(members) < 24 and len({row // 8 for row in members}) == 1 for members in clusters)
+        assert len({members[0] // 8 for members in clusters}) >= 2, (spread, eps)
+    assert clusters_of(vectors, eps=0.5, min_items=3)[0] == []  # the loose one at the tight one's ε
+
+
+def test_the_derived_eps_stays_within_its_bounds():
+    rng = np.random.default_rng(0)
+    unrelated = rng.normal(size=(30, 384))
+    assert clusters_of(unrelated, min_items=3)[1] == 0.9  # nothing in common past chance: capped
+    repeated = np.repeat(unrelated[:5], 6, axis=0)  # five texts said six times each
+    assert clusters_of(repeated, min_items=3) == ([list(range(i, i + 6)) for i in range(0, 30, 6)], 0.1)
+
+
+EMBEDDERS = {"hash": "hash", "e5": "multilingual-e5-small-q4"}
+
+
+@pytest.mark.parametrize("provider", EMBEDDERS)
+def test_a_real_conversation_forms_topics_with_either_embedding_model(
+    provider, settings, rules, client_a, add_messages, run_tasks
+):
+    """Issue 38: the first four sessions of a LOCOMO conversation (76 turns) made no topic page with
+    feature hashing at the ε tuned on e5 (every item noise); ε derived from the owner's items forms
+    topics with both models."""
+    settings.EMBEDDING_PROVIDER, settings.EMBEDDING_MODEL = provider, EMBEDDERS[provider]
+    settings.TOPIC_MAX_EVIDENCE = 5  # short pages: each is embedded too, and e5 is slow on long texts
+    for session in locomo_sessions():
+        add_messages(client_a, user_id="caroline", seal=True, **session)
+    run_tasks("embed_messages")
+    end_user = Session.objects.filter(session_id="conv-26-s1").get().end_user
+
+    result = owner_topics_compile(end_user=end_user, scope=client_a.write_scope)
+
+    assert result["items"] == 76
+    assert result["topics"] > 0 and result["created"] == result["topics"]
+    assert 0 < result["noise"] < result["items"]
+    assert 0.1 <= result["eps"] <= 0.9
+    pages = Profile.objects.filter(kind="topic", end_user=end_user, status="active")
+    assert pages.count() == result["topics"] and all(page.source_refs for page in pages)
 
 
 def test_offline_each_cluster_becomes_a_topic_page_labelled_by_its_own_words_with_its_sources(chat):
@@ -89,6 +144,7 @@ def test_offline_each_cluster_becomes_a_topic_page_labelled_by_its_own_words_wit
 
     assert result | {"noise": None} == {
         "items": 11,
+        "eps": 0.95,
         "topics": 2,
         "created": 2,
         "updated": 0,

@@ -2,14 +2,18 @@
 page with its sources, like a person's page (same table, revisions, sources, lint and erasure).
 
 Grouping is DBSCAN over the items' vectors: two items are neighbours when their cosine distance is
-at most TOPIC_CLUSTER_EPS, an item with TOPIC_CLUSTER_MIN_ITEMS neighbours (itself included) is a
-core, and a topic is the cores reachable from one another with their neighbours; the rest is
-noise. The vectors are centred on the scope's mean turn first: every text a model embeds shares
-one direction (e5 puts unrelated turns at cosine 0.85), and removing it spreads the distances so
-one ε serves several embedding models. Offline the label is the cluster's most distinctive words (how
-often a word appears in the cluster against how rare it is in the owner's other items) and the
-page quotes the items nearest the cluster's centre, newest first. With an LLM the page and its
-title are written from the same numbered items and only the items it says it used are sources.
+at most ε, an item with TOPIC_CLUSTER_MIN_ITEMS neighbours (itself included) is a core, and a topic
+is the cores reachable from one another with their neighbours; the rest is noise. The vectors are
+centred on the scope's mean turn first: every text a model embeds shares one direction (e5 puts
+unrelated turns at cosine 0.85), and removing it spreads the distances. How far they spread still
+depends on the model (two turns on one topic sit near 0.45 with e5, near 0.65 with feature
+hashing), so ε is read from each owner's own items: the TOPIC_CLUSTER_EPS_PERCENTILE-th percentile
+of their core distances (how far each item's TOPIC_CLUSTER_MIN_ITEMS-th nearest item is, itself
+counted), so about that share of the items are cores whatever the model; TOPIC_CLUSTER_EPS, when
+set, is used instead. Offline the label is the cluster's most distinctive words (how often a word
+appears in the cluster against how rare it is in the owner's other items) and the page quotes the
+items nearest the cluster's centre, newest first. With an LLM the page and its title are written
+from the same numbered items and only the items it says it used are sources.
 
 A compile matches each new cluster to the topic page that already quotes most of its items, so a
 page keeps its id and history while its topic grows; a page whose cluster is gone is archived.
@@ -54,6 +58,8 @@ TITLE_MAX_CHARS = 120
 # A turn shorter than this many words is small talk ("Thanks!", "See you"), not a topic.
 MIN_TURN_WORDS = 6
 LABEL_WORDS = 3
+# The derived ε stays within these cosine distances (on centred vectors, 1 is unrelated).
+EPS_BOUNDS = (0.1, 0.9)
 _WORD = re.compile(r"[a-z][a-z'-]{2,}")
 STOPWORDS = frozenset(
     """the and for are but not you all any can had her was one our out has him his how man new now old see
@@ -136,13 +142,35 @@ def _centred(vectors: np.ndarray, mean: np.ndarray | None) -> np.ndarray:
     return centred / np.where(norms == 0, 1, norms)
 
 
-def clusters_of(vectors: np.ndarray, *, eps: float, min_items: int, mean: np.ndarray | None = None) -> list[list[int]]:
+def core_distances(similarities: np.ndarray, *, min_items: int) -> np.ndarray:
+    """Each row's cosine distance to its min_items-th nearest row, itself counted: the smallest ε
+    at which it is a core (DBSCAN's k-distance, k = min_items)."""
+    rank = min_items - 1
+    return 1 + np.partition(-similarities, rank, axis=1)[:, rank]
+
+
+def derived_eps(similarities: np.ndarray, *, min_items: int, percentile: float) -> float:
+    """ε from the items themselves: the `percentile`-th percentile of their core distances, so about
+    that share of them are cores, within EPS_BOUNDS (below, only paraphrases would meet; above,
+    items that share nothing past the common direction would)."""
+    eps = float(np.percentile(core_distances(similarities, min_items=min_items), percentile))
+    return round(min(max(eps, EPS_BOUNDS[0]), EPS_BOUNDS[1]), 4)
+
+
+def clusters_of(
+    vectors: np.ndarray, *, min_items: int, eps: float | None = None, mean: np.ndarray | None = None
+) -> tuple[list[list[int]], float | None]:
     """DBSCAN with cosine distance on vectors centred on `mean` (their own, if None): lists of row
-    indices, largest first; rows in no list are noise. Quadratic in the rows, which TOPIC_MAX_ITEMS bounds."""
+    indices, largest first (rows in no list are noise), and the ε used: `eps`, or if None one derived
+    from the rows (`derived_eps`, TOPIC_CLUSTER_EPS_PERCENTILE); None when there are fewer rows than
+    min_items. Quadratic in the rows, which TOPIC_MAX_ITEMS bounds."""
     if len(vectors) < min_items:
-        return []
+        return [], eps
     unit = _centred(vectors, mean)
-    neighbours = (unit @ unit.T) >= 1 - eps
+    similarities = unit @ unit.T
+    if eps is None:
+        eps = derived_eps(similarities, min_items=min_items, percentile=settings.TOPIC_CLUSTER_EPS_PERCENTILE)
+    neighbours = similarities >= 1 - eps
     core = neighbours.sum(axis=1) >= min_items
     label = np.full(len(unit), -1)
     clusters = []
@@ -159,7 +187,7 @@ def clusters_of(vectors: np.ndarray, *, eps: float, min_items: int, mean: np.nda
                 members.append(int(other))
                 stack.append(int(other))
         clusters.append(sorted(members))
-    return sorted(clusters, key=lambda members: (-len(members), members[0]))
+    return sorted(clusters, key=lambda members: (-len(members), members[0])), eps
 
 
 def _words(text: str) -> set[str]:
@@ -254,18 +282,18 @@ def _match(clusters: list[set[str]], pages: list[Profile]) -> dict[int, Profile]
 
 
 def owner_topics_compile(*, end_user: EndUser, scope: str, task=None, reason: str = "compile") -> dict:
-    """Compiles one owner's topic pages; returns what it did (pages created, updated, unchanged,
-    archived, items left as noise, tokens)."""
+    """Compiles one owner's topic pages; returns what it did (the ε it clustered with, pages
+    created, updated, unchanged, archived, items left as noise, tokens)."""
     started = timezone.now()
     organization = end_user.organization
     items, vectors = owner_items(organization_id=organization.pk, scope=scope, end_user_id=end_user.pk)
-    clusters = clusters_of(
+    clusters, eps = clusters_of(
         vectors,
         eps=settings.TOPIC_CLUSTER_EPS,
         min_items=settings.TOPIC_CLUSTER_MIN_ITEMS,
         mean=scope_mean(organization_id=organization.pk, scope=scope),
     )
-    result = {"items": len(items), "topics": len(clusters), "created": 0, "updated": 0, "unchanged": 0}
+    result = {"items": len(items), "eps": eps, "topics": len(clusters), "created": 0, "updated": 0, "unchanged": 0}
     result |= {"archived": 0, "noise": len(items) - sum(map(len, clusters)), "prompt_tokens": 0, "completion_tokens": 0}
     owner = {"organization": organization, "scope": scope, "end_user": end_user}
     pages = list(Profile.objects.filter(**owner, kind=Profile.Kind.TOPIC).order_by("created_at", "id"))
@@ -308,6 +336,20 @@ def owner_topics_compile(*, end_user: EndUser, scope: str, task=None, reason: st
     return result
 
 
+# What an organisation's compile adds up over its owners (each owner's ε is their own).
+SUMMED = (
+    "items",
+    "topics",
+    "created",
+    "updated",
+    "unchanged",
+    "archived",
+    "noise",
+    "prompt_tokens",
+    "completion_tokens",
+)
+
+
 def topics_compile(*, organization, scope: str | None = None, end_user=None, task=None, lock=None) -> dict:
     """Compiles the topic pages of every owner of the organisation (or of one scope, or one user):
     the Astrocyte-style result, with the scopes compiled, pages, noise, tokens and seconds.
@@ -317,17 +359,14 @@ def topics_compile(*, organization, scope: str | None = None, end_user=None, tas
     started = time.perf_counter()
     owners = items_owners(organization=organization, scope=scope, end_user=end_user)
     users = {user.pk: user for user in EndUser.objects.filter(pk__in={end_user_id for _, end_user_id in owners})}
-    totals = {"scopes": sorted({owner_scope for owner_scope, _ in owners}), "owners": 0}
-    for key in ("items", "topics", "created", "updated", "unchanged", "archived", "noise"):
-        totals[key] = 0
-    totals |= {"prompt_tokens": 0, "completion_tokens": 0}
+    totals = {"scopes": sorted({owner_scope for owner_scope, _ in owners}), "owners": 0} | dict.fromkeys(SUMMED, 0)
     for owner_scope, end_user_id in owners:
         end_user = users[end_user_id]
         with lock(end_user) if lock else nullcontext():
             result = owner_topics_compile(end_user=end_user, scope=owner_scope, task=task)
         totals["owners"] += 1
-        for key, value in result.items():
-            totals[key] += value
+        for key in SUMMED:
+            totals[key] += result[key]
     totals["seconds"] = round(time.perf_counter() - started, 3)
     return totals
 
