@@ -4,7 +4,8 @@ open-domain questions, and whether searching them beside the turns finds more of
 Each dev conversation is ingested as in bench/locomo.py (raw turns, dated sessions, named
 speakers), embedded by the pipeline's handler, and its user's topics compiled offline
 (`owner_topics_compile`, LLM_PROVIDER=rules) with the configured TOPIC_* settings. Reported:
-topic pages per conversation and the share of turns left as noise; for category 3 (open-domain)
+topic pages per conversation, the ε it clustered with (derived from its items unless
+TOPIC_CLUSTER_EPS is set) and the share of turns left as noise; for category 3 (open-domain)
 questions, the share whose evidence a topic page cites (any of it, and all of it); and recall@10
 of hybrid search, every category, `message` alone against `message` + `topic`. A topic hit counts
 the turns it cites in its rank, so two recalls are given: over the first 10 hits (a page may bring
@@ -94,6 +95,7 @@ def run(output_dir: Path, *, log=print) -> dict:
                         "conversation": sample["sample_id"],
                         "turns": len(texts),
                         "items": result["items"],
+                        "eps": result["eps"],
                         "pages": len(pages),
                         "noise": result["noise"],
                         "cited_turns": len(cited - {None}),
@@ -121,7 +123,10 @@ def run(output_dir: Path, *, log=print) -> dict:
                         if variant == "message+topic":
                             recalls_turns[qa["category"]].append(recall(ranking, evidence, K))
                             returned.append(len(ranking))
-                log(f"{sample['sample_id']}: {len(texts)} turns, {len(pages)} topic pages, {result['noise']} noise")
+                log(
+                    f"{sample['sample_id']}: {len(texts)} turns, ε {result['eps']}, {len(pages)} topic pages, "
+                    f"{result['noise']} noise"
+                )
     finally:
         Organization.objects.filter(pk=organization.pk).delete()
 
@@ -135,7 +140,8 @@ def run(output_dir: Path, *, log=print) -> dict:
     results = {
         "embedding_model": embedding_model_name(),
         "embedding_provider": settings.EMBEDDING_PROVIDER,
-        "topic_cluster_eps": settings.TOPIC_CLUSTER_EPS,
+        "topic_cluster_eps": settings.TOPIC_CLUSTER_EPS,  # None: each owner's own, derived
+        "topic_cluster_eps_percentile": settings.TOPIC_CLUSTER_EPS_PERCENTILE,
         "topic_cluster_min_items": settings.TOPIC_CLUSTER_MIN_ITEMS,
         "topic_max_evidence": settings.TOPIC_MAX_EVIDENCE,
         "conversations": per_conversation,
@@ -151,8 +157,14 @@ def run(output_dir: Path, *, log=print) -> dict:
         f"recall@{K}_turns": {"message": table(recalls["message"]), "message+topic": table(recalls_turns)},
         "turns_returned_by_message+topic": _mean(returned),
     }
+    eps = results["topic_cluster_eps"]
+    how = (
+        f"ε {eps} (TOPIC_CLUSTER_EPS)"
+        if eps is not None
+        else f"ε derived at p{results['topic_cluster_eps_percentile']:g}"
+    )
     log(
-        f"\n{len(per_conversation)} conversations ({results['embedding_model']}, ε {results['topic_cluster_eps']}): "
+        f"\n{len(per_conversation)} conversations ({results['embedding_model']}, {how}): "
         f"{results['pages_per_conversation']} topic pages each, noise {results['noise_share']:.0%}"
     )
     log(
