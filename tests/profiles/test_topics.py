@@ -123,6 +123,7 @@ def test_a_real_conversation_forms_topics_with_either_embedding_model(
     feature hashing at the ε tuned on e5 (every item noise); ε derived from the owner's items forms
     topics with both models."""
     settings.EMBEDDING_PROVIDER, settings.EMBEDDING_MODEL = provider, EMBEDDERS[provider]
+    settings.TOPIC_CLUSTER_EPS, settings.TOPIC_CLUSTER_EPS_PERCENTILE = None, 25  # the defaults, whatever .env says
     settings.TOPIC_MAX_EVIDENCE = 5  # short pages: each is embedded too, and e5 is slow on long texts
     for session in locomo_sessions():
         add_messages(client_a, user_id="caroline", seal=True, **session)
