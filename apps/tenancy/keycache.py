@@ -38,7 +38,8 @@ MAX_ENTRIES = 10_000
 _TABLE = TenancyGeneration._meta.db_table
 _READ = f"SELECT token FROM {_TABLE} WHERE id = 1"
 _REPLACE = (
-    f"INSERT INTO {_TABLE} (id, token) VALUES (1, gen_random_uuid()) ON CONFLICT (id) DO UPDATE SET token = EXCLUDED.token"
+    f"INSERT INTO {_TABLE} (id, token) VALUES (1, gen_random_uuid())"
+    " ON CONFLICT (id) DO UPDATE SET token = EXCLUDED.token"
 )
 
 
