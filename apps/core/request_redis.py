@@ -1,9 +1,9 @@
-"""The Redis a request asks on its way in (`RATE_LIMIT_REDIS_URL`): rate-limit counts and the
-tenancy generation that keeps cached API keys honest. Every web and MCP process shares it.
+"""The Redis a request asks on its way in (`RATE_LIMIT_REDIS_URL`): rate-limit counts. Every web
+and MCP process shares it. (Cached API keys do not depend on it: apps.tenancy.keycache.)
 
 Short timeouts (RATE_LIMIT_TIMEOUT_SECONDS), and after a failure it is not asked again for
 RATE_LIMIT_RETRY_SECONDS: an outage costs a process one timeout per interval, not one per request.
-An unanswered question means no limit and no cached key; one warning says both.
+An unanswered question means no limit; one warning says so.
 """
 
 import logging
@@ -46,7 +46,7 @@ def run(commands: Callable[[redis.client.Pipeline], None]) -> list | None:
     except redis.RedisError as exc:
         _skip_until = time.monotonic() + settings.RATE_LIMIT_RETRY_SECONDS
         logger.warning(
-            "rate limits are not enforced and API keys are not cached for %g s: Redis is unreachable (%s)",
+            "rate limits are not enforced for %g s: Redis is unreachable (%s)",
             settings.RATE_LIMIT_RETRY_SECONDS,
             exc,
         )

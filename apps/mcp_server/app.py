@@ -59,8 +59,9 @@ def _authenticate(*, headers: Headers):
 
 class APIKeyAuthMiddleware:
     """Every request to /mcp must carry a valid key of an active client, as every REST request does:
-    otherwise 401 with the platform's JSON error. The client rides in the ASGI scope's state, where
-    the tools read it (`ctx.request_context.request.state`)."""
+    otherwise 401 with the platform's JSON error. Then only POST reaches the transport (others: 405,
+    as the REST API answers a method it lacks after authenticating). The client rides in the ASGI
+    scope's state, where the tools read it (`ctx.request_context.request.state`)."""
 
     def __init__(self, app, *, executor):
         self.app = app
@@ -81,8 +82,23 @@ class APIKeyAuthMiddleware:
             except APIError as exc:
                 response = _error(exc.status, exc.code, exc.message, headers=_error_headers(exc), details=exc.details)
                 return await response(scope, receive, send)
+            if scope["method"] != "POST":
+                return await _method_not_allowed(scope["method"])(scope, receive, send)
             scope.setdefault("state", {})[CLIENT_STATE] = client
         return await self.app(scope, receive, send)
+
+
+def _method_not_allowed(method: str) -> JSONResponse:
+    """Stateless, the transport has no stream for server-initiated messages and no session: its GET
+    would hold an event stream open that never carries a message, and its DELETE has nothing to end.
+    The streamable HTTP spec lets a server answer GET with 405; every method but POST gets it here."""
+    return _error(
+        405,
+        "method_not_allowed",
+        f"{method} is not allowed on /mcp: this stateless server offers no event stream (GET) and no session "
+        "to end (DELETE); send each JSON-RPC message with POST.",
+        headers={"Allow": "POST"},
+    )
 
 
 async def healthz(request):

@@ -1,5 +1,5 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
 
 
 class TenancyConfig(AppConfig):
@@ -12,8 +12,12 @@ class TenancyConfig(AppConfig):
         from apps.tenancy import keycache
         from apps.tenancy.models import Client, ClientAPIKey, Organization
 
+        receivers = (
+            (pre_save, keycache.before_tenancy_change, "pre-save"),
+            (pre_delete, keycache.before_tenancy_change, "pre-delete"),
+            (post_save, keycache.after_tenancy_change, "save"),
+            (post_delete, keycache.after_tenancy_change, "delete"),
+        )
         for model in (Organization, Client, ClientAPIKey):
-            post_save.connect(keycache.on_tenancy_change, sender=model, dispatch_uid=f"keycache-save-{model.__name__}")
-            post_delete.connect(
-                keycache.on_tenancy_change, sender=model, dispatch_uid=f"keycache-delete-{model.__name__}"
-            )
+            for signal, receiver, name in receivers:
+                signal.connect(receiver, sender=model, dispatch_uid=f"keycache-{name}-{model.__name__}")

@@ -1,49 +1,53 @@
-"""Authenticated API keys kept per process, so a request costs no database lookup, and dropped by
-every process at once when anything a key may do changes.
+"""Authenticated API keys kept per process, so a request reads no key, client or organisation rows,
+and dropped by every process at once when anything a key may do changes.
 
 An entry holds the client and key rows read for a key prefix, stamped with the tenancy generation:
-a random token in Redis (`RATE_LIMIT_REDIS_URL`) that is replaced whenever an organisation, a
-client or a key is saved or deleted (the models' signals, connected in `TenancyConfig.ready`) and
-when keys are revoked in bulk (`client_revoke_keys`). It is replaced once as the change is made and
-once more when its transaction commits: a process that read the old rows in between is caught by
-the second. A Redis that restarted empty gets a new token from the first request that asks, so no
-entry from before the restart survives it.
+the token of the one TenancyGeneration row, replaced inside the transaction of every save or delete
+of an organisation, client or key (the models' signals, connected in `TenancyConfig.ready`) and of
+every bulk revocation (`client_revoke_keys`). A request reads the token first (one primary-key read
+on the primary database, no ORM) and serves its entry only while the token is the one the entry was
+stamped with and the entry is younger than API_KEY_CACHE_SECONDS; otherwise it reads the rows again.
 
-A request reads the generation (one round trip to Redis, no database) and keeps its entry only while the
-generation is unchanged and the entry is younger than API_KEY_CACHE_SECONDS; otherwise the rows
-are read from PostgreSQL again. So a revoked key or a disabled client is refused on the next
-request in every process, as without the cache. The generation is read before the rows, so a
-change committed while they are read leaves the entry with an old generation.
+The bound: the new token commits in the same transaction as the change, so a request whose token
+read starts after a revocation has committed reads the key again and refuses it, in every process;
+no process accepts a revoked key after the revocation's commit. Redis plays no part, so neither a
+process in its Redis back-off, nor a Redis that is down, restarted empty or restored from an older
+snapshot, can keep or bring back a revoked key. The token is read before the rows, so a change
+committed while they are read leaves the entry with an old token.
 
-Redis unreachable: nothing is kept or served from the cache, and every request reads PostgreSQL
-(request_redis stops asking for RATE_LIMIT_RETRY_SECONDS after a failure). A change whose
-new token could not reach Redis is logged; the entry's age bounds how long another process that
-still reaches Redis could serve it. API_KEY_CACHE_SECONDS=0 turns the cache off.
+Inside a transaction the token is replaced before the change's rows are written (pre_save,
+pre_delete): every transaction that changes tenancy rows takes the generation row's lock first, so
+two of them cannot deadlock on it. A save outside any transaction commits on its own; the token is
+replaced right after it (post_save, post_delete), which drops anything read meanwhile. The services
+that weaken a key (`api_key_revoke`, `client_revoke_keys`, `client_set_status`) are transactions.
+A write on these tables that sends no model signal (a queryset update or delete, raw SQL) must call
+`invalidate()` in its transaction, before it writes. API_KEY_CACHE_SECONDS=0 turns the cache off.
 """
 
 import copy
-import logging
 import threading
 import time
-import uuid
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connections
 
-from apps.core import request_redis
+from apps.tenancy.models import TenancyGeneration
 
-logger = logging.getLogger(__name__)
-
-GENERATION_KEY = "tenancy:generation"
 MAX_ENTRIES = 10_000
+_TABLE = TenancyGeneration._meta.db_table
+_READ = f"SELECT token FROM {_TABLE} WHERE id = 1"
+_REPLACE = (
+    f"INSERT INTO {_TABLE} (id, token) VALUES (1, gen_random_uuid())"
+    " ON CONFLICT (id) DO UPDATE SET token = EXCLUDED.token"
+)
 
 
 class Entry(NamedTuple):
     hashed_key: str
     client: object
     api_key: object
-    generation: bytes
+    generation: object
     stored_at: float
 
 
@@ -51,19 +55,18 @@ _entries: dict[str, Entry] = {}
 _lock = threading.Lock()
 
 
-def current_generation() -> bytes | None:
-    """The tenancy generation, or None when Redis does not answer (then nothing is cached)."""
+def current_generation():
+    """The committed tenancy generation, or None when nothing may be cached (cache off, or no row).
+    Read on the primary: a replica behind it would hand out the token from before a revocation."""
     if not settings.API_KEY_CACHE_SECONDS:
         return None
-    replies = request_redis.run(lambda pipeline: pipeline.set(GENERATION_KEY, _token(), nx=True).get(GENERATION_KEY))
-    if replies is None:
-        with _lock:
-            _entries.clear()
-        return None
-    return replies[1]
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(_READ)
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
-def lookup(prefix: str, hashed_key: str, generation: bytes | None):
+def lookup(prefix: str, hashed_key: str, generation):
     """(client, api_key) of a valid entry for the key, else None. The client is a copy the request
     may change; the key row is shared, so the last-used time written through it is seen by all."""
     if generation is None:
@@ -79,7 +82,7 @@ def lookup(prefix: str, hashed_key: str, generation: bytes | None):
     return copy.copy(entry.client), entry.api_key
 
 
-def store(prefix: str, hashed_key: str, generation: bytes | None, client, api_key) -> None:
+def store(prefix: str, hashed_key: str, generation, client, api_key) -> None:
     if generation is None:
         return
     with _lock:
@@ -88,29 +91,22 @@ def store(prefix: str, hashed_key: str, generation: bytes | None, client, api_ke
         _entries[prefix] = Entry(hashed_key, copy.copy(client), api_key, generation, time.monotonic())
 
 
-def _token() -> str:
-    return uuid.uuid4().hex
+def invalidate(*, using: str = DEFAULT_DB_ALIAS) -> None:
+    """Every process drops its cached keys when the current transaction commits (at once outside one)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(_REPLACE)
 
 
-def _renew() -> None:
-    replies = request_redis.run(lambda pipeline: pipeline.set(GENERATION_KEY, _token()))
-    if replies is None:
-        logger.error(
-            "a tenancy change could not reach Redis: processes that still reach it may use their cached "
-            "API keys for up to API_KEY_CACHE_SECONDS (%s s)",
-            settings.API_KEY_CACHE_SECONDS,
-        )
+def before_tenancy_change(sender, using: str = DEFAULT_DB_ALIAS, **kwargs) -> None:
+    """Receiver of pre_save and pre_delete for Organization, Client and ClientAPIKey."""
+    if connections[using].in_atomic_block:
+        invalidate(using=using)
 
 
-def invalidate() -> None:
-    """Every process drops its cached keys: now, and again when the current transaction commits."""
-    _renew()
-    transaction.on_commit(_renew)
-
-
-def on_tenancy_change(sender, **kwargs) -> None:
+def after_tenancy_change(sender, using: str = DEFAULT_DB_ALIAS, **kwargs) -> None:
     """Receiver of post_save and post_delete for Organization, Client and ClientAPIKey."""
-    invalidate()
+    if not connections[using].in_atomic_block:
+        invalidate(using=using)
 
 
 def clear() -> None:

@@ -131,3 +131,22 @@ class StaffMembership(BaseModel):
 
     def __str__(self):
         return f"{self.user} @ {self.organization}"
+
+
+class TenancyGeneration(models.Model):
+    """One row whose token is replaced in the transaction of every change to what an API key may do
+    (apps.tenancy.keycache): a process keeps a key it authenticated only while the token it read then
+    is still the committed one. Not a BaseModel: a single counter row has no identity or history."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    token = models.UUIDField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(id=1), name="tenancy_generation_single_row", violation_error_message="There is one row."
+            ),
+        ]
+
+    def __str__(self):
+        return str(self.token)

@@ -4,6 +4,7 @@ import hashlib
 import hmac
 
 from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 
 from apps.tenancy import keycache
@@ -27,7 +28,8 @@ def split_api_key(raw_key: str) -> str | None:
 
 def client_for_api_key(*, raw_key: str) -> tuple[Client, ClientAPIKey] | None:
     """The client and key of an unrevoked key, from this process's cache while the tenancy
-    generation allows it (apps.tenancy.keycache), else from the database."""
+    generation allows it (apps.tenancy.keycache), else from the primary database (a replica behind
+    it could still show a revoked key)."""
     prefix = split_api_key(raw_key)
     if prefix is None:
         return None
@@ -36,7 +38,8 @@ def client_for_api_key(*, raw_key: str) -> tuple[Client, ClientAPIKey] | None:
     found = keycache.lookup(prefix, hashed_key, generation)
     if found is None:
         api_key = (
-            ClientAPIKey.objects.select_related("client__organization")
+            ClientAPIKey.objects.using(DEFAULT_DB_ALIAS)
+            .select_related("client__organization")
             .filter(prefix=prefix, revoked_at__isnull=True)
             .first()
         )

@@ -79,7 +79,9 @@ def client_create(
     return client, raw_key
 
 
+@transaction.atomic
 def api_key_revoke(*, prefix: str) -> ClientAPIKey:
+    """Revokes a key; every process refuses it from this transaction's commit on (apps.tenancy.keycache)."""
     api_key = ClientAPIKey.objects.select_related("client").filter(prefix=prefix).first()
     if api_key is None:
         raise ValidationError(f"No API key with prefix {prefix!r}.")
@@ -89,12 +91,13 @@ def api_key_revoke(*, prefix: str) -> ClientAPIKey:
     return api_key
 
 
+@transaction.atomic
 def client_revoke_keys(*, client: Client) -> int:
-    revoked = client.api_keys.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
-    keycache.invalidate()  # an update sends no signal
-    return revoked
+    keycache.invalidate()  # an update sends no signal; before it, as a signal would (keycache's lock order)
+    return client.api_keys.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
+@transaction.atomic
 def client_set_status(*, client: Client, status: str) -> Client:
     client.status = status
     client.full_clean()

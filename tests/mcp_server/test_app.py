@@ -55,6 +55,33 @@ def test_revoked_keys_and_disabled_clients_get_401(mcp_server, client_a):
     assert post(mcp_server, {"X-API-Key": disabled.raw_key}).json()["error"]["message"] == "This client is disabled."
 
 
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
+def test_methods_other_than_post_answer_405_at_once(mcp_server, client_a, method):
+    """Issue 39: GET with a valid key opened an event stream that never carried a byte; the stateless
+    server has no such stream, nor a session to DELETE."""
+    headers = {"Accept": "text/event-stream, application/json", "Authorization": f"Api-Key {client_a.raw_key}"}
+
+    response = httpx.request(method, mcp_server.url, headers=headers, timeout=5)
+
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "POST"
+    assert response.json() == {
+        "error": {
+            "status": 405,
+            "code": "method_not_allowed",
+            "message": f"{method} is not allowed on /mcp: this stateless server offers no event stream (GET) "
+            "and no session to end (DELETE); send each JSON-RPC message with POST.",
+        }
+    }
+
+
+def test_a_get_without_a_key_is_refused_like_a_post(mcp_server):
+    response = httpx.get(mcp_server.url, headers={"Accept": "text/event-stream"}, timeout=5)
+
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "not_authenticated"
+
+
 def _leaves(error: BaseException) -> list[BaseException]:
     if isinstance(error, BaseExceptionGroup):
         return [leaf for inner in error.exceptions for leaf in _leaves(inner)]

@@ -60,10 +60,12 @@ def _terminate(process: subprocess.Popen, *, grace: float) -> None:
 
 
 class RedisServer:
-    """A throwaway redis-server without persistence; stop and start it again on the same port."""
+    """A throwaway redis-server; stop and start it again on the same port. Without `data_dir` it keeps
+    nothing; with one, `snapshot()` writes an RDB file there that the next start loads."""
 
-    def __init__(self, port: int | None = None):
+    def __init__(self, port: int | None = None, data_dir: Path | None = None):
         self.port = port or free_port()
+        self.data_dir = data_dir
         self.process: subprocess.Popen | None = None
 
     @property
@@ -75,8 +77,20 @@ class RedisServer:
 
     def start(self) -> "RedisServer":
         executable = shutil.which("redis-server") or "/usr/bin/redis-server"
+        persistence = ["--dir", str(self.data_dir), "--dbfilename", "dump.rdb"] if self.data_dir else []
         self.process = subprocess.Popen(
-            [executable, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            [
+                executable,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                *persistence,
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
@@ -114,6 +128,14 @@ class RedisServer:
             headers = envelope["headers"]
             messages.append({"task": headers["task"], "args": args, "eta": headers.get("eta")})
         return messages
+
+    def snapshot(self) -> None:
+        """SAVE: an RDB file of what the server holds now, loaded by the next start (needs `data_dir`)."""
+        client = self.client()
+        try:
+            client.save()
+        finally:
+            client.close()
 
     def pause(self) -> None:
         """SIGSTOP: the server keeps its sockets and accepts connections but answers nothing (a hung broker)."""
@@ -385,12 +407,12 @@ class WebServer:
 
 
 @contextmanager
-def web_on_private_redis(log_path: Path, **options):
-    """gunicorn (WebServer, with `options`) on the current database and a redis-server of its own,
-    both stopped afterwards: yields (server, redis)."""
+def web_on_private_redis(log_path: Path, *, redis_dir: Path | None = None, **options):
+    """gunicorn (WebServer, with `options`) on the current database and a redis-server of its own
+    (keeping its snapshots in `redis_dir`, if given), both stopped afterwards: yields (server, redis)."""
     from django.db import connection
 
-    broker = RedisServer().start()
+    broker = RedisServer(data_dir=redis_dir).start()
     server = WebServer(broker_url=broker.url, settings_dict=connection.settings_dict, log_path=log_path, **options)
     try:
         yield server.start(), broker
