@@ -5,7 +5,6 @@ names and enqueue through these functions."""
 import logging
 
 from django.conf import settings
-from django.db.models import Q
 from django.utils import timezone
 
 from apps.conversations.models import Session
@@ -114,12 +113,11 @@ def extraction_pending_until(session):
     )
 
 
-def projection_due(*, organization_id, end_user_id) -> bool:
-    """Whether an entity projection of one of the user's sessions is running or due now."""
+def projection_pending(*, organization_id, end_user_id) -> bool:
+    """Whether an entity projection of one of the user's sessions has work ahead of it (queued, also
+    while it waits for its session's extraction or its debounce, running or retrying)."""
     session_ids = MemoryTask.objects.filter(
-        Q(status=MemoryTask.Status.RUNNING)
-        | Q(status__in=MemoryTask.CLAIMABLE_STATUSES, run_after__lte=timezone.now()),
-        task_type=PROJECT_ENTITIES,
+        task_type=PROJECT_ENTITIES, status__in=MemoryTask.ACTIVE_STATUSES
     ).values_list("payload__session", flat=True)
     return Session.objects.filter(
         pk__in=list(session_ids), organization_id=organization_id, end_user_id=end_user_id

@@ -5,7 +5,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from apps.conversations.models import Session
-from apps.conversations.routing import PROJECT_ENTITIES, extraction_pending_until, projection_due
+from apps.conversations.routing import PROJECT_ENTITIES, extraction_pending_until, projection_pending
 from apps.pipeline.locks import advisory_lock
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import NotYet, register_handler
@@ -48,12 +48,12 @@ COMPILE_YIELDS_FOR_SECONDS = 300
 
 def _yield_to_projections(task, *, organization_id, end_user_id) -> None:
     """Pages are compiled from what projection writes, under the same lock: while a projection of the
-    owner's sessions is due, a compile now would hold that lock against it and then be redone, so it
-    waits, for at most COMPILE_YIELDS_FOR_SECONDS after it was first due."""
+    owner's sessions has work ahead of it, a compile now would hold that lock against it and then be
+    redone, so it waits, for at most COMPILE_YIELDS_FOR_SECONDS after it was first due."""
     first_due = parse_datetime(task.timings.get("first_due_at", "")) or task.run_after
     if (timezone.now() - first_due).total_seconds() > COMPILE_YIELDS_FOR_SECONDS:
         return
-    if projection_due(organization_id=organization_id, end_user_id=end_user_id):
+    if projection_pending(organization_id=organization_id, end_user_id=end_user_id):
         raise NotYet("a projection of the owner's sessions comes first")
 
 

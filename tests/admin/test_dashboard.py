@@ -50,7 +50,7 @@ def scene(organization, client_a, client_b):
 def test_the_index_counts_the_staff_organisations_backlog_with_links(
     curator_client, scene, django_assert_max_num_queries
 ):
-    with django_assert_max_num_queries(12):  # one of them reads the beat and worker heartbeats
+    with django_assert_max_num_queries(13):  # two read the beat and worker heartbeats and the task backlog
         response = curator_client.get("/admin/")
     counts = tiles(response)
     assert counts[("Skills", "Pending review")] == (3, "/admin/skills/skill/review/")
@@ -83,6 +83,22 @@ def test_staff_without_an_organisation_see_no_dashboard(client, scene):
     assert response.status_code == 200 and response.context["groups"] == []
 
 
+def test_the_index_shows_the_backlog_and_flags_a_task_due_too_long(admin_client, settings, organization):
+    settings.PROCESS_STALE_AFTER_SECONDS = 60
+    MemoryTask.objects.create(
+        task_type="test_noop", organization=organization, run_after=timezone.now() - timedelta(minutes=3)
+    )
+    MemoryTask.objects.create(
+        task_type="test_noop", organization=organization, run_after=timezone.now() + timedelta(hours=1)
+    )
+
+    _, _, due, oldest = dict(admin_client.get("/admin/").context["groups"])["Machinery"]
+
+    assert (due.count, oldest.count) == (1, "3 min ago"), "the task waiting for its time is not due"
+    assert due.attention and oldest.attention
+    assert admin_client.get(due.url).status_code == 200
+
+
 def test_the_index_warns_when_beat_or_the_workers_are_silent(admin_client, settings):
     settings.PROCESS_STALE_AFTER_SECONDS = 60
     counts = tiles(admin_client.get("/admin/"))
@@ -94,7 +110,8 @@ def test_the_index_warns_when_beat_or_the_workers_are_silent(admin_client, setti
     heartbeat_record(kind="worker", hostname="celery@a", started_at=timezone.now())
     ProcessHeartbeat.objects.filter(kind="worker").update(seen_at=timezone.now() - timedelta(minutes=3))
     groups = dict(admin_client.get("/admin/").context["groups"])
-    beat, worker = groups["Machinery"]
+    beat, worker, due, oldest = groups["Machinery"]
+    assert (due.count, due.attention, oldest.count) == (0, False, "none waiting")
     assert not beat.attention and beat.count.endswith("s ago")
     assert worker.attention and worker.count == "3 min ago" and worker.label.startswith("Workers alive: 0")
     assert admin_client.get(worker.url).status_code == 200

@@ -41,6 +41,8 @@ def in_thread(function, outcome: dict, name: str) -> threading.Thread:
 def test_an_erasure_waits_for_a_compile_in_flight_and_purges_what_it_wrote(conversation, fake_openai, settings):
     settings.LLM_PROVIDER = "rules"
     session_project(session=conversation)  # Caroline's entities and mentions, offline
+    # Projected by hand: the add's own projection task is done (a compile gives way to a pending one).
+    MemoryTask.objects.filter(task_type="project_entities").update(status=MemoryTask.Status.SUCCEEDED)
     settings.LLM_PROVIDER = "openai"
     entity = Entity.objects.get(name="Caroline", end_user=conversation.end_user)
     subject = subject_resolve(organization=conversation.organization, kind="user", subject_id="caroline")

@@ -41,7 +41,7 @@ def test_projection_waits_for_the_extraction_of_its_session(client_a, add_messag
     assert Entity.objects.filter(name="Melanie").exists()
 
 
-def test_a_compile_gives_way_to_a_due_projection_of_its_owner(client_a, add_messages, run_tasks, rules):
+def test_a_compile_gives_way_to_a_pending_projection_of_its_owner(client_a, add_messages, run_tasks, rules):
     """A page compiled while a projection of its owner's sessions is due would hold the owner's lock
     against it and then be compiled again: it waits, without spending an attempt."""
     add_messages(client_a, user_id="caroline", session_id="chat-1", messages=conversation_messages(), seal=True)
