@@ -16,7 +16,7 @@ from pathlib import Path
 from apps.pipeline.registry import register_handler
 
 NOOP = "bench_noop"
-TARGET_TASKS_PER_SECOND = 200
+TARGET_TASKS_PER_SECOND = 1000
 TARGET_P50_MS = 50
 
 
