@@ -5,6 +5,7 @@ names and enqueue through these functions."""
 import logging
 
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.conversations.models import Session
@@ -114,10 +115,14 @@ def extraction_pending_until(session):
 
 
 def projection_pending(*, organization_id, end_user_id) -> bool:
-    """Whether an entity projection of one of the user's sessions has work ahead of it (queued, also
-    while it waits for its session's extraction or its debounce, running or retrying)."""
+    """Whether an entity projection of one of the user's sessions has come due and not finished:
+    running, due, or put back to wait for its session's extraction. One still in its debounce (an
+    open session) does not count."""
     session_ids = MemoryTask.objects.filter(
-        task_type=PROJECT_ENTITIES, status__in=MemoryTask.ACTIVE_STATUSES
+        Q(status=MemoryTask.Status.RUNNING)
+        | Q(status__in=MemoryTask.CLAIMABLE_STATUSES, run_after__lte=timezone.now())
+        | Q(status__in=MemoryTask.CLAIMABLE_STATUSES, timings__has_key="first_claimed_at"),
+        task_type=PROJECT_ENTITIES,
     ).values_list("payload__session", flat=True)
     return Session.objects.filter(
         pk__in=list(session_ids), organization_id=organization_id, end_user_id=end_user_id

@@ -48,8 +48,9 @@ COMPILE_YIELDS_FOR_SECONDS = 300
 
 def _yield_to_projections(task, *, organization_id, end_user_id) -> None:
     """Pages are compiled from what projection writes, under the same lock: while a projection of the
-    owner's sessions has work ahead of it, a compile now would hold that lock against it and then be
-    redone, so it waits, for at most COMPILE_YIELDS_FOR_SECONDS after it was first due."""
+    owner's sessions has come due (also one put back to wait for its extraction), a compile now would
+    hold that lock against it and then be redone, so it waits, for at most COMPILE_YIELDS_FOR_SECONDS
+    after it was first due."""
     first_due = parse_datetime(task.timings.get("first_due_at", "")) or task.run_after
     if (timezone.now() - first_due).total_seconds() > COMPILE_YIELDS_FOR_SECONDS:
         return
