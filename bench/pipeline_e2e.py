@@ -22,6 +22,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from tests.pipeline.processes import wait_for
+
 TARGET_FLOOR_SHARE = 0.5
 TARGET_FIRST_SKILL_SECONDS = 60
 TARGET_ALL_DISTILLED_SECONDS = 300
@@ -66,15 +68,6 @@ def embedding_floor(texts: list[str]) -> dict:
         embed_texts(texts[start : start + EMBED_BATCH_SIZE])
     seconds = time.perf_counter() - started
     return {"texts": len(texts), "seconds": round(seconds, 2), "texts_per_s": round(len(texts) / seconds, 1)}
-
-
-def _wait(condition, *, timeout: float, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"not done within {timeout}s")
-        time.sleep(interval)
-    return value
 
 
 def _finished(platform_, task_ids: list[str]) -> bool:
@@ -154,9 +147,11 @@ def _run_conversation(platform_, memory, sample, log) -> dict:
             == 0
         )
 
-    _wait(searchable, timeout=TIMEOUT_SECONDS)
+    wait_for(searchable, timeout=TIMEOUT_SECONDS, interval=0.2, message="every turn indexed")
     searchable_seconds = time.monotonic() - started
-    _wait(lambda: _finished(platform_, task_ids), timeout=TIMEOUT_SECONDS)
+    wait_for(
+        lambda: _finished(platform_, task_ids), timeout=TIMEOUT_SECONDS, interval=0.2, message="the returned tasks"
+    )
     finished_seconds = time.monotonic() - started
     # Hits come back: the last session's words are found.
     probe = adds[-1]["messages"][0]["content"]
@@ -213,7 +208,9 @@ def _run_tasks(platform_, memory, trajectories, log) -> dict:
             break
         time.sleep(0.2)
     all_distilled = time.monotonic() - started
-    _wait(lambda: _finished(platform_, task_ids), timeout=TIMEOUT_SECONDS)
+    wait_for(
+        lambda: _finished(platform_, task_ids), timeout=TIMEOUT_SECONDS, interval=0.2, message="the returned tasks"
+    )
     return {
         "sessions": len(sessions),
         "tasks_returned": len(task_ids),

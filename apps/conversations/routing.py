@@ -91,7 +91,7 @@ def extraction_enqueue(session, *, client=None) -> MemoryTask | None:
 
 def projection_enqueue(session, *, client=None) -> MemoryTask | None:
     """Entity projection reads the memories extraction learns, so it waits for extraction's debounce
-    first (and, once due, for the extraction itself: extraction_pending)."""
+    first (and, once due, for the extraction itself: extraction_pending_until)."""
     return _enqueue_debounced(
         PROJECT_ENTITIES,
         session,
@@ -120,8 +120,8 @@ def projection_pending(*, organization_id, end_user_id) -> bool:
     open session) does not count."""
     session_ids = MemoryTask.objects.filter(
         Q(status=MemoryTask.Status.RUNNING)
-        | Q(status__in=MemoryTask.CLAIMABLE_STATUSES, run_after__lte=timezone.now())
-        | Q(status__in=MemoryTask.CLAIMABLE_STATUSES, timings__has_key="first_claimed_at"),
+        | Q(status__in=MemoryTask.CLAIMABLE_STATUSES)
+        & (Q(run_after__lte=timezone.now()) | Q(timings__has_key="first_claimed_at")),
         task_type=PROJECT_ENTITIES,
     ).values_list("payload__session", flat=True)
     return Session.objects.filter(

@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 import traceback
+from collections import Counter
 from contextlib import contextmanager
 from datetime import timedelta
 
@@ -254,12 +255,9 @@ def tasks_claim_due(*, worker: str, limit: int) -> list[MemoryTask]:
 def _tasks_release(tasks: list[MemoryTask]) -> None:
     """Gives claimed tasks that have not started back to the queue, as they were: the attempt is not
     spent, and another worker (woken by one message) may take them at once."""
-    if not tasks:
-        return
-    for task in tasks:
-        MemoryTask.objects.filter(
-            pk=task.pk, status=MemoryTask.Status.RUNNING, claimed_by=task.claimed_by, attempts=task.attempts
-        ).update(status=MemoryTask.Status.QUEUED, attempts=task.attempts - 1, claimed_by="", updated_at=timezone.now())
+    MemoryTask.objects.filter(
+        pk__in=[task.pk for task in tasks], status=MemoryTask.Status.RUNNING, claimed_by=tasks[0].claimed_by
+    ).update(status=MemoryTask.Status.QUEUED, attempts=F("attempts") - 1, claimed_by="", updated_at=timezone.now())
     publish(task_id=tasks[0].pk)
 
 
@@ -413,31 +411,27 @@ def tasks_drain(*, worker: str, first_task_id=None) -> dict:
     slow), until none is due or TASK_DRAIN_SECONDS have passed; then one message carries on. A
     message whose task another drain already ran costs one claim that finds nothing. Returns the
     number of tasks per outcome."""
-    outcomes: dict[str, int] = {}
-
-    def count(outcome: str) -> None:
-        outcomes[outcome] = outcomes.get(outcome, 0) + 1
-
+    outcomes: Counter[str] = Counter()
     deadline = time.monotonic() + settings.TASK_DRAIN_SECONDS
     if first_task_id is not None:
-        count(task_execute(task_id=first_task_id, worker=worker))
+        outcomes[task_execute(task_id=first_task_id, worker=worker)] += 1
     size = 1
     while time.monotonic() < deadline:
         batch = tasks_claim_due(worker=worker, limit=size)
         if not batch:
-            return outcomes
+            return dict(outcomes)
         started = time.monotonic()
         for index, task in enumerate(batch):
             if index and time.monotonic() - started > BATCH_HOLD_SECONDS:
                 _tasks_release(batch[index:])
                 size = 1
                 break
-            count(_run_claimed(task))
+            outcomes[_run_claimed(task)] += 1
         else:
             quick = time.monotonic() - started < BATCH_HOLD_SECONDS
             size = min(size * 2, settings.TASK_CLAIM_BATCH) if quick else 1
     publish(task_id=None)  # due work may remain: the next message carries on
-    return outcomes
+    return dict(outcomes)
 
 
 def task_run_here(task_type: str, payload: dict, *, organization=None, scope: str | None = None, body) -> MemoryTask:
