@@ -61,8 +61,8 @@ def _enqueue_debounced(task_type: str, session, *, key: str, delay: float, clien
         scope=session.scope,
         client=client,
     )
-    if sealed:
-        task_run_sooner(task=task, run_after=timezone.now())
+    if sealed and task.run_after > (now := timezone.now()):  # one that was waiting for more turns
+        task_run_sooner(task=task, run_after=now)
     return task
 
 

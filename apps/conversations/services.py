@@ -45,6 +45,12 @@ def session_seal(*, session: Session, client=None) -> list[MemoryTask]:
     session.status = Session.Status.SEALED
     session.sealed_at = timezone.now()
     session.save(update_fields=["status", "sealed_at", "updated_at"])
+    return _work_after_seal(session=session, client=client)
+
+
+def _work_after_seal(*, session: Session, client) -> list[MemoryTask]:
+    """What a session's sealing queues: distillation of a task session; a conversation's extraction
+    and projection, due at once."""
     tasks = []
     if session.session_tag == SessionTag.TASK:
         tasks.append(distillation_enqueue(session, client=client))
@@ -63,22 +69,18 @@ def _session_for_add(*, client, end_user, session_id: str, session_tag: str | No
     """
     organization = client.organization
     lookup = {"organization": organization, "end_user": end_user, "scope": client.write_scope, "session_id": session_id}
-    session = Session.objects.select_for_update().filter(**lookup).first()
+    session = _session_locked(lookup)
     if session is None:
-        try:
-            with transaction.atomic():
-                session = Session.objects.create(
-                    **lookup,
-                    client=client,
-                    session_tag=session_tag or settings.DEFAULT_SESSION_TAG,
-                    filter_tags=filter_tags,
-                )
-        except IntegrityError:
-            # A concurrent add created it first: take that one. Any other violation (a CHECK) is raised.
-            session = Session.objects.select_for_update().filter(**lookup).first()
-            if session is None:
-                raise
-        else:
+        new = Session(
+            **lookup, client=client, session_tag=session_tag or settings.DEFAULT_SESSION_TAG, filter_tags=filter_tags
+        )
+        # ON CONFLICT DO NOTHING: a concurrent add that created it first is waited for, and its session
+        # is the one read back (any other violation, a CHECK, is raised).
+        Session.objects.bulk_create([new], ignore_conflicts=True)
+        session = _session_locked(lookup)
+        if session is None:  # the concurrent add's session was deleted meanwhile: ours was never stored
+            raise ConflictError(f"Session {session_id!r} was deleted while this request created it; send it again.")
+        if session.pk == new.pk:
             return session, True, _seal_older_sessions(session=session, client=client)
     if session.status == Session.Status.SEALED:
         raise ConflictError(f"Session {session_id!r} is sealed; send new messages under a new session_id.")
@@ -87,6 +89,15 @@ def _session_for_add(*, client, end_user, session_id: str, session_tag: str | No
             f"Session {session_id!r} is a {session.session_tag} session; it cannot receive {session_tag} messages."
         )
     return session, False, []
+
+
+def _session_locked(lookup: dict) -> Session | None:
+    """The session of `lookup`, locked for update, with the organisation and end user already in
+    hand attached (the tasks it enqueues read them)."""
+    session = Session.objects.select_for_update().filter(**lookup).first()
+    if session is not None:
+        session.organization, session.end_user = lookup["organization"], lookup["end_user"]
+    return session
 
 
 def _seal_older_sessions(*, session, client) -> list:
@@ -206,15 +217,20 @@ def messages_ingest(
     session.last_message_at = now
     if outcome:
         session.outcome = outcome
-    session.save(update_fields=["message_count", "last_seq", "last_message_at", "outcome", "updated_at"])
+    if seal:  # in the same statement as the counts
+        session.status = Session.Status.SEALED
+        session.sealed_at = now
+    session.save(
+        update_fields=["message_count", "last_seq", "last_message_at", "outcome", "status", "sealed_at", "updated_at"]
+    )
 
     if messages:
         tasks.append(embedding_enqueue(session, from_seq=first_seq, to_seq=session.last_seq, client=client))
-        if session.session_tag == SessionTag.CONVERSATION:
+        if session.session_tag == SessionTag.CONVERSATION and not seal:
             tasks.append(extraction_enqueue(session, client=client))
             tasks.append(projection_enqueue(session, client=client))
     if seal:
-        tasks.extend(session_seal(session=session, client=client))
+        tasks.extend(_work_after_seal(session=session, client=client))
 
     body = {
         "session_id": session.session_id,

@@ -45,30 +45,35 @@ def enqueue(
     is returned and nothing new is stored (inside one transaction and across concurrent ones).
     """
     if idempotency_key:
-        existing = _active_with_key(task_type, idempotency_key)
-        if existing is not None:
-            return _handed_to(existing, client)
-    try:
-        with transaction.atomic():
-            task = MemoryTask.objects.create(
-                task_type=task_type,
-                organization=organization,
-                scope=scope,
-                client=client,
-                payload=payload,
-                idempotency_key=idempotency_key,
-                run_after=run_after or timezone.now(),
-                max_attempts=max_attempts or settings.TASK_MAX_ATTEMPTS,
-                priority=priority_of(task_type, MemoryTask.Priority.COMPILE) if priority is None else priority,
-            )
-    except IntegrityError:
-        if not idempotency_key:  # some other rule was broken; never hand back an unrelated task
-            raise
-        # A concurrent transaction committed the same key first; its task is ours.
-        existing = _active_with_key(task_type, idempotency_key)
-        if existing is None:
-            raise
-        return _handed_to(existing, client)
+        holder = _active_with_key(task_type, idempotency_key)
+        if holder is not None:
+            return _handed_to(holder, client)
+    task = MemoryTask(
+        task_type=task_type,
+        organization=organization,
+        scope=scope,
+        client=client,
+        payload=payload,
+        idempotency_key=idempotency_key,
+        run_after=run_after or timezone.now(),
+        max_attempts=max_attempts or settings.TASK_MAX_ATTEMPTS,
+        priority=priority_of(task_type, MemoryTask.Priority.COMPILE) if priority is None else priority,
+    )
+    if not idempotency_key:
+        task.save(force_insert=True)
+    else:
+        # ON CONFLICT DO NOTHING waits for a concurrent insert of the same key to commit or roll back
+        # (no savepoint needed); the key's holder is then ours or the one committed first. A holder
+        # that finished in between frees the key: insert again.
+        for _ in range(3):
+            MemoryTask.objects.bulk_create([task], ignore_conflicts=True)
+            holder = _active_with_key(task_type, idempotency_key)
+            if holder is not None:
+                break
+        else:
+            raise RuntimeError(f"no active {task_type} task held its idempotency key after three inserts")
+        if holder.pk != task.pk:
+            return _handed_to(holder, client)
     publish_on_commit(task_id=task.id, run_after=task.run_after)
     return task
 
