@@ -60,6 +60,10 @@ class SearchSource:
     # what `reembed` stages and switches for the type, as (field, value) pairs (the source is hashable).
     rows: tuple[tuple[str, str], ...] = ()
 
+    @property
+    def table(self) -> str:
+        return self.model._meta.db_table
+
     @functools.cached_property
     def item_serializer(self) -> type:
         return projection(self.output, self.item_fields, name=f"{self.output.__name__.removesuffix('Serializer')}Item")
