@@ -31,7 +31,7 @@ def cached(kind: str, source: SearchSource, where: str, where_params: list, comp
 
 def owned(source: SearchSource, filters: dict) -> bool:
     """One user's (or one session's) own items."""
-    per_user = filters.get("user_id") is not None and source.user_column and not source.shared_where
+    per_user = filters.get("user_id") is not None and source.user_column
     return bool(per_user or (filters.get("session_id") and source.session_column))
 
 

@@ -127,7 +127,8 @@ def search(
     if not reranking:
         return Hits(hits[:limit], decomposed_into=subqueries, time_window=window)
     reranked, reranked_by = rerank(query, hits[:candidates], reranker=reranker, reader=reader)
-    return Hits(completed(reranked[:limit]), reranked_by=reranked_by, decomposed_into=subqueries, time_window=window)
+    kept = completed(reranked[:limit], reader=reader, user_id=filters.get("user_id"))
+    return Hits(kept, reranked_by=reranked_by, decomposed_into=subqueries, time_window=window)
 
 
 def _time_window(query: str, *, mode: str, now: datetime | None) -> TimeWindow | None:

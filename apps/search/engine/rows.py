@@ -9,6 +9,7 @@ from psycopg.types.datetime import TimestamptzLoader
 
 from apps.search.engine.hits import Hit
 from apps.search.engine.ranking import ranking_sql
+from apps.search.engine.scoping import visibility_sql
 from apps.search.registry import SearchSource
 from apps.tenancy.readers import Reader
 
@@ -137,18 +138,23 @@ def instances(source: SearchSource, rows, candidate_rows: bool = False) -> list[
     return results
 
 
-def completed(hits: list[Hit]) -> list[Hit]:
+def completed(hits: list[Hit], *, reader: Reader, user_id: str | None) -> list[Hit]:
     """Candidate hits with their items read in full, related objects attached: a statement per
-    memory type, by primary key (the ids come from a statement that applied the reader's scopes),
-    in one round trip. An item deleted in between is left out."""
+    memory type, by primary key, in one round trip. An item deleted in between, or hidden from the
+    reader since (its session's delete accepted), is left out."""
     ids_by_source: dict[SearchSource, list] = {}
     for hit in hits:
         ids_by_source.setdefault(hit.source, []).append(hit.instance.pk)
     statements = []
     for source, ids in ids_by_source.items():
         columns, joins, _ = row_layout(source)
+        visible, params = visibility_sql(source, reader=reader, user_id=user_id)
         statements.append(
-            (f"SELECT 0.0, NULL, {', '.join(columns)} FROM {source.table} t {joins} WHERE t.id = ANY(%s)", [ids])
+            (
+                f"SELECT 0.0, NULL, {', '.join(columns)} FROM {source.table} t {joins}"
+                f" WHERE t.id = ANY(%s) AND {visible}",
+                [ids, *params],
+            )
         )
     full = {}
     for source, rows in zip(ids_by_source, result_sets(statements) if statements else []):
