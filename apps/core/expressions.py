@@ -10,7 +10,8 @@ class CitesAny(Expression):
     Each row's array is unnested and its ids probed against the subquery's ids, hashed once per
     statement (an `&&` against an array of them would compare every pair, for every row). `IS TRUE`
     keeps the planner from turning the IN into a join run again for each row, which it prefers for
-    the usual empty subquery; a hashed subplan is built once and probed."""
+    the usual empty subquery; a hashed subplan is built once and probed. The leading EXISTS, computed
+    once, skips the per-row work altogether when the subquery selects nothing (the usual case)."""
 
     output_field = BooleanField()
 
@@ -28,6 +29,6 @@ class CitesAny(Expression):
         array_sql, array_params = compiler.compile(self.array)
         ids_sql, ids_params = compiler.compile(self.ids)
         return (
-            f"EXISTS (SELECT 1 FROM unnest({array_sql}) AS cited(id) WHERE (cited.id IN {ids_sql}) IS TRUE)",
-            [*array_params, *ids_params],
+            f"(EXISTS {ids_sql} AND EXISTS (SELECT 1 FROM unnest({array_sql}) AS cited(id) WHERE (cited.id IN {ids_sql}) IS TRUE))",
+            [*ids_params, *array_params, *ids_params],
         )
