@@ -67,8 +67,7 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
     from apps.agent.context import context_build
     from apps.conversations.models import Message
     from apps.profiles.models import ProfileSource
-    from apps.search import engine
-    from apps.search.engine import search
+    from apps.search.engine import ranking, search
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create, organization_create
     from bench.data import data_file
@@ -78,7 +77,7 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
     samples = json.loads(path.read_text())
     if os.environ.get("BENCH_CONTEXT_SAMPLES"):
         samples = samples[: int(os.environ["BENCH_CONTEXT_SAMPLES"])]
-    engine.embed_query = functools.lru_cache(maxsize=4)(engine.embed_query)
+    ranking.embed_query = functools.lru_cache(maxsize=4)(ranking.embed_query)
     organization = organization_create(name=f"bench-context-{uuid.uuid4().hex[:8]}")
     client, _ = client_create(organization=organization, name="bench", write_scope="bench")
     encoders = tokens_bench.encoders()

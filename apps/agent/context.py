@@ -208,7 +208,8 @@ def _user_page(reader: Reader, user_id: str):
     if page is None or page.entity.is_user:
         return page
     name = (
-        reader.rows(SOURCES["message"].model)
+        SOURCES["message"]
+        .served_rows(reader)
         .filter(end_user__user_id=user_id, role="user")
         .exclude(name="")
         .order_by("-occurred_at")

@@ -1,26 +1,55 @@
 """Reads of sessions and messages, always within the caller's organisation and read scopes."""
 
-from django.db.models import CharField, Exists, Min, OuterRef, Value
-from django.db.models.functions import Cast, Concat
+from django.db.models import Min, Q, UUIDField
+from django.db.models.functions import Cast, Substr
 
 from apps.conversations.models import Message, Session
 from apps.conversations.routing import DELETE_SESSION, session_delete_key
 from apps.core.errors import InvalidInput, NotFound
+from apps.core.expressions import CitesAny
 from apps.pipeline.models import MemoryTask
 from apps.providers.embeddings import embedding_model_name
 from apps.tenancy.readers import Reader
 
+# Visibility: what a reader sees of this app's rows, and of the rows other apps derive from them.
+# Each rule is a Q that the selectors filter by and the search engine compiles into its SQL
+# (SearchSource.visible), so the two cannot differ. A session accepted for deletion is gone from
+# its 202 on (its purge task is active), though its rows wait for the purge: so are its turns and
+# whatever the purge takes with them (provenance: what a turn of it is cited by).
+
+
+def sessions_being_deleted(*, organization_id):
+    """The ids of the organisation's sessions whose purge task is active (the session's id is the
+    tail of the task's idempotency key)."""
+    return MemoryTask.objects.filter(
+        organization_id=organization_id, task_type=DELETE_SESSION, status__in=MemoryTask.ACTIVE_STATUSES
+    ).values(deleted_session=Cast(Substr("idempotency_key", len(session_delete_key("")) + 1), UUIDField()))
+
+
+def turns_being_deleted(*, organization_id):
+    """The ids of the turns of the sessions being deleted."""
+    return Message.objects.filter(session__in=sessions_being_deleted(organization_id=organization_id)).values("pk")
+
+
+def cites_turns_being_deleted(*, organization_id, field: str = "source_message_ids") -> Q:
+    """Rows whose `field` (an array of turn ids) cites a turn of a session being deleted: its purge
+    deletes them with the turn (apps.privacy.services.provenance), so they read as gone already."""
+    return Q(CitesAny(field, turns_being_deleted(organization_id=organization_id)))
+
+
+def session_visible(reader: Reader) -> Q:
+    return reader.condition() & ~Q(pk__in=sessions_being_deleted(organization_id=reader.organization_id))
+
+
+def message_visible(reader: Reader, user_id: str | None = None) -> Q:
+    """The turns the reader sees (the message type's search visibility; `user_id` is not part of it)."""
+    return reader.condition() & ~Q(session__in=sessions_being_deleted(organization_id=reader.organization_id))
+
 
 def session_list(*, reader: Reader, filters: dict | None = None):
-    """The sessions the reader sees, newest first; a session accepted for deletion is gone from its
-    202 on (its purge task is active), though its rows wait for the purge."""
+    """The sessions the reader sees, newest first; a session accepted for deletion is not among them."""
     filters = filters or {}
-    purge_pending = MemoryTask.objects.filter(
-        task_type=DELETE_SESSION,
-        idempotency_key=Concat(Value(session_delete_key("")), Cast(OuterRef("pk"), CharField())),
-        status__in=MemoryTask.ACTIVE_STATUSES,
-    )
-    queryset = reader.rows(Session).select_related("end_user").exclude(Exists(purge_pending))
+    queryset = Session.objects.filter(session_visible(reader)).select_related("end_user")
     if filters.get("user_id"):
         queryset = queryset.filter(end_user__user_id=filters["user_id"])
     if filters.get("session_tag"):
@@ -97,4 +126,4 @@ def messages_not_learned(*, session: Session):
 
 
 def message_list(*, reader: Reader):
-    return reader.rows(Message)
+    return Message.objects.filter(message_visible(reader))

@@ -1,6 +1,7 @@
 """The memory types the search engine serves from this app: `episodic` and `semantic`."""
 
 from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.memories.selectors import memory_live
 from apps.memories.serializers import EpisodicMemoryOutputSerializer, SemanticMemoryOutputSerializer
 from apps.memories.services.memories import EPISODIC, SEMANTIC, embedding_text, memory_snapshot
 from apps.search.registry import SearchSource, register_source
@@ -13,14 +14,14 @@ EPISODIC_SOURCE = SearchSource(
     model=EpisodicMemory,
     output=EpisodicMemoryOutputSerializer,
     item_fields=("occurred_at", "time_granularity", "actor", "event_type", *COMMON_FIELDS),
+    visible=memory_live,
     default_method="hybrid",
     # Time range filters ask when the event happened, not when it was remembered.
     time_column="occurred_at",
     event_time_column="occurred_at",
     date_span_column="date_span",
     user_column="end_user_id",
-    fuzzy_expression="t.summary",
-    extra_where="t.deleted_at IS NULL",
+    fuzzy_fields=("summary",),
     select_related=("end_user",),
     embedding_text=lambda memory: embedding_text(EPISODIC, memory_snapshot(memory)),
 )
@@ -30,12 +31,12 @@ SEMANTIC_SOURCE = SearchSource(
     model=SemanticMemory,
     output=SemanticMemoryOutputSerializer,
     item_fields=("name", "source", *COMMON_FIELDS),
+    visible=memory_live,
     default_method="hybrid",
     time_column="updated_at",
     date_span_column="date_span",
     user_column="end_user_id",
-    fuzzy_expression="(t.name || ' ' || t.summary)",
-    extra_where="t.deleted_at IS NULL",
+    fuzzy_fields=("name", "summary"),
     select_related=("end_user",),
     embedding_text=lambda memory: embedding_text(SEMANTIC, memory_snapshot(memory)),
 )

@@ -2,19 +2,32 @@
 
 from django.db.models import Exists, OuterRef, Q
 
+from apps.conversations.selectors import cites_turns_being_deleted
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.tenancy.models import EndUser
 from apps.tenancy.readers import Reader
 
 
+def memory_readable(reader: Reader) -> Q:
+    """The memories the reader may read by id: soft-deleted ones included (a caller may still erase
+    one for good), but not one learned from a session being deleted, whose purge takes it."""
+    return reader.condition() & ~cites_turns_being_deleted(organization_id=reader.organization_id)
+
+
+def memory_live(reader: Reader, user_id: str | None = None) -> Q:
+    """The memories the reader sees in lists and searches (the search visibility of `episodic` and
+    `semantic`; `user_id` is not part of it): readable and not soft-deleted."""
+    return memory_readable(reader) & Q(deleted_at__isnull=True)
+
+
 def episodic_memory_list(*, reader: Reader):
     """Including soft-deleted rows: a caller may still erase one for good."""
-    return reader.rows(EpisodicMemory).select_related("end_user")
+    return EpisodicMemory.objects.filter(memory_readable(reader)).select_related("end_user")
 
 
 def semantic_memory_list(*, reader: Reader):
     """Including soft-deleted rows: a caller may still erase one for good."""
-    return reader.rows(SemanticMemory).select_related("end_user")
+    return SemanticMemory.objects.filter(memory_readable(reader)).select_related("end_user")
 
 
 def memory_history(*, memory):
@@ -26,9 +39,11 @@ def memory_list(*, reader: Reader, memory_type: str, filters: dict):
     """One user's live memories of a type, newest first (events by when they happened), filtered by
     subject (a fact's name or an event's actor, case-insensitive), time window and text."""
     episodic = memory_type == "episodic"
-    queryset = (episodic_memory_list if episodic else semantic_memory_list)(reader=reader)
-    queryset = queryset.filter(end_user__user_id=filters["user_id"], deleted_at__isnull=True).defer(
-        "embedding", "search_vector"
+    queryset = (
+        (EpisodicMemory if episodic else SemanticMemory)
+        .objects.filter(memory_live(reader), end_user__user_id=filters["user_id"])
+        .select_related("end_user")
+        .defer("embedding", "search_vector")
     )
     time_field = "occurred_at" if episodic else "updated_at"
     if filters.get("subject"):

@@ -2,8 +2,10 @@
 topic's page (`topic`), two kinds of one table, each with its own cap in a mixed search."""
 
 from django.conf import settings
+from django.db.models import Q
 
 from apps.profiles.models import Profile
+from apps.profiles.selectors import profile_visible
 from apps.profiles.serializers import ProfileOutputSerializer
 from apps.search.registry import SearchSource, register_source
 
@@ -28,11 +30,12 @@ def _page_source(memory_type: str, kind: Profile.Kind, mixed_cap) -> SearchSourc
         model=Profile,
         output=ProfileOutputSerializer,
         item_fields=PAGE_FIELDS,
+        visible=profile_visible,
+        served=Q(status=Profile.Status.ACTIVE, kind=kind),
         default_method="hybrid",
         time_column="compiled_at",
         user_column="end_user_id",
-        fuzzy_expression="(t.name || ' ' || t.markdown)",
-        extra_where=f"t.status = 'active' AND t.kind = '{kind.value}'",
+        fuzzy_fields=("name", "markdown"),
         select_related=("end_user",),
         embedding_text=Profile.embedding_text,
         mixed_cap=mixed_cap,

@@ -1,6 +1,6 @@
 """Reads of compiled memory, always within the caller's organisation and read scopes."""
 
-from django.db.models import Prefetch
+from django.db.models import Prefetch, Q
 
 from apps.conversations.models import Session
 from apps.profiles.models import Edge, Entity, Profile, ProfileRevision
@@ -8,9 +8,18 @@ from apps.tenancy.models import EndUser
 from apps.tenancy.readers import Reader
 
 
+def profile_visible(reader: Reader, user_id: str | None = None) -> Q:
+    """The pages the reader sees (the search visibility of `profile` and `topic`; `user_id` is not
+    part of it). A page quoting a session being deleted is still read until the purge clears it for
+    recompiling: finding such pages means following their sources, too costly for every search."""
+    return reader.condition()
+
+
 def profile_list(*, reader: Reader, filters: dict | None = None):
     filters = filters or {}
-    queryset = reader.rows(Profile).select_related("end_user").defer("embedding", "search_vector")
+    queryset = (
+        Profile.objects.filter(profile_visible(reader)).select_related("end_user").defer("embedding", "search_vector")
+    )
     if filters.get("user_id"):
         queryset = queryset.filter(end_user__user_id=filters["user_id"])
     queryset = queryset.filter(status=filters.get("status") or Profile.Status.ACTIVE)
@@ -21,7 +30,7 @@ def profile_list(*, reader: Reader, filters: dict | None = None):
 def profile_detail_queryset(*, reader: Reader):
     """Any status: an archived page is still readable by id, with its history."""
     return (
-        reader.rows(Profile)
+        Profile.objects.filter(profile_visible(reader))
         .select_related("end_user")
         .defer("embedding", "search_vector")
         .prefetch_related("sources", Prefetch("revisions", queryset=ProfileRevision.objects.order_by("-number")))

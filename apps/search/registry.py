@@ -1,13 +1,15 @@
 """Memory types the search engine can search. Each app registers its own in AppConfig.ready().
 
-The engine builds its SQL from these descriptions, so every type gets the same scoping
-(organisation + read scopes inside the SQL) and the same four methods.
+The engine builds its SQL from these descriptions, so every type gets the same four methods, and
+what a reader sees of a type is the owning app's own rule (`visible`, the condition its selectors
+filter by), compiled into the SQL of every method.
 """
 
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from django.db.models import Q
 from rest_framework import serializers
 from rest_framework.fields import SkipField
 
@@ -24,8 +26,16 @@ class SearchSource:
     # fields of it a search hit carries besides `id`, `memory_type` and `score`.
     output: type
     item_fields: tuple[str, ...]
+    # What a reader sees of the type: `visible(reader, user_id)` is a Q over the model (own columns
+    # and subqueries, no joins) from the owning app, the one its selectors filter by: organisation
+    # and read scopes, and whatever else hides a row there (a pending delete, a soft delete, the
+    # trust between users of a scope). `user_id` is the search's (None: no user named); most rules
+    # ignore it. The engine compiles it into the SQL of every method (apps.search.engine.scoping).
+    visible: Callable[..., Q]
+    # Which of the visible items a search serves (e.g. only active skills), over the model.
+    served: Q = field(default_factory=Q)
     default_method: str = "hybrid"
-    # Columns of the model's table (aliased `t` in the SQL).
+    # Fields of the model, read as columns of its table (aliased `t` in the SQL).
     search_vector_column: str = "search_vector"
     embedding_column: str = "embedding"
     time_column: str = "created_at"
@@ -34,18 +44,14 @@ class SearchSource:
     # with neither is timeless: a window does not filter it.
     event_time_column: str | None = None
     date_span_column: str | None = None
+    # The item's owner, which a search naming a user filters by; None for a type whose `visible`
+    # rule takes the user itself (skills: one user may be served another's).
     user_column: str | None = "end_user_id"
-    # Types whose items one user may be served from another's (skills): SQL over `t` for the items
-    # every user of the scope is served, and over `t` and `e` (the caller's tenancy_enduser row) for
-    # those one user is served besides. Set, a search naming no user sees only the shared items.
-    shared_where: str = ""
-    user_where: str = ""
     # Column holding the conversations.Session foreign key, when the type belongs to a session.
     session_column: str | None = None
-    # SQL expression over `t` searched by pg_trgm for the fuzzy method.
-    fuzzy_expression: str = "t.content"
-    # Extra SQL condition over `t` without parameters, e.g. "t.status = 'active'".
-    extra_where: str = ""
+    # The fields whose text pg_trgm searches for the fuzzy method, joined by spaces (a trigram index
+    # on exactly that expression lets it answer: see `fuzzy_expression`).
+    fuzzy_fields: tuple[str, ...] = ("content",)
     # Select_related paths for loading the result rows.
     select_related: tuple[str, ...] = field(default_factory=tuple)
     # The fields a reranker reads of a candidate (apps.search.rerank.candidate_of: the time column,
@@ -59,6 +65,24 @@ class SearchSource:
     # Field values selecting this type's rows of a table other types share (profile and topic pages):
     # what `reembed` stages and switches for the type, as (field, value) pairs (the source is hashable).
     rows: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def table(self) -> str:
+        return self.model._meta.db_table
+
+    def column(self, name: str) -> str:
+        """The column of one of the model's fields (by name or attname), as the SQL names it."""
+        return self.model._meta.get_field(name).column
+
+    @property
+    def fuzzy_expression(self) -> str:
+        """The SQL over `t` the fuzzy method searches, e.g. `(t.name || ' ' || t.description)`."""
+        columns = [f"t.{self.column(name)}" for name in self.fuzzy_fields]
+        return columns[0] if len(columns) == 1 else "(" + " || ' ' || ".join(columns) + ")"
+
+    def served_rows(self, reader, user_id: str | None = None):
+        """The model's rows a search of this type may return to `reader` (visible and served)."""
+        return self.model.objects.filter(self.visible(reader, user_id), self.served)
 
     @functools.cached_property
     def item_serializer(self) -> type:

@@ -20,7 +20,8 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import Max
 
-from apps.skills.models import Skill, SkillFeedback, SkillVersion
+from apps.conversations.models import Session
+from apps.skills.models import Skill, SkillFeedback, SkillUse, SkillVersion
 
 # The interval's confidence (two-sided 95%: z = 1.96).
 Z = 1.959964
@@ -31,10 +32,12 @@ RANKING_CACHE_SECONDS = 30
 # A shrunk lift of this size moves a skill's ranking score most of the way to its bound (tanh).
 LIFT_SCALE = 0.25
 
+# The tables, as the models name them.
+_SESSIONS, _USES, _FEEDBACK, _SKILLS = (model._meta.db_table for model in (Session, SkillUse, SkillFeedback, Skill))
 _OUTCOME = "s.outcome IN ('success', 'failure')"
 # A use's session: same organisation, end user, scope and id, sealed as a task session.
 _SESSION_JOIN = f"""
-    JOIN conversations_session s ON s.organization_id = u.organization_id AND s.end_user_id = u.end_user_id
+    JOIN {_SESSIONS} s ON s.organization_id = u.organization_id AND s.end_user_id = u.end_user_id
      AND s.scope = u.session_scope AND s.session_id = u.session_id
      AND s.status = 'sealed' AND s.session_tag = 'task' AND {_OUTCOME}
 """
@@ -178,8 +181,8 @@ def _fetch(sql: str, params: list) -> list[tuple]:
 def _use_counts(skill_id) -> dict:
     """{version or None (all): (uses, applied)} of one skill: every retrieval, counted or not."""
     rows = _fetch(
-        """
-        SELECT version, count(*), count(applied_at), GROUPING(version) FROM skills_skilluse
+        f"""
+        SELECT version, count(*), count(applied_at), GROUPING(version) FROM {_USES}
         WHERE skill_id = %s GROUP BY ROLLUP (version)
         """,
         [skill_id],
@@ -194,7 +197,7 @@ def _user_outcomes(skill_id, *, since_version: int = 1) -> dict:
         f"""
         WITH counted AS (
             SELECT DISTINCT u.version, u.end_user_id, s.id AS session, s.outcome, s.sealed_at
-            FROM skills_skilluse u {_SESSION_JOIN}
+            FROM {_USES} u {_SESSION_JOIN}
             WHERE u.skill_id = %s AND u.version >= %s AND {_COUNTED}
         ), per_user AS (
             SELECT version, end_user_id, {_PER_USER_COLUMNS}
@@ -215,10 +218,10 @@ def _baseline(skill: Skill) -> tuple[int, int]:
         f"""
         WITH per_user AS (
             SELECT {_PER_USER_COLUMNS} FROM (
-                SELECT s.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM conversations_session s
+                SELECT s.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_SESSIONS} s
                 WHERE s.organization_id = %s AND s.scope = %s AND s.session_tag = 'task' AND s.status = 'sealed'
                   AND {_OUTCOME}
-                  AND NOT EXISTS (SELECT 1 FROM skills_skilluse u WHERE u.skill_id = %s
+                  AND NOT EXISTS (SELECT 1 FROM {_USES} u WHERE u.skill_id = %s
                                   AND u.organization_id = s.organization_id AND u.end_user_id = s.end_user_id
                                   AND u.session_scope = s.scope AND u.session_id = s.session_id)
             ) sessions GROUP BY end_user_id
@@ -281,7 +284,7 @@ def review_evidence(skill: Skill) -> tuple[Evidence, int]:
 def feedback_counts(skill: Skill) -> dict:
     counts = dict.fromkeys(SkillFeedback.Verdict.values, 0)
     for verdict, count in _fetch(
-        "SELECT verdict, count(*) FROM skills_skillfeedback WHERE skill_id = %s GROUP BY verdict", [skill.pk]
+        f"SELECT verdict, count(*) FROM {_FEEDBACK} WHERE skill_id = %s GROUP BY verdict", [skill.pk]
     ):
         counts[verdict] = count
     return counts
@@ -314,7 +317,7 @@ def _scope_rates(organization_id, scopes: list[str]) -> dict[str, tuple[int, int
         f"""
         WITH per_user AS (
             SELECT scope, {_PER_USER_COLUMNS} FROM (
-                SELECT s.scope, s.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM conversations_session s
+                SELECT s.scope, s.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_SESSIONS} s
                 WHERE s.organization_id = %s AND s.scope = ANY(%s) AND s.session_tag = 'task'
                   AND s.status = 'sealed' AND {_OUTCOME}
             ) sessions GROUP BY scope, end_user_id
@@ -333,7 +336,7 @@ def _skill_outcomes(skill_ids: list) -> dict:
         WITH per_user AS (
             SELECT skill_id, {_PER_USER_COLUMNS} FROM (
                 SELECT DISTINCT u.skill_id, u.end_user_id, s.id AS session, s.outcome, s.sealed_at
-                FROM skills_skilluse u {_SESSION_JOIN}
+                FROM {_USES} u {_SESSION_JOIN}
                 WHERE u.skill_id = ANY(%s::uuid[]) AND {_COUNTED}
             ) counted GROUP BY skill_id, end_user_id
         )
@@ -445,10 +448,10 @@ def failure_notes(skills: list[Skill]) -> dict:
 
 
 def _per_user_of_each_skill() -> str:
-    """A subquery of the per-user outcomes of the skill of the changelist row (`skills_skill`)."""
+    """A subquery of the per-user outcomes of the skill of the changelist row (the outer query's skill table)."""
     return f"""(SELECT {_PER_USER_COLUMNS} FROM (
-        SELECT DISTINCT u.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM skills_skilluse u {_SESSION_JOIN}
-        WHERE u.skill_id = skills_skill.id AND {_COUNTED}) counted GROUP BY end_user_id) per_user"""
+        SELECT DISTINCT u.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_USES} u {_SESSION_JOIN}
+        WHERE u.skill_id = {_SKILLS}.id AND {_COUNTED}) counted GROUP BY end_user_id) per_user"""
 
 
 def users_sql() -> tuple[str, list]:
@@ -471,7 +474,7 @@ def outcomes_over_time(skill: Skill, *, weeks: int = 12) -> list[tuple]:
         f"""
         SELECT date_trunc('week', s.sealed_at) AS week, count(DISTINCT s.id) FILTER (WHERE s.outcome = 'success'),
                count(DISTINCT s.id) FILTER (WHERE s.outcome = 'failure')
-        FROM skills_skilluse u {_SESSION_JOIN} WHERE u.skill_id = %s AND {_COUNTED}
+        FROM {_USES} u {_SESSION_JOIN} WHERE u.skill_id = %s AND {_COUNTED}
         GROUP BY week ORDER BY week DESC LIMIT %s
         """,
         [skill.pk, top_ranks(), weeks],

@@ -1,9 +1,11 @@
 """The skill memory types the search engine serves: `procedural` (skills) and `experience`."""
 
+from django.db.models import Q
+
 from apps.search.registry import SearchSource, register_source
 from apps.skills.models import Skill, SkillExperience
+from apps.skills.selectors import experience_visible, skill_served
 from apps.skills.serializers import ExperienceOutputSerializer, SkillOutputSerializer
-from apps.skills.trust import SHARED_SQL, TAUGHT_SQL
 
 PROCEDURAL = SearchSource(
     memory_type="procedural",
@@ -21,13 +23,14 @@ PROCEDURAL = SearchSource(
         "shared",
         "scope",
     ),
+    # A user is served the shared skills and those they own or taught (apps.skills.trust): the rule
+    # takes the user, rather than the owner filter of `user_column`.
+    visible=skill_served,
+    served=Q(status=Skill.Status.ACTIVE),
     default_method="hybrid",
     time_column="updated_at",
-    user_column="end_user_id",
-    shared_where=SHARED_SQL,
-    user_where=TAUGHT_SQL,
-    fuzzy_expression="(t.name || ' ' || t.description)",
-    extra_where="t.status = 'active'",
+    user_column=None,
+    fuzzy_fields=("name", "description"),
     embedding_text=Skill.embedding_text,
 )
 
@@ -46,11 +49,12 @@ EXPERIENCE = SearchSource(
         "scope",
         "created_at",
     ),
+    visible=experience_visible,
     default_method="hybrid",
     time_column="created_at",
     user_column="end_user_id",
     session_column="session_id",
-    fuzzy_expression="(t.title || ' ' || t.content)",
+    fuzzy_fields=("title", "content"),
     embedding_text=SkillExperience.embedding_text,
 )
 

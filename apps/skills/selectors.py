@@ -4,11 +4,27 @@ from django.contrib.postgres.search import SearchQuery
 from django.db.models import Count, IntegerField, Max, OuterRef, Prefetch, Q, Subquery
 from django.db.models.functions import Coalesce
 
-from apps.conversations.selectors import session_list
+from apps.conversations.selectors import cites_turns_being_deleted, session_list, sessions_being_deleted
 from apps.skills.models import Skill, SkillExperience, SkillUse, SkillVersion
-from apps.skills.trust import visible_q
-from apps.tenancy.models import EndUser
+from apps.skills.trust import served_q
 from apps.tenancy.readers import Reader
+
+
+def skill_served(reader: Reader, user_id: str | None = None) -> Q:
+    """The skills in the reader's scopes served to `user_id` (None: the shared ones): the search
+    visibility of `procedural` (apps.skills.trust)."""
+    return reader.condition() & served_q(organization_id=reader.organization_id, user_id=user_id)
+
+
+def experience_visible(reader: Reader, user_id: str | None = None) -> Q:
+    """The experiences the reader sees (the search visibility of `experience`; `user_id` is not part
+    of it): not one of a session being deleted, nor one citing its turns (its purge takes them)."""
+    organization_id = reader.organization_id
+    return (
+        reader.condition()
+        & ~Q(session__in=sessions_being_deleted(organization_id=organization_id))
+        & ~cites_turns_being_deleted(organization_id=organization_id)
+    )
 
 
 def with_retrievals(queryset):
@@ -34,12 +50,7 @@ def skill_list(*, reader: Reader, filters: dict | None = None):
         if filters.get(name):
             queryset = queryset.filter(**{name: filters[name]})
     if filters.get("user_id"):
-        end_user_id = (
-            EndUser.objects.filter(organization_id=reader.organization_id, user_id=filters["user_id"])
-            .values_list("id", flat=True)
-            .first()
-        )
-        queryset = queryset.filter(visible_q(end_user_id))
+        queryset = queryset.filter(skill_served(reader, filters["user_id"]))
     if filters.get("q"):
         query = SearchQuery(filters["q"], config="english", search_type="websearch")
         queryset = queryset.filter(Q(search_vector=query) | Q(name__icontains=filters["q"]))
@@ -65,7 +76,11 @@ def skill_writable_queryset(*, reader: Reader):
 
 def experience_list(*, reader: Reader, filters: dict | None = None):
     filters = filters or {}
-    queryset = reader.rows(SkillExperience).select_related("end_user", "session").defer("embedding", "search_vector")
+    queryset = (
+        SkillExperience.objects.filter(experience_visible(reader))
+        .select_related("end_user", "session")
+        .defer("embedding", "search_vector")
+    )
     for name in ("status", "experience_type", "scope"):
         if filters.get(name):
             queryset = queryset.filter(**{name: filters[name]})

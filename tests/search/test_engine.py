@@ -6,8 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from apps.search import engine
-from apps.search.engine import search
+from apps.search.engine import bm25, search
 from tests.search.conftest import PLANS
 from tests.search.makers import make_message
 
@@ -189,7 +188,7 @@ def test_through_the_indexes_a_term_in_most_items_does_not_make_every_item_a_mat
 def test_through_the_indexes_each_term_brings_a_bounded_number_of_matches(
     client_a, add_messages, settings, fresh_cache, monkeypatch
 ):
-    monkeypatch.setattr(engine, "TERM_MATCHES_CAP", 3)
+    monkeypatch.setattr(bm25, "TERM_MATCHES_CAP", 3)
     for n in range(6):
         make_message(client_a, "erin", f"weekly standup notes number {n}", add_messages)
         make_message(client_a, "erin", f"retro agenda item {n}", add_messages)

@@ -164,7 +164,7 @@ def test_a_candidate_deleted_before_the_kept_hits_are_read_is_left_out(client_a,
         Message.objects.filter(pk=reranked_first).delete()
         return engine_rerank(query, hits, **options)
 
-    monkeypatch.setattr("apps.search.engine.rerank", deleted_while_reranking)
+    monkeypatch.setattr("apps.search.engine.planning.rerank", deleted_while_reranking)
     hits = _search(client_a, None, query="puppy walk", limit=3)
     assert reranked_first not in {hit.instance.pk for hit in hits} and len(hits) == 2
 
