@@ -101,7 +101,7 @@ def test_lists_every_tool_with_its_annotations_and_schemas(connect_as, client_a)
         "semantic",
         "procedural",
     ]
-    assert tools["search_memory"].input_schema["required"] == ["user_id", "query"]
+    assert tools["search_memory"].input_schema["required"] == ["user_id"]  # an empty query lists the latest
 
 
 def test_both_transports_publish_the_same_tools(mcp_server, live_server, client_a):
