@@ -183,13 +183,13 @@ def _hit_text(hit: dict) -> str:
 
 
 def render_search(body: dict) -> str:
-    hits = body["results"]
+    hits, window = body["results"], body.get("time_window")
+    when_named = (
+        f" ({window['expression']!r}: {window['start']} to {window['end']}, {window['mode']})" if window else ""
+    )
     if not hits:
-        return f"No results for {body['query']!r}."
-    lines = [f"{len(hits)} result(s) for {body['query']!r}:"]
-    window = body.get("time_window")
-    if window:
-        lines[0] += f" ({window['expression']!r}: {window['start']} to {window['end']}, {window['mode']})"
+        return f"No results for {body['query']!r}{when_named}."
+    lines = [f"{len(hits)} result(s) for {body['query']!r}{when_named}:"]
     for number, hit in enumerate(hits, 1):
         lines.append(f"{number}. [{hit['memory_type']}] id={hit['id']} score={hit['score']:.4f} {_hit_text(hit)}")
     return "\n".join(lines)
