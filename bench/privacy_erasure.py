@@ -85,11 +85,13 @@ def _act(world, kind: str, target) -> dict:
         return {"status": api.delete(f"/api/v1/memory/message/{target.pk}").status_code}
     if kind == "turn_delete_mcp":
         from asgiref.sync import async_to_sync
+        from memory_platform_client.contract import TOOLS_BY_NAME
 
         from apps.mcp_server.backend import PlatformBackend
 
-        # The tool's backend method, run on this thread (no executor), as the MCP tool calls it.
-        async_to_sync(PlatformBackend(client=world.two).delete_memory)(memory_type="message", memory_id=str(target.pk))
+        # The tool's backend call, run on this thread (no executor), as the MCP tool makes it.
+        arguments = {"memory_type": "message", "memory_id": str(target.pk)}
+        async_to_sync(PlatformBackend(client=world.two).call)(TOOLS_BY_NAME["delete_memory"], arguments)
         return {"status": "deleted"}
     if kind == "session_delete":
         from apps.privacy.services.provenance import session_delete

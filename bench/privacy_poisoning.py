@@ -141,19 +141,17 @@ def served_over_rest(client, *, user_id: str | None) -> dict:
 def served_over_mcp(client, *, user_id: str | None) -> dict:
     """What the MCP tools `retrieve_skills` and `search_memory` serve the caller for TASK (the tools'
     backend, in process; tests/mcp_server/test_poisoning.py goes through the transport)."""
+    from memory_platform_client.contract import TOOLS_BY_NAME
+
     from apps.mcp_server.backend import PlatformBackend
+
+    retrieve = {"task": TASK, "k": 10} | ({"user_id": user_id} if user_id else {})
+    search = {"user_id": user_id or "nobody", "query": TASK, "memory_types": ["procedural"], "limit": 10}
 
     async def calls(backend):
         return {
-            "retrieve_skills": await backend.retrieve_skills(task=TASK, k=10, user_id=user_id, session_id=None),
-            "search_memory": await backend.search(
-                user_id=user_id or "nobody",
-                query=TASK,
-                memory_types=["procedural"],
-                search_method=None,
-                limit=10,
-                session_id=None,
-            ),
+            "retrieve_skills": await backend.call(TOOLS_BY_NAME["retrieve_skills"], retrieve),
+            "search_memory": await backend.call(TOOLS_BY_NAME["search_memory"], search),
         }
 
     with ThreadPoolExecutor(max_workers=1) as executor:

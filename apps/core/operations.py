@@ -61,7 +61,7 @@ def operation(*, access: Access = Access.READ):
 
 def validated(serializer_class, data, **options) -> dict:
     """The serializer's validated data, or InvalidInput naming each bad field. A missing body (None,
-    e.g. a JSON `null`) is an empty one; MCP leaves unset arguments out (apps.mcp_server.backend.given)."""
+    e.g. a JSON `null`) is an empty one; MCP leaves unset arguments out (memory_platform_client.mcp_server.tools)."""
     serializer = serializer_class(data=data if data is not None else {}, **options)
     if not serializer.is_valid():
         raise InvalidInput(serializer.errors)

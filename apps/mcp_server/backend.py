@@ -1,9 +1,11 @@
-"""The MCP tools' backend inside the platform: each tool calls the operation its REST endpoint
-calls (apps.<app>.operations) with the caller and the tool's arguments, so both transports check
-access, validate, answer and refuse alike. The tools' arguments left unset (None) are not sent, as
-a REST client leaves them out."""
+"""The MCP tools' backend inside the platform: each tool calls the operation its REST endpoint calls
+(apps.<app>.operations) with the caller and the tool's arguments, so both transports check access,
+validate, answer and refuse alike. The tools come from the table in memory_platform_client.contract;
+OPERATIONS below is the one place that says which operation serves each (tests/test_contract.py
+checks it against the REST views)."""
 
 import asyncio
+import inspect
 import json
 import logging
 from concurrent.futures import Executor
@@ -11,12 +13,13 @@ from functools import partial
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
+from memory_platform_client.contract import Tool
 from memory_platform_client.errors import error_from_body
 from rest_framework.utils.encoders import JSONEncoder
 
 from apps.agent import operations as agent
 from apps.conversations import operations as conversations
-from apps.core.errors import ApplicationError, NotFound, as_application_error
+from apps.core.errors import ApplicationError, as_application_error
 from apps.core.pagination import Page
 from apps.privacy import operations as privacy
 from apps.profiles import operations as profiles
@@ -25,14 +28,63 @@ from apps.skills import operations as skills
 
 logger = logging.getLogger(__name__)
 
-DELETIONS = {
-    "message": privacy.delete_message,
-    "procedural": skills.delete_skill,
+# The operation behind each tool, the one its REST endpoint calls; where the tool's `memory_type`
+# picks the endpoint, one per type.
+OPERATIONS = {
+    "add_memory": conversations.add_memory,
+    "search_memory": search.search_memory,
+    "retrieve_skills": skills.retrieve_skills,
+    "apply_skill": skills.apply_skill,
+    "skill_feedback": skills.skill_feedback,
+    "list_sessions": conversations.list_sessions,
+    "get_session": conversations.get_session,
+    "delete_memory": {
+        "message": privacy.delete_message,
+        "episodic": agent.memory_delete,
+        "semantic": agent.memory_delete,
+        "procedural": skills.delete_skill,
+    },
+    "erase_user": privacy.erase_user,
+    "get_context": agent.context_get,
+    "list_memories": agent.memory_list,
+    "get_memory": agent.memory_get,
+    "update_memory": agent.memory_update,
+    "memory_history": agent.memory_history,
+    "get_profile": profiles.get_profile,
+    "list_entities": profiles.list_entities,
+    "delete_session": agent.session_delete,
+    "consolidate_memories": agent.memory_consolidate,
 }
 
 
-def given(**arguments) -> dict:
-    return {name: value for name, value in arguments.items() if value is not None}
+def operation_for(tool: Tool, arguments: dict):
+    target = OPERATIONS[tool.name]
+    return target[arguments[tool.selector.name]] if isinstance(target, dict) else target
+
+
+def operation_arguments(operation, tool: Tool, arguments: dict) -> dict:
+    """The operation's keyword arguments, as its REST view passes them: path arguments by name (an
+    operation named after the REST path takes `item_id`), the rest as the request's `query` or `data`.
+    A selector that picked the operation is not passed unless the operation takes it."""
+    accepted = inspect.signature(operation).parameters
+    chosen_by = tool.selector.name if isinstance(OPERATIONS[tool.name], dict) else None
+    keywords, fields = {}, {}
+    for arg in tool.tool_args:
+        if arg.name not in arguments:
+            continue
+        if arg.where != "path":
+            fields[arg.wire_name] = arguments[arg.name]
+        elif arg.name in accepted or arg.wire_name in accepted:
+            keywords[arg.name if arg.name in accepted else arg.wire_name] = arguments[arg.name]
+        elif arg.name != chosen_by:
+            raise TypeError(f"{operation.__qualname__} takes no {arg.name}")
+    if "query" in accepted:
+        keywords["query"] = fields
+    elif "data" in accepted:
+        keywords["data"] = fields
+    elif fields:
+        raise TypeError(f"{operation.__qualname__} takes no {', '.join(fields)}")
+    return keywords
 
 
 def plain_json(value):
@@ -82,86 +134,6 @@ class PlatformBackend:
         loop = asyncio.get_running_loop()
         return plain_json(await loop.run_in_executor(self.executor, partial(in_request_cycle, operation, **arguments)))
 
-    async def add(self, *, user_id, session_id, messages, session_tag, seal, outcome) -> dict:
-        data = given(
-            user_id=user_id,
-            session_id=session_id,
-            messages=messages,
-            session_tag=session_tag,
-            seal=seal,
-            outcome=outcome,
-        )
-        return await self._run(conversations.add_memory, data=data)
-
-    async def search(self, *, user_id, query, memory_types, search_method, limit, session_id) -> dict:
-        data = given(
-            user_id=user_id,
-            query=query,
-            memory_types=memory_types,
-            search_method=search_method,
-            limit=limit,
-            session_id=session_id,
-        )
-        return await self._run(search.search_memory, data=data)
-
-    async def retrieve_skills(self, *, task, k, user_id, session_id) -> dict:
-        data = given(task=task, k=k, user_id=user_id, session_id=session_id)
-        return await self._run(skills.retrieve_skills, data=data)
-
-    async def apply_skill(self, *, skill_id, user_id, session_id) -> dict:
-        data = given(user_id=user_id, session_id=session_id)
-        return await self._run(skills.apply_skill, skill_id=skill_id, data=data)
-
-    async def skill_feedback(self, *, skill_id, user_id, session_id, verdict, reason) -> dict:
-        data = given(user_id=user_id, session_id=session_id, verdict=verdict, reason=reason)
-        return await self._run(skills.skill_feedback, skill_id=skill_id, data=data)
-
-    async def list_sessions(self, *, user_id, session_tag, status, limit, offset) -> dict:
-        query = given(user_id=user_id, session_tag=session_tag, status=status, limit=limit, offset=offset)
-        return await self._run(conversations.list_sessions, query=query)
-
-    async def get_session(self, *, session_id, user_id, scope, limit, offset) -> dict:
-        query = given(user_id=user_id, scope=scope, limit=limit, offset=offset)
-        return await self._run(conversations.get_session, session_id=session_id, query=query)
-
-    async def delete_memory(self, *, memory_type, memory_id) -> None:
-        if memory_type in agent.MEMORY_TYPES:  # episodic and semantic: with the cascade of an edit
-            return await self._run(agent.memory_delete, memory_type=memory_type, memory_id=memory_id)
-        delete = DELETIONS.get(memory_type, _unknown_memory_type)
-        return await self._run(delete, item_id=memory_id)
-
-    async def erase_user(self, *, user_id) -> dict:
-        return await self._run(privacy.erase_user, user_id=user_id)
-
-    # The agent's API: each tool is one call of the operation its REST view calls.
-
-    async def get_context(self, **arguments) -> dict:
-        return await self._run(agent.context_get, data=given(**arguments))
-
-    async def list_memories(self, *, memory_type, **filters) -> dict:
-        return await self._run(agent.memory_list, memory_type=memory_type, data=given(**filters))
-
-    async def get_memory(self, *, memory_type, memory_id) -> dict:
-        return await self._run(agent.memory_get, memory_type=memory_type, memory_id=memory_id)
-
-    async def update_memory(self, *, memory_type, memory_id, **fields) -> dict:
-        return await self._run(agent.memory_update, memory_type=memory_type, memory_id=memory_id, data=given(**fields))
-
-    async def memory_history(self, *, memory_type, memory_id) -> dict:
-        return await self._run(agent.memory_history, memory_type=memory_type, memory_id=memory_id)
-
-    async def get_profile(self, *, profile_id) -> dict:
-        return await self._run(profiles.get_profile, profile_id=profile_id)
-
-    async def list_entities(self, **filters) -> dict:
-        return await self._run(profiles.list_entities, query=given(**filters))
-
-    async def delete_session(self, *, session_id, user_id, scope) -> dict:
-        return await self._run(agent.session_delete, session_id=session_id, data=given(user_id=user_id, scope=scope))
-
-    async def consolidate_memories(self, *, user_id, dry_run) -> dict:
-        return await self._run(agent.memory_consolidate, data=given(user_id=user_id, dry_run=dry_run))
-
-
-def _unknown_memory_type(*, client, item_id):
-    raise NotFound()
+    async def call(self, tool: Tool, arguments: dict):
+        operation = operation_for(tool, arguments)
+        return await self._run(operation, **operation_arguments(operation, tool, arguments))

@@ -6,6 +6,7 @@ import threading
 import pytest
 from asgiref.sync import async_to_sync
 from django.db import connection
+from memory_platform_client.contract import TOOLS_BY_NAME
 
 from apps.conversations.models import Message, Session
 from apps.mcp_server.backend import PlatformBackend
@@ -195,8 +196,8 @@ def _delete_memory_over_rest(client, memory):
 
 
 def _delete_memory_over_mcp(client, memory):
-    async_to_sync(PlatformBackend(client=client, executor=None).delete_memory)(
-        memory_type="semantic", memory_id=str(memory.pk)
+    async_to_sync(PlatformBackend(client=client, executor=None).call)(
+        TOOLS_BY_NAME["delete_memory"], {"memory_type": "semantic", "memory_id": str(memory.pk)}
     )
 
 

@@ -92,6 +92,16 @@ def test_add_takes_openai_sdk_message_objects_and_search_finds_them(sdk, client_
     assert {hit["user_id"] for hit in everyone["results"]} == {"alice"}
 
 
+def test_search_takes_a_time_window(sdk):
+    question = "Where did I go hiking in May 2023?"
+
+    window = sdk.search("alice", question, time_window="boost")["time_window"]
+    everyone = sdk.search_all_users(question, time_window="off")
+
+    assert (window["start"], window["end"], window["mode"]) == ("2023-05-01", "2023-05-31", "boost")
+    assert everyone["time_window"] is None
+
+
 def test_sessions(sdk, client_a, monkeypatch):
     for number in range(5):
         sdk.add("alice", f"chat-{number}", [{"role": "user", "content": f"turn {number}"}])

@@ -10,7 +10,7 @@ from apps.skills.models import Skill, SkillFeedback, SkillUse
 from tests.factories import ClientFactory
 from tests.mcp_server.mcp_client import call, http_transport, run, stdio_transport, text
 from tests.memories.makers import semantic
-from tests.profiles.makers import make_profile
+from tests.profiles.makers import make_profile, make_topic
 from tests.skills.factories import SkillFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -101,7 +101,7 @@ def test_lists_every_tool_with_its_annotations_and_schemas(connect_as, client_a)
         "semantic",
         "procedural",
     ]
-    assert tools["search_memory"].input_schema["required"] == ["user_id", "query"]
+    assert tools["search_memory"].input_schema["required"] == ["user_id"]  # an empty query lists the latest
 
 
 def test_both_transports_publish_the_same_tools(mcp_server, live_server, client_a):
@@ -348,6 +348,46 @@ def test_a_session_id_in_several_readable_scopes_is_named_by_scope(connect_as, c
     assert "Failed (400 invalid): Invalid input: scope: Session 'chat-1' exists in several scopes" in text(ambiguous)
     assert named.structured_content["scope"] == "other"
     assert [m["content"] for m in named.structured_content["messages"]] == ["elsewhere"]
+
+
+def test_the_arguments_the_tools_lacked_reach_the_platform(connect_as, client_a, add_messages):
+    """search_memory finds topic pages and takes the REST filters and time_window; get_context takes
+    the session's scope; list_sessions takes start and end (tests/mcp_server/test_contract.py)."""
+    topic = make_topic(client_a, "alice", "Trips to Lisbon: the flights, the hotel and the sister's flat.")
+    add_messages(client_a, user_id="alice", session_id="chat-1")
+    connect = connect_as(client_a)
+
+    async def scenario(session):
+        return {
+            "topics": await session.call_tool(
+                "search_memory", {"user_id": "alice", "query": "Lisbon trips", "memory_types": ["topic"]}
+            ),
+            "window": await session.call_tool(
+                "search_memory",
+                {"user_id": "alice", "query": "hiking in May 2023", "time_window": "filter", "session_tag": "task"},
+            ),
+            "off": await session.call_tool(
+                "search_memory", {"user_id": "alice", "query": "hiking in May 2023", "time_window": "off"}
+            ),
+            "context": await session.call_tool(
+                "get_context", {"user_id": "alice", "query": "Lisbon", "session_id": "chat-1", "scope": "default"}
+            ),
+            "recent": await session.call_tool("list_sessions", {"start": "2000-01-01T00:00:00Z"}),
+            "future": await session.call_tool("list_sessions", {"start": "2199-01-01T00:00:00Z"}),
+        }
+
+    results = run(connect, scenario)
+
+    assert not any(result.is_error for result in results.values()), {k: text(v) for k, v in results.items()}
+    assert [hit["id"] for hit in results["topics"].structured_content["results"]] == [str(topic.pk)]
+    assert f"topic {topic.name} (revision 1)" in text(results["topics"])
+    window = results["window"].structured_content["time_window"]
+    assert (window["start"], window["end"], window["mode"]) == ("2023-05-01", "2023-05-31", "filter")
+    assert "2023-05-01 to 2023-05-31, filter" in text(results["window"])
+    assert results["off"].structured_content["time_window"] is None
+    assert results["context"].structured_content["session_id"] == "chat-1"
+    assert results["recent"].structured_content["count"] == 1
+    assert results["future"].structured_content["count"] == 0
 
 
 def test_the_agent_tools(connect_as, client_a, add_messages):

@@ -6,6 +6,7 @@ turn leaves none of them in any column of any table, and no other party's turn g
 
 import pytest
 from asgiref.sync import async_to_sync
+from memory_platform_client.contract import TOOLS_BY_NAME
 
 from apps.conversations.models import Message, Session
 from apps.mcp_server.backend import PlatformBackend
@@ -132,8 +133,8 @@ def _delete_over_rest(client, message):
 
 
 def _delete_over_mcp(client, message):
-    async_to_sync(PlatformBackend(client=client, executor=None).delete_memory)(
-        memory_type="message", memory_id=str(message.pk)
+    async_to_sync(PlatformBackend(client=client, executor=None).call)(
+        TOOLS_BY_NAME["delete_memory"], {"memory_type": "message", "memory_id": str(message.pk)}
     )
 
 

@@ -329,8 +329,10 @@ class _Methods:
         start=None,
         end=None,
         filter_tags: dict | None = None,
+        time_window: str | None = None,
     ):
-        """Searches one user's memories; an empty query lists the most recent items."""
+        """Searches one user's memories; an empty query lists the most recent items. `time_window`
+        (`filter`, `boost`, `off`) says what a time the query names ("last May") does."""
         body = _body(
             user_id=user_id,
             query=query,
@@ -342,6 +344,7 @@ class _Methods:
             start=start,
             end=end,
             filter_tags=filter_tags,
+            time_window=time_window,
         )
         return self._run(Call("POST", "memory/search", json=body))
 
@@ -357,6 +360,7 @@ class _Methods:
         start=None,
         end=None,
         filter_tags: dict | None = None,
+        time_window: str | None = None,
     ):
         """The same search across every user of the organisation (within the key's read scopes)."""
         params = {
@@ -369,6 +373,7 @@ class _Methods:
             "start": start,
             "end": end,
             "filter_tags": filter_tags,
+            "time_window": time_window,
         }
         return self._run(Call("GET", "memory/search_all_users", params=params))
 

@@ -9,76 +9,18 @@ import sys
 
 from memory_platform_client import __version__
 from memory_platform_client.client import AsyncMemoryClient
+from memory_platform_client.contract import Tool, sdk_method
 from memory_platform_client.mcp_server.tools import build_server
 
 
 class HTTPBackend:
-    """The tools' backend over the REST API."""
+    """The tools' backend over the REST API: each tool calls the SDK method its row names."""
 
     def __init__(self, client: AsyncMemoryClient):
         self.client = client
 
-    async def add(self, *, user_id, session_id, messages, session_tag, seal, outcome):
-        return await self.client.add(user_id, session_id, messages, session_tag=session_tag, seal=seal, outcome=outcome)
-
-    async def search(self, *, user_id, query, memory_types, search_method, limit, session_id):
-        return await self.client.search(
-            user_id, query, memory_types=memory_types, search_method=search_method, limit=limit, session_id=session_id
-        )
-
-    async def retrieve_skills(self, *, task, k, user_id, session_id):
-        return await self.client.retrieve_skills(task, k=k, user_id=user_id, session_id=session_id)
-
-    async def apply_skill(self, *, skill_id, user_id, session_id):
-        return await self.client.apply_skill(skill_id, user_id=user_id, session_id=session_id)
-
-    async def skill_feedback(self, *, skill_id, user_id, session_id, verdict, reason):
-        return await self.client.skill_feedback(
-            skill_id, user_id=user_id, session_id=session_id, verdict=verdict, reason=reason
-        )
-
-    async def list_sessions(self, *, user_id, session_tag, status, limit, offset):
-        return await self.client.sessions.page(
-            limit=limit, offset=offset, user_id=user_id, session_tag=session_tag, status=status
-        )
-
-    async def get_session(self, *, session_id, user_id, scope, limit, offset):
-        return await self.client.sessions.get(session_id, user_id, scope=scope, limit=limit, offset=offset)
-
-    async def delete_memory(self, *, memory_type, memory_id):
-        await self.client.delete_memory(memory_type, memory_id)
-
-    async def erase_user(self, *, user_id):
-        return await self.client.erase_user(user_id)
-
-    async def get_context(self, *, user_id, messages, query, session_id, max_tokens, memory_types):
-        return await self.client.context(
-            user_id, messages, query=query, session_id=session_id, max_tokens=max_tokens, memory_types=memory_types
-        )
-
-    async def list_memories(self, *, memory_type, user_id, limit, offset, **filters):
-        return await self.client.memories.page(memory_type, user_id, limit=limit, offset=offset, **filters)
-
-    async def get_memory(self, *, memory_type, memory_id):
-        return await self.client.memories.get(memory_type, memory_id)
-
-    async def update_memory(self, *, memory_type, memory_id, **fields):
-        return await self.client.memories.update(memory_type, memory_id, **fields)
-
-    async def memory_history(self, *, memory_type, memory_id):
-        return await self.client.memories.history(memory_type, memory_id)
-
-    async def get_profile(self, *, profile_id):
-        return await self.client.profiles.get(profile_id)
-
-    async def list_entities(self, *, user_id, kind, limit, offset):
-        return await self.client.entities.page(limit=limit, offset=offset, user_id=user_id, kind=kind)
-
-    async def delete_session(self, *, session_id, user_id, scope):
-        return await self.client.sessions.delete(session_id, user_id, scope=scope)
-
-    async def consolidate_memories(self, *, user_id, dry_run):
-        return await self.client.memories.consolidate(user_id, dry_run=dry_run)
+    async def call(self, tool: Tool, arguments: dict):
+        return await sdk_method(self.client, tool)(**arguments)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,8 +1,9 @@
-"""The MCP tools, defined once for both transports: names, argument schemas, annotations and the
-text a model reads. Each tool makes one call on a backend: the platform's own services behind
-`/mcp`, or the REST API through `AsyncMemoryClient` behind the stdio server. Either backend
-returns the REST API's JSON and raises this package's `APIError`s, so both transports answer
-alike, errors included."""
+"""The MCP tools of both transports, built from the tool table (memory_platform_client.contract):
+each tool's name, argument schema, annotations and description come from its row; what is written
+here is how each answer reads to a model. Each tool makes one call on a backend: the platform's own
+operations behind `/mcp`, or the SDK over the REST API behind the stdio server. Either backend
+returns the REST API's JSON and raises this package's `APIError`s, so both transports answer alike,
+errors included."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
+from memory_platform_client.contract import TOOLS, Arg, Tool
 from memory_platform_client.errors import APIConnectionError, APIError
 from memory_platform_client.messages import ChatMessage, to_messages
 
@@ -30,509 +32,103 @@ INSTRUCTIONS = (
 CLIP = 300
 TRANSCRIPT_CLIP = 2000
 
-MemoryType = Literal["message", "episodic", "semantic", "procedural", "experience", "profile"]
-DeletableMemoryType = Literal["message", "episodic", "semantic", "procedural"]
-SearchMethod = Literal["bm25", "embedding", "hybrid", "fuzzy"]
-SessionTag = Literal["conversation", "task"]
-ManagedMemoryType = Literal["episodic", "semantic"]
-ContextType = Literal["profile", "semantic", "episodic", "message", "procedural"]
-
-UserId = Annotated[str, Field(description="Your application's id of the person (end user) the memory is about.")]
-SessionId = Annotated[str, Field(description="The conversation or task id: 1-64 letters, digits, '_' or '-'.")]
-SkillId = Annotated[str, Field(description="The skill's id, as retrieve_skills shows it.")]
-TaskSessionId = Annotated[
-    str, Field(description="The task session that retrieved the skill (the session_id given to retrieve_skills).")
-]
-
-READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
-EDIT = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+ANNOTATIONS = {
+    "read": ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    "write": ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    ),
+    "edit": ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+    "destructive": ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+    ),
+}
+SCALARS = {"string": str, "datetime": str, "integer": int, "boolean": bool, "object": dict[str, Any]}
 
 
 class Backend(Protocol):
-    """One method per tool; each returns the REST API's JSON for the same operation."""
-
-    async def add(
-        self,
-        *,
-        user_id: str,
-        session_id: str,
-        messages: list[dict],
-        session_tag: str | None,
-        seal: bool,
-        outcome: str | None,
-    ) -> dict: ...
-
-    async def search(
-        self,
-        *,
-        user_id: str,
-        query: str,
-        memory_types: list[str] | None,
-        search_method: str | None,
-        limit: int,
-        session_id: str | None,
-    ) -> dict: ...
-
-    async def retrieve_skills(self, *, task: str, k: int, user_id: str | None, session_id: str | None) -> dict: ...
-
-    async def apply_skill(self, *, skill_id: str, user_id: str, session_id: str) -> dict: ...
-
-    async def skill_feedback(
-        self, *, skill_id: str, user_id: str, session_id: str, verdict: str, reason: str | None
-    ) -> dict: ...
-
-    async def list_sessions(
-        self, *, user_id: str | None, session_tag: str | None, status: str | None, limit: int, offset: int
-    ) -> dict:
-        """At least `count` (all matches) and `results` (this page)."""
-
-    async def get_session(
-        self, *, session_id: str, user_id: str, scope: str | None, limit: int, offset: int
-    ) -> dict: ...
-
-    async def delete_memory(self, *, memory_type: str, memory_id: str) -> None: ...
-
-    async def erase_user(self, *, user_id: str) -> dict: ...
-
-    async def get_context(
-        self,
-        *,
-        user_id: str,
-        messages: list[dict] | None,
-        query: str | None,
-        session_id: str | None,
-        max_tokens: int,
-        memory_types: list[str] | None,
-    ) -> dict: ...
-
-    async def list_memories(
-        self,
-        *,
-        memory_type: str,
-        user_id: str,
-        subject: str | None,
-        start: str | None,
-        end: str | None,
-        q: str | None,
-        limit: int,
-        offset: int,
-    ) -> dict:
-        """At least `count` (all matches) and `results` (this page)."""
-
-    async def get_memory(self, *, memory_type: str, memory_id: str) -> dict: ...
-
-    async def update_memory(self, *, memory_type: str, memory_id: str, **fields) -> dict: ...
-
-    async def memory_history(self, *, memory_type: str, memory_id: str) -> dict: ...
-
-    async def get_profile(self, *, profile_id: str) -> dict: ...
-
-    async def list_entities(self, *, user_id: str, kind: str | None, limit: int, offset: int) -> dict:
-        """At least `count` (all matches) and `results` (this page)."""
-
-    async def delete_session(self, *, session_id: str, user_id: str, scope: str | None) -> dict: ...
-
-    async def consolidate_memories(self, *, user_id: str | None, dry_run: bool) -> dict: ...
+    async def call(self, tool: Tool, arguments: dict[str, Any]) -> Any:
+        """The REST API's JSON for the tool's endpoint, called with `arguments` (the tool's arguments
+        that were given, by their table names); None for an answer without a body."""
 
 
 BackendFor = Callable[[Context], Backend]
 
 
 def build_server(backend_for: BackendFor, *, name: str = SERVER_NAME, version: str = "") -> MCPServer:
-    """An MCPServer with the platform's tools; `backend_for(ctx)` gives the backend of one call (on
-    the platform it is the caller's, resolved from the request's API key)."""
+    """An MCPServer with a tool per row of the table; `backend_for(ctx)` gives the backend of one call
+    (on the platform it is the caller's, resolved from the request's API key)."""
     server = MCPServer(name, instructions=INSTRUCTIONS, version=version)
+    for tool in TOOLS:
+        server.add_tool(
+            tool_function(tool, backend_for),
+            name=tool.name,
+            title=tool.title,
+            description=tool.description,
+            annotations=ANNOTATIONS[tool.effect],
+        )
+    return server
 
-    def tool(name: str, title: str, annotations: ToolAnnotations):
-        def register(function):
-            # The docstring is the description the model reads, without the source's indentation.
-            server.add_tool(
-                function,
-                name=name,
-                title=title,
-                description=inspect.cleandoc(function.__doc__),
-                annotations=annotations,
-            )
-            return function
 
-        return register
+def argument_type(arg: Arg) -> tuple[Any, Any]:
+    """The annotation and default of a tool's parameter: the JSON Schema MCP publishes and pydantic
+    checks comes from these."""
+    if arg.type == "messages":
+        base: Any = list[ChatMessage]
+    else:
+        base = Literal[arg.enum] if arg.enum else SCALARS[arg.type]
+        if arg.type == "datetime":
+            base = Annotated[base, Field(json_schema_extra={"format": "date-time"})]
+        if arg.many:
+            base = list[base]
+    is_list = arg.many or arg.type == "messages"
+    bounds = {"min_length" if is_list else "ge": arg.minimum, "max_length" if is_list else "le": arg.maximum}
+    bounds = {key: value for key, value in bounds.items() if value is not None}
+    if bounds:
+        base = Annotated[base, Field(**bounds)]
+    described = Field(description=arg.description)
+    if arg.required:
+        return Annotated[base, described], inspect.Parameter.empty
+    default = arg.default_for_tool
+    if default is None:
+        return Annotated[base | None, described], None
+    return Annotated[base, described], default
 
-    async def call(ctx: Context, operation: str, **arguments) -> Any:
+
+def tool_function(tool: Tool, backend_for: BackendFor):
+    """The tool's function for MCPServer: its signature is the table's arguments (and the context)."""
+    present = PRESENTERS[tool.name]
+    messages = {arg.name for arg in tool.tool_args if arg.type == "messages"}
+
+    async def run(ctx: Context, **given) -> CallToolResult:
+        # Unset arguments are left out, as a REST client leaves them out.
+        arguments = {
+            name: to_messages(value) if name in messages else value
+            for name, value in given.items()
+            if value is not None
+        }
         try:
-            return await getattr(backend_for(ctx), operation)(**arguments)
+            body = await backend_for(ctx).call(tool, arguments)
         except APIError as exc:
             raise ToolError(error_text(exc)) from exc
         except APIConnectionError as exc:
             raise ToolError(f"The memory platform could not be reached: {exc}") from exc
+        return present(body, arguments)
 
-    @tool("add_memory", "Add to memory", WRITE)
-    async def add_memory(
-        user_id: UserId,
-        session_id: SessionId,
-        messages: Annotated[list[ChatMessage], Field(min_length=1, description="The turns to store, oldest first.")],
-        ctx: Context,
-        session_tag: Annotated[
-            SessionTag | None,
-            Field(description="'conversation' (with a person; default) or 'task' (tool work, distilled into skills)."),
-        ] = None,
-        seal: Annotated[bool, Field(description="Close the session after these turns.")] = False,
-        outcome: Annotated[
-            Literal["success", "failure", "unknown"] | None, Field(description="How a task session ended.")
-        ] = None,
-    ) -> CallToolResult:
-        """Store turns of a conversation or task session in long-term memory. Later turns of the same
-        session_id are appended; the platform extracts facts and events, or skills, in the background."""
-        body = await call(
-            ctx,
-            "add",
-            user_id=user_id,
-            session_id=session_id,
-            messages=to_messages(messages),
-            session_tag=session_tag,
-            seal=seal,
-            outcome=outcome,
+    parameters = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
+    for arg in tool.tool_args:
+        annotation, default = argument_type(arg)
+        parameters.append(
+            inspect.Parameter(arg.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
         )
-        return result(render_add(body), body)
+    run.__name__ = run.__qualname__ = tool.name
+    run.__signature__ = inspect.Signature(parameters, return_annotation=CallToolResult)
+    run.__annotations__ = {parameter.name: parameter.annotation for parameter in parameters} | {
+        "return": CallToolResult
+    }
+    return run
 
-    @tool("search_memory", "Search memory", READ)
-    async def search_memory(
-        user_id: UserId,
-        query: Annotated[str, Field(description="What to look for; empty lists the most recent items.")],
-        ctx: Context,
-        memory_types: Annotated[
-            list[MemoryType] | None,
-            Field(
-                description="Default: every type. message = transcript turns, episodic = dated events, "
-                "semantic = facts, procedural = skills, experience = distilled lessons, "
-                "profile = compiled pages about people."
-            ),
-        ] = None,
-        search_method: Annotated[SearchMethod | None, Field(description="Default: the best for each type.")] = None,
-        limit: Annotated[int, Field(ge=1, le=100)] = 10,
-        session_id: Annotated[str | None, Field(description="Only this session's items.")] = None,
-    ) -> CallToolResult:
-        """Search one user's memories (facts, events, transcript turns, skills, lessons, profiles) by meaning
-        and keywords."""
-        body = await call(
-            ctx,
-            "search",
-            user_id=user_id,
-            query=query,
-            memory_types=memory_types,
-            search_method=search_method,
-            limit=limit,
-            session_id=session_id,
-        )
-        return result(render_search(body), body)
 
-    @tool("retrieve_skills", "Retrieve skills", READ)
-    async def retrieve_skills(
-        task: Annotated[str, Field(description="The task at hand, in a sentence or two.")],
-        ctx: Context,
-        k: Annotated[int, Field(ge=1, le=50, description="How many skills.")] = 5,
-        user_id: Annotated[
-            str | None,
-            Field(
-                description="The end user the agent acts for: also the skills this user taught. Without it, only the skills shared by the whole scope."
-            ),
-        ] = None,
-        session_id: Annotated[
-            str | None,
-            Field(
-                description="The task session the skills serve (with user_id): its outcome, once sealed, counts for or against each skill returned."
-            ),
-        ] = None,
-    ) -> CallToolResult:
-        """The learned procedures (skills) most relevant to a task, with their instructions: call it before acting."""
-        body = await call(ctx, "retrieve_skills", task=task, k=k, user_id=user_id, session_id=session_id)
-        return result(render_skills(body), body)
-
-    @tool("apply_skill", "Mark a skill applied", EDIT)
-    async def apply_skill(
-        skill_id: SkillId, user_id: UserId, session_id: TaskSessionId, ctx: Context
-    ) -> CallToolResult:
-        """Report that you followed a skill that retrieve_skills returned for this task session: the
-        session's outcome then counts for the skill as applied, not only as retrieved (also when it was not
-        among the top few results, which count anyway). Marking it again changes nothing."""
-        body = await call(ctx, "apply_skill", skill_id=skill_id, user_id=user_id, session_id=session_id)
-        return result(
-            f"Marked {body['applied']} use(s) of skill {body['skill_id']} in session {body['session_id']} "
-            f"as applied (since {when(body['applied_at'])}).",
-            body,
-        )
-
-    @tool("skill_feedback", "Give feedback on a skill", WRITE)
-    async def skill_feedback(
-        skill_id: SkillId,
-        user_id: UserId,
-        session_id: TaskSessionId,
-        verdict: Annotated[
-            Literal["helped", "hurt", "irrelevant"], Field(description="What the skill did for this task.")
-        ],
-        ctx: Context,
-        reason: Annotated[str | None, Field(description="Why, in a sentence (at most 2000 characters).")] = None,
-    ) -> CallToolResult:
-        """Say whether a skill helped, hurt or was irrelevant to a task session, and why. The session must
-        be one of this user's sessions you can read (add it first). Each call records one verdict, with you
-        as its actor; the skill's effectiveness shows it."""
-        body = await call(
-            ctx,
-            "skill_feedback",
-            skill_id=skill_id,
-            user_id=user_id,
-            session_id=session_id,
-            verdict=verdict,
-            reason=reason,
-        )
-        return result(
-            f"Recorded '{body['verdict']}' on skill {body['skill_id']} v{body['version']} for session "
-            f"{body['session_id']}, by {body['actor']}.",
-            body,
-        )
-
-    @tool("list_sessions", "List sessions", READ)
-    async def list_sessions(
-        ctx: Context,
-        user_id: Annotated[str | None, Field(description="Only this user's sessions.")] = None,
-        session_tag: SessionTag | None = None,
-        status: Literal["open", "sealed"] | None = None,
-        limit: Annotated[int, Field(ge=1, le=100)] = 20,
-        offset: Annotated[int, Field(ge=0)] = 0,
-    ) -> CallToolResult:
-        """Stored sessions, most recent first, one page at a time."""
-        page = await call(
-            ctx, "list_sessions", user_id=user_id, session_tag=session_tag, status=status, limit=limit, offset=offset
-        )
-        end = offset + len(page["results"])
-        body = {"count": page["count"], "next_offset": end if end < page["count"] else None, "results": page["results"]}
-        return result(render_sessions(body, offset), body)
-
-    @tool("get_session", "Read a session", READ)
-    async def get_session(
-        session_id: SessionId,
-        user_id: UserId,
-        ctx: Context,
-        limit: Annotated[int, Field(ge=1, le=1000, description="Turns to return.")] = 100,
-        offset: Annotated[int, Field(ge=0, description="Turns to skip from the start.")] = 0,
-        scope: Annotated[
-            str | None, Field(description="Only when the same session id exists in several scopes you read.")
-        ] = None,
-    ) -> CallToolResult:
-        """One session with its transcript (turns in order, with ids)."""
-        body = await call(
-            ctx, "get_session", session_id=session_id, user_id=user_id, scope=scope, limit=limit, offset=offset
-        )
-        return result(render_session(body, offset), body)
-
-    @tool("delete_memory", "Delete a memory", DESTRUCTIVE)
-    async def delete_memory(
-        memory_type: DeletableMemoryType,
-        memory_id: Annotated[str, Field(description="The item's id, as search_memory or get_session show it.")],
-        ctx: Context,
-    ) -> CallToolResult:
-        """Delete one stored item for good: a transcript turn, an episodic or semantic memory, or a skill."""
-        await call(ctx, "delete_memory", memory_type=memory_type, memory_id=memory_id)
-        body = {"deleted": True, "memory_type": memory_type, "id": memory_id}
-        return result(f"Deleted {memory_type} {memory_id}.", body)
-
-    @tool("erase_user", "Erase a user", DESTRUCTIVE)
-    async def erase_user(user_id: UserId, ctx: Context) -> CallToolResult:
-        """Erase everything stored about one person in the organisation (right to erasure). Irreversible;
-        it runs in the background. Needs a key with the can_erase permission."""
-        body = await call(ctx, "erase_user", user_id=user_id)
-        return result(
-            f"Erasure of user {user_id} accepted: erasure {body['erasure_id']}, status {body['status']}. "
-            "Everything stored about this user is being deleted.",
-            body,
-        )
-
-    @tool("get_context", "Get context", READ)
-    async def get_context(
-        user_id: UserId,
-        ctx: Context,
-        messages: Annotated[
-            list[ChatMessage] | None,
-            Field(description="The latest turns, oldest first; the context is for the last one with text."),
-        ] = None,
-        query: Annotated[str | None, Field(description="Instead of messages: what the context is for.")] = None,
-        session_id: Annotated[
-            str | None, Field(description="The current session; a task session adds its top skills.")
-        ] = None,
-        max_tokens: Annotated[
-            int, Field(ge=64, le=100_000, description="Token budget of the block (estimated).")
-        ] = 1500,
-        memory_types: Annotated[
-            list[ContextType] | None, Field(description="Use only these types (default all).")
-        ] = None,
-    ) -> CallToolResult:
-        """What long-term memory knows that bears on the latest message, as a block ready for the prompt
-        (who the user is, relevant facts, dated events, earlier turns, skills for a task), within a token
-        budget. Each line is marked [n]; the structured result gives each item's id and type to cite."""
-        body = await call(
-            ctx,
-            "get_context",
-            user_id=user_id,
-            messages=to_messages(messages) if messages else None,
-            query=query,
-            session_id=session_id,
-            max_tokens=max_tokens,
-            memory_types=memory_types,
-        )
-        return result(body["text"] or f"Memory holds nothing yet about user {user_id} for this.", body)
-
-    @tool("list_memories", "List memories", READ)
-    async def list_memories(
-        memory_type: ManagedMemoryType,
-        user_id: UserId,
-        ctx: Context,
-        subject: Annotated[str | None, Field(description="A fact's subject or an event's actor.")] = None,
-        start: Annotated[str | None, Field(description="From this time (ISO 8601).")] = None,
-        end: Annotated[str | None, Field(description="Until this time (ISO 8601).")] = None,
-        q: Annotated[str | None, Field(description="Text the memory contains.")] = None,
-        limit: Annotated[int, Field(ge=1, le=100)] = 20,
-        offset: Annotated[int, Field(ge=0)] = 0,
-    ) -> CallToolResult:
-        """One user's learned facts (semantic) or dated events (episodic), newest first, one page at a time."""
-        page = await call(
-            ctx,
-            "list_memories",
-            memory_type=memory_type,
-            user_id=user_id,
-            subject=subject,
-            start=start,
-            end=end,
-            q=q,
-            limit=limit,
-            offset=offset,
-        )
-        end_at = offset + len(page["results"])
-        body = {
-            "count": page["count"],
-            "next_offset": end_at if end_at < page["count"] else None,
-            "results": page["results"],
-        }
-        return result(render_memories(body, memory_type, offset), body)
-
-    @tool("get_memory", "Read a memory", READ)
-    async def get_memory(
-        memory_type: ManagedMemoryType,
-        memory_id: Annotated[str, Field(description="The memory's id.")],
-        ctx: Context,
-    ) -> CallToolResult:
-        """One episodic or semantic memory with every field."""
-        body = await call(ctx, "get_memory", memory_type=memory_type, memory_id=memory_id)
-        return result(_memory_text(body), body)
-
-    @tool("update_memory", "Correct a memory", EDIT)
-    async def update_memory(
-        memory_type: ManagedMemoryType,
-        memory_id: Annotated[str, Field(description="The memory's id.")],
-        ctx: Context,
-        name: Annotated[str | None, Field(description="semantic: the subject.")] = None,
-        summary: Annotated[str | None, Field(description="The statement itself.")] = None,
-        details: Annotated[str | None, Field(description="More about it.")] = None,
-        occurred_at: Annotated[str | None, Field(description="episodic: when it happened (ISO 8601).")] = None,
-        time_granularity: Annotated[
-            Literal["exact", "day", "week", "month", "year"] | None,
-            Field(description="episodic: how precise occurred_at is."),
-        ] = None,
-        reason: Annotated[str | None, Field(description="Why, for the memory's history.")] = None,
-    ) -> CallToolResult:
-        """Correct a learned fact or event. The change is kept in the memory's history, and what was derived
-        from it (profile pages, entity links) is updated."""
-        fields = {
-            "name": name,
-            "summary": summary,
-            "details": details,
-            "occurred_at": occurred_at,
-            "time_granularity": time_granularity,
-            "reason": reason,
-        }
-        body = await call(
-            ctx,
-            "update_memory",
-            memory_type=memory_type,
-            memory_id=memory_id,
-            **{key: value for key, value in fields.items() if value is not None},
-        )
-        return result("Updated. " + _memory_text(body), body)
-
-    @tool("memory_history", "Memory history", READ)
-    async def memory_history(
-        memory_type: ManagedMemoryType,
-        memory_id: Annotated[str, Field(description="The memory's id.")],
-        ctx: Context,
-    ) -> CallToolResult:
-        """Every change of a memory: who made it, when, and its value before and after."""
-        body = await call(ctx, "memory_history", memory_type=memory_type, memory_id=memory_id)
-        return result(render_history(body), body)
-
-    @tool("get_profile", "Read a profile", READ)
-    async def get_profile(
-        profile_id: Annotated[str, Field(description="The profile's id, as get_context or search_memory show it.")],
-        ctx: Context,
-    ) -> CallToolResult:
-        """The compiled page about one person in a user's memory, with its sources and revisions."""
-        body = await call(ctx, "get_profile", profile_id=profile_id)
-        return result(
-            f"Profile of {body['name']} (revision {body['revision']}, {body['status']}):\n{body['markdown']}", body
-        )
-
-    @tool("list_entities", "List entities", READ)
-    async def list_entities(
-        user_id: UserId,
-        ctx: Context,
-        kind: Annotated[Literal["person", "place", "organization"] | None, Field(description="Only this kind.")] = None,
-        limit: Annotated[int, Field(ge=1, le=100)] = 20,
-        offset: Annotated[int, Field(ge=0)] = 0,
-    ) -> CallToolResult:
-        """The people, places and organisations one user's memory names, most mentioned first, with who
-        appears with whom."""
-        page = await call(ctx, "list_entities", user_id=user_id, kind=kind, limit=limit, offset=offset)
-        end_at = offset + len(page["results"])
-        body = {
-            "count": page["count"],
-            "next_offset": end_at if end_at < page["count"] else None,
-            "results": page["results"],
-        }
-        return result(render_entities(body, offset), body)
-
-    @tool("delete_session", "Delete a session", DESTRUCTIVE)
-    async def delete_session(
-        session_id: SessionId,
-        user_id: UserId,
-        ctx: Context,
-        scope: Annotated[
-            str | None, Field(description="Only when the same session id exists in several scopes you read.")
-        ] = None,
-    ) -> CallToolResult:
-        """Delete a whole session for good: its turns and everything learned only from it (facts, events,
-        lessons; skills and profile pages built on them are updated). Irreversible; it runs in the background."""
-        body = await call(ctx, "delete_session", session_id=session_id, user_id=user_id, scope=scope)
-        return result(
-            f"Deletion of session {body['session_id']} accepted: task {body['task_id']}, status {body['status']}.", body
-        )
-
-    @tool("consolidate_memories", "Consolidate memories", DESTRUCTIVE)
-    async def consolidate_memories(
-        ctx: Context,
-        user_id: Annotated[
-            str | None,
-            Field(description="The person whose memories to consolidate; omit for every user of your scope."),
-        ] = None,
-        dry_run: Annotated[bool, Field(description="Only report what would change.")] = False,
-    ) -> CallToolResult:
-        """Merge duplicate and paraphrased facts and events into one, and resolve contradicting facts (the
-        outdated one is retired; without a model they are flagged for review). Merged and retired memories
-        are hidden from search but kept with their history. Runs in the background: the task's result
-        lists what changed; try dry_run first."""
-        body = await call(ctx, "consolidate_memories", user_id=user_id, dry_run=dry_run)
-        what = "Dry run" if body["dry_run"] else "Consolidation"
-        return result(f"{what} accepted: task {body['task_id']}, status {body['status']}.", body)
-
-    return server
+# What each tool's answer reads like -----------------------------------------------------------------
 
 
 def result(text: str, structured: dict) -> CallToolResult:
@@ -578,18 +174,22 @@ def _hit_text(hit: dict) -> str:
         return f"{hit['name']}: {clip(hit['summary'])} (updated {when(hit.get('updated_at'))})"
     if kind == "procedural":
         return f"skill {hit['name']} ({hit['entry_type']}, v{hit['version']}): {clip(hit['description'])}"
-    if kind == "profile":
-        return f"profile of {hit['name']} (revision {hit['revision']}): {clip(hit['markdown'])}"
+    if kind in ("profile", "topic"):
+        what = "profile of" if kind == "profile" else "topic"
+        return f"{what} {hit['name']} (revision {hit['revision']}): {clip(hit['markdown'])}"
     if kind == "experience":
         return f"lesson {clip(hit['title'], 120)}: {clip(hit['content'])} ({when(hit.get('created_at'))})"
     return clip(hit)
 
 
 def render_search(body: dict) -> str:
-    hits = body["results"]
+    hits, window = body["results"], body.get("time_window")
+    when_named = (
+        f" ({window['expression']!r}: {window['start']} to {window['end']}, {window['mode']})" if window else ""
+    )
     if not hits:
-        return f"No results for {body['query']!r}."
-    lines = [f"{len(hits)} result(s) for {body['query']!r}:"]
+        return f"No results for {body['query']!r}{when_named}."
+    lines = [f"{len(hits)} result(s) for {body['query']!r}{when_named}:"]
     for number, hit in enumerate(hits, 1):
         lines.append(f"{number}. [{hit['memory_type']}] id={hit['id']} score={hit['score']:.4f} {_hit_text(hit)}")
     return "\n".join(lines)
@@ -693,3 +293,75 @@ def render_entities(body: dict, offset: int) -> str:
     if body["next_offset"] is not None:
         lines.append(f"More with offset={body['next_offset']}.")
     return "\n".join(lines)
+
+
+def paged(page: dict, offset: int) -> dict:
+    """A list endpoint's page as a tool answers it: the offset of the next page instead of links."""
+    end = offset + len(page["results"])
+    return {"count": page["count"], "next_offset": end if end < page["count"] else None, "results": page["results"]}
+
+
+def present_sessions(page: dict, arguments: dict) -> CallToolResult:
+    body = paged(page, arguments["offset"])
+    return result(render_sessions(body, arguments["offset"]), body)
+
+
+def present_memories(page: dict, arguments: dict) -> CallToolResult:
+    body = paged(page, arguments["offset"])
+    return result(render_memories(body, arguments["memory_type"], arguments["offset"]), body)
+
+
+def present_entities(page: dict, arguments: dict) -> CallToolResult:
+    body = paged(page, arguments["offset"])
+    return result(render_entities(body, arguments["offset"]), body)
+
+
+def present_deletion(_body: None, arguments: dict) -> CallToolResult:
+    body = {"deleted": True, "memory_type": arguments["memory_type"], "id": arguments["memory_id"]}
+    return result(f"Deleted {arguments['memory_type']} {arguments['memory_id']}.", body)
+
+
+def present_context(body: dict, arguments: dict) -> CallToolResult:
+    return result(body["text"] or f"Memory holds nothing yet about user {arguments['user_id']} for this.", body)
+
+
+PRESENTERS: dict[str, Callable[[Any, dict], CallToolResult]] = {
+    "add_memory": lambda body, _: result(render_add(body), body),
+    "search_memory": lambda body, _: result(render_search(body), body),
+    "retrieve_skills": lambda body, _: result(render_skills(body), body),
+    "apply_skill": lambda body, _: result(
+        f"Marked {body['applied']} use(s) of skill {body['skill_id']} in session {body['session_id']} "
+        f"as applied (since {when(body['applied_at'])}).",
+        body,
+    ),
+    "skill_feedback": lambda body, _: result(
+        f"Recorded '{body['verdict']}' on skill {body['skill_id']} v{body['version']} for session "
+        f"{body['session_id']}, by {body['actor']}.",
+        body,
+    ),
+    "list_sessions": present_sessions,
+    "get_session": lambda body, arguments: result(render_session(body, arguments["offset"]), body),
+    "delete_memory": present_deletion,
+    "erase_user": lambda body, arguments: result(
+        f"Erasure of user {arguments['user_id']} accepted: erasure {body['erasure_id']}, status {body['status']}. "
+        "Everything stored about this user is being deleted.",
+        body,
+    ),
+    "get_context": present_context,
+    "list_memories": present_memories,
+    "get_memory": lambda body, _: result(_memory_text(body), body),
+    "update_memory": lambda body, _: result("Updated. " + _memory_text(body), body),
+    "memory_history": lambda body, _: result(render_history(body), body),
+    "get_profile": lambda body, _: result(
+        f"Profile of {body['name']} (revision {body['revision']}, {body['status']}):\n{body['markdown']}", body
+    ),
+    "list_entities": present_entities,
+    "delete_session": lambda body, _: result(
+        f"Deletion of session {body['session_id']} accepted: task {body['task_id']}, status {body['status']}.", body
+    ),
+    "consolidate_memories": lambda body, _: result(
+        f"{'Dry run' if body['dry_run'] else 'Consolidation'} accepted: task {body['task_id']}, "
+        f"status {body['status']}.",
+        body,
+    ),
+}
