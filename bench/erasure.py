@@ -167,7 +167,7 @@ def run(output_dir, *, messages: int = MESSAGES, memories: int = MEMORIES, log=p
     from apps.privacy.services.erasure import erasure_request
     from apps.privacy.services.subjects import subject_resolve
     from apps.tenancy.services import client_create, end_user_get_or_create, organization_create
-    from tests.pipeline.processes import RedisServer, celery_broker
+    from tests.harness.processes import RedisServer, celery_broker
 
     load_before = round(os.getloadavg()[0], 2)
     output_dir = Path(output_dir)

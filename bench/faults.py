@@ -16,7 +16,7 @@ from pathlib import Path
 
 
 def _rows():
-    from tests.pipeline import fault_rows
+    from tests.harness import fault_rows
 
     return [
         ("redis_kill_idle", lambda p: fault_rows.redis_kill(p, busy=False, down_seconds=3)),
@@ -30,8 +30,8 @@ def _rows():
 
 
 def run(output_dir: Path) -> dict:
-    from tests.pipeline.fault_rows import Traffic, settle
-    from tests.pipeline.platforms import PATHS
+    from tests.harness.fault_rows import Traffic, settle
+    from tests.harness.platforms import PATHS
 
     results = []
     for path in os.environ.get("BENCH_FAULT_PATHS", "runplatform,separate").split(","):

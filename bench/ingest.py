@@ -112,7 +112,7 @@ def run(output_dir: Path) -> dict:
 
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create, organization_create
-    from tests.pipeline.processes import RedisServer, free_port, wait_for
+    from tests.harness.processes import RedisServer, free_port, wait_for
 
     trajectories = json.loads(data_file("tau-airline-dev.json").read_text())
     organization = organization_create(name=f"bench-ingest-{uuid.uuid4().hex[:8]}")

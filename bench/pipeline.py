@@ -106,7 +106,7 @@ def run(output_dir, *, tasks: int = 2000, samples: int = 200, log=print) -> dict
     from django.db import connection
 
     from apps.tenancy.models import Organization
-    from tests.pipeline.processes import CeleryWorker, RedisServer, celery_broker
+    from tests.harness.processes import CeleryWorker, RedisServer, celery_broker
 
     load_before = round(os.getloadavg()[0], 2)
     output_dir = Path(output_dir)

@@ -22,7 +22,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from tests.pipeline.processes import wait_for
+from tests.harness.processes import wait_for
 
 TARGET_FLOOR_SHARE = 0.5
 TARGET_FIRST_SKILL_SECONDS = 60
@@ -227,7 +227,7 @@ def run(output_dir, *, log=print) -> dict:
     from memory_platform_client import MemoryClient
 
     from bench.data import data_file
-    from tests.pipeline.platforms import RunPlatform
+    from tests.harness.platforms import RunPlatform
 
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)

@@ -172,7 +172,7 @@ def _scenario(kind: str) -> dict:
 def run(output_dir, *, kinds=KINDS, log=print) -> dict:
     from django.test.utils import override_settings
 
-    from tests.pipeline.processes import RedisServer, celery_broker
+    from tests.harness.processes import RedisServer, celery_broker
 
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)

@@ -144,7 +144,7 @@ def _summary(calls: list[dict]) -> dict:
 
 
 def _wait_until_up(port: int, process: subprocess.Popen) -> None:
-    from tests.pipeline.processes import wait_for
+    from tests.harness.processes import wait_for
 
     def answers() -> bool:
         if process.poll() is not None:
@@ -247,14 +247,14 @@ def _bursts(*, broker_url: str, limited_key: str, unlimited_key: str, victim_key
 
 
 def _free_port() -> int:
-    from tests.pipeline.processes import free_port
+    from tests.harness.processes import free_port
 
     return free_port()
 
 
 def run(output_dir: Path) -> dict:
     from apps.tenancy.services import client_create, organization_create
-    from tests.pipeline.processes import RedisServer
+    from tests.harness.processes import RedisServer
 
     seconds = float(os.environ.get("BENCH_SLOW_SECONDS", "60"))
     burst = int(os.environ.get("BENCH_BURST", "300"))

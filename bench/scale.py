@@ -192,7 +192,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
     from apps.tenancy.models import EndUser
     from apps.tenancy.services import client_create, organization_create
     from memory_platform.embedded_db import ATTACH_ENV
-    from tests.pipeline.processes import free_port, wait_for
+    from tests.harness.processes import free_port, wait_for
 
     call_command("migrate", verbosity=0)
     rng = np.random.default_rng(7)

@@ -1,5 +1,5 @@
-"""Real processes for pipeline fault tests and the pipeline benchmark: a private redis-server
-on a free port and Celery workers attached to it and to the current database."""
+"""Real processes for the tests and the benchmarks: a private redis-server on a free port, and Celery
+workers and gunicorn attached to it and to the current database."""
 
 import base64
 import ctypes

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.pipeline.processes import (
+from tests.harness.processes import (
     BASE_DIR,
     RedisServer,
     _die_with_parent,
