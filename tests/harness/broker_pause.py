@@ -8,6 +8,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from bench.common import percentile
+
 
 @dataclass
 class Call:
@@ -40,9 +42,9 @@ class PauseRun:
 
     def summary(self) -> dict:
         # Latencies of the calls that started during the pause, including any that ended after it.
-        searches = sorted(call.seconds for call in self.started_during_pause("search"))
+        searches = [call.seconds for call in self.started_during_pause("search")]
         adds = self.started_during_pause("add")
-        before = sorted(call.seconds for call in self.calls if call.kind == "search" and call.ended < self.paused_at)
+        before = [call.seconds for call in self.calls if call.kind == "search" and call.ended < self.paused_at]
         return {
             "pause_seconds": round(self.resumed_at - self.paused_at, 2),
             "search_p95_ms_before_pause": round(percentile(before, 0.95) * 1000, 1) if before else None,
@@ -56,11 +58,6 @@ class PauseRun:
             "add_statuses": sorted({call.status for call in self.calls if call.kind == "add"}),
             "search_statuses": sorted({call.status for call in self.calls if call.kind == "search"}),
         }
-
-
-def percentile(ordered: list[float], share: float) -> float:
-    """Nearest-rank percentile of an ascending list."""
-    return ordered[max(0, min(len(ordered) - 1, round(share * len(ordered) + 0.5) - 1))]
 
 
 class _Caller(threading.Thread):

@@ -1,7 +1,7 @@
 """What else could lift LOCOMO recall@10 past the context reranker? Each idea, measured the same way.
 
-`python -m bench retrieval_study` (with e5; the first of BENCH_EMBEDDING_PROVIDERS picks another). Per dev conversation it
-ingests and embeds the turns as bench/locomo.py does, projects and compiles profiles offline,
+`python -m bench retrieval_study` (with e5; the first of BENCH_EMBEDDING_PROVIDERS picks another). Per dev
+conversation it ingests and embeds the turns as bench/retrieval/locomo.py does, projects and compiles profiles offline,
 and keeps, per question, the platform's hybrid ranking (its best 150), its keyword ranking and
 the question's vector. Then every idea below reranks those candidates in this process and is
 scored like `bench locomo` (recall@10 of the evidence turns; always 10 turns, never a page
@@ -27,10 +27,11 @@ import statistics
 import time
 import uuid
 from collections import defaultdict
-from datetime import datetime
 from pathlib import Path
 
-from bench.locomo import CATEGORIES, ingest, normalise_evidence, recall, rrf_scores, run_pending_tasks
+from bench.common import measured_at, run_pending_tasks, write_result
+from bench.data import CATEGORIES, data_file, ingest, scored_questions
+from bench.retrieval.locomo import PROVIDER_MODELS, recall, rrf_scores
 
 POOL = 150
 K = 10
@@ -40,20 +41,20 @@ def collect(file: str, *, log=print) -> list[dict]:
     """Per conversation: its turns (with vectors, plain and with neighbours) and, per question,
     the platform's rankings and the best profile pages' cited turns."""
     import numpy as np
+    from django.test import override_settings
 
     from apps.conversations.models import Message
     from apps.providers.embeddings import embed_query, embed_texts
     from apps.search.engine import search
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create, organization_create
-    from bench.profiles import override_rules
 
     samples = json.loads(Path(file).read_text())
     organization = organization_create(name=f"bench-study-{uuid.uuid4().hex[:8]}")
     client, _ = client_create(organization=organization, name="bench", write_scope="bench")
     conversations = []
     try:
-        with override_rules():
+        with override_settings(LLM_PROVIDER="rules"):
             for sample in samples:
                 started = time.perf_counter()
                 user = sample["sample_id"]
@@ -96,10 +97,7 @@ def collect(file: str, *, log=print) -> list[dict]:
                 }
                 dia_of = {str(pk): turn["dia"] for pk, turn in turns.items()}
                 questions = []
-                for qa in sample["qa"]:
-                    evidence = normalise_evidence(qa.get("evidence") or [], set(texts))
-                    if qa.get("category") not in CATEGORIES or not evidence:
-                        continue
+                for qa, evidence in scored_questions(sample, set(texts)):
                     question = str(qa["question"])
                     rankings = {}
                     for method in ("hybrid", "bm25"):
@@ -469,10 +467,20 @@ STUDIES = (
 
 
 def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
+    """On one provider's candidates: the first of BENCH_EMBEDDING_PROVIDERS (default `e5`)."""
+    import os
+
+    from django.test import override_settings
+
+    provider = os.environ.get("BENCH_EMBEDDING_PROVIDERS", "e5").split(",")[0]
+    with override_settings(EMBEDDING_PROVIDER=provider, EMBEDDING_MODEL=PROVIDER_MODELS[provider]):
+        return _run(output_dir, file=file, log=log)
+
+
+def _run(output_dir: Path, *, file: str | None, log) -> dict:
     from django.conf import settings
 
     from apps.providers.embeddings import embedding_model_name
-    from bench.data import data_file
 
     conversations = collect(file or str(data_file("locomo-dev.json")), log=log)
     results = {}
@@ -490,11 +498,8 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
         "questions": questions,
         "embedding_provider": settings.EMBEDDING_PROVIDER,
         "embedding_model": embedding_model_name(),
-        "measured_at": datetime.now().isoformat(timespec="seconds"),
+        "measured_at": measured_at(),
         "recall@10": results,
     }
-    output = Path(output_dir) / "retrieval_study.json"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=2))
-    log(f"written to {output}")
+    log(f"written to {write_result(output_dir, 'retrieval_study', report)}")
     return report

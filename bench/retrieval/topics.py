@@ -1,7 +1,7 @@
 """Topic pages on LOCOMO: how many pages a conversation makes, how often they cite the evidence of
 open-domain questions, and whether searching them beside the turns finds more of it.
 
-Each dev conversation is ingested as in bench/locomo.py (raw turns, dated sessions, named
+Each dev conversation is ingested as in bench/retrieval/locomo.py (raw turns, dated sessions, named
 speakers), embedded by the pipeline's handler, and its user's topics compiled offline
 (`owner_topics_compile`, LLM_PROVIDER=rules) with the configured TOPIC_* settings. Reported:
 topic pages per conversation, the ε it clustered with (derived from its items unless
@@ -14,16 +14,15 @@ number of turns as `message` alone returns). BENCH_TOPICS_CONVERSATIONS=N keeps 
 conversations (default all five).
 """
 
-import json
 import os
 import statistics
-import time
 import uuid
 from collections import defaultdict
 from pathlib import Path
 
-from bench.data import data_file
-from bench.locomo import CATEGORIES, ingest, normalise_evidence, recall, run_pending_tasks
+from bench.common import Stopwatch, run_pending_tasks, write_result
+from bench.data import CATEGORIES, ingest, load, scored_questions
+from bench.retrieval.locomo import recall
 
 K = 10
 OPEN_DOMAIN = 3
@@ -62,7 +61,7 @@ def run(output_dir: Path, *, log=print) -> dict:
     from apps.tenancy.models import EndUser, Organization
     from apps.tenancy.services import client_create, organization_create
 
-    samples = json.loads(data_file("locomo-dev.json").read_text())
+    samples = load("locomo-dev.json")
     samples = samples[: int(os.environ.get("BENCH_TOPICS_CONVERSATIONS") or len(samples))]
     organization = organization_create(name=f"bench-topics-{uuid.uuid4().hex[:8]}")
     client, _ = client_create(organization=organization, name="bench", write_scope="bench")
@@ -79,9 +78,9 @@ def run(output_dir: Path, *, log=print) -> dict:
                 texts = ingest(client, sample)
                 run_pending_tasks(organization, task_types=["embed_messages"])
                 end_user = EndUser.objects.get(organization=organization, user_id=sample["sample_id"])
-                started = time.perf_counter()
-                result = owner_topics_compile(end_user=end_user, scope="bench", reason="bench")
-                compile_seconds += time.perf_counter() - started
+                with Stopwatch() as watch:
+                    result = owner_topics_compile(end_user=end_user, scope="bench", reason="bench")
+                compile_seconds += watch.seconds
                 dia_by_message = {
                     str(pk): metadata.get("dia_id")
                     for pk, metadata in Message.objects.filter(
@@ -102,10 +101,7 @@ def run(output_dir: Path, *, log=print) -> dict:
                         "labels": sorted(page.name for page in pages),
                     }
                 )
-                for qa in sample["qa"]:
-                    evidence = normalise_evidence(qa.get("evidence") or [], set(texts))
-                    if qa.get("category") not in CATEGORIES or not evidence:
-                        continue
+                for qa, evidence in scored_questions(sample, set(texts)):
                     if qa["category"] == OPEN_DOMAIN:
                         cited_any.append(bool(set(evidence) & cited))
                         cited_all.append(set(evidence) <= cited)
@@ -174,8 +170,5 @@ def run(output_dir: Path, *, log=print) -> dict:
     for name in (f"recall@{K}_hits", f"recall@{K}_turns"):
         for variant, row in results[name].items():
             log(f"  {name:<15} {variant:<14} overall {row['overall']:.3f}  c3 {row['3']:.3f}")
-    output = Path(output_dir) / "topics.json"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(results, indent=2))
-    log(f"written to {output}")
+    log(f"written to {write_result(output_dir, 'topics', results)}")
     return results

@@ -1,17 +1,18 @@
-"""`python -m bench privacy_poisoning`: the skill-poisoning attack of issue 26 against the real
-learning path. Four end users of one scope teach a booking workflow; a fifth user's sessions carry a
-tool error with instructions aimed at the model (a card number, a link), a long attacker text and
-an unflagged caveat no other user corroborates. Then every other user (and a caller naming no user)
-retrieves skills over REST (`skills/retrieve`, `memory/search`) and through the MCP tools' backend,
-and the poisoned strings served to them are counted (target 0). tests/skills/test_trust.py and
-tests/mcp_server/test_poisoning.py run the same scenario.
+"""`python -m bench privacy_poisoning` (a row of `python -m bench privacy`): the skill-poisoning attack
+of issue 26 against the real learning path. Four end users of one scope teach a booking workflow; a
+fifth user's sessions carry a tool error with instructions aimed at the model (a card number, a link),
+a long attacker text and an unflagged caveat no other user corroborates. Then every other user (and a
+caller naming no user) retrieves skills over REST (`skills/retrieve`, `memory/search`) and through the
+MCP tools' backend, and the poisoned strings served to them are counted (target 0).
+tests/skills/test_trust.py and tests/mcp_server/test_poisoning.py run the same scenario.
 """
 
 import asyncio
 import json
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+
+from bench.common import write_result
 
 HONEST_USERS = ["user-1", "user-2", "user-3", "user-4"]
 ATTACKER = "user-5"
@@ -219,9 +220,7 @@ def run(output_dir) -> dict:
     finally:
         organization.delete()
 
-    output = Path(output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    (output / "privacy_poisoning.json").write_text(json.dumps(results, indent=2) + "\n")
+    write_result(output_dir, "privacy_poisoning", results)
     print(
         f"privacy_poisoning: {results['poisoned_strings_served_to_other_users']} poisoned strings served to other "
         f"users in {results['retrievals']} retrievals ({results['skills_served_to_other_callers']} skills served); "

@@ -12,7 +12,8 @@ without a limit and once with a limit of BENCH_BURST_LIMIT (60) requests a minut
 by status, `Retry-After` checked on every 429, and the other tenant's `/me` latency meanwhile.
 
 Everything runs against this machine only (127.0.0.1), with a private redis-server as broker and
-rate-limit store, and stops by itself.
+rate-limit store, and stops by itself. `python -m bench privacy_slow_clients` (a row of
+`python -m bench privacy`).
 """
 
 import http.client
@@ -27,7 +28,10 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+from bench.common import Stopwatch, percentile, write_result
+from tests.harness.processes import RedisServer, free_port, wait_for
+
+BASE_DIR = Path(__file__).resolve().parents[2]
 SLOW_SOCKETS = 12
 CLIENT_TIMEOUT = 20.0
 
@@ -46,19 +50,14 @@ def _call(port: int, method: str, path: str, api_key: str, body: dict | None = N
 
 
 def _timed(port: int, method: str, path: str, api_key: str, body: dict | None = None) -> dict:
-    started = time.perf_counter()
-    try:
-        status = _call(port, method, path, api_key, body).status
-    except TimeoutError:
-        status = "timeout"
-    except OSError as exc:
-        status = type(exc).__name__
-    return {"seconds": time.perf_counter() - started, "status": status}
-
-
-def _percentile(values, share):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else None
+    with Stopwatch() as watch:
+        try:
+            status = _call(port, method, path, api_key, body).status
+        except TimeoutError:
+            status = "timeout"
+        except OSError as exc:
+            status = type(exc).__name__
+    return {"seconds": watch.seconds, "status": status}
 
 
 def _serve(*, port: int, broker_url: str, before: bool) -> subprocess.Popen:
@@ -137,15 +136,13 @@ def _summary(calls: list[dict]) -> dict:
         "requests": len(calls),
         "statuses": statuses,
         "timeouts": statuses.get("timeout", 0),
-        "p50_seconds": round(_percentile(seconds, 0.5), 3),
-        "p95_seconds": round(_percentile(seconds, 0.95), 3),
+        "p50_seconds": round(percentile(seconds, 0.5), 3),
+        "p95_seconds": round(percentile(seconds, 0.95), 3),
         "max_seconds": round(max(seconds), 3),
     }
 
 
 def _wait_until_up(port: int, process: subprocess.Popen) -> None:
-    from tests.harness.processes import wait_for
-
     def answers() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"the web server exited with {process.returncode}")
@@ -167,7 +164,7 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 def _slow_run(*, before: bool, broker_url: str, api_key: str, seconds: float) -> dict:
-    port = _free_port()
+    port = free_port()
     process = _serve(port=port, broker_url=broker_url, before=before)
     try:
         _wait_until_up(port, process)
@@ -212,10 +209,8 @@ def _burst(*, port: int, greedy_key: str, victim_key: str, requests: int) -> dic
 
     watcher = threading.Thread(target=victim)
     watcher.start()
-    started = time.perf_counter()
-    with ThreadPoolExecutor(50) as pool:
+    with Stopwatch() as watch, ThreadPoolExecutor(50) as pool:
         outcomes = list(pool.map(greedy, range(requests)))
-    elapsed = time.perf_counter() - started
     stop.set()
     watcher.join()
     statuses = {}
@@ -224,7 +219,7 @@ def _burst(*, port: int, greedy_key: str, victim_key: str, requests: int) -> dic
     throttled = [(retry_after, body) for status, retry_after, body in outcomes if status == 429]
     return {
         "requests": requests,
-        "seconds": round(elapsed, 2),
+        "seconds": round(watch.seconds, 2),
         "statuses": statuses,
         "server_errors": sum(count for status, count in statuses.items() if status.startswith("5")),
         "throttled_with_retry_after": sum(1 for retry_after, _ in throttled if retry_after and retry_after.isdigit()),
@@ -234,7 +229,7 @@ def _burst(*, port: int, greedy_key: str, victim_key: str, requests: int) -> dic
 
 
 def _bursts(*, broker_url: str, limited_key: str, unlimited_key: str, victim_key: str, requests: int) -> dict:
-    port = _free_port()
+    port = free_port()
     process = _serve(port=port, broker_url=broker_url, before=False)
     try:
         _wait_until_up(port, process)
@@ -246,15 +241,8 @@ def _bursts(*, broker_url: str, limited_key: str, unlimited_key: str, victim_key
         _stop(process)
 
 
-def _free_port() -> int:
-    from tests.harness.processes import free_port
-
-    return free_port()
-
-
 def run(output_dir: Path) -> dict:
     from apps.tenancy.services import client_create, organization_create
-    from tests.harness.processes import RedisServer
 
     seconds = float(os.environ.get("BENCH_SLOW_SECONDS", "60"))
     burst = int(os.environ.get("BENCH_BURST", "300"))
@@ -296,7 +284,6 @@ def run(output_dir: Path) -> dict:
         / bursts["with_limit"]["other_tenant_me"]["p95_seconds"],
         1,
     )
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "privacy_slow_clients.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_result(output_dir, "privacy_slow_clients", result)
     print(json.dumps(result, indent=2))
     return result

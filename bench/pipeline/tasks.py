@@ -2,18 +2,17 @@
 
 Measures throughput (tasks/s once the worker has a backlog: Celery delivery, claim, handler,
 completion) and the latency from commit to handler start (p50/p95) when the queue is empty.
-The worker subprocess imports this module (`--include bench.pipeline`) for its no-op handler.
+The worker subprocess imports this module (`--include bench.pipeline.tasks`) for its no-op handler.
+`python -m bench pipeline`.
 """
 
-import json
-import os
-import platform
 import statistics
 import time
 import uuid
 from pathlib import Path
 
 from apps.pipeline.registry import register_handler
+from bench.common import load_average, machine, measured_at, percentile, write_result
 
 NOOP = "bench_noop"
 TARGET_TASKS_PER_SECOND = 1000
@@ -23,12 +22,6 @@ TARGET_P50_MS = 50
 @register_handler(NOOP)
 def noop(task) -> dict:
     return {"started_at": time.time()}
-
-
-def _percentile(values: list[float], share: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, round(share * len(ordered) + 0.5) - 1))]
 
 
 def _wait_until_finished(task_ids, *, timeout: float, interval: float) -> None:
@@ -108,7 +101,7 @@ def run(output_dir, *, tasks: int = 2000, samples: int = 200, log=print) -> dict
     from apps.tenancy.models import Organization
     from tests.harness.processes import CeleryWorker, RedisServer, celery_broker
 
-    load_before = round(os.getloadavg()[0], 2)
+    load_before = load_average()
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     # Only the pipeline's tables (and what they depend on) are needed.
@@ -122,7 +115,7 @@ def run(output_dir, *, tasks: int = 2000, samples: int = 200, log=print) -> dict
                 broker_url=redis_server.url,
                 settings_dict=connection.settings_dict,
                 log_path=output_dir / "pipeline-worker.log",
-                include="bench.pipeline",
+                include="bench.pipeline.tasks",
                 pool="solo",
             ).start()
             log(f"pipeline: worker pid {worker.pid} (solo pool) on {redis_server.url}")
@@ -135,7 +128,7 @@ def run(output_dir, *, tasks: int = 2000, samples: int = 200, log=print) -> dict
         redis_server.stop()
         organization.delete()  # its tasks go with it
 
-    p50, p95 = _percentile(latencies, 0.50), _percentile(latencies, 0.95)
+    p50, p95 = percentile(latencies, 0.50), percentile(latencies, 0.95)
     result = {
         "benchmark": "pipeline",
         "worker": "1 Celery worker, solo pool, prefetch 1, acks_late, log level INFO (as deployed)",
@@ -150,17 +143,10 @@ def run(output_dir, *, tasks: int = 2000, samples: int = 200, log=print) -> dict
         },
         "targets": {"tasks_per_s": TARGET_TASKS_PER_SECOND, "p50_ms": TARGET_P50_MS},
         "meets_targets": throughput["worker_tasks_per_s"] >= TARGET_TASKS_PER_SECOND and p50 < TARGET_P50_MS,
-        "machine": {
-            "cpus": os.cpu_count(),
-            # Other work on the machine slows a single worker; the load says how busy it was.
-            "load_average_1m_before": load_before,
-            "load_average_1m_after": round(os.getloadavg()[0], 2),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": machine(load_before=load_before),
+        "measured_at": measured_at(),
     }
-    (output_dir / "pipeline.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_result(output_dir, "pipeline", result)
     log(
         f"pipeline: {throughput['worker_tasks_per_s']} no-op tasks/s through one worker "
         f"({throughput['end_to_end_tasks_per_s']} tasks/s commit-to-last-finish for {tasks} tasks); "

@@ -4,15 +4,15 @@ between calls); the redis-server is paused with SIGSTOP for 10 s, then continued
 
 Reports the requests completed during the pause, search latency during it, the slowest add
 started during it, and whether every task of the run succeeded afterwards (beat's re-publish
-is called once, as its schedule would).
+is called once, as its schedule would). `python -m bench broker_pause`.
 """
 
-import json
-import platform
 import tempfile
 import time
 import uuid
 from pathlib import Path
+
+from bench.common import machine, write_result
 
 PAUSE_SECONDS = 10
 
@@ -69,13 +69,12 @@ def run(output_dir: Path) -> dict:
         if worker is not None:
             worker.stop()
         redis_server.stop()
-    result = {"benchmark": "broker_pause", "machine": platform.platform(), **summary}
+    result = {"benchmark": "broker_pause", "machine": machine(), **summary}
     print(
         f"broker pause {summary['pause_seconds']} s: {summary['completed_during_pause']} requests completed during it "
         f"({summary['adds_completed_during_pause']} adds, {summary['searches_completed_during_pause']} searches; "
         f"search p95 {summary['search_p95_ms_started_during_pause']} ms; slowest add started in it "
         f"{summary['add_max_ms_started_during_pause']} ms); {summary['tasks_succeeded']}/{summary['tasks']} tasks succeeded"
     )
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "broker_pause.json").write_text(json.dumps(result, indent=2))
+    write_result(output_dir, "broker_pause", result)
     return result

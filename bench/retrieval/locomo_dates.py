@@ -15,19 +15,25 @@ time (the only ones a window changes), and how many those were. `python -m bench
 
 import json
 import statistics
-import time
 import uuid
 from collections import defaultdict
 from pathlib import Path
 
-from bench.locomo import CATEGORIES, KS, conversation_sessions, ingest, normalise_evidence, recall, run_pending_tasks
+from bench.common import Stopwatch, percentiles, run_pending_tasks, write_json
+from bench.data import CATEGORIES, conversation_sessions, data_file, ingest, scored_questions
+from bench.retrieval.locomo import KS, recall
 
 MODES = ("off", "filter", "boost")
 RERANKERS = ("context",)
 WINDOWED = "windowed"
 
 
-def run(file: str, *, method: str = "hybrid", rerankers=RERANKERS, output: str | None = None, log=print) -> dict:
+def run(output_dir) -> dict:
+    """The LOCOMO dev set, with the configured embedding provider (e5 by default)."""
+    return evaluate(str(data_file("locomo-dev.json")), output=str(Path(output_dir) / "locomo-dates.json"))
+
+
+def evaluate(file: str, *, method: str = "hybrid", rerankers=RERANKERS, output: str | None = None, log=print) -> dict:
     from django.conf import settings
 
     from apps.core.temporal import query_window
@@ -49,17 +55,14 @@ def run(file: str, *, method: str = "hybrid", rerankers=RERANKERS, output: str |
         for sample in samples:
             texts = ingest(client, sample)
             run_pending_tasks(organization, task_types=["embed_messages"])
-            started = time.perf_counter()
-            result = dates_normalize(organization=organization, user_id=sample["sample_id"])
-            normalize["seconds"] += time.perf_counter() - started
+            with Stopwatch() as watch:
+                result = dates_normalize(organization=organization, user_id=sample["sample_id"])
+            normalize["seconds"] += watch.seconds
             normalize["read"] += result["message"]["read"]
             normalize["changed_on_first_pass"] += result["changed"]
             normalize["dated_turns"] += organization_dated(organization, sample["sample_id"])
             asked_at = conversation_sessions(sample["conversation"])[-1][1]
-            for qa in sample["qa"]:
-                evidence = normalise_evidence(qa.get("evidence") or [], set(texts))
-                if qa.get("category") not in CATEGORIES or not evidence:
-                    continue
+            for qa, evidence in scored_questions(sample, set(texts)):
                 questions += 1
                 question = str(qa["question"])
                 window = query_window(question, asked_at)
@@ -72,19 +75,19 @@ def run(file: str, *, method: str = "hybrid", rerankers=RERANKERS, output: str |
                         if window is None and mode != "off":
                             rankings[mode] = rankings["off"]  # no window: the same search
                             continue
-                        started = time.perf_counter()
-                        hits = search(
-                            reader=client.reader,
-                            query=question,
-                            memory_types=["message"],
-                            method=method,
-                            limit=max(KS),
-                            filters={"user_id": sample["sample_id"]},
-                            reranker=reranker,
-                            time_window=mode,
-                            now=asked_at,
-                        )
-                        latencies[(mode, reranker)].append((time.perf_counter() - started) * 1000)
+                        with Stopwatch() as watch:
+                            hits = search(
+                                reader=client.reader,
+                                query=question,
+                                memory_types=["message"],
+                                method=method,
+                                limit=max(KS),
+                                filters={"user_id": sample["sample_id"]},
+                                reranker=reranker,
+                                time_window=mode,
+                                now=asked_at,
+                            )
+                        latencies[(mode, reranker)].append(watch.ms)
                         rankings[mode] = [hit.instance.metadata.get("dia_id") for hit in hits]
                     for mode, ranking in rankings.items():
                         for k in KS:
@@ -110,7 +113,6 @@ def run(file: str, *, method: str = "hybrid", rerankers=RERANKERS, output: str |
     }
     for (mode, reranker), values in scores.items():
         name = f"{method}{'' if reranker == 'none' else '+' + reranker}/window={mode}"
-        ordered = sorted(latencies[(mode, reranker)])
         results["variants"][name] = {
             "overall": {
                 f"recall@{k}": _mean(v for (c, kk), vs in values.items() if kk == k and c != WINDOWED for v in vs)
@@ -120,10 +122,7 @@ def run(file: str, *, method: str = "hybrid", rerankers=RERANKERS, output: str |
                 str(category): {f"recall@{k}": _mean(values[(category, k)]) for k in KS}
                 for category in (*CATEGORIES, WINDOWED)
             },
-            "latency_ms": {
-                "p50": round(ordered[len(ordered) // 2], 2),
-                "p95": round(ordered[int(len(ordered) * 0.95)], 2),
-            },
+            "latency_ms": percentiles(latencies[(mode, reranker)]),
         }
 
     log(
@@ -138,9 +137,7 @@ def run(file: str, *, method: str = "hybrid", rerankers=RERANKERS, output: str |
             f"{entry['by_category'][WINDOWED]['recall@10']:>12.3f}{entry['latency_ms']['p50']:>9}"
         )
     if output:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        Path(output).write_text(json.dumps(results, indent=2))
-        log(f"written to {output}")
+        log(f"written to {write_json(output, results)}")
     return results
 
 

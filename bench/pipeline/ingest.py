@@ -9,48 +9,18 @@ tool calls).
 """
 
 import json
-import os
-import subprocess
-import sys
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench.data import data_file
+from bench.common import Stopwatch, api_server, percentiles, write_result
+from bench.data import load
 
 CONCURRENCY = 4
 
 
-def _percentile(values, share):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
-def _serve(port: int, broker_url: str) -> subprocess.Popen:
-    from memory_platform.embedded_db import ATTACH_ENV
-
-    env = dict(os.environ, **{ATTACH_ENV: "1", "REDIS_URL": broker_url, "CELERY_BROKER_URL": broker_url})
-    return subprocess.Popen(
-        [
-            os.path.join(os.path.dirname(sys.executable), "gunicorn"),
-            "memory_platform.wsgi",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "2",
-            "--threads",
-            "2",
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-        start_new_session=True,
-    )
-
-
-def _floor(client, trajectories) -> float:
+def _floor(client, trajectories) -> tuple[float, int]:
     """Seconds to write the same turns with executemany (sessions created beforehand)."""
     from django.db import connection
 
@@ -101,10 +71,9 @@ def _floor(client, trajectories) -> float:
         " name, content, tool_calls, tool_call_id, metadata, truncated, occurred_at, created_by_id, embedding_model,"
         " context) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     )
-    started = time.perf_counter()
-    with connection.cursor() as cursor:
+    with Stopwatch() as watch, connection.cursor() as cursor:
         cursor.executemany(sql, rows)
-    return time.perf_counter() - started, len(rows)
+    return watch.seconds, len(rows)
 
 
 def run(output_dir: Path) -> dict:
@@ -112,85 +81,67 @@ def run(output_dir: Path) -> dict:
 
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create, organization_create
-    from tests.harness.processes import RedisServer, free_port, wait_for
 
-    trajectories = json.loads(data_file("tau-airline-dev.json").read_text())
+    trajectories = load("tau-airline-dev.json")
     organization = organization_create(name=f"bench-ingest-{uuid.uuid4().hex[:8]}")
     client, api_key = client_create(organization=organization, name="bench", write_scope="bench")
-    redis_server = RedisServer().start()
-    port = free_port()
-    server = _serve(port, redis_server.url)
-    base = f"http://127.0.0.1:{port}"
-    headers = {"Authorization": f"Api-Key {api_key}"}
     try:
+        with (
+            api_server(workers=2, threads=2, env={"LOG_LEVEL": "WARNING"}) as server,
+            httpx.Client(base_url=server.url, headers={"Authorization": f"Api-Key {api_key}"}, timeout=60) as http,
+        ):
 
-        def answers() -> bool:
-            try:
-                return httpx.get(f"{base}/healthz").status_code == 200
-            except httpx.TransportError:
-                return False
+            def post(item):
+                number, trajectory = item
+                body = {
+                    "user_id": "bench-user",
+                    "session_id": f"tau-{number}",
+                    "session_tag": "task",
+                    "messages": trajectory["traj"],
+                    "seal": True,
+                    "outcome": "success" if trajectory["reward"] == 1.0 else "failure",
+                }
+                with Stopwatch() as watch:
+                    response = http.post("/api/v1/memory/add", json=body)
+                assert response.status_code == 202, response.text
+                return watch.ms, response.json()["messages_stored"]
 
-        wait_for(answers, timeout=30, message="gunicorn")
-        http = httpx.Client(base_url=base, headers=headers, timeout=60)
+            with Stopwatch() as api, ThreadPoolExecutor(CONCURRENCY) as pool:
+                outcomes = list(pool.map(post, enumerate(trajectories)))
+            stored = sum(count for _, count in outcomes)
 
-        def post(item):
-            number, trajectory = item
-            body = {
-                "user_id": "bench-user",
-                "session_id": f"tau-{number}",
-                "session_tag": "task",
-                "messages": trajectory["traj"],
-                "seal": True,
-                "outcome": "success" if trajectory["reward"] == 1.0 else "failure",
-            }
-            started = time.perf_counter()
-            response = http.post("/api/v1/memory/add", json=body)
-            elapsed = time.perf_counter() - started
-            assert response.status_code == 202, response.text
-            return elapsed, response.json()["messages_stored"]
-
-        started = time.perf_counter()
-        with ThreadPoolExecutor(CONCURRENCY) as pool:
-            outcomes = list(pool.map(post, enumerate(trajectories)))
-        api_seconds = time.perf_counter() - started
-        stored = sum(count for _, count in outcomes)
-
-        intact = 0
-        for number, trajectory in enumerate(trajectories):
-            transcript = http.get(
-                f"/api/v1/sessions/tau-{number}/", params={"user_id": "bench-user", "limit": 1000}
-            ).json()
-            messages = transcript["messages"]
-            assert len(messages) == len(trajectory["traj"]), (
-                f"tau-{number}: {len(messages)} of {len(trajectory['traj'])}"
-            )
-            for sent, got in zip(trajectory["traj"], messages):
-                assert got["role"] == sent["role"]
-                if sent["role"] == "tool":
-                    assert got["name"] == sent["name"] and got["content"].startswith(f"[{sent['name']}] ")
-                if sent.get("tool_calls"):
-                    assert [call["function"] for call in got["tool_calls"]] == [
-                        call["function"] for call in sent["tool_calls"]
-                    ]
-                intact += 1
-        http.close()
+            intact = 0
+            for number, trajectory in enumerate(trajectories):
+                transcript = http.get(
+                    f"/api/v1/sessions/tau-{number}/", params={"user_id": "bench-user", "limit": 1000}
+                ).json()
+                messages = transcript["messages"]
+                assert len(messages) == len(trajectory["traj"]), (
+                    f"tau-{number}: {len(messages)} of {len(trajectory['traj'])}"
+                )
+                for sent, got in zip(trajectory["traj"], messages):
+                    assert got["role"] == sent["role"]
+                    if sent["role"] == "tool":
+                        assert got["name"] == sent["name"] and got["content"].startswith(f"[{sent['name']}] ")
+                    if sent.get("tool_calls"):
+                        assert [call["function"] for call in got["tool_calls"]] == [
+                            call["function"] for call in sent["tool_calls"]
+                        ]
+                    intact += 1
         floor_seconds, floor_rows = _floor(client, trajectories)
     finally:
-        server.terminate()
-        server.wait(timeout=20)
-        redis_server.stop()
         Organization.objects.filter(pk=organization.pk).delete()
 
-    latencies = [elapsed * 1000 for elapsed, _ in outcomes]
-    api_rate = stored / api_seconds
+    latencies = percentiles([ms for ms, _ in outcomes], digits=1)
+    api_rate = stored / api.seconds
     floor_rate = floor_rows / floor_seconds
     results = {
         "requests": len(outcomes),
         "messages": stored,
         "concurrency": CONCURRENCY,
         "api_messages_per_second": round(api_rate, 1),
-        "api_request_p50_ms": round(_percentile(latencies, 0.5), 1),
-        "api_request_p95_ms": round(_percentile(latencies, 0.95), 1),
+        "api_request_p50_ms": latencies["p50"],
+        "api_request_p95_ms": latencies["p95"],
         "floor_messages_per_second": round(floor_rate, 1),
         "api_share_of_floor": round(api_rate / floor_rate, 3),
         "target_share_of_floor": 0.25,
@@ -202,6 +153,5 @@ def run(output_dir: Path) -> dict:
         f"floor {floor_rate:.0f} msg/s, API = {results['api_share_of_floor']:.0%} of the floor (target 25%); "
         f"round trip intact: {intact}/{stored}"
     )
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "ingest.json").write_text(json.dumps(results, indent=2))
+    write_result(output_dir, "ingest", results)
     return results

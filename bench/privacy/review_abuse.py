@@ -13,11 +13,10 @@ the review step the distill handler runs), default settings, one organisation pe
   and the same after one "shill" user's 60 successful sessions with it.
 """
 
-import json
 import os
-import time
 import uuid
-from pathlib import Path
+
+from bench.common import Stopwatch, write_result
 
 ATTACK_SESSIONS = int(os.environ.get("BENCH_REVIEW_ABUSE_SESSIONS", "60"))
 CLIENT_USERS = 30
@@ -95,9 +94,8 @@ def run(output_dir, log=print) -> dict:
     from django.conf import settings
     from django.test.utils import override_settings
 
-    started = time.perf_counter()
     # Hash embeddings: each skill is found by its own trigger word; retrieval quality is not measured here.
-    with override_settings(EMBEDDING_PROVIDER="hash", LLM_PROVIDER="rules"):
+    with Stopwatch() as watch, override_settings(EMBEDDING_PROVIDER="hash", LLM_PROVIDER="rules"):
         rows = {
             "one_user": _one_user(),
             "one_client": _one_client(),
@@ -113,7 +111,7 @@ def run(output_dir, log=print) -> dict:
             "SKILL_EVIDENCE_TOP_RANKS": getattr(settings, "SKILL_EVIDENCE_TOP_RANKS", None),
         },
         "rows": rows,
-        "seconds": round(time.perf_counter() - started, 1),
+        "seconds": round(watch.seconds, 1),
         "targets_met": {
             "one_user_moves_no_good_skill": rows["one_user"]["good_skills_moved"] == 0,
             "one_client_moves_no_good_skill": rows["one_client"]["good_skills_moved"] == 0,
@@ -123,9 +121,7 @@ def run(output_dir, log=print) -> dict:
             ),
         },
     }
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "privacy_review_abuse.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_result(output_dir, "privacy_review_abuse", result)
     log(
         f"privacy_review_abuse: one user's {ATTACK_SESSIONS} failing sessions moved "
         f"{rows['one_user']['good_skills_moved']} of 10 good skills; one client's {CLIENT_USERS} users moved "

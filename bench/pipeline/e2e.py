@@ -11,17 +11,17 @@ learner) on a private Redis, fed through the REST API by the Python SDK.
 - where the time goes, per task type, from the task rows: debounce (created → due), queue wait
   (due → first claim), attempts, time inside handlers and, within it, embedding, model calls, SQL
   and lock waits (`MemoryTask.timings`).
+
+`python -m bench pipeline_e2e`.
 """
 
-import json
 import os
-import platform
 import statistics
-import tempfile
 import time
 from datetime import datetime
-from pathlib import Path
 
+from bench.common import deployed, load_average, machine, measured_at, write_result
+from bench.data import conversation_sessions, load, turn_text
 from tests.harness.processes import wait_for
 
 TARGET_FLOOR_SHARE = 0.5
@@ -33,8 +33,6 @@ TIMEOUT_SECONDS = 1800
 
 
 def _conversation_adds(sample: dict) -> list[dict]:
-    from bench.locomo import conversation_sessions, turn_text
-
     conversation = sample["conversation"]
     adds = []
     for number, occurred_at, turns in conversation_sessions(conversation):
@@ -226,26 +224,16 @@ def _run_tasks(platform_, memory, trajectories, log) -> dict:
 def run(output_dir, *, log=print) -> dict:
     from memory_platform_client import MemoryClient
 
-    from bench.data import data_file
     from tests.harness.platforms import RunPlatform
 
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    sample = next(s for s in json.loads(data_file("locomo-dev.json").read_text()) if s["sample_id"] == CONVERSATION)
-    trajectories = json.loads(data_file("tau-airline-dev.json").read_text())
-    load_before = round(os.getloadavg()[0], 2)
-    with tempfile.TemporaryDirectory(prefix="bench-e2e-") as work_dir:
-        platform_ = RunPlatform(Path(work_dir), shipped_defaults=True).start()
-        try:
-            log(f"pipeline_e2e: platform up at {platform_.url}")
-            with MemoryClient(platform_.url, api_key=platform_.api_key, timeout=60) as memory:
-                conversation = _run_conversation(platform_, memory, sample, log)
-                tasks = _run_tasks(platform_, memory, trajectories, log)
-        except BaseException:
-            log(platform_.logs_text())
-            raise
-        finally:
-            platform_.stop()
+    sample = next(s for s in load("locomo-dev.json") if s["sample_id"] == CONVERSATION)
+    trajectories = load("tau-airline-dev.json")
+    load_before = load_average()
+    with deployed(RunPlatform, name="e2e", shipped_defaults=True) as platform_:
+        log(f"pipeline_e2e: platform up at {platform_.url}")
+        with MemoryClient(platform_.url, api_key=platform_.api_key, timeout=60) as memory:
+            conversation = _run_conversation(platform_, memory, sample, log)
+            tasks = _run_tasks(platform_, memory, trajectories, log)
 
     # The floor runs after the platform stopped, so it has the machine the platform had, and the
     # model gets every core: the best it can do here.
@@ -273,15 +261,10 @@ def run(output_dir, *, log=print) -> dict:
         and tasks["first_skill_seconds"] is not None
         and tasks["first_skill_seconds"] <= TARGET_FIRST_SKILL_SECONDS
         and tasks["all_distilled_seconds"] <= TARGET_ALL_DISTILLED_SECONDS,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "load_average_1m_before": load_before,
-            "load_average_1m_after": round(os.getloadavg()[0], 2),
-            "python": platform.python_version(),
-        },
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": machine(load_before=load_before),
+        "measured_at": measured_at(),
     }
-    (output_dir / "pipeline_e2e.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+    write_result(output_dir, "pipeline_e2e", result)
     log(
         f"pipeline_e2e: conversation {conversation['turns']} turns: searchable in {conversation['searchable_seconds']}s "
         f"({conversation['turns_per_s_searchable']} turns/s), every returned task finished in "

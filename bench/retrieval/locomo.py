@@ -11,102 +11,24 @@ embeddings, and their reciprocal-rank fusion. Each method is also measured with 
 everything for each local embedding provider. With an LLM configured (LLM_PROVIDER=openai and
 its endpoint), `hybrid+decompose` variants search each question with QUERY_DECOMPOSER=llm too
 (the share of questions the model split is reported); without one they are left out.
+
+`python -m bench locomo` runs it for each provider of BENCH_EMBEDDING_PROVIDERS (default `e5,local`) on
+BENCH_DATA_DIR's dev set; `python -m bench.retrieval.locomo FILE [--extract]` on any LOCOMO-format file.
 """
 
 import json
+import os
 import re
 import statistics
 import sys
-import time
 import uuid
 from collections import defaultdict
-from datetime import datetime, timezone
 from pathlib import Path
 
+from bench.common import RESULTS_DIR, Stopwatch, percentiles, run_pending_tasks, write_json, write_result
+from bench.data import CATEGORIES, data_file, ingest, scored_questions
+
 KS = (1, 5, 10, 25)
-CATEGORIES = (1, 2, 3, 4)
-DIA_ID = re.compile(r"D(\d+):(\d+)")
-
-
-def normalise_evidence(evidence: list, known: set[str]) -> list[str]:
-    """ "D8:6; D9:17", "D:11:26", "D30:05" → D<int>:<int>; drops what does not resolve."""
-    found = []
-    for item in evidence:
-        for session, turn in re.findall(r"D:?(\d+):(\d+)", str(item)):
-            dia_id = f"D{int(session)}:{int(turn)}"
-            if dia_id in known and dia_id not in found:
-                found.append(dia_id)
-    return found
-
-
-def session_date(text: str) -> datetime:
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
-
-
-def turn_text(turn: dict) -> str:
-    text = turn.get("text", "")
-    if turn.get("blip_caption"):
-        text = f"{text} [shares a photo: {turn['blip_caption']}]"
-    return text
-
-
-def conversation_sessions(conversation: dict) -> list[tuple[int, datetime, list[dict]]]:
-    sessions = []
-    for key in conversation:
-        match = re.fullmatch(r"session_(\d+)", key)
-        if match and isinstance(conversation[key], list):
-            number = int(match.group(1))
-            sessions.append((number, session_date(conversation[f"session_{number}_date_time"]), conversation[key]))
-    return sorted(sessions)
-
-
-def ingest(client, sample: dict, *, user_id: str | None = None, writers: tuple = ()) -> dict[str, str]:
-    """Ingests one conversation (as `user_id`, default its sample id; session n written by
-    writers[n % len(writers)] when given, else by `client`); returns {dia_id: text}."""
-    from apps.conversations.services import messages_ingest
-
-    conversation = sample["conversation"]
-    speaker_a = conversation["speaker_a"]
-    texts = {}
-    for number, occurred_at, turns in conversation_sessions(conversation):
-        messages = []
-        for turn in turns:
-            texts[turn["dia_id"]] = turn_text(turn)
-            messages.append(
-                {
-                    "role": "user" if turn["speaker"] == speaker_a else "assistant",
-                    "name": turn["speaker"],
-                    "content": turn_text(turn),
-                    "metadata": {"dia_id": turn["dia_id"]},
-                }
-            )
-        messages_ingest(
-            client=writers[number % len(writers)] if writers else client,
-            user_id=user_id or sample["sample_id"],
-            session_id=f"{sample['sample_id']}-s{number}",
-            messages=messages,
-            occurred_at=occurred_at,
-            session_tag="conversation",
-            seal=True,
-        )
-    return texts
-
-
-def run_pending_tasks(organization, task_types=None) -> None:
-    """Runs the organisation's queued tasks (of these types, or all) in this process, as a worker would."""
-    from apps.pipeline.models import MemoryTask
-    from apps.pipeline.services import task_execute
-
-    while True:
-        queued = MemoryTask.objects.filter(organization=organization, status__in=MemoryTask.CLAIMABLE_STATUSES)
-        if task_types is not None:
-            queued = queued.filter(task_type__in=task_types)
-        pending = list(queued.order_by("created_at").values_list("pk", flat=True))  # in the order they were queued
-        if not pending:
-            return
-        MemoryTask.objects.filter(pk__in=pending).update(run_after=datetime.now(timezone.utc))
-        for task_id in pending:
-            task_execute(task_id=task_id, worker="bench")
 
 
 def _tokens(text: str) -> list[str]:
@@ -130,7 +52,7 @@ def recall(ranked: list[str], evidence: list[str], k: int) -> float:
     return len(set(ranked[:k]) & set(evidence)) / len(evidence)
 
 
-def run(
+def evaluate(
     file: str,
     *,
     methods=("bm25", "embedding", "hybrid", "fuzzy"),
@@ -176,13 +98,13 @@ def run(
     questions = 0
     try:
         for sample in samples:
-            started = time.perf_counter()
-            texts = ingest(client, sample)
-            ingest_seconds += time.perf_counter() - started
-            started = time.perf_counter()
-            # Raw turns only: extraction (dates, memories) is measured by run_extract (--extract).
-            run_pending_tasks(organization, task_types=["embed_messages"])
-            embed_seconds += time.perf_counter() - started
+            with Stopwatch() as watch:
+                texts = ingest(client, sample)
+            ingest_seconds += watch.seconds
+            with Stopwatch() as watch:
+                # Raw turns only: extraction (dates, memories) is measured by run_extract (--extract).
+                run_pending_tasks(organization, task_types=["embed_messages"])
+            embed_seconds += watch.seconds
 
             rows = list(
                 Message.objects.filter(organization=organization, end_user__user_id=sample["sample_id"]).values_list(
@@ -194,12 +116,7 @@ def run(
             matrix = np.array([embedding for _, _, embedding in rows], dtype=np.float32)
             matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
 
-            for qa in sample["qa"]:
-                if qa.get("category") not in CATEGORIES:
-                    continue
-                evidence = normalise_evidence(qa.get("evidence") or [], set(texts))
-                if not evidence:
-                    continue
+            for qa, evidence in scored_questions(sample, set(texts)):
                 questions += 1
                 question = str(qa["question"])
                 category = qa["category"]
@@ -217,18 +134,18 @@ def run(
 
                 for method, reranker, decomposer in variants:
                     name = variant_name(method, reranker, decomposer)
-                    started = time.perf_counter()
-                    hits = search(
-                        reader=client.reader,
-                        query=question,
-                        memory_types=["message"],
-                        method=method,
-                        limit=max(KS),
-                        filters={"user_id": sample["sample_id"]},
-                        reranker=reranker,
-                        decomposer=decomposer,
-                    )
-                    latencies[name].append((time.perf_counter() - started) * 1000)
+                    with Stopwatch() as watch:
+                        hits = search(
+                            reader=client.reader,
+                            query=question,
+                            memory_types=["message"],
+                            method=method,
+                            limit=max(KS),
+                            filters={"user_id": sample["sample_id"]},
+                            reranker=reranker,
+                            decomposer=decomposer,
+                        )
+                    latencies[name].append(watch.ms)
                     decomposed[name] += hits.decomposed_into is not None
                     ranking = [hit.instance.metadata.get("dia_id") for hit in hits]
                     for k in KS:
@@ -260,11 +177,7 @@ def run(
         }
         entry = {"overall": overall, "by_category": by_category}
         if name in latencies:
-            ordered = sorted(latencies[name])
-            entry["latency_ms"] = {
-                "p50": round(ordered[len(ordered) // 2], 2),
-                "p95": round(ordered[int(len(ordered) * 0.95)], 2),
-            }
+            entry["latency_ms"] = percentiles(latencies[name])
         if name in decomposed and name.endswith("+decompose"):
             entry["decomposed_share"] = round(decomposed[name] / max(questions, 1), 4)
         results["methods"][name] = entry
@@ -285,9 +198,7 @@ def run(
             + " ".join(f"c{c}={entry['by_category'][str(c)].get('recall@10', 0):.3f}" for c in CATEGORIES)
         )
     if output:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        Path(output).write_text(json.dumps(results, indent=2))
-        log(f"written to {output}")
+        log(f"written to {write_json(output, results)}")
     return results
 
 
@@ -359,7 +270,7 @@ def run_providers(file: str, *, providers=("e5", "local"), output_dir: str | Non
             EMBEDDING_PROVIDER=provider, EMBEDDING_MODEL=PROVIDER_MODELS.get(provider, settings.EMBEDDING_MODEL)
         ):
             output = str(Path(output_dir) / f"locomo-{provider}.json") if output_dir else None
-            results[provider] = run(file, output=output, log=log, **options)
+            results[provider] = evaluate(file, output=output, log=log, **options)
     log(
         "\nhybrid recall@10 per provider (overall / c1 multi-hop / c2 temporal / c3 open-domain / c4 single-hop), p50 ms"
     )
@@ -384,9 +295,16 @@ def run_providers(file: str, *, providers=("e5", "local"), output_dir: str | Non
         + (" (the defaults are the best offline row)" if defaults["is_best"] else "")
     )
     if output_dir:
-        Path(output_dir).mkdir(parents=True, exist_ok=True)
-        (Path(output_dir) / "locomo-defaults.json").write_text(json.dumps(defaults, indent=2))
+        write_result(output_dir, "locomo-defaults", defaults)
     return {**results, "defaults": defaults}
+
+
+def run(output_dir) -> dict:
+    """Every method with and without the context reranker, for each local embedding provider
+    (BENCH_EMBEDDING_PROVIDERS, default `e5,local`; `local` needs the bench extra), then the row of the
+    default configuration against the best offline row."""
+    providers = tuple(os.environ.get("BENCH_EMBEDDING_PROVIDERS", "e5,local").split(","))
+    return run_providers(str(data_file("locomo-dev.json")), providers=providers, output_dir=str(output_dir))
 
 
 # Extraction mode -------------------------------------------------------------------------------
@@ -432,11 +350,8 @@ def run_extract(file: str, *, methods=("hybrid",), output: str | None = None, lo
     extraction = {"seconds": 0.0, "turns": 0, "dates_resolved": 0, "episodic": 0, "semantic": 0}
     questions = 0
 
-    def evaluate(sample, variant, memory_types, texts, dia_by_message):
-        for qa in sample["qa"]:
-            evidence = normalise_evidence(qa.get("evidence") or [], set(texts))
-            if qa.get("category") not in CATEGORIES or not evidence:
-                continue
+    def score(sample, variant, memory_types, texts, dia_by_message):
+        for qa, evidence in scored_questions(sample, set(texts)):
             for method in methods:
                 hits = search(
                     reader=client.reader,
@@ -458,21 +373,17 @@ def run_extract(file: str, *, methods=("hybrid",), output: str | None = None, lo
             dia_by_message = {
                 pk: metadata.get("dia_id") for pk, metadata in user_messages.values_list("pk", "metadata")
             }
-            evaluate(sample, "messages_before_extraction", ["message"], texts, dia_by_message)
+            score(sample, "messages_before_extraction", ["message"], texts, dia_by_message)
 
-            started = time.perf_counter()
-            run_pending_tasks(organization)
-            extraction["seconds"] += time.perf_counter() - started
+            with Stopwatch() as watch:
+                run_pending_tasks(organization)
+            extraction["seconds"] += watch.seconds
             resolved = user_messages.filter(metadata__has_key="resolved_date").count()
             extraction["dates_resolved"] += resolved
             extraction["turns"] += len(dia_by_message)
-            evaluate(sample, "messages_after_extraction", ["message"], texts, dia_by_message)
-            evaluate(sample, "messages_episodic_semantic", ["message", "episodic", "semantic"], texts, dia_by_message)
-            questions += sum(
-                1
-                for qa in sample["qa"]
-                if qa.get("category") in CATEGORIES and normalise_evidence(qa.get("evidence") or [], set(texts))
-            )
+            score(sample, "messages_after_extraction", ["message"], texts, dia_by_message)
+            score(sample, "messages_episodic_semantic", ["message", "episodic", "semantic"], texts, dia_by_message)
+            questions += sum(1 for _ in scored_questions(sample, set(texts)))
             log(
                 f"{sample['sample_id']}: {len(dia_by_message)} turns, {resolved} with resolved dates, {questions} questions so far"
             )
@@ -524,21 +435,18 @@ def run_extract(file: str, *, methods=("hybrid",), output: str | None = None, lo
             + ", ".join(f"R@{k} {before[f'recall@{k}']:.3f} -> {after[f'recall@{k}']:.3f}" for k in KS)
         )
     if output:
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        Path(output).write_text(json.dumps(results, indent=2))
-        log(f"written to {output}")
+        log(f"written to {write_json(output, results)}")
     return results
 
 
 def main(argv: list[str]) -> int:
-    """`python -m bench.locomo FILE [--extract] [--methods M1,M2] [--output PATH]`: the benchmark on
-    one LOCOMO-format file (`python -m bench locomo` runs it on BENCH_DATA_DIR's)."""
+    """`python -m bench.retrieval.locomo FILE [--extract] [--methods M1,M2] [--output PATH]`: the
+    benchmark on one LOCOMO-format file (`python -m bench locomo` runs it on BENCH_DATA_DIR's)."""
     import argparse
-    import os
 
     import django
 
-    parser = argparse.ArgumentParser(prog="python -m bench.locomo", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.retrieval.locomo", description=main.__doc__)
     parser.add_argument("file", help="A LOCOMO-format JSON file, e.g. ../shared/data/locomo-dev.json")
     parser.add_argument("--methods", default=None, help="default: bm25,embedding,hybrid,fuzzy (with --extract: hybrid)")
     parser.add_argument(
@@ -556,18 +464,17 @@ def main(argv: list[str]) -> int:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    results_dir = Path(__file__).resolve().parent / "results"
     if arguments.extract:
         run_extract(
             arguments.file,
             methods=tuple((arguments.methods or "hybrid").split(",")),
-            output=arguments.output or str(results_dir / "locomo-extract.json"),
+            output=arguments.output or str(RESULTS_DIR / "locomo-extract.json"),
         )
     else:
-        run(
+        evaluate(
             arguments.file,
             methods=tuple((arguments.methods or "bm25,embedding,hybrid,fuzzy").split(",")),
-            output=arguments.output or str(results_dir / "locomo.json"),
+            output=arguments.output or str(RESULTS_DIR / "locomo.json"),
         )
     return 0
 

@@ -1,24 +1,24 @@
 """Rerank latency: hybrid search alone against hybrid + each reranker, side by side, at 100k messages.
 
 A fresh organisation gets `users` end users with `messages` synthetic turns in all (dated
-sessions of 50 turns, Zipf vocabulary and hash vectors as in bench/scale.py; the hash embedder
+sessions of 50 turns, Zipf vocabulary and hash vectors from bench/scale/synthetic.py; the hash embedder
 answers the queries too, so query embedding costs almost nothing and the ratios are the
 reranker's cost over the search itself). Each query is one user's hybrid search (limit 10),
 timed in-process with every reranker in turn: `none`, `context`, and `cross-encoder` with
 RERANKER_MODEL_PATH, or, without one, a random-weight cross-encoder of all-MiniLM-L6-v2's shape
 (6 layers, 384 wide) exported here with torch: its scores mean nothing, its cost is a real
-MiniLM cross-encoder's. The organisation is deleted afterwards.
+MiniLM cross-encoder's. The organisation is deleted afterwards. `python -m bench rerank`.
 """
 
-import json
 import random
-import statistics
-import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.common import Stopwatch, percentiles, write_result
+from bench.scale.synthetic import texts_and_vectors, vocabulary, word_vectors
+
+ROOT = Path(__file__).resolve().parents[2]
 TURNS_PER_SESSION = 50
 
 
@@ -59,10 +59,9 @@ def _load(organization, client, *, messages: int, users: int, rng) -> list[str]:
 
     from apps.conversations.models import Message, Session
     from apps.tenancy.models import EndUser
-    from bench.scale import _texts_and_vectors, _vocabulary, _word_vectors
 
-    words, probabilities = _vocabulary(np.random.default_rng(7))
-    word_vectors = _word_vectors(words)
+    words, probabilities = vocabulary(np.random.default_rng(7))
+    word_matrix = word_vectors(words)
     numpy_rng = np.random.default_rng(11)
     end_users = EndUser.objects.bulk_create(
         [EndUser(organization=organization, user_id=f"user-{n}") for n in range(users)]
@@ -84,7 +83,7 @@ def _load(organization, client, *, messages: int, users: int, rng) -> list[str]:
                 for number in range(per_user // TURNS_PER_SESSION)
             ]
         )
-        texts, vectors = _texts_and_vectors(numpy_rng, words, probabilities, word_vectors, per_user)
+        texts, vectors = texts_and_vectors(numpy_rng, words, probabilities, word_matrix, per_user)
         rows = []
         for index, (text, vector) in enumerate(zip(texts, vectors)):
             session = sessions[index // TURNS_PER_SESSION]
@@ -129,35 +128,29 @@ def run(
     timings = {reranker: [] for reranker in rerankers}
     try:
         with override_settings(EMBEDDING_PROVIDER="hash", EMBEDDING_MODEL="", RERANKER_MODEL_PATH=model_path):
-            started = time.perf_counter()
-            texts = _load(organization, client, messages=messages, users=users, rng=rng)
-            load_seconds = time.perf_counter() - started
+            with Stopwatch() as loading:
+                texts = _load(organization, client, messages=messages, users=users, rng=rng)
             with connection.cursor() as cursor:
                 cursor.execute("ANALYZE conversations_message")
             candidates = settings.RERANK_CANDIDATES
             for number in range(queries + 10):  # the first 10 warm the caches and load the model
                 query, user = rng.choice(texts), f"user-{rng.randrange(users)}"
                 for reranker in rerankers:
-                    started = time.perf_counter()
-                    hits = search(
-                        reader=client.reader,
-                        query=query,
-                        memory_types=["message"],
-                        method="hybrid",
-                        limit=10,
-                        filters={"user_id": user},
-                        reranker=reranker,
-                    )
-                    elapsed = (time.perf_counter() - started) * 1000
+                    with Stopwatch() as watch:
+                        hits = search(
+                            reader=client.reader,
+                            query=query,
+                            memory_types=["message"],
+                            method="hybrid",
+                            limit=10,
+                            filters={"user_id": user},
+                            reranker=reranker,
+                        )
                     assert hits.reranked_by == (None if reranker == "none" else reranker), hits.reranked_by
                     if number >= 10:
-                        timings[reranker].append(elapsed)
+                        timings[reranker].append(watch.ms)
     finally:
         Organization.objects.filter(pk=organization.pk).delete()
-
-    def percentiles(values):
-        ordered = sorted(values)
-        return {"p50": round(statistics.median(ordered), 2), "p95": round(ordered[int(len(ordered) * 0.95)], 2)}
 
     results = {
         "messages": messages,
@@ -165,7 +158,7 @@ def run(
         "queries": queries,
         "rerank_candidates": candidates,
         "cross_encoder_model": model_path,
-        "load_seconds": round(load_seconds, 1),
+        "load_seconds": round(loading.seconds, 1),
         "latency_ms": {reranker: percentiles(values) for reranker, values in timings.items()},
     }
     base = results["latency_ms"]["none"]["p50"]
@@ -178,6 +171,5 @@ def run(
             f"  {'hybrid' if reranker == 'none' else 'hybrid+' + reranker:<22} p50 {entry['p50']:>8} ms  p95 {entry['p95']:>8} ms"
             f"  ({results['p50_ratio_to_hybrid'][reranker]}x)"
         )
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "rerank.json").write_text(json.dumps(results, indent=2))
+    write_result(output_dir, "rerank", results)
     return results

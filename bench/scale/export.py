@@ -14,19 +14,20 @@
 BENCH_EXPORT_PARTS (default `round_trip,scale`) names the parts to run.
 
 The round trip uses the `hash` embedder unless BENCH_EXPORT_EMBEDDINGS names another provider: what
-is compared is identity after the move, not retrieval quality.
+is compared is identity after the move, not retrieval quality. `python -m bench export`.
 """
 
 import json
 import os
-import platform
 import tempfile
 import threading
 import time
 import uuid
 from pathlib import Path
 
-from bench.data import data_file
+from bench.common import Stopwatch, load_average, machine, run_pending_tasks, write_result
+from bench.data import ingest, load
+from bench.scale.synthetic import seed_subject
 
 ROUND_TRIP_LIMIT = 10
 
@@ -125,10 +126,9 @@ def round_trip(directory: Path, log=print) -> dict:
     from apps.portability.services.export import Selection, archive_export
     from apps.portability.services.importer import archive_import
     from apps.tenancy.services import client_create, organization_create
-    from bench.locomo import ingest, run_pending_tasks
 
-    samples = json.loads(data_file("locomo-dev.json").read_text())
-    trajectories = json.loads(data_file("tau-airline-dev.json").read_text())
+    samples = load("locomo-dev.json")
+    trajectories = load("tau-airline-dev.json")
     source = organization_create(name=f"bench-export-{uuid.uuid4().hex[:8]}")
     target = organization_create(name=f"bench-import-{uuid.uuid4().hex[:8]}")
     started = time.perf_counter()
@@ -151,12 +151,10 @@ def round_trip(directory: Path, log=print) -> dict:
     log(f"export: seeded the round-trip organisation in {seed_seconds:.0f}s: {_counts(source)}")
 
     path = directory / "round-trip.zip"
-    started = time.perf_counter()
-    manifest = archive_export(selection=Selection(organization=source), path=path)
-    export_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    imported = archive_import(path=path, organization=target)
-    import_seconds = time.perf_counter() - started
+    with Stopwatch() as exporting:
+        manifest = archive_export(selection=Selection(organization=source), path=path)
+    with Stopwatch() as importing:
+        imported = archive_import(path=path, organization=target)
 
     before, after = _counts(source), _counts(target)
     questions = [qa["question"] for sample in samples for qa in sample["qa"]]
@@ -175,8 +173,8 @@ def round_trip(directory: Path, log=print) -> dict:
         "same_results_same_order_up_to_ties": same_up_to_ties,
         "skills_and_versions_equal": _skill_history(source) == _skill_history(target),
         "archive_bytes": path.stat().st_size,
-        "export_seconds": round(export_seconds, 2),
-        "import_seconds": round(import_seconds, 2),
+        "export_seconds": round(exporting.seconds, 2),
+        "import_seconds": round(importing.seconds, 2),
         "vectors_recomputed": imported["vectors_recomputed"],
         "embedding_model": manifest["embedding_model"],
     }
@@ -193,14 +191,13 @@ def scale(directory: Path, messages: int, log=print) -> dict:
     from apps.portability.services.importer import archive_import
     from apps.providers.embeddings import embedding_model_name
     from apps.tenancy.services import client_create, end_user_get_or_create, organization_create
-    from bench.erasure import _seed
 
     source = organization_create(name=f"bench-export-scale-{uuid.uuid4().hex[:8]}")
     target = organization_create(name=f"bench-import-scale-{uuid.uuid4().hex[:8]}")
     client, _ = client_create(organization=source, name="writer", write_scope="default")
     end_user = end_user_get_or_create(organization=source, user_id="bench-subject")
     started = time.perf_counter()
-    _seed(source, client, end_user, messages=messages, memories=0, experiences=0)
+    seed_subject(source, client, end_user, messages=messages, memories=0, experiences=0)
     # The seeded vectors count as the configured model's, so the import keeps them (the common case).
     Message.objects.filter(organization=source, embedding_model="bench").update(embedding_model=embedding_model_name())
     with connection.cursor() as cursor:
@@ -209,28 +206,24 @@ def scale(directory: Path, messages: int, log=print) -> dict:
 
     path = directory / "scale.zip"
     rows = sum(_counts(source).values())
-    with PeakRSS() as export_memory:
-        started = time.perf_counter()
+    with PeakRSS() as export_memory, Stopwatch() as exporting:
         archive_export(selection=Selection(organization=source), path=path)
-        export_seconds = time.perf_counter() - started
     export_high_water = PeakRSS.high_water_mb()
-    log(f"export: {rows} rows exported in {export_seconds:.1f}s")
-    with PeakRSS() as import_memory:
-        started = time.perf_counter()
+    log(f"export: {rows} rows exported in {exporting.seconds:.1f}s")
+    with PeakRSS() as import_memory, Stopwatch() as importing:
         archive_import(path=path, organization=target)
-        import_seconds = time.perf_counter() - started
-    log(f"export: {rows} rows imported in {import_seconds:.1f}s")
+    log(f"export: {rows} rows imported in {importing.seconds:.1f}s")
     equal = _counts(source) == _counts(target)
     result = {
         "messages": messages,
         "rows": rows,
         "archive_bytes": path.stat().st_size,
-        "export_seconds": round(export_seconds, 1),
-        "export_rows_per_second": round(rows / export_seconds),
+        "export_seconds": round(exporting.seconds, 1),
+        "export_rows_per_second": round(rows / exporting.seconds),
         "export_peak_rss_mb": export_memory.peak_mb,
         "export_process_high_water_mb": export_high_water,
-        "import_seconds": round(import_seconds, 1),
-        "import_rows_per_second": round(rows / import_seconds),
+        "import_seconds": round(importing.seconds, 1),
+        "import_rows_per_second": round(rows / importing.seconds),
         "import_peak_rss_mb": import_memory.peak_mb,
         "import_process_high_water_mb": PeakRSS.high_water_mb(),
         "row_counts_equal": equal,
@@ -249,7 +242,7 @@ def run(output_dir, *, messages: int | None = None, log=print) -> dict:
     )
     parts = os.environ.get("BENCH_EXPORT_PARTS", "round_trip,scale").split(",")
     provider = os.environ.get("BENCH_EXPORT_EMBEDDINGS", "hash")
-    load_before = round(os.getloadavg()[0], 2)
+    load_before = load_average()
     with (
         tempfile.TemporaryDirectory() as directory,
         override_settings(
@@ -271,10 +264,8 @@ def run(output_dir, *, messages: int | None = None, log=print) -> dict:
         "round_trip": trip,
         "scale": sized,
         "batch_size": settings.PORTABILITY_BATCH_SIZE,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_1m_before": load_before},
+        "machine": machine(load_before=load_before),
     }
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "export.json").write_text(json.dumps(result, indent=2))
+    write_result(output_dir, "export", result)
     log(json.dumps(result, indent=2))
     return result

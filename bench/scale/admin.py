@@ -4,14 +4,15 @@ Skills are written with binary COPY (without vectors: the admin never reads them
 throwaway organisation of the development database, the table is analysed, and each page
 is rendered in-process by Django's test client as a staff member of that organisation, so
 the figures are server time only. Target: under 300 ms, with a bounded number of queries.
+`python -m bench admin`.
 """
 
 import json
-import statistics
-import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+
+from bench.common import Stopwatch, percentile, write_result
 
 SKILLS = 100_000
 REQUESTS = 20
@@ -62,16 +63,15 @@ def _time(client, url: str, requests: int) -> dict:
     client.get(url)  # warm
     timings = []
     for _ in range(requests):
-        started = time.perf_counter()
-        response = client.get(url)
-        timings.append((time.perf_counter() - started) * 1000)
+        with Stopwatch() as watch:
+            response = client.get(url)
+        timings.append(watch.ms)
         assert response.status_code == 200, response.status_code
     with CaptureQueriesContext(connection) as queries:
         client.get(url)
-    ordered = sorted(timings)
     return {
-        "p50_ms": round(statistics.median(ordered), 1),
-        "p95_ms": round(ordered[int(len(ordered) * 0.95)], 1),
+        "p50_ms": round(percentile(timings, 0.5), 1),
+        "p95_ms": round(percentile(timings, 0.95), 1),
         "queries": len(queries),
     }
 
@@ -90,14 +90,13 @@ def run(output_dir: Path, *, skills: int = SKILLS) -> dict:
     try:
         StaffMembership.objects.create(user=staff, organization=organization)
         staff.user_permissions.add(*Permission.objects.filter(content_type__app_label="skills"))
-        started = time.perf_counter()
-        _seed(organization, skills)
-        seed_seconds = time.perf_counter() - started
+        with Stopwatch() as seeding:
+            _seed(organization, skills)
         client = Client(SERVER_NAME="localhost")
         client.force_login(staff)
         results = {
             "skills": skills,
-            "seed_seconds": round(seed_seconds, 1),
+            "seed_seconds": round(seeding.seconds, 1),
             "changelist": _time(client, "/admin/skills/skill/", REQUESTS),
             "review_queue": _time(client, "/admin/skills/skill/review/", REQUESTS),
             "target_ms": TARGET_MS,
@@ -110,6 +109,5 @@ def run(output_dir: Path, *, skills: int = SKILLS) -> dict:
         f"({results['changelist']['queries']} queries), review queue p50 {results['review_queue']['p50_ms']} ms "
         f"({results['review_queue']['queries']} queries); target < {TARGET_MS} ms"
     )
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "admin.json").write_text(json.dumps(results, indent=2))
+    write_result(output_dir, "admin", results)
     return results

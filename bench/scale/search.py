@@ -12,23 +12,25 @@ many in another) through HTTP (gunicorn), next to the same SQL executed directly
 with psycopg in the same run, `POST /memory/context` (the same user and query, 1,000
 tokens) as a ratio to the search, and `GET /me`: the floor of every API call (HTTP, the key,
 the rate limit), which no change to the search can lower.
+
+`python -m bench scale`: BENCH_SCALE_MESSAGES (default 1,000,000) messages, measured at 100k and at that
+size, and BENCH_SCALE_SKILLS (default 100,000) skills.
 """
 
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
-import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.common import Stopwatch, api_server, percentiles, write_result
+from bench.scale.synthetic import texts_and_vectors, vocabulary, word_vectors
+
+ROOT = Path(__file__).resolve().parents[2]
 QUERIES = 200
-VOCABULARY = 5000
-DIMENSIONS = 384
 MESSAGE_INDEXES = {
     "message_search_vector_idx": "CREATE INDEX message_search_vector_idx ON conversations_message USING gin (search_vector)",
     "message_content_trgm_idx": "CREATE INDEX message_content_trgm_idx ON conversations_message USING gin (content gin_trgm_ops)",
@@ -36,57 +38,23 @@ MESSAGE_INDEXES = {
 }
 
 
-def run(output_dir: Path, *, messages: int = 1_000_000, users: int = 1000, skills: int = 100_000) -> dict:
+def run(output_dir: Path, *, messages: int | None = None, users: int = 1000, skills: int | None = None) -> dict:
     """Parent side: a fresh data directory and a child process that does the work."""
+    messages = messages or int(os.environ.get("BENCH_SCALE_MESSAGES", "1000000"))
+    skills = skills or int(os.environ.get("BENCH_SCALE_SKILLS", "100000"))
     data_dir = ROOT / ".data" / "bench-scale"
     shutil.rmtree(data_dir, ignore_errors=True)
     output_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, DATA_DIR=str(data_dir), EMBEDDING_PROVIDER="hash", LOG_LEVEL="WARNING")
     env.pop("DATABASE_URL", None)
     subprocess.run(
-        [sys.executable, "-m", "bench.scale", str(output_dir), str(messages), str(users), str(skills)],
+        [sys.executable, "-m", "bench.scale.search", str(output_dir), str(messages), str(users), str(skills)],
         env=env,
         cwd=ROOT,
         check=True,
     )
     shutil.rmtree(data_dir, ignore_errors=True)
     return json.loads((output_dir / "scale.json").read_text())
-
-
-def _vocabulary(rng):
-    import numpy as np
-
-    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
-    words = sorted({"".join(rng.choice(letters, size=rng.integers(4, 10))) for _ in range(VOCABULARY * 2)})[:VOCABULARY]
-    ranks = np.arange(1, len(words) + 1)
-    weights = 1.0 / ranks
-    return words, weights / weights.sum()
-
-
-def _word_vectors(words):
-    """Each word's hash-embedder feature vector (one signed bucket), as a matrix."""
-    import numpy as np
-
-    from apps.providers.embeddings import _hash_embed
-
-    return np.array([_hash_embed(word, DIMENSIONS) for word in words], dtype=np.float32)
-
-
-def _texts_and_vectors(rng, words, probabilities, word_vectors, count, low=8, high=30):
-    import numpy as np
-
-    lengths = rng.integers(low, high, size=count)
-    indices = rng.choice(len(words), size=int(lengths.sum()), p=probabilities)
-    texts, vectors = [], np.zeros((count, DIMENSIONS), dtype=np.float32)
-    position = 0
-    for row, length in enumerate(lengths):
-        chosen = indices[position : position + length]
-        position += length
-        texts.append(" ".join(words[i] for i in chosen))
-        np.add.at(vectors[row], slice(None), word_vectors[chosen].sum(axis=0))
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    norms[norms == 0] = 1
-    return texts, vectors / norms
 
 
 def _copy_messages(connection, rows_iter):
@@ -168,11 +136,6 @@ def _copy_skills(connection, rows_iter):
     connection.commit()
 
 
-def _percentiles(values):
-    ordered = sorted(values)
-    return {"p50": round(statistics.median(ordered), 2), "p95": round(ordered[int(len(ordered) * 0.95)], 2)}
-
-
 def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings")
     import django
@@ -191,13 +154,11 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
     from apps.search.registry import SOURCES
     from apps.tenancy.models import EndUser
     from apps.tenancy.services import client_create, organization_create
-    from memory_platform.embedded_db import ATTACH_ENV
-    from tests.harness.processes import free_port, wait_for
 
     call_command("migrate", verbosity=0)
     rng = np.random.default_rng(7)
-    words, probabilities = _vocabulary(rng)
-    word_vectors = _word_vectors(words)
+    words, probabilities = vocabulary(rng)
+    word_matrix = word_vectors(words)
     organization = organization_create(name="scale")
     client_a, key_a = client_create(organization=organization, name="a", write_scope="scope-a")
     client_create(organization=organization, name="b", write_scope="scope-b")
@@ -242,10 +203,10 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
             # with less, pgvector finishes the build on disk, several times slower.
             cursor.execute("SET maintenance_work_mem = '3GB'")
             for name, sql in MESSAGE_INDEXES.items():
-                started = time.perf_counter()
-                cursor.execute(sql)
-                raw.commit()
-                timings[name] = round(time.perf_counter() - started, 1)
+                with Stopwatch() as watch:
+                    cursor.execute(sql)
+                    raw.commit()
+                timings[name] = round(watch.seconds, 1)
                 cursor.execute("SELECT pg_relation_size(%s)", [name])
                 sizes[name] = cursor.fetchone()[0]
         raw.commit()
@@ -261,7 +222,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
     def message_rows(count):
         for start in range(0, count, 50_000):
             batch = min(50_000, count - start)
-            texts, vectors = _texts_and_vectors(rng, words, probabilities, word_vectors, batch)
+            texts, vectors = texts_and_vectors(rng, words, probabilities, word_matrix, batch)
             # Turns arrive a session batch at a time (25 turns of one user), as through the API.
             owners = np.repeat(rng.integers(0, users, size=batch // 25 + 1), 25)[:batch]
             now = datetime.now(timezone.utc)
@@ -293,7 +254,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
     def skill_rows(count):
         # `count` skills in scope-a, the reader's scope, and a tenth as many in scope-b that its
         # retrievals must filter out.
-        texts, vectors = _texts_and_vectors(rng, words, probabilities, word_vectors, count + count // 10, 20, 60)
+        texts, vectors = texts_and_vectors(rng, words, probabilities, word_matrix, count + count // 10, 20, 60)
         now = datetime.now(timezone.utc)
         for n, (text, vector) in enumerate(zip(texts, vectors)):
             name_words = text.split()[:3]
@@ -318,43 +279,16 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
                 [],
             )
 
-    port = free_port()
-    env = dict(os.environ, **{ATTACH_ENV: "1"})
-    server = subprocess.Popen(
-        [
-            os.path.join(os.path.dirname(sys.executable), "gunicorn"),
-            "memory_platform.wsgi",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "2",
-            "--threads",
-            "2",
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-        start_new_session=True,
-    )
-    http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
-
-    def answers():
-        try:
-            return http.get("/healthz").status_code == 200
-        except httpx.TransportError:
-            return False
-
     def direct(source, query, filters, limit, client):
         """The engine's own SQL, executed with plain psycopg (no Django, no HTTP)."""
         sql, sql_params = engine.search_sql(
             source, reader=client.reader, query=query, method="hybrid", limit=limit, filters=filters
         )
-        started = time.perf_counter()
-        with raw.cursor() as cursor:
+        with Stopwatch() as watch, raw.cursor() as cursor:
             cursor.execute(sql, sql_params)
             cursor.fetchall()
         raw.commit()
-        return (time.perf_counter() - started) * 1000
+        return watch.ms
 
     def measure(stage: str) -> dict:
         query_rng = np.random.default_rng(11)
@@ -383,53 +317,53 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
         sql_queries = [" ".join(rng_words) for rng_words in sql_rng.choice(words[:2000], size=(len(pairs), 3))]
         sql_owners = [f"user-{2 * n}" for n in sql_rng.integers(0, users // 2, size=len(pairs))]
         for (query, owner), sql_query, sql_owner in zip(pairs, sql_queries, sql_owners):
-            started = time.perf_counter()
-            response = http.post(
-                "/api/v1/memory/search",
-                json={
-                    "user_id": owner,
-                    "query": query,
-                    "search_method": "hybrid",
-                    "memory_types": ["message"],
-                    "limit": 10,
-                },
-                headers={"Authorization": f"Api-Key {reader_key}"},
-            )
-            api_search.append((time.perf_counter() - started) * 1000)
+            with Stopwatch() as watch:
+                response = http.post(
+                    "/api/v1/memory/search",
+                    json={
+                        "user_id": owner,
+                        "query": query,
+                        "search_method": "hybrid",
+                        "memory_types": ["message"],
+                        "limit": 10,
+                    },
+                    headers={"Authorization": f"Api-Key {reader_key}"},
+                )
+            api_search.append(watch.ms)
             assert response.status_code == 200, response.text
             # The floor under every API call: an authenticated, rate-limited request that reads nothing.
-            started = time.perf_counter()
-            response = http.get("/api/v1/me", headers={"Authorization": f"Api-Key {reader_key}"})
-            floor.append((time.perf_counter() - started) * 1000)
+            with Stopwatch() as watch:
+                response = http.get("/api/v1/me", headers={"Authorization": f"Api-Key {reader_key}"})
+            floor.append(watch.ms)
             assert response.status_code == 200, response.text
             sql_search.append(direct(SOURCES["message"], sql_query, {"user_id": sql_owner}, 10, reader))
             sql_candidates.append(direct(SOURCES["message"], sql_query, {"user_id": sql_owner}, candidates, reader))
-            started = time.perf_counter()
-            response = http.post(
-                "/api/v1/memory/context",
-                json={"user_id": owner, "query": query, "max_tokens": 1000},
-                headers={"Authorization": f"Api-Key {reader_key}"},
-            )
-            api_context.append((time.perf_counter() - started) * 1000)
+            with Stopwatch() as watch:
+                response = http.post(
+                    "/api/v1/memory/context",
+                    json={"user_id": owner, "query": query, "max_tokens": 1000},
+                    headers={"Authorization": f"Api-Key {reader_key}"},
+                )
+            api_context.append(watch.ms)
             assert response.status_code == 200, response.text
-            started = time.perf_counter()
-            response = http.post(
-                "/api/v1/skills/retrieve",
-                json={"task": query, "k": 5},
-                headers={"Authorization": f"Api-Key {reader_key}"},
-            )
-            api_retrieve.append((time.perf_counter() - started) * 1000)
+            with Stopwatch() as watch:
+                response = http.post(
+                    "/api/v1/skills/retrieve",
+                    json={"task": query, "k": 5},
+                    headers={"Authorization": f"Api-Key {reader_key}"},
+                )
+            api_retrieve.append(watch.ms)
             assert response.status_code == 200, response.text
             sql_retrieve.append(direct(SOURCES["procedural"], sql_query, {}, 5, reader))
         figures = {
-            "search_api_ms": _percentiles(api_search),
-            "search_sql_ms": _percentiles(sql_search),
-            "search_sql_candidates_ms": _percentiles(sql_candidates),
+            "search_api_ms": percentiles(api_search),
+            "search_sql_ms": percentiles(sql_search),
+            "search_sql_candidates_ms": percentiles(sql_candidates),
             "search_sql_candidates": candidates,
-            "request_floor_ms": _percentiles(floor),
-            "retrieve_api_ms": _percentiles(api_retrieve),
-            "retrieve_sql_ms": _percentiles(sql_retrieve),
-            "context_api_ms": _percentiles(api_context),
+            "request_floor_ms": percentiles(floor),
+            "retrieve_api_ms": percentiles(api_retrieve),
+            "retrieve_sql_ms": percentiles(sql_retrieve),
+            "context_api_ms": percentiles(api_context),
             "queries": len(pairs),
         }
         figures["context_over_search"] = {
@@ -449,52 +383,52 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
 
     results = {"users": users, "skills": skills, "stages": {}}
     try:
-        with raw.cursor() as cursor:
-            cursor.execute(
-                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'skills_skill'"
-                " AND (indexdef LIKE '%%USING hnsw%%' OR indexdef LIKE '%%USING gin%%')"
-            )
-            skill_indexes = dict(cursor.fetchall())
-            for name in skill_indexes:
-                cursor.execute(f"DROP INDEX {name}")
-        raw.commit()
-        started = time.perf_counter()
-        _copy_skills(raw, skill_rows(skills))
-        results["skills_load_seconds"] = round(time.perf_counter() - started, 1)
-        results["skill_index_build_seconds"] = {}
-        with raw.cursor() as cursor:
-            cursor.execute("SET maintenance_work_mem = '3GB'")
-            for name, definition in skill_indexes.items():
-                started = time.perf_counter()
-                cursor.execute(definition)
-                raw.commit()
-                results["skill_index_build_seconds"][name] = round(time.perf_counter() - started, 1)
-        raw.commit()
-        raw.autocommit = True  # VACUUM cannot run in a transaction
-        with raw.cursor() as cursor:
-            cursor.execute("VACUUM ANALYZE skills_skill")
-        raw.autocommit = False
-        wait_for(answers, timeout=30, message="gunicorn")
-        loaded = 0
-        for stage in sorted({min(100_000, messages), messages}):
-            drop_message_indexes()
-            started = time.perf_counter()
-            _copy_messages(raw, message_rows(stage - loaded))
-            load_seconds = time.perf_counter() - started
-            loaded = stage
-            timings, sizes = build_message_indexes()
-            print(f"scale [{stage} messages]: loaded in {load_seconds:.0f}s, index builds {timings}", flush=True)
-            results["stages"][str(stage)] = {
-                "messages": stage,
-                "load_seconds": round(load_seconds, 1),
-                "index_build_seconds": timings,
-                "index_bytes": sizes,
-                **measure(f"{stage} messages"),
-            }
+        with (
+            api_server(workers=2, threads=2) as server,
+            httpx.Client(base_url=server.url, timeout=60) as http,
+        ):
+            with raw.cursor() as cursor:
+                cursor.execute(
+                    "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'skills_skill'"
+                    " AND (indexdef LIKE '%%USING hnsw%%' OR indexdef LIKE '%%USING gin%%')"
+                )
+                skill_indexes = dict(cursor.fetchall())
+                for name in skill_indexes:
+                    cursor.execute(f"DROP INDEX {name}")
+            raw.commit()
+            with Stopwatch() as watch:
+                _copy_skills(raw, skill_rows(skills))
+            results["skills_load_seconds"] = round(watch.seconds, 1)
+            results["skill_index_build_seconds"] = {}
+            with raw.cursor() as cursor:
+                cursor.execute("SET maintenance_work_mem = '3GB'")
+                for name, definition in skill_indexes.items():
+                    with Stopwatch() as watch:
+                        cursor.execute(definition)
+                        raw.commit()
+                    results["skill_index_build_seconds"][name] = round(watch.seconds, 1)
+            raw.commit()
+            raw.autocommit = True  # VACUUM cannot run in a transaction
+            with raw.cursor() as cursor:
+                cursor.execute("VACUUM ANALYZE skills_skill")
+            raw.autocommit = False
+            loaded = 0
+            for stage in sorted({min(100_000, messages), messages}):
+                drop_message_indexes()
+                with Stopwatch() as watch:
+                    _copy_messages(raw, message_rows(stage - loaded))
+                load_seconds = watch.seconds
+                loaded = stage
+                timings, sizes = build_message_indexes()
+                print(f"scale [{stage} messages]: loaded in {load_seconds:.0f}s, index builds {timings}", flush=True)
+                results["stages"][str(stage)] = {
+                    "messages": stage,
+                    "load_seconds": round(load_seconds, 1),
+                    "index_build_seconds": timings,
+                    "index_bytes": sizes,
+                    **measure(f"{stage} messages"),
+                }
     finally:
-        http.close()
-        server.terminate()
-        server.wait(timeout=20)
         raw.close()
 
     stages = [results["stages"][key] for key in sorted(results["stages"], key=int)]
@@ -524,7 +458,7 @@ def _child(output_dir: Path, messages: int, users: int, skills: int) -> None:
         "growth": results.get("search_p50_growth_from_first_stage", 1.0) <= 2.0,
         "context_over_search_p95": all(stage["context_over_search"]["p95"] <= 2.0 for stage in stages),
     }
-    (output_dir / "scale.json").write_text(json.dumps(results, indent=2))
+    write_result(output_dir, "scale", results)
     print(json.dumps({key: value for key, value in results.items() if key != "stages"}), flush=True)
 
 

@@ -33,7 +33,9 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-CATEGORIES = (1, 2, 3, 4)
+from bench.common import run_pending_tasks, write_result
+from bench.data import data_file, ingest, scored_questions
+
 SYNONYMS = {
     "attended": "went to",
     "enjoys": "likes",
@@ -162,8 +164,6 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
     from apps.pipeline.models import MemoryTask
     from apps.tenancy.models import EndUser, Organization
     from apps.tenancy.services import client_create, organization_create
-    from bench.data import data_file
-    from bench.locomo import ingest, normalise_evidence, run_pending_tasks
 
     path = Path(file) if file else data_file("locomo-dev.json")
     sample = json.loads(path.read_text())[int(os.environ.get("BENCH_CONSOLIDATE_SAMPLE", "0"))]
@@ -217,11 +217,7 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
             return stored
 
         originals_stored = store(originals)
-        questions = []
-        for qa in sample["qa"]:
-            evidence = normalise_evidence(qa.get("evidence") or [], set(texts))
-            if qa.get("category") in CATEGORIES and evidence:
-                questions.append((str(qa["question"]), evidence))
+        questions = [(str(qa["question"]), evidence) for qa, evidence in scored_questions(sample, set(texts))]
         if os.environ.get("BENCH_CONSOLIDATE_QUESTIONS"):
             questions = questions[: int(os.environ["BENCH_CONSOLIDATE_QUESTIONS"])]
         measure = (lambda: _recall_at_10(client, user_id, questions, dia_by_message)) if questions else (lambda: None)
@@ -311,7 +307,6 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
         }
     finally:
         Organization.objects.filter(pk=organization.pk).delete()
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "consolidate.json").write_text(json.dumps(results, indent=2))
+    write_result(output_dir, "consolidate", results)
     log(json.dumps({key: results[key] for key in ("merge", "merge_recall_by_kind", "recall_at_10", "flagged")}))
     return results

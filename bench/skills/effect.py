@@ -16,7 +16,7 @@ neutral skills wrongly sent (both: at any point up to then, as the review runs a
 session), and of helpful skills ranked above their neutral twin for the twins' shared task.
 Beside it, STAT_SEEDS replays of the same decision rule (apps.skills.effectiveness: the same
 Evidence.harmful and ranking factor) on drawn counts alone give the same shares with tighter
-confidence.
+confidence. `python -m bench skill_effect`.
 """
 
 import json
@@ -25,7 +25,8 @@ import random
 import string
 import time
 import uuid
-from pathlib import Path
+
+from bench.common import write_result
 
 SCOPE = "bench-effect"
 CHECKPOINTS = (10, 20, 50, 100)
@@ -239,8 +240,6 @@ def run(output_dir) -> dict:
             "neutral_flagged_at_50": stat_shares["50"]["neutral_flagged"] <= TARGETS["neutral_flagged_at_50"],
         },
     }
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "skill_effect.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_result(output_dir, "skill_effect", result)
     print(json.dumps({"api": api_shares, "statistics_only": stat_shares}, indent=2))
     return result
