@@ -5,7 +5,7 @@ by itself). Command-line flags override what is set here.
 Slow clients: the gevent worker reads each connection in a greenlet, so a client trickling its
 headers or body holds a few kilobytes, never one of a fixed set of threads (the gthread worker
 this replaces gave 2 x 4 threads to 12 slow sockets and starved everyone else; docs/decisions.md,
-bench/privacy_slow_clients.py). A request's headers must arrive within `keepalive` seconds (the
+bench/privacy/slow_clients.py). A request's headers must arrive within `keepalive` seconds (the
 gevent worker bounds every header read by it); its body within REQUEST_BODY_TIMEOUT_SECONDS, and
 at most WEB_REQUESTS_PER_WORKER requests per process run the application at once
 (apps.core.request_bodies).

@@ -16,7 +16,7 @@ from django.db import connection
 
 from memory_platform.checks import SETTING_RULES
 from memory_platform.settings import Env
-from tests.pipeline.processes import database_url, free_port
+from tests.harness.processes import database_url, free_port
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

@@ -1,9 +1,11 @@
 """The documentation names only what exists: every setting in docs/configuration.md is read by the
 settings and every setting read from the environment is documented there; every `manage.py`
-command and `make` target the README and docs/ name exists."""
+command, `make` target and benchmark the README and docs/ name exists; the layer table of
+docs/architecture.md is the layer contract import-linter checks."""
 
 import ast
 import re
+import tomllib
 from pathlib import Path
 
 from django.core.management import get_commands
@@ -13,6 +15,7 @@ SETTINGS_FILE = BASE_DIR / "memory_platform" / "settings" / "__init__.py"
 SERVER_CONFIG = BASE_DIR / "gunicorn.conf.py"  # the web server's own settings, read with os.environ
 CONFIGURATION = BASE_DIR / "docs" / "configuration.md"
 DOCUMENTS = [BASE_DIR / "README.md", *sorted((BASE_DIR / "docs").glob("*.md")), BASE_DIR / "bench" / "README.md"]
+ARCHITECTURE = BASE_DIR / "docs" / "architecture.md"
 
 
 def environment_settings() -> set[str]:
@@ -72,3 +75,69 @@ def test_every_make_target_named_in_the_docs_exists():
         for target in re.findall(r"`make ([a-z][a-z-]*)", document.read_text())
     }
     assert sorted((document, target) for document, target in named if target not in targets) == []
+
+
+def test_every_benchmark_named_in_the_docs_runs_under_that_name():
+    from bench.__main__ import BENCHMARKS, GROUPS, runner
+
+    named = {
+        (document.name, name)
+        for document in DOCUMENTS
+        for names in re.findall(r"python -m bench((?: [a-z][a-z0-9_]*)+)", document.read_text())
+        for name in names.split()
+    }
+    assert {name for _, name in named} >= {"locomo", "pipeline_e2e", "privacy"}, "the pattern is stale"
+    assert sorted((document, name) for document, name in named if name not in {**BENCHMARKS, **GROUPS}) == []
+    for name in {**BENCHMARKS, **GROUPS}:
+        assert callable(runner(name)), f"{name}: its module has no run(output_dir)"
+
+
+def documented_layers(text: str) -> list[set[str]]:
+    """The packages of each row of the "Apps and layers" table, top layer first, as dotted names."""
+    section = text.split("## Apps and layers", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("|") and cells[0].isdigit():
+            packages = {path.strip("/").replace("/", ".") for path in re.findall(r"`([a-z_/]+)`", cells[1])}
+            rows.append((int(cells[0]), packages))
+    return [packages for _, packages in sorted(rows, key=lambda row: -row[0])]
+
+
+def contract_layers(pyproject: dict) -> list[set[str]]:
+    """The layers of import-linter's layers contract, top first; `a | b` is one layer of two."""
+    (contract,) = [c for c in pyproject["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
+    return [{package.strip() for package in layer.split("|")} for layer in contract["layers"]]
+
+
+def test_the_layer_table_is_the_layer_contract():
+    documented = documented_layers(ARCHITECTURE.read_text())
+    contract = contract_layers(tomllib.loads((BASE_DIR / "pyproject.toml").read_text()))
+    assert documented and contract, "a parser found nothing: the table or the contract moved"
+    assert documented == contract
+
+
+def test_the_layer_comparison_fails_when_the_table_leaves_a_package_out():
+    table = """## Apps and layers
+
+| layer | package | what lives there |
+|---|---|---|
+| 2 | `memory_platform/` | the project |
+| 1 | `apps/search/`, `apps/skills/` | search; skills |
+| 0 | `apps/core/` | the base |
+
+## Next
+"""
+    pyproject = {
+        "tool": {
+            "importlinter": {
+                "contracts": [
+                    {"type": "forbidden"},
+                    {"type": "layers", "layers": ["memory_platform", "apps.search | apps.skills", "apps.core"]},
+                ]
+            }
+        }
+    }
+    assert documented_layers(table) == contract_layers(pyproject)
+    pyproject["tool"]["importlinter"]["contracts"][1]["layers"].insert(1, "apps.agent | apps.portability")
+    assert documented_layers(table) != contract_layers(pyproject)

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from memory_platform.supervisor import Child, Supervisor, supervisor_status
-from tests.pipeline.processes import wait_for
+from tests.harness.processes import wait_for
 
 pytestmark = pytest.mark.django_db
 

@@ -313,7 +313,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Celery's Django fix-up closes the database connection around every task unless told to
-# reuse it; reopening one per task halves pipeline throughput (bench/pipeline.py).
+# reuse it; reopening one per task halves pipeline throughput (bench/pipeline/tasks.py).
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TIMEZONE = TIME_ZONE

@@ -5,8 +5,8 @@ import subprocess
 
 import pytest
 
+from tests.harness.processes import free_port
 from tests.mcp_server.mcp_client import CONSOLE_SCRIPT, call, stdio_transport, text
-from tests.pipeline.processes import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,7 +9,7 @@ from django.conf import settings
 
 from apps.conversations.models import Message, Session
 from memory_platform.wsgi import application
-from tests.pipeline.processes import web_on_private_redis
+from tests.harness.processes import web_on_private_redis
 
 ADD = {
     "user_id": "u-chunked",

@@ -1,10 +1,10 @@
-"""The skill-poisoning attack of issue 26 (bench/privacy_poisoning.py) through the deployed MCP
+"""The skill-poisoning attack of issue 26 (bench/privacy/poisoning.py) through the deployed MCP
 endpoint: no other user is served the attacker's strings by `retrieve_skills` or `search_memory`."""
 
 import pytest
 from django.test import override_settings
 
-from bench.privacy_poisoning import BYSTANDER, HONEST_USERS, TASK, attack_sessions, learn, poisoned
+from bench.privacy.poisoning import BYSTANDER, HONEST_USERS, TASK, attack_sessions, learn, poisoned
 from tests.mcp_server.mcp_client import http_transport, run
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,7 +1,7 @@
 import pytest
 
 from apps.pipeline.registry import HANDLERS, register_handler
-from tests.pipeline.processes import RedisServer, celery_broker
+from tests.harness.processes import RedisServer, celery_broker
 
 
 @pytest.fixture

@@ -36,22 +36,3 @@ def slow_side_effect(task) -> dict:
 @register_handler(ALWAYS_RAISES)
 def always_raises(task) -> dict:
     raise RuntimeError(f"always fails (attempt {task.attempts} in pid {os.getpid()})")
-
-
-RECORD_RUN = "test_fault_record_run"
-
-
-@register_handler(RECORD_RUN)
-def record_run(task) -> dict:
-    """Records each run and applies its side effect idempotently; sleeps `sleep` seconds first,
-    so a test can hold tasks in flight."""
-    time.sleep(float(task.payload.get("sleep", 0)))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {RUNS_TABLE} (task_id, attempt, pid) VALUES (%s, %s, %s)",
-            [str(task.id), task.attempts, os.getpid()],
-        )
-        cursor.execute(
-            f"INSERT INTO {EFFECTS_TABLE} (task_id) VALUES (%s) ON CONFLICT (task_id) DO NOTHING", [str(task.id)]
-        )
-    return {"pid": os.getpid(), "attempt": task.attempts}

@@ -12,9 +12,9 @@ from apps.pipeline.selectors import machinery_status
 from apps.pipeline.services import enqueue, recover_stale_tasks
 from apps.providers.embeddings import embedding_model_name
 from tests.conftest import api_for
-from tests.pipeline.broker_pause import run_pause
+from tests.harness.broker_pause import run_pause
+from tests.harness.processes import CeleryWorker, WebServer, wait_for
 from tests.pipeline.fault_handlers import ALWAYS_RAISES, EFFECTS_TABLE, RUNS_TABLE, SLOW_SIDE_EFFECT
-from tests.pipeline.processes import CeleryWorker, WebServer, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

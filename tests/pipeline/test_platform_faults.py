@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline import fault_rows
-from tests.pipeline.fault_rows import Traffic, settle
-from tests.pipeline.platforms import PATHS
+from tests.harness import fault_rows
+from tests.harness.fault_rows import Traffic, settle
+from tests.harness.platforms import PATHS
 
 pytestmark = pytest.mark.worker
 

@@ -30,7 +30,7 @@ from apps.pipeline.services import (
 )
 from tests.conftest import api_for
 from tests.factories import OrganizationFactory
-from tests.pipeline.processes import wait_for
+from tests.harness.processes import wait_for
 
 RUN_TASK = "pipeline.run_memory_task"
 

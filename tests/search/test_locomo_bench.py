@@ -1,10 +1,10 @@
-"""The LOCOMO harness (bench/locomo.py) on a small conversation in its format, written here."""
+"""The LOCOMO harness (bench/retrieval/locomo.py) on a small conversation in its format, written here."""
 
 import json
 
 import pytest
 
-from bench import locomo
+from bench.retrieval import locomo
 from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 
 pytestmark = pytest.mark.django_db
@@ -47,7 +47,7 @@ def dataset(tmp_path):
 
 def test_the_harness_reports_each_method_and_reranker_and_leaves_out_decomposition_without_an_llm(dataset, settings):
     settings.LLM_PROVIDER = "rules"
-    results = locomo.run(dataset, methods=("bm25", "hybrid"), log=lambda *args: None)
+    results = locomo.evaluate(dataset, methods=("bm25", "hybrid"), log=lambda *args: None)
     assert results["questions"] == 2  # category 5 is not scored
     assert set(results["methods"]) == {
         "bm25",
@@ -68,7 +68,7 @@ def test_with_an_llm_the_harness_measures_decomposed_searches(dataset, settings,
         fake_openai.add_json({"queries": ["The Hobbit", "Harry Potter"]})
     for _ in range(2):
         fake_openai.add_json({"queries": []})  # nothing to split: the question alone
-    results = locomo.run(dataset, methods=("hybrid",), log=lambda *args: None)
+    results = locomo.evaluate(dataset, methods=("hybrid",), log=lambda *args: None)
     assert results["methods"]["hybrid+decompose"]["decomposed_share"] == 0.5
     assert results["methods"]["hybrid+context+decompose"]["decomposed_share"] == 0.5
     asked = [request["messages"][1]["content"] for request in fake_openai.chat_requests()]

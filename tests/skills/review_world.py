@@ -1,7 +1,7 @@
 """Review-abuse scenarios (issue 39), through the operations the REST views call: end users whose task
 sessions retrieve skills (`skills/retrieve` with the session id) and are sealed with an outcome
 (`memory/add`), each followed by the review step the distill handler runs after a sealed task session.
-tests/skills/test_review.py and `python -m bench privacy` (bench/privacy_review_abuse.py) run them.
+tests/skills/test_review.py and `python -m bench privacy` (bench/privacy/review_abuse.py) run them.
 """
 
 from dataclasses import dataclass, field

@@ -9,7 +9,7 @@ from apps.skills.screen import screen_flags
 from apps.skills.services.evolve.run import skills_evolve
 from apps.skills.services.retrieve import skills_rank
 from apps.skills.services.review import experience_approve, experience_reject, skill_approve, skill_share_by_person
-from bench.privacy_poisoning import (
+from bench.privacy.poisoning import (
     ATTACKER,
     BYSTANDER,
     HONEST_USERS,

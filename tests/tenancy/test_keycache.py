@@ -20,7 +20,7 @@ from apps.tenancy.selectors import client_for_api_key
 from apps.tenancy.services import api_key_revoke, client_revoke_keys
 from tests.conftest import api_for
 from tests.factories import ClientFactory
-from tests.pipeline.processes import web_on_private_redis
+from tests.harness.processes import web_on_private_redis
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,421 @@
+"""Real processes for the tests and the benchmarks: a private redis-server on a free port, and Celery
+workers and gunicorn attached to it and to the current database."""
+
+import base64
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+import redis
+from kombu import pools as kombu_pools
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+PR_SET_PDEATHSIG = 1
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for(condition, *, timeout: float, interval: float = 0.05, message: str = "condition"):
+    """Polls `condition` until it returns something truthy, which is returned."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout}s waiting for {message}")
+        time.sleep(interval)
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: if the test or benchmark process dies, so does the child."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass  # not Linux: teardown still stops the child in every normal exit
+
+
+def _terminate(process: subprocess.Popen, *, grace: float) -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds; always reaps the process."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    process.wait()
+
+
+class RedisServer:
+    """A throwaway redis-server; stop and start it again on the same port. Without `data_dir` it keeps
+    nothing; with one, `snapshot()` writes an RDB file there that the next start loads."""
+
+    def __init__(self, port: int | None = None, data_dir: Path | None = None):
+        self.port = port or free_port()
+        self.data_dir = data_dir
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=1, socket_timeout=5)
+
+    def start(self) -> "RedisServer":
+        executable = shutil.which("redis-server") or "/usr/bin/redis-server"
+        persistence = ["--dir", str(self.data_dir), "--dbfilename", "dump.rdb"] if self.data_dir else []
+        self.process = subprocess.Popen(
+            [
+                executable,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                *persistence,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        try:
+            wait_for(self._answers, timeout=10, message=f"redis-server on port {self.port}")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _answers(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"redis-server on port {self.port} exited with {self.process.returncode}")
+        client = self.client()
+        try:
+            return client.ping()
+        except redis.RedisError:
+            return False
+        finally:
+            client.close()
+
+    def published(self, queue: str = "celery") -> list[dict]:
+        """The messages waiting in a queue: [{"task": name, "args": [...], "eta": iso or None}]."""
+        client = self.client()
+        try:
+            raw_messages = client.lrange(queue, 0, -1)
+        finally:
+            client.close()
+        messages = []
+        for raw in reversed(raw_messages):  # kombu LPUSHes: the oldest message is at the end
+            envelope = json.loads(raw)
+            args, _kwargs, _embed = json.loads(base64.b64decode(envelope["body"]))
+            headers = envelope["headers"]
+            messages.append({"task": headers["task"], "args": args, "eta": headers.get("eta")})
+        return messages
+
+    def snapshot(self) -> None:
+        """SAVE: an RDB file of what the server holds now, loaded by the next start (needs `data_dir`)."""
+        client = self.client()
+        try:
+            client.save()
+        finally:
+            client.close()
+
+    def pause(self) -> None:
+        """SIGSTOP: the server keeps its sockets and accepts connections but answers nothing (a hung broker)."""
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.process.pid, signal.SIGCONT)
+
+    def stop(self) -> None:
+        """An abrupt stop (SIGKILL): whatever the server held is gone, as in a crash."""
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()  # SIGKILL ends a paused (SIGSTOPped) server too
+            self.process.wait()
+            self.process = None
+
+
+def reset_broker_connections(app) -> None:
+    """Drops the app's pooled broker connections so the next publish connects to conf.broker_url."""
+    if app._pool is not None:
+        app._pool.force_close_all()
+    app._pool = None
+    amqp = app.__dict__.get("amqp")
+    if amqp is not None:
+        amqp._producer_pool = None
+    # kombu keeps process-wide pools per broker URL; a closed one would be handed out again.
+    kombu_pools.reset()
+    # So does the pipeline's publishing connection (apps.pipeline.services._publish_connection).
+    from apps.pipeline import services
+
+    with services._publish_connections_lock:
+        services._publish_connections.clear()
+
+
+@contextmanager
+def celery_broker(url: str):
+    """Points this process's Celery app at `url` for the block (broker_url is read once at import;
+    an exported CELERY_BROKER_URL would win over the configuration, so it is switched too)."""
+    from memory_platform.celery import app
+
+    # Celery 5.6 resolves the read and write URLs from broker_url once, at configuration: switch all three.
+    keys = ("broker_url", "broker_read_url", "broker_write_url")
+    previous, previous_env = {key: app.conf[key] for key in keys}, os.environ.get("CELERY_BROKER_URL")
+    app.conf.update(dict.fromkeys(keys, url))
+    if previous_env is not None:
+        os.environ["CELERY_BROKER_URL"] = url
+    reset_broker_connections(app)
+    try:
+        yield app
+    finally:
+        reset_broker_connections(app)
+        app.conf.update(previous)
+        if previous_env is not None:
+            os.environ["CELERY_BROKER_URL"] = previous_env
+
+
+def database_url(settings_dict: dict) -> str:
+    """DATABASE_URL of the database this process uses (the test database under pytest).
+
+    django-environ moves `host` and `port` query parameters into OPTIONS, which psycopg
+    receives as they are, so a unix-socket directory survives without percent-encoding tricks.
+    """
+    query = f"host={quote(str(settings_dict['HOST']), safe='/')}&port={settings_dict['PORT']}"
+    user = quote(settings_dict["USER"])
+    password = f":{quote(settings_dict['PASSWORD'])}" if settings_dict.get("PASSWORD") else ""
+    return f"postgres://{user}{password}@/{settings_dict['NAME']}?{query}"
+
+
+class CeleryWorker:
+    """`celery -A memory_platform worker` in its own session, on a given broker and database;
+    with `beat=True` it also runs beat (`-B`) on the database's schedules, as a small deploy does."""
+
+    def __init__(
+        self,
+        *,
+        broker_url: str,
+        settings_dict: dict,
+        log_path: Path,
+        include: str | None = None,
+        pool: str = "solo",
+        concurrency: int = 1,
+        env: dict | None = None,
+        beat: bool = False,
+    ):
+        self.log_path = log_path
+        self.command = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "memory_platform",
+            "worker",
+            f"--pool={pool}",
+            f"--concurrency={concurrency}",
+            "--without-mingle",
+            "--without-gossip",
+            # INFO: readiness is read from the worker's "ready." log line.
+            "--loglevel=INFO",
+            f"--hostname=pipeline-{log_path.stem}@%h",
+        ]
+        if include:
+            self.command.append(f"--include={include}")
+        if beat:
+            self.command.append("--beat")
+        self.env = dict(os.environ)
+        self.env.update(
+            DJANGO_SETTINGS_MODULE="memory_platform.settings",
+            REDIS_URL=broker_url,
+            CELERY_BROKER_URL=broker_url,
+            CELERY_RESULT_BACKEND=broker_url,
+            CELERY_TASK_ALWAYS_EAGER="false",
+            DATABASE_URL=database_url(settings_dict),
+            # Never take a handle on the embedded server: only the parent may stop it.
+            EMBEDDED_POSTGRES_ATTACH="1",
+            PYTHONPATH=str(BASE_DIR),
+        )
+        self.env.update(env or {})
+        self.process: subprocess.Popen | None = None
+        self._log = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def start(self, *, timeout: float = 30) -> "CeleryWorker":
+        self._log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            self.command,
+            cwd=BASE_DIR,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        try:
+            wait_for(self._ready, timeout=timeout, interval=0.1, message=f"worker ready (log {self.log_path})")
+        except BaseException:
+            self.kill()
+            raise
+        return self
+
+    def _ready(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"worker exited with {self.process.returncode}; log:\n{self.log()}")
+        return " ready." in self.log()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL, as when a machine or container dies: no shutdown code runs, nothing is acked."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self._reap()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            _terminate(self.process, grace=10)
+        self._reap()
+
+    def _reap(self) -> None:
+        if self.process is not None:
+            self.process.wait()
+            # A prefork child could outlive its parent; the session id is the parent's pid.
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class WebServer:
+    """gunicorn serving the API (with gunicorn.conf.py, as `make run` and the compose file do) on a
+    given broker and database, in its own session."""
+
+    def __init__(
+        self,
+        *,
+        broker_url: str,
+        settings_dict: dict,
+        log_path: Path,
+        workers: int = 2,
+        threads: int = 4,
+        env: dict | None = None,
+        extra_args: tuple = (),
+    ):
+        self.port = free_port()
+        self.log_path = log_path
+        self.command = [
+            str(Path(sys.executable).with_name("gunicorn")),
+            "memory_platform.wsgi",
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "--workers",
+            str(workers),
+            "--threads",
+            str(threads),
+            "--timeout",
+            "120",
+            *extra_args,
+        ]
+        self.env = dict(os.environ)
+        self.env.update(
+            DJANGO_SETTINGS_MODULE="memory_platform.settings",
+            REDIS_URL=broker_url,
+            CELERY_BROKER_URL=broker_url,
+            CELERY_RESULT_BACKEND=broker_url,
+            CELERY_TASK_ALWAYS_EAGER="false",
+            DATABASE_URL=database_url(settings_dict),
+            EMBEDDED_POSTGRES_ATTACH="1",
+            PYTHONPATH=str(BASE_DIR),
+        )
+        self.env.update(env or {})
+        self.process: subprocess.Popen | None = None
+        self._log = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, *, timeout: float = 30) -> "WebServer":
+        self._log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            self.command,
+            cwd=BASE_DIR,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        try:
+            wait_for(self._answers, timeout=timeout, interval=0.1, message=f"gunicorn on port {self.port}")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _answers(self) -> bool:
+        import http.client
+
+        if self.process.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with {self.process.returncode}; log:\n{self.log()}")
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+        try:
+            connection.request("GET", "/healthz")
+            return connection.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            connection.close()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _terminate(self.process, grace=10)
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+@contextmanager
+def web_on_private_redis(log_path: Path, *, redis_dir: Path | None = None, **options):
+    """gunicorn (WebServer, with `options`) on the current database and a redis-server of its own
+    (keeping its snapshots in `redis_dir`, if given), both stopped afterwards: yields (server, redis)."""
+    from django.db import connection
+
+    broker = RedisServer(data_dir=redis_dir).start()
+    server = WebServer(broker_url=broker.url, settings_dict=connection.settings_dict, log_path=log_path, **options)
+    try:
+        yield server.start(), broker
+    finally:
+        server.stop()
+        broker.stop()
