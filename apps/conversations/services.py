@@ -11,12 +11,13 @@ from typing import Literal
 from django.conf import settings
 from django.contrib.postgres.fields.ranges import DateRange
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Greatest
+from django.db.models import CharField, Exists, F, OuterRef, Q, Value
+from django.db.models.functions import Cast, Concat, Greatest
 from django.utils import timezone
 
 from apps.conversations.models import SESSION_ID_PATTERN, IngestRequest, Message, Session, SessionTag
 from apps.conversations.routing import (
+    DELETE_SESSION,
     DISTILL_SESSION,
     EXTRACT_MEMORIES,
     PROJECT_ENTITIES,
@@ -24,8 +25,10 @@ from apps.conversations.routing import (
     embedding_enqueue,
     extraction_enqueue,
     projection_enqueue,
+    session_delete_key,
 )
 from apps.conversations.turns import normalise_messages
+from apps.core.bulk import copy_create
 from apps.core.errors import ConflictError
 from apps.core.temporal import ResolvedDate, find_dates, resolve_dates, span_of
 from apps.core.validation import InputError, check_tags, check_text
@@ -93,10 +96,22 @@ def _session_for_add(*, client, end_user, session_id: str, session_tag: str | No
 
 def _session_locked(lookup: dict) -> Session | None:
     """The session of `lookup`, locked for update, with the organisation and end user already in
-    hand attached (the tasks it enqueues read them)."""
-    session = Session.objects.select_for_update().filter(**lookup).first()
-    if session is not None:
-        session.organization, session.end_user = lookup["organization"], lookup["end_user"]
+    hand attached (the tasks it enqueues read them); a session accepted for deletion (its purge
+    task active) is refused: the purge would take the new turns with it."""
+    purge = MemoryTask.objects.filter(
+        task_type=DELETE_SESSION,
+        idempotency_key=Concat(Value(session_delete_key("")), Cast(OuterRef("pk"), CharField())),
+        status__in=MemoryTask.ACTIVE_STATUSES,
+    )
+    session = Session.objects.select_for_update(of=("self",)).filter(**lookup).annotate(deleting=Exists(purge)).first()
+    if session is None:
+        return None
+    if session.deleting:
+        raise ConflictError(
+            f"Session {session.session_id!r} is being deleted; send new messages under a new session_id, "
+            "or under this one once its deletion has finished."
+        )
+    session.organization, session.end_user = lookup["organization"], lookup["end_user"]
     return session
 
 
@@ -211,7 +226,7 @@ def messages_ingest(
         )
         for offset, turn in enumerate(turns)
     ]
-    Message.objects.bulk_create(messages)
+    copy_create(messages)
     session.message_count += len(messages)
     session.last_seq += len(messages)
     session.last_message_at = now
