@@ -11,9 +11,9 @@ endpoints reach these through the hooks apps.privacy registers from its ready()
   `copies_forget` runs;
 - a memory edited: `memory_edited` projects again the sessions it was learned from (its mentions
   follow its new text) and marks every page quoting it stale, to be recompiled;
-- a session deleted: apps.conversations queues DELETE_SESSION, whose handler `session_purge` runs
-  the provenance cascade (apps.privacy.services.provenance.session_delete) over the session's turns under the
-  locks erasure takes for its owner;
+- a session deleted: apps.conversations queues DELETE_SESSION, whose handler runs `session_purge`:
+  the provenance cascade (apps.privacy.services.provenance.session_delete) over the session's turns
+  under the locks erasure takes for its owner;
 - an experience deleted: `experience_delete`, erasure's skill step for that one experience;
 - a session, a turn or a memory deleted: `copies_forget` runs the steps apps above privacy
   registered for copies they keep outside the tables (export archives waiting for download).
@@ -173,7 +173,7 @@ def session_purge(*, session_pk) -> dict:
     return counts
 
 
-# Experiences ----------------------------------------------------------------------------------------
+# Experiences -----------------------------------------------------------------------------------
 
 
 def experience_delete(*, experience: SkillExperience) -> dict:
