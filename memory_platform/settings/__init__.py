@@ -65,7 +65,7 @@ INSTALLED_APPS = [
     "apps.privacy",
     "apps.profiles",
     "apps.portability",
-    "apps.agent",
+    "apps.context",
     "apps.mcp_server",
     "memory_platform",
 ]
@@ -260,7 +260,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_PATCH": False,
     # The memory types the context uses, named once (search's `memory_types` is another set).
     "ENUM_NAME_OVERRIDES": {
-        "ContextMemoryTypeEnum": "apps.agent.context.CONTEXT_TYPES",
+        "ContextMemoryTypeEnum": "apps.context.assembly.CONTEXT_TYPES",
         "TimeWindowModeEnum": "apps.search.engine.TIME_WINDOW_MODES",
         # The constant `memory_type` of each type's output (apps.core.fields.MemoryTypeField).
         **{
@@ -438,7 +438,7 @@ QUERY_DECOMPOSE_TIMEOUT_SECONDS = env.float("QUERY_DECOMPOSE_TIMEOUT_SECONDS", d
 # A time named in a search's query ("last May", "in 2022") (apps.search.engine): filter | boost | off.
 SEARCH_TIME_WINDOW = env("SEARCH_TIME_WINDOW", default="boost")
 
-# The agent's context (apps.agent, POST memory/context): the largest `max_tokens` a caller may ask
+# The agent's context (apps.context, POST memory/context): the largest `max_tokens` a caller may ask
 # for, and how many ranked candidates one request considers to fill its block.
 CONTEXT_MAX_TOKENS = env.int("CONTEXT_MAX_TOKENS", default=8000)
 CONTEXT_CANDIDATES = env.int("CONTEXT_CANDIDATES", default=40)
