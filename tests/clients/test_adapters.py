@@ -24,6 +24,7 @@ from apps.conversations.routing import DELETE_SESSION
 from apps.memories.models import SemanticMemory
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
+from tests.factories import ClientFactory
 from tests.fake_openai import FakeOpenAI
 from tests.memories.makers import semantic
 
@@ -156,6 +157,24 @@ def test_langgraph_store_of_another_organisation_sees_nothing(sdk, stranger):
     assert theirs.list_namespaces(prefix=("alice",)) == []
     theirs.delete(("alice", "memories"), "secret")
     assert PlatformStore(client=sdk).get(("alice", "memories"), "secret").value == {"text": "the vault code is 1234"}
+
+
+def test_langgraph_store_writes_only_its_own_scope(live_server, sdk, client_a):
+    both = ClientFactory(organization=client_a.organization, write_scope="beta", read_scopes=["default", "beta"])
+    PlatformStore(client=sdk).put(("alice",), "plan", {"text": "default's plan"})
+
+    with MemoryClient(live_server.url, both.raw_key, timeout=10, retries=FAST) as memory:
+        store = PlatformStore(client=memory)
+        before = store.get(("alice",), "plan").value
+        store.put(("alice",), "plan", {"text": "beta's plan"})
+        own = store.get(("alice",), "plan").value
+        listed = sorted(hit.value["text"] for hit in store.search(("alice",)))
+        store.delete(("alice",), "plan")
+        after = store.get(("alice",), "plan").value
+
+    assert before == {"text": "default's plan"} == after and own == {"text": "beta's plan"}
+    assert listed == ["beta's plan", "default's plan"]
+    assert list(SemanticMemory.objects.values_list("scope", flat=True)) == ["default"]
 
 
 # OpenAI Agents SDK ---------------------------------------------------------------------------------

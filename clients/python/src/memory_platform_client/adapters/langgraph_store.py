@@ -44,7 +44,7 @@ from langgraph.store.base import (
 
 from memory_platform_client._http import Call
 from memory_platform_client._http import Op as Operation
-from memory_platform_client.client import PAGE_SIZE, AsyncMemoryClient, MemoryClient, _pages, _segment
+from memory_platform_client.client import PAGE_SIZE, AsyncMemoryClient, MemoryClient, _segment
 
 ENVELOPE = "langgraph_store"
 SOURCE = "langgraph store"
@@ -120,6 +120,7 @@ def _envelope(memory: dict) -> dict | None:
         "key": item.get("key"),
         "value": item["value"],
         "id": memory["id"],
+        "scope": memory["scope"],
         "created_at": memory["created_at"],
         "updated_at": memory["updated_at"],
         "score": memory.get("score"),
@@ -201,6 +202,7 @@ class PlatformStore(BaseStore):
         self.client = client
         self.async_client = async_client
         self.index_fields = index_fields
+        self._scope: str | None = None
 
     # BaseStore's two abstract methods: every other method goes through them.
 
@@ -234,22 +236,24 @@ class PlatformStore(BaseStore):
         return results
 
     def _memories(self, user_id: str, **filters) -> Operation:
-        memories = []
-        pages = _pages(SEMANTIC, {"user_id": user_id, **filters}, PAGE_SIZE)
-        value = None
+        """Every semantic memory of the user the key reads (with `filters`), newest first."""
+        memories, offset = [], 0
         while True:
-            try:
-                step = pages.send(value)
-            except StopIteration:
+            params = {"user_id": user_id, **filters, "limit": PAGE_SIZE, "offset": offset}
+            page = yield Call("GET", SEMANTIC, params=params)
+            memories.extend(page["results"])
+            if not page.get("next") or not page["results"]:
                 return memories
-            if isinstance(step, Call):
-                value = yield step
-            else:
-                memories.append(step.value)
-                value = None
+            offset += len(page["results"])
+
+    def _write_scope(self) -> Operation:
+        if self._scope is None:
+            self._scope = (yield Call("GET", "me"))["write_scope"] or ""
+        return self._scope
 
     def _find(self, namespace: tuple[str, ...], key: str) -> Operation:
-        """The memories holding this item, most recently changed first (one, unless two puts raced)."""
+        """The memories holding this item, those of the key's write scope first, then the most recently
+        changed (one per scope, unless two puts raced)."""
         user_id, path = namespace[0], tuple(namespace[1:])
         memories = yield from self._memories(user_id, subject=memory_name(path, key))
         found = [
@@ -257,12 +261,21 @@ class PlatformStore(BaseStore):
             for item in map(_envelope, memories)
             if item is not None and item["namespace"] == tuple(namespace) and item["key"] == key
         ]
-        return sorted(found, key=lambda item: item["updated_at"], reverse=True)
+        found.sort(key=lambda item: item["updated_at"], reverse=True)
+        if len({item["scope"] for item in found}) > 1:
+            scope = yield from self._write_scope()
+            found.sort(key=lambda item: item["scope"] != scope)
+        return found
 
     def _put(self, op: PutOp) -> Operation:
+        """Writes or deletes the item in the key's write scope; the same key in another scope the key
+        reads is left alone (it is not the key's to change)."""
         if not op.namespace:
             raise ValueError("a namespace names at least the user: (user_id, ...)")
         found = yield from self._find(op.namespace, op.key)
+        if found:
+            scope = yield from self._write_scope()
+            found = [item for item in found if item["scope"] == scope]
         keep = found[:1] if op.value is not None else []
         for stale in found[len(keep) :]:
             yield Call("DELETE", f"{SEMANTIC}{_segment(stale['id'])}")
