@@ -3,6 +3,7 @@ entry points: LangGraph's store API, the Agents SDK's session methods and `Runne
 tests/fake_openai.py), LangChain's `RunnableWithMessageHistory`; and tenancy through each."""
 
 import threading
+from typing import TypedDict
 
 import anyio
 import pytest
@@ -11,6 +12,8 @@ from django.db import connection
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
+from langgraph.config import get_store
+from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import InvalidNamespaceError
 from memory_platform_client import AsyncMemoryClient, MemoryClient, Retries, TaskTimeoutError
 from memory_platform_client.adapters.langchain_history import PlatformChatMessageHistory
@@ -157,6 +160,33 @@ def test_langgraph_store_of_another_organisation_sees_nothing(sdk, stranger):
     assert theirs.list_namespaces(prefix=("alice",)) == []
     theirs.delete(("alice", "memories"), "secret")
     assert PlatformStore(client=sdk).get(("alice", "memories"), "secret").value == {"text": "the vault code is 1234"}
+
+
+class NoteState(TypedDict):
+    user: str
+    note: str
+    recalled: list
+
+
+def test_a_langgraph_graph_reads_and_writes_the_store(live_server, sdk, client_a):
+    def remember(state: NoteState):
+        store = get_store()
+        store.put((state["user"], "notes"), f"note-{len(state['recalled'])}", {"text": state["note"]})
+        return {"recalled": [hit.value["text"] for hit in store.search((state["user"],), query=state["note"])]}
+
+    async def scenario(graph):
+        async with _async(live_server, client_a) as memory:
+            graph = graph.compile(store=PlatformStore(client=sdk, async_client=memory))
+            first = graph.invoke({"user": "alice", "note": "Ana lives in Lisbon", "recalled": []})
+            second = await graph.ainvoke({"user": "alice", "note": "Ana paints", "recalled": ["x"]})
+            return first, second
+
+    builder = StateGraph(NoteState).add_node(remember).add_edge(START, "remember").add_edge("remember", END)
+    first, second = anyio.run(scenario, builder)
+
+    assert first["recalled"] == ["Ana lives in Lisbon"]
+    assert sorted(second["recalled"]) == ["Ana lives in Lisbon", "Ana paints"]
+    assert sorted(SemanticMemory.objects.values_list("name", flat=True)) == ["notes/note-0", "notes/note-1"]
 
 
 def test_langgraph_store_writes_only_its_own_scope(live_server, sdk, client_a):
