@@ -310,6 +310,75 @@ class CeleryWorker:
             self._log = None
 
 
+class CeleryBeat:
+    """`celery -A memory_platform beat` in its own session, on a given broker and database."""
+
+    def __init__(self, *, broker_url: str, settings_dict: dict, log_path: Path, env: dict | None = None):
+        self.log_path = log_path
+        self.command = [sys.executable, "-m", "celery", "-A", "memory_platform", "beat", "--loglevel=INFO"]
+        self.env = dict(os.environ)
+        self.env.update(
+            DJANGO_SETTINGS_MODULE="memory_platform.settings",
+            REDIS_URL=broker_url,
+            CELERY_BROKER_URL=broker_url,
+            CELERY_RESULT_BACKEND=broker_url,
+            DATABASE_URL=database_url(settings_dict),
+            EMBEDDED_POSTGRES_ATTACH="1",
+            PYTHONPATH=str(BASE_DIR),
+        )
+        self.env.update(env or {})
+        self.process: subprocess.Popen | None = None
+        self._log = None
+
+    def start(self, *, ready: str = "beat: Starting", timeout: float = 30) -> "CeleryBeat":
+        """Starts beat and waits for `ready` in its log."""
+        self._log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            self.command,
+            cwd=BASE_DIR,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        try:
+            self.wait_for_log(ready, timeout=timeout)
+        except BaseException:
+            self.kill()
+            raise
+        return self
+
+    def wait_for_log(self, text: str, *, timeout: float) -> None:
+        def logged() -> bool:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"beat exited with {self.process.returncode}; log:\n{self.log()}")
+            return text in self.log()
+
+        wait_for(logged, timeout=timeout, interval=0.1, message=f"{text!r} in {self.log_path}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL, as when a machine or container dies: its database session ends with it."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self._reap()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            _terminate(self.process, grace=10)
+        self._reap()
+
+    def _reap(self) -> None:
+        if self.process is not None:
+            self.process.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
 class WebServer:
     """gunicorn serving the API (with gunicorn.conf.py, as `make run` and the compose file do) on a
     given broker and database, in its own session."""
