@@ -79,6 +79,10 @@ def advisory_xact_lock_shared(key: str) -> None:
             raise LockNotAvailable(f"An erasure holds the lock {key!r}")
 
 
+# The server's TCP keepalive for a standing lock's session (ignored over a Unix socket).
+_LOCK_KEEPALIVES = (("tcp_keepalives_idle", 10), ("tcp_keepalives_interval", 5), ("tcp_keepalives_count", 3))
+
+
 class StandingLock:
     """An advisory lock a process holds for as long as it lives, on a database connection of its own:
     Django's connection of the thread may be closed and reopened (close_old_connections, an outage)
@@ -95,6 +99,10 @@ class StandingLock:
         self._connection = connections.create_connection(self.using)
         try:
             with self._connection.cursor() as cursor:
+                # A holder whose machine vanishes (no FIN) would keep the lock until the server's TCP
+                # keepalive gives up, two hours by default: this session's gives up within 25 s.
+                for setting, seconds in _LOCK_KEEPALIVES:
+                    cursor.execute(f"SET {setting} = {seconds}")
                 if _try(cursor, "pg_try_advisory_lock", _lock_id(self.key)):
                     return True
         except Error:  # the database is down or the connection broke
