@@ -283,6 +283,9 @@ SPECTACULAR_SETTINGS = {
 REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default=REDIS_URL)
 RATE_LIMIT_REDIS_URL = env("RATE_LIMIT_REDIS_URL", default=REDIS_URL)
+# Any of the Redis URLs may name Sentinels (`sentinel://host:26379/0;sentinel://host2:26379/0`, the form
+# Celery reads): they are asked for the primary of this name, and again after a failover.
+REDIS_SENTINEL_MASTER = env("REDIS_SENTINEL_MASTER", default="")
 # A rate-limit count waits at most this long for Redis; unreachable, limits are off for RATE_LIMIT_RETRY_SECONDS.
 RATE_LIMIT_TIMEOUT_SECONDS = env.float("RATE_LIMIT_TIMEOUT_SECONDS", default=0.25)
 RATE_LIMIT_RETRY_SECONDS = env.float("RATE_LIMIT_RETRY_SECONDS", default=10.0)
@@ -311,6 +314,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_timeout": BROKER_SOCKET_TIMEOUT_SECONDS,
     "socket_connect_timeout": BROKER_CONNECT_TIMEOUT_SECONDS,
 }
+if CELERY_BROKER_URL.startswith("sentinel://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS["master_name"] = REDIS_SENTINEL_MASTER
+if CELERY_RESULT_BACKEND.startswith("sentinel://"):
+    CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"master_name": REDIS_SENTINEL_MASTER}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Celery's Django fix-up closes the database connection around every task unless told to
 # reuse it; reopening one per task halves pipeline throughput (bench/pipeline/tasks.py).
