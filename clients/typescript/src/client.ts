@@ -308,7 +308,7 @@ export class Memories {
     return `/api/v1/memory/${checkType(memoryType, MANAGED_MEMORY_TYPES)}/{item_id}`;
   }
 
-  page(memoryType: ManagedMemoryType, userId: string, query: MemoryQuery = {}, options: CallOptions = {}) {
+  async page(memoryType: ManagedMemoryType, userId: string, query: MemoryQuery = {}, options: CallOptions = {}) {
     return this.http.call("GET", this.listPath(memoryType), {
       query: fields({ ...query, user_id: userId }),
       ...options,
@@ -336,7 +336,7 @@ export class Memories {
     return collect(this.iter(memoryType, userId, filters, options));
   }
 
-  get(memoryType: ManagedMemoryType, memoryId: string, options: CallOptions = {}) {
+  async get(memoryType: ManagedMemoryType, memoryId: string, options: CallOptions = {}) {
     return this.http.call("GET", this.itemPath(memoryType), { path: { item_id: memoryId }, ...options });
   }
 
@@ -344,7 +344,7 @@ export class Memories {
    * semantic: name, summary[, details, source, reason]; episodic: summary, occurred_at[, details,
    * time_granularity, actor, event_type, reason].
    */
-  create(memoryType: ManagedMemoryType, userId: string, values: MemoryCreate, options: CallOptions = {}) {
+  async create(memoryType: ManagedMemoryType, userId: string, values: MemoryCreate, options: CallOptions = {}) {
     return this.http.call("POST", this.listPath(memoryType), {
       json: body({ ...values, user_id: userId }),
       ...options,
@@ -355,7 +355,7 @@ export class Memories {
    * semantic: name, summary, details; episodic: summary, details, occurred_at, time_granularity;
    * and a `reason` for the history.
    */
-  update(memoryType: ManagedMemoryType, memoryId: string, values: BodyOf<MemoryItemPath, "PATCH">, options: CallOptions = {}) {
+  async update(memoryType: ManagedMemoryType, memoryId: string, values: BodyOf<MemoryItemPath, "PATCH">, options: CallOptions = {}) {
     return this.http.call("PATCH", this.itemPath(memoryType), {
       path: { item_id: memoryId },
       json: body(values as Record<string, unknown>),
@@ -363,12 +363,12 @@ export class Memories {
     });
   }
 
-  delete(memoryType: ManagedMemoryType, memoryId: string, options: CallOptions = {}) {
+  async delete(memoryType: ManagedMemoryType, memoryId: string, options: CallOptions = {}) {
     return this.http.call("DELETE", this.itemPath(memoryType), { path: { item_id: memoryId }, ...options });
   }
 
   /** `{id, memory_type, changes: [{operation, actor, reason, previous_value, new_value, created_at}]}`. */
-  history(memoryType: ManagedMemoryType, memoryId: string, options: CallOptions = {}) {
+  async history(memoryType: ManagedMemoryType, memoryId: string, options: CallOptions = {}) {
     const path: `${MemoryItemPath}/history` = `${this.itemPath(memoryType)}/history`;
     return this.http.call("GET", path, { path: { item_id: memoryId }, ...options });
   }
@@ -462,7 +462,7 @@ export class MemoryClient {
    * Stores turns of one session (OpenAI chat messages). Sends `Idempotency-Key` (yours, or a fresh
    * one per call, the same on every retry), so a retried add is stored once.
    */
-  add(params: AddParams, { idempotencyKey, signal }: { idempotencyKey?: string } & CallOptions = {}) {
+  async add(params: AddParams, { idempotencyKey, signal }: { idempotencyKey?: string } & CallOptions = {}) {
     const key = idempotencyKey || `sdk-${crypto.randomUUID().replaceAll("-", "")}`;
     return this.http.call("POST", "/api/v1/memory/add", {
       json: body({ ...params, messages: toMessages(params.messages) }),
@@ -492,7 +492,7 @@ export class MemoryClient {
    * Prompt-ready context for a user (and session) within `max_tokens` estimated tokens: `text` to
    * put in the prompt, and `items` (each with its id and type) to cite.
    */
-  context(params: ContextParams, options: CallOptions = {}) {
+  async context(params: ContextParams, options: CallOptions = {}) {
     const messages = params.messages === undefined ? undefined : toMessages(params.messages);
     return this.http.call("POST", "/api/v1/memory/context", { json: body({ ...params, messages }), ...options });
   }
@@ -524,7 +524,7 @@ export class MemoryClient {
   }
 
   /** Deletes one item: `message`, `episodic`, `semantic` or `procedural`. */
-  deleteMemory(memoryType: DeletableMemoryType, memoryId: string, options: CallOptions = {}): Promise<undefined> {
+  async deleteMemory(memoryType: DeletableMemoryType, memoryId: string, options: CallOptions = {}): Promise<undefined> {
     const path: `/api/v1/memory/${DeletableMemoryType}/{item_id}` = `/api/v1/memory/${checkType(memoryType, DELETABLE_MEMORY_TYPES)}/{item_id}`;
     return this.http.call("DELETE", path, {
       path: { item_id: memoryId },
