@@ -300,16 +300,16 @@ type MemoryCreate = Omit<BodyOf<"/api/v1/memory/semantic/", "POST">, "user_id"> 
 export class Memories {
   constructor(private readonly http: Transport) {}
 
-  private listPath(memoryType: ManagedMemoryType): MemoryListPath {
+  #listPath(memoryType: ManagedMemoryType): MemoryListPath {
     return `/api/v1/memory/${checkType(memoryType, MANAGED_MEMORY_TYPES)}/`;
   }
 
-  private itemPath(memoryType: ManagedMemoryType): MemoryItemPath {
+  #itemPath(memoryType: ManagedMemoryType): MemoryItemPath {
     return `/api/v1/memory/${checkType(memoryType, MANAGED_MEMORY_TYPES)}/{item_id}`;
   }
 
   async page(memoryType: ManagedMemoryType, userId: string, query: MemoryQuery = {}, options: CallOptions = {}) {
-    return this.http.call("GET", this.listPath(memoryType), {
+    return this.http.call("GET", this.#listPath(memoryType), {
       query: fields({ ...query, user_id: userId }),
       ...options,
     });
@@ -337,7 +337,7 @@ export class Memories {
   }
 
   async get(memoryType: ManagedMemoryType, memoryId: string, options: CallOptions = {}) {
-    return this.http.call("GET", this.itemPath(memoryType), { path: { item_id: memoryId }, ...options });
+    return this.http.call("GET", this.#itemPath(memoryType), { path: { item_id: memoryId }, ...options });
   }
 
   /**
@@ -345,7 +345,7 @@ export class Memories {
    * time_granularity, actor, event_type, reason].
    */
   async create(memoryType: ManagedMemoryType, userId: string, values: MemoryCreate, options: CallOptions = {}) {
-    return this.http.call("POST", this.listPath(memoryType), {
+    return this.http.call("POST", this.#listPath(memoryType), {
       json: body({ ...values, user_id: userId }),
       ...options,
     });
@@ -356,7 +356,7 @@ export class Memories {
    * and a `reason` for the history.
    */
   async update(memoryType: ManagedMemoryType, memoryId: string, values: BodyOf<MemoryItemPath, "PATCH">, options: CallOptions = {}) {
-    return this.http.call("PATCH", this.itemPath(memoryType), {
+    return this.http.call("PATCH", this.#itemPath(memoryType), {
       path: { item_id: memoryId },
       json: body(values as Record<string, unknown>),
       ...options,
@@ -364,12 +364,12 @@ export class Memories {
   }
 
   async delete(memoryType: ManagedMemoryType, memoryId: string, options: CallOptions = {}) {
-    return this.http.call("DELETE", this.itemPath(memoryType), { path: { item_id: memoryId }, ...options });
+    return this.http.call("DELETE", this.#itemPath(memoryType), { path: { item_id: memoryId }, ...options });
   }
 
   /** `{id, memory_type, changes: [{operation, actor, reason, previous_value, new_value, created_at}]}`. */
   async history(memoryType: ManagedMemoryType, memoryId: string, options: CallOptions = {}) {
-    const path: `${MemoryItemPath}/history` = `${this.itemPath(memoryType)}/history`;
+    const path: `${MemoryItemPath}/history` = `${this.#itemPath(memoryType)}/history`;
     return this.http.call("GET", path, { path: { item_id: memoryId }, ...options });
   }
 
@@ -434,28 +434,28 @@ export class MemoryClient {
   readonly profiles: Profiles;
   readonly entities: Entities;
   readonly memories: Memories;
-  private readonly http: Transport;
+  readonly #http: Transport;
 
   constructor(baseUrl: string, apiKey: string, options: MemoryClientOptions = {}) {
-    this.http = new Transport(baseUrl, {
+    this.#http = new Transport(baseUrl, {
       apiKey,
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       retries: { ...DEFAULT_RETRIES, ...options.retries },
       fetch: options.fetch ?? globalThis.fetch,
     });
-    this.baseUrl = this.http.baseUrl;
-    this.retries = this.http.retries;
-    this.sessions = new Sessions(this.http);
-    this.skills = new Skills(this.http);
-    this.experiences = new Experiences(this.http);
-    this.profiles = new Profiles(this.http);
-    this.entities = new Entities(this.http);
-    this.memories = new Memories(this.http);
+    this.baseUrl = this.#http.baseUrl;
+    this.retries = this.#http.retries;
+    this.sessions = new Sessions(this.#http);
+    this.skills = new Skills(this.#http);
+    this.experiences = new Experiences(this.#http);
+    this.profiles = new Profiles(this.#http);
+    this.entities = new Entities(this.#http);
+    this.memories = new Memories(this.#http);
   }
 
   /** The calling client: its organisation, write scope and read scopes. */
   me(options: CallOptions = {}) {
-    return this.http.call("GET", "/api/v1/me", options);
+    return this.#http.call("GET", "/api/v1/me", options);
   }
 
   /**
@@ -464,7 +464,7 @@ export class MemoryClient {
    */
   async add(params: AddParams, { idempotencyKey, signal }: { idempotencyKey?: string } & CallOptions = {}) {
     const key = idempotencyKey || `sdk-${crypto.randomUUID().replaceAll("-", "")}`;
-    return this.http.call("POST", "/api/v1/memory/add", {
+    return this.#http.call("POST", "/api/v1/memory/add", {
       json: body({ ...params, messages: toMessages(params.messages) }),
       headers: { "Idempotency-Key": key },
       signal,
@@ -476,13 +476,13 @@ export class MemoryClient {
    * (`filter`, `boost`, `off`) says what a time the query names ("last May") does.
    */
   search(params: SearchParams, options: CallOptions = {}) {
-    return this.http.call("POST", "/api/v1/memory/search", { json: body(params), ...options });
+    return this.#http.call("POST", "/api/v1/memory/search", { json: body(params), ...options });
   }
 
   /** The same search across every user of the organisation (within the key's read scopes). */
   searchAllUsers(params: SearchAllUsersParams = {}, options: CallOptions = {}) {
     const { memory_types: memoryTypes, ...rest } = params;
-    return this.http.call("GET", "/api/v1/memory/search_all_users", {
+    return this.#http.call("GET", "/api/v1/memory/search_all_users", {
       query: fields({ ...rest, query: rest.query ?? "", memory_types: memoryTypes?.length ? memoryTypes.join(",") : undefined }),
       ...options,
     });
@@ -494,7 +494,7 @@ export class MemoryClient {
    */
   async context(params: ContextParams, options: CallOptions = {}) {
     const messages = params.messages === undefined ? undefined : toMessages(params.messages);
-    return this.http.call("POST", "/api/v1/memory/context", { json: body({ ...params, messages }), ...options });
+    return this.#http.call("POST", "/api/v1/memory/context", { json: body({ ...params, messages }), ...options });
   }
 
   /**
@@ -502,12 +502,12 @@ export class MemoryClient {
    * each skill returned is recorded as used by that task session; its outcome counts for the skill.
    */
   retrieveSkills(params: RetrieveSkillsParams, options: CallOptions = {}) {
-    return this.http.call("POST", "/api/v1/skills/retrieve", { json: body({ ...params, k: params.k ?? 5 }), ...options });
+    return this.#http.call("POST", "/api/v1/skills/retrieve", { json: body({ ...params, k: params.k ?? 5 }), ...options });
   }
 
   /** Reports that the agent followed a skill it retrieved in this task session. */
   applySkill(skillId: string, params: { user_id: string; session_id: string }, options: CallOptions = {}) {
-    return this.http.call("POST", "/api/v1/skills/{skill_id}/uses", {
+    return this.#http.call("POST", "/api/v1/skills/{skill_id}/uses", {
       path: { skill_id: skillId },
       json: body(params),
       ...options,
@@ -516,7 +516,7 @@ export class MemoryClient {
 
   /** A verdict on a skill for a task session: `helped`, `hurt` or `irrelevant`, with a reason. */
   skillFeedback(skillId: string, params: SkillFeedbackParams, options: CallOptions = {}) {
-    return this.http.call("POST", "/api/v1/skills/{skill_id}/feedback", {
+    return this.#http.call("POST", "/api/v1/skills/{skill_id}/feedback", {
       path: { skill_id: skillId },
       json: body({ ...params, reason: params.reason ?? "" }),
       ...options,
@@ -526,7 +526,7 @@ export class MemoryClient {
   /** Deletes one item: `message`, `episodic`, `semantic` or `procedural`. */
   async deleteMemory(memoryType: DeletableMemoryType, memoryId: string, options: CallOptions = {}): Promise<undefined> {
     const path: `/api/v1/memory/${DeletableMemoryType}/{item_id}` = `/api/v1/memory/${checkType(memoryType, DELETABLE_MEMORY_TYPES)}/{item_id}`;
-    return this.http.call("DELETE", path, {
+    return this.#http.call("DELETE", path, {
       path: { item_id: memoryId },
       ...options,
     });
@@ -537,23 +537,23 @@ export class MemoryClient {
    * key with the can_erase permission (otherwise `PermissionDeniedError`).
    */
   eraseUser(userId: string, options: CallOptions = {}) {
-    return this.http.call("DELETE", "/api/v1/users/{user_id}/memories", { path: { user_id: userId }, ...options });
+    return this.#http.call("DELETE", "/api/v1/users/{user_id}/memories", { path: { user_id: userId }, ...options });
   }
 
   /** Erases what one client of the organisation wrote, and revokes its keys (needs can_erase). */
   eraseClient(clientId: string, options: CallOptions = {}) {
-    return this.http.call("DELETE", "/api/v1/clients/{client_id}/memories", {
+    return this.#http.call("DELETE", "/api/v1/clients/{client_id}/memories", {
       path: { client_id: clientId },
       ...options,
     });
   }
 
   erasure(erasureId: string, options: CallOptions = {}) {
-    return this.http.call("GET", "/api/v1/erasures/{erasure_id}/", { path: { erasure_id: erasureId }, ...options });
+    return this.#http.call("GET", "/api/v1/erasures/{erasure_id}/", { path: { erasure_id: erasureId }, ...options });
   }
 
   task(taskId: string, options: CallOptions = {}) {
-    return this.http.call("GET", "/api/v1/tasks/{task_id}/", { path: { task_id: taskId }, ...options });
+    return this.#http.call("GET", "/api/v1/tasks/{task_id}/", { path: { task_id: taskId }, ...options });
   }
 
   /**
