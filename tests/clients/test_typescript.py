@@ -17,7 +17,9 @@ from typing import get_args
 
 import pytest
 from celery.contrib.testing.worker import start_worker
+from celery.signals import task_postrun
 from django.core.management import call_command
+from django.db import connections
 from memory_platform_client import Retries, errors
 from memory_platform_client.client import MemoryClient as PythonClient
 from memory_platform_client.contract import TOOLS_BY_NAME
@@ -70,6 +72,10 @@ def node_json(node: str, script: str):
 # The node suite against the live platform -------------------------------------------------------------
 
 
+def close_connections(**_signal) -> None:
+    connections.close_all()
+
+
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_the_node_suite_passes_against_the_live_platform(node, live_server, client_a, settings):
@@ -89,10 +95,16 @@ def test_the_node_suite_passes_against_the_live_platform(node, live_server, clie
         "MEMORY_PLATFORM_ERASER_API_KEY": eraser.raw_key,
         "MEMORY_PLATFORM_ERASABLE_CLIENT_ID": str(erasable.pk),
     }
+    files = sorted(str(path.relative_to(PACKAGE)) for path in (PACKAGE / "dist" / "test").glob("*.test.js"))
     app.control.purge()  # wake-ups earlier tests left in the suite's Redis database
-    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
-        files = sorted(str(path.relative_to(PACKAGE)) for path in (PACKAGE / "dist" / "test").glob("*.test.js"))
-        result = run(node, "--test", "--test-reporter=tap", *files, timeout=600, env=env)
+    # The worker thread's database session would outlive it (CONN_MAX_AGE) and keep the test database
+    # from being dropped: it is closed after each task, in that thread.
+    task_postrun.connect(close_connections, weak=False)
+    try:
+        with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+            result = run(node, "--test", "--test-reporter=tap", *files, timeout=600, env=env)
+    finally:
+        task_postrun.disconnect(close_connections)
     output = f"{result.stdout}\n{result.stderr}"
     counts = {name: int(value) for name, value in SUMMARY.findall(result.stdout)}
 
