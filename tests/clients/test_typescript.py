@@ -56,6 +56,11 @@ def node() -> str:
                 f"`{tool}` is not on PATH. The TypeScript SDK's tests need Node.js 20+ and npm from the machine "
                 "(e.g. `apt-get install nodejs npm`); nothing here downloads them."
             )
+    version = succeeded(run("node", "--version", timeout=30), "node --version").stdout.strip()
+    if int(version.lstrip("v").split(".")[0]) < 20:
+        pytest.fail(
+            f"Node.js {version} is too old: the TypeScript SDK needs Node.js 20+ (global fetch, AbortSignal.any)."
+        )
     lock = hashlib.sha256((PACKAGE / "package-lock.json").read_bytes()).hexdigest()
     if not INSTALLED.exists() or INSTALLED.read_text() != lock:
         succeeded(run("npm", "ci", "--no-audit", "--no-fund", timeout=600), "npm ci")
