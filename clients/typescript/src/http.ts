@@ -155,7 +155,8 @@ export type BodyOf<P extends ApiPath, M extends Verb> = Operation<P, M> extends 
   ? B
   : never;
 
-export interface Request {
+/** One call: path placeholders, query, JSON body, extra headers, the caller's abort signal. */
+export interface CallRequest {
   /** Values for the `{name}` placeholders of the path. */
   path?: Record<string, string | number>;
   query?: Record<string, QueryValue>;
@@ -175,24 +176,24 @@ function headersOf(response: Response): Record<string, string> {
   return Object.fromEntries(response.headers.entries());
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts (works wherever fetch does). */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
     if (signal?.aborted) {
       reject(signal.reason);
       return;
     }
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
     const onAbort = () => {
       clearTimeout(timer);
       reject(signal?.reason);
     };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
     signal?.addEventListener("abort", onAbort, { once: true });
   });
-
-export { sleep };
+}
 
 /** Sends requests to one platform with one key: each call retried as `RetryPolicy` says. */
 export class Transport {
@@ -216,7 +217,7 @@ export class Transport {
   }
 
   /** The URL of a schema path with its placeholders filled in. */
-  url(path: string, request: Request): string {
+  url(path: string, request: CallRequest): string {
     const filled = path.replace(/\{(\w+)\}/g, (_match, name: string) => {
       const value = request.path?.[name];
       if (value === undefined) {
@@ -228,16 +229,16 @@ export class Transport {
   }
 
   /** One operation of the schema: `P` and `M` must name one, or `tsc` refuses the call. */
-  async call<P extends ApiPath, M extends MethodOf<P>>(method: M, path: P, request: Request = {}): Promise<Answer<P, M>> {
+  async call<P extends ApiPath, M extends MethodOf<P>>(method: M, path: P, request: CallRequest = {}): Promise<Answer<P, M>> {
     return (await this.send(method, this.url(path, request), request)) as Answer<P, M>;
   }
 
   /** A call whose path the caller computes: `P` is still a path of the schema. */
-  request<T>(method: Verb, path: ApiPath, request: Request = {}): Promise<T> {
+  request<T>(method: Verb, path: ApiPath, request: CallRequest = {}): Promise<T> {
     return this.send(method, this.url(path, request), request) as Promise<T>;
   }
 
-  private async send(method: string, url: string, request: Request): Promise<unknown> {
+  private async send(method: string, url: string, request: CallRequest): Promise<unknown> {
     const headers: Record<string, string> = { ...this.headers, ...request.headers };
     let payload: string | undefined;
     if (request.json !== undefined) {
