@@ -1,11 +1,14 @@
 """One scripted agent session — add, search, context, retrieve skills, apply, feedback, erase — through
-every way in: REST, the Python SDK (blocking and async), MCP over HTTP with an API key and MCP over
-stdio, each in an organisation of its own. What each step answers, reduced to what an agent acts on,
+every way in: REST, the Python SDK (blocking and async), the TypeScript SDK, MCP over HTTP with an
+API key and MCP over stdio, each in an organisation of its own. What each step answers, reduced to what an agent acts on,
 is the same on every transport (docs/api.md "One session, every transport"). The framework adapters
 express the steps their interfaces have (adding turns); what they add is then found the same way."""
 
 import json
+import os
+import subprocess
 import uuid
+from pathlib import Path
 
 import anyio
 import httpx2 as httpx
@@ -17,6 +20,7 @@ from memory_platform_client.adapters.openai_agents import PlatformSession
 
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
+from tests.clients.test_typescript import node  # noqa: F401  (fixture: npm ci and tsc, once)
 from tests.factories import ClientFactory
 from tests.mcp_server.conftest import mcp_server  # noqa: F401  (fixture)
 from tests.mcp_server.mcp_client import http_transport, run, stdio_transport
@@ -49,6 +53,7 @@ TASK = [
     {"role": "assistant", "content": "Done: your flight is now on Friday."},
 ]
 QUERY = "where does my sister live"
+TYPESCRIPT_PACKAGE = Path(__file__).resolve().parent.parent / "clients" / "typescript"
 
 
 def run_queued_tasks() -> None:
@@ -103,6 +108,49 @@ def async_sdk(base_url: str, key: str):
                 return await contract.sdk_method(client, contract.TOOLS_BY_NAME[name])(**arguments)
 
         return anyio.run(main)
+
+    return call
+
+
+# One call of the TypeScript SDK's built client: path arguments positional (as the tool table orders
+# them), the other arguments as one object, the Idempotency-Key as an option.
+NODE_CALL = """
+import { MemoryClient } from "./dist/src/index.js";
+const [method, args] = JSON.parse(process.env.MP_CALL);
+let target = new MemoryClient(process.env.MP_URL, process.env.MP_KEY, { timeoutMs: 30000 });
+const path = method.split(".");
+for (const name of path.slice(0, -1)) target = target[name];
+const answer = await target[path.at(-1)](...args);
+process.stdout.write(JSON.stringify(answer ?? null));
+"""
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def typescript(base_url: str, key: str):
+    def call(name: str, **arguments):
+        tool = contract.TOOLS_BY_NAME[name]
+        positional = [arguments[arg.name] for arg in tool.args if arg.where == "path"]
+        params = {
+            arg.name: arguments[arg.name]
+            for arg in tool.args
+            if arg.where in ("body", "query") and arg.name in arguments
+        }
+        args = [*positional, params] if params else positional
+        method = ".".join(camel(part) for part in tool.sdk.split("."))
+        completed = subprocess.run(
+            ["node", "--input-type=module", "-e", NODE_CALL],
+            cwd=TYPESCRIPT_PACKAGE,
+            env={**os.environ, "MP_URL": base_url, "MP_KEY": key, "MP_CALL": json.dumps([method, args])},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert completed.returncode == 0, (name, completed.stderr)
+        return json.loads(completed.stdout)
 
     return call
 
@@ -163,7 +211,7 @@ def script(call, *, skill_task_session: str) -> dict:
     return seen
 
 
-def test_one_session_answers_the_same_on_every_transport(live_server, mcp_server):  # noqa: F811
+def test_one_session_answers_the_same_on_every_transport(live_server, mcp_server, node):  # noqa: F811
     def key_of_new_organisation() -> str:
         return ClientFactory(write_scope="agents", can_erase=True).raw_key
 
@@ -173,6 +221,7 @@ def test_one_session_answers_the_same_on_every_transport(live_server, mcp_server
         "Python SDK (async)": lambda key: async_sdk(live_server.url, key),
         "MCP, HTTP, API key": lambda key: mcp(http_transport(mcp_server.url, {"Authorization": f"Api-Key {key}"})),
         "MCP, stdio": lambda key: mcp(stdio_transport(live_server.url, key)),
+        "TypeScript SDK": lambda key: typescript(live_server.url, key),
     }
     answers = {
         name: script(make(key_of_new_organisation()), skill_task_session=f"job-{uuid.uuid4().hex[:8]}")
