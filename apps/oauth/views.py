@@ -98,18 +98,18 @@ def _redirect_uri_problem(uri) -> str | None:
     if not isinstance(uri, str) or not uri:
         return "Each redirect_uri must be a non-empty string."
     parts = urlsplit(uri)
+    if parts.scheme not in ("https", "http"):
+        return f"{uri!r}: the scheme must be https (or http on a loopback address)."
     if parts.fragment or not parts.hostname:
         return f"{uri!r} must be an absolute URI without a fragment."
-    if parts.scheme == "https":
-        return None
     if parts.scheme == "http":
-        host = parts.hostname
         try:
-            loopback = ipaddress.ip_address(host).is_loopback
+            loopback = ipaddress.ip_address(parts.hostname).is_loopback
         except ValueError:
-            loopback = host in LOOPBACK_HOSTS
-        return None if loopback else f"{uri!r}: http redirect URIs must be loopback (127.0.0.1, [::1], localhost)."
-    return f"{uri!r}: the scheme must be https (or http on a loopback address)."
+            loopback = parts.hostname in LOOPBACK_HOSTS
+        if not loopback:
+            return f"{uri!r}: http redirect URIs must be loopback (127.0.0.1, [::1], localhost)."
+    return None
 
 
 class RegistrationView(DynamicClientRegistrationView):

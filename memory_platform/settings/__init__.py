@@ -543,3 +543,6 @@ OAUTH2_PROVIDER = {
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
     "REQUEST_APPROVAL_PROMPT": "force",
 }
+# Its deploy check warns that http redirect URIs are allowed: MCP desktop hosts need loopback http ones
+# (RFC 8252), and registration accepts http on loopback addresses only (apps.oauth.views).
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
