@@ -96,7 +96,7 @@ def exchange(issuer, client_id, code, verifier, resource) -> httpx.Response:
     return httpx.post(f"{issuer}/oauth/token/", data=data, timeout=10)
 
 
-def token_by_hand(issuer, mcp_url, staff, client) -> str:
+def tokens_by_hand(issuer, mcp_url, staff, client) -> dict:
     """Registration, approval and the code exchange done step by step, as any OAuth host would."""
     client_id = register(issuer).json()["client_id"]
     verifier, challenge = pkce_pair()
@@ -107,7 +107,7 @@ def token_by_hand(issuer, mcp_url, staff, client) -> str:
     code = with_approver(staff, issuer, approve)["code"]
     response = exchange(issuer, client_id, code, verifier, mcp_url)
     assert response.status_code == 200, response.text
-    return response.json()["access_token"]
+    return {**response.json(), "client_id": client_id}
 
 
 def test_the_metadata_documents_lead_a_host_from_mcp_to_the_authorization_server(oauth_mcp, issuer):
@@ -226,7 +226,7 @@ def test_a_wrong_or_missing_pkce_verifier_gets_no_token(oauth_mcp, issuer, clien
 
 def test_a_token_stops_working_when_its_client_is_disabled_or_its_tokens_revoked(oauth_mcp, issuer, client_a):
     staff = staff_user(client_a.organization)
-    token = token_by_hand(issuer, oauth_mcp.url, staff, client_a)
+    token = tokens_by_hand(issuer, oauth_mcp.url, staff, client_a)["access_token"]
     bearer = {"Authorization": f"Bearer {token}"}
     assert post_mcp(oauth_mcp.url, bearer).status_code == 200
 
@@ -248,6 +248,35 @@ def test_a_token_stops_working_when_its_client_is_disabled_or_its_tokens_revoked
             f'Bearer error="invalid_token", error_description="{message}", resource_metadata="{metadata}"'
         )
     assert not ApplicationBinding.objects.exists()
+
+
+def test_a_refresh_token_rotates_and_a_reused_one_is_refused(oauth_mcp, issuer, client_a):
+    staff = staff_user(client_a.organization)
+    first = tokens_by_hand(issuer, oauth_mcp.url, staff, client_a)
+
+    def refresh(refresh_token):
+        data = {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": first["client_id"]}
+        return httpx.post(f"{issuer}/oauth/token/", data={**data, "resource": oauth_mcp.url}, timeout=10)
+
+    second = refresh(first["refresh_token"])
+    assert second.status_code == 200, second.text
+    assert second.json()["refresh_token"] != first["refresh_token"]
+    assert post_mcp(oauth_mcp.url, {"Authorization": f"Bearer {second.json()['access_token']}"}).status_code == 200
+
+    reused = refresh(first["refresh_token"])
+    assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant"
+
+
+def test_deleting_the_client_stops_its_tokens(mcp_server, client_a):
+    token = minted_token(client_a)
+    bearer = {"Authorization": f"Bearer {token}"}
+    assert post_mcp(mcp_server.url, bearer).status_code == 200
+
+    client_a.delete()
+
+    response = post_mcp(mcp_server.url, bearer)
+    assert response.status_code == 401
+    assert response.json()["error"]["message"] == "The access token's application is not bound to a platform client."
 
 
 @pytest.mark.parametrize(
