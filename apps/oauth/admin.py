@@ -14,7 +14,6 @@ class ApplicationBindingAdmin(OrganizationScopedAdmin):
     organization_path = "client__organization"
     list_display = ["application", "client", "bound_by", "created_at"]
     list_select_related = ["application", "client__organization", "bound_by"]
-    autocomplete_fields = []
     raw_id_fields = ["application", "bound_by"]
     search_fields = ["application__name", "application__client_id", "client__name"]
 

@@ -76,9 +76,12 @@ class AuthorizeView(AuthorizationView):
         return context
 
     def form_valid(self, form):
+        application = self._application()
+        if application is None:  # a tampered hidden field
+            form.add_error(None, "No OAuth application has this client_id.")
+            return self.form_invalid(form)
         if not form.cleaned_data.get("allow"):
             return super().form_valid(form)
-        application = self._application()
         with transaction.atomic():
             try:
                 application_bind(

@@ -329,6 +329,20 @@ def test_staff_approve_only_for_clients_of_their_organisation(issuer, client_a, 
     assert not ApplicationBinding.objects.filter(application__client_id=unbound_id).exists()
 
 
+def test_a_denial_goes_back_to_the_host_and_binds_nothing(issuer, client_a):
+    staff = staff_user(client_a.organization)
+    client_id = register(issuer).json()["client_id"]
+
+    async def deny(approver):
+        return await approver.decide(authorization_url(issuer, client_id, pkce_pair()[1], None), allow=False)
+
+    response = with_approver(staff, issuer, deny)
+
+    assert response.status_code == 302
+    assert response.headers["location"].startswith(f"{REDIRECT_URI}?error=access_denied")
+    assert not ApplicationBinding.objects.exists()
+
+
 def test_the_authorize_page_is_for_staff_only(issuer, client_a, django_user_model):
     client_id = register(issuer).json()["client_id"]
     url = authorization_url(issuer, client_id, pkce_pair()[1], None)
