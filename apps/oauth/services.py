@@ -3,7 +3,7 @@ a client's tokens."""
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken
+from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken, clear_expired
 
 from apps.oauth.models import ApplicationBinding
 from apps.tenancy.models import Client
@@ -33,3 +33,9 @@ def client_oauth_revoke(*, client: Client) -> int:
     Grant.objects.filter(application__in=applications).delete()
     count, _ = ApplicationBinding.objects.filter(client=client).delete()
     return count
+
+
+def tokens_clear_expired() -> None:
+    """django-oauth-toolkit's cleanup (its `cleartokens` command): expired access tokens without a
+    refresh token, refresh tokens past OAUTH_REFRESH_TOKEN_SECONDS or long revoked, expired codes."""
+    clear_expired()
