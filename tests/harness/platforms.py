@@ -251,6 +251,7 @@ class RunPlatform(Platform):
         self.redis.start()
         bind, mcp_bind = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
         self.url = f"http://{bind}"
+        self.mcp_url = f"http://{mcp_bind}/mcp"
         self.command = Process(
             "runplatform",
             [
