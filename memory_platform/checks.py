@@ -86,6 +86,8 @@ SETTING_RULES = {
     "JSON_MAX_DEPTH": Between(2, 500),
     "LOG_LEVEL": OneOf(("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")),
     "MCP_THREADS": at_least(1),
+    "OAUTH_ACCESS_TOKEN_SECONDS": at_least(60),
+    "OAUTH_REFRESH_TOKEN_SECONDS": at_least(60),
     # Models
     "LLM_PROVIDER": OneOf(LLM_PROVIDERS),
     "LLM_TIMEOUT_SECONDS": POSITIVE,

@@ -13,4 +13,6 @@ urlpatterns = [
     path("api/redoc/", RedocDocsView.as_view(url_name="schema"), name="redoc"),
     path("api/v1/", include("memory_platform.api_router")),
     path("admin/", admin.site.urls),
+    # The OAuth 2.1 authorization server for /mcp (apps.oauth): /.well-known/oauth-authorization-server, /oauth/…
+    path("", include("apps.oauth.urls")),
 ]

@@ -1,5 +1,6 @@
 """The streamable HTTP MCP endpoint (`/mcp`) as an ASGI application: the official SDK's transport
-behind the platform's own Host check and API-key authentication."""
+behind the platform's own Host check and authentication (an API key, or an OAuth access token from the
+platform's authorization server, whose RFC 9728 metadata this application publishes)."""
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
@@ -18,9 +19,12 @@ from starlette.responses import JSONResponse
 from apps.core.errors import error_body
 from apps.core.throttling import rate_limit_check
 from apps.mcp_server.backend import PlatformBackend, in_request_cycle
+from apps.oauth.selectors import SCOPE, InvalidToken, client_for_access_token
 from apps.tenancy.auth import client_for_raw_key, raw_key_from_headers
 
 MCP_PATH = "/mcp"
+# RFC 9728: the metadata of the resource at /mcp; hosts also look at the root form.
+RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
 CLIENT_STATE = "memory_platform_client"
 
 
@@ -38,30 +42,65 @@ def _allowed_host(host: str) -> bool:
     return bool(domain) and validate_host(domain, allowed)
 
 
-def _error_headers(exc: APIError) -> dict | None:
-    if exc.status == 401:
-        return {"WWW-Authenticate": "Api-Key"}
-    if exc.status == 429:
-        return {"Retry-After": str(exc.details["retry_after_seconds"])}
-    return None
+def _origin(scope, headers: Headers) -> str:
+    """This server as the caller reached it (the Host header is checked first; behind a proxy uvicorn
+    takes the scheme from X-Forwarded-Proto)."""
+    return f"{scope['scheme']}://{headers['host']}"
 
 
-def _authenticate(*, headers: Headers):
-    raw_key = raw_key_from_headers(
-        authorization=headers.get("authorization", ""), x_api_key=headers.get("x-api-key", "")
-    )
-    if raw_key is None:
-        raise exceptions.NotAuthenticated("An API key is required: send 'Authorization: Api-Key <key>'.")
-    client, _api_key = client_for_raw_key(raw_key)
+def _quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _bearer_token(headers: Headers) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header, "" for an empty one, None for none."""
+    scheme, _, value = headers.get("authorization", "").partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else None
+
+
+def _challenges(exc: APIError, *, headers: Headers, metadata_url: str) -> list[tuple[str, str]]:
+    """The 401's WWW-Authenticate challenges: Bearer with the resource metadata, so an OAuth-capable
+    host finds the authorization server (MCP authorization, RFC 9728 section 5.1), and Api-Key. A
+    refused bearer token gets RFC 6750's invalid_token instead of the Api-Key challenge."""
+    if _bearer_token(headers) is not None:
+        error = f"error={_quoted('invalid_token')}, error_description={_quoted(exc.message)}, "
+        return [("WWW-Authenticate", f"Bearer {error}resource_metadata={_quoted(metadata_url)}")]
+    return [
+        ("WWW-Authenticate", f"Bearer resource_metadata={_quoted(metadata_url)}, scope={_quoted(SCOPE)}"),
+        ("WWW-Authenticate", "Api-Key"),
+    ]
+
+
+def _authenticate(*, headers: Headers, resource: str):
+    token = _bearer_token(headers)
+    if token is not None:
+        if not token:
+            raise InvalidToken("Authorization header must be 'Bearer <token>' with a token.")
+        client = client_for_access_token(raw_token=token, resource=resource)
+    else:
+        try:
+            raw_key = raw_key_from_headers(
+                authorization=headers.get("authorization", ""), x_api_key=headers.get("x-api-key", "")
+            )
+        except exceptions.AuthenticationFailed:
+            raise exceptions.AuthenticationFailed(
+                "Authorization header must be 'Api-Key <key>' or 'Bearer <OAuth access token>'."
+            ) from None
+        if raw_key is None:
+            raise exceptions.NotAuthenticated(
+                "An API key or an OAuth access token is required: send 'Authorization: Api-Key <key>' or "
+                "'Authorization: Bearer <token>'."
+            )
+        client, _api_key = client_for_raw_key(raw_key)
     rate_limit_check(client=client)  # one count per HTTP request, as in the REST API
     return client
 
 
-class APIKeyAuthMiddleware:
-    """Every request to /mcp must carry a valid key of an active client, as every REST request does:
-    otherwise 401 with the platform's JSON error. Then only POST reaches the transport (others: 405,
-    as the REST API answers a method it lacks after authenticating). The client rides in the ASGI
-    scope's state, where the tools read it (`ctx.request_context.request.state`)."""
+class AuthMiddleware:
+    """Every request to /mcp must carry a valid key of an active client, as every REST request does, or
+    an OAuth access token bound to one: otherwise 401 with the platform's JSON error. Then only POST
+    reaches the transport (others: 405, as the REST API answers a method it lacks after authenticating).
+    The client rides in the ASGI scope's state, where the tools read it (`ctx.request_context.request.state`)."""
 
     def __init__(self, app, *, executor):
         self.app = app
@@ -74,13 +113,20 @@ class APIKeyAuthMiddleware:
         if not _allowed_host(headers.get("host", "")):
             return await _error(400, "bad_request", "Invalid Host header.")(scope, receive, send)
         if scope["path"].rstrip("/") == MCP_PATH:
+            origin = _origin(scope, headers)
             loop = asyncio.get_running_loop()
             try:
                 client = await loop.run_in_executor(
-                    self.executor, partial(in_request_cycle, _authenticate, headers=headers)
+                    self.executor,
+                    partial(in_request_cycle, _authenticate, headers=headers, resource=origin + MCP_PATH),
                 )
             except APIError as exc:
-                response = _error(exc.status, exc.code, exc.message, headers=_error_headers(exc), details=exc.details)
+                retry = {"Retry-After": str(exc.details["retry_after_seconds"])} if exc.status == 429 else None
+                response = _error(exc.status, exc.code, exc.message, headers=retry, details=exc.details)
+                if exc.status == 401:
+                    metadata_url = origin + RESOURCE_METADATA_PATH + MCP_PATH
+                    for name, value in _challenges(exc, headers=headers, metadata_url=metadata_url):
+                        response.headers.append(name, value)
                 return await response(scope, receive, send)
             if scope["method"] != "POST":
                 return await _method_not_allowed(scope["method"])(scope, receive, send)
@@ -105,6 +151,19 @@ async def healthz(request):
     return JSONResponse({"status": "ok"})
 
 
+async def protected_resource_metadata(request):
+    """RFC 9728: /mcp is protected by the platform's authorization server (OAUTH_ISSUER) with scope `mcp`."""
+    origin = _origin(request.scope, request.headers)
+    metadata = {
+        "resource": origin + MCP_PATH,
+        "authorization_servers": [settings.OAUTH_ISSUER],
+        "scopes_supported": [SCOPE],
+        "bearer_methods_supported": ["header"],
+        "resource_name": "Memory Platform MCP",
+    }
+    return JSONResponse(metadata, headers={"Access-Control-Allow-Origin": "*"})
+
+
 def build_application():
     """The ASGI application `manage.py runmcp` serves. Stateless and answering in JSON: any process
     can take any request, and a tool's answer is one response."""
@@ -115,6 +174,8 @@ def build_application():
 
     server = build_server(backend_for, version=tools_version)
     server.custom_route("/healthz", methods=["GET"])(healthz)
+    for path in (RESOURCE_METADATA_PATH + MCP_PATH, RESOURCE_METADATA_PATH):
+        server.custom_route(path, methods=["GET"])(protected_resource_metadata)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
@@ -123,4 +184,4 @@ def build_application():
         # The Host header is checked against ALLOWED_HOSTS above, as Django checks it.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    return APIKeyAuthMiddleware(app, executor=executor)
+    return AuthMiddleware(app, executor=executor)

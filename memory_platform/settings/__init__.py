@@ -54,8 +54,10 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc as local static files: the docs work offline
     "django_celery_beat",
     "axes",  # admin login throttling
+    "oauth2_provider",  # django-oauth-toolkit: the OAuth 2.1 authorization server for /mcp (apps.oauth)
     "apps.core",
     "apps.tenancy",
+    "apps.oauth",
     "apps.pipeline",
     "apps.providers",
     "apps.conversations",
@@ -506,3 +508,48 @@ API_KEY_CACHE_SECONDS = env.int("API_KEY_CACHE_SECONDS", default=60)
 
 # MCP endpoint (`manage.py runmcp`): threads per process that run the tools' database work.
 MCP_THREADS = env.int("MCP_THREADS", default=8)
+
+# OAuth 2.1 for /mcp (apps.oauth, django-oauth-toolkit). The web server is the authorization server;
+# OAUTH_ISSUER is its public URL, which its metadata names and the MCP endpoint points hosts to (both
+# processes read it, so it cannot come from a request). A token acts as the platform client a staff
+# member approved for its OAuth application, never beyond that client's scopes and permissions.
+OAUTH_ISSUER = env("OAUTH_ISSUER", default="http://127.0.0.1:8000").rstrip("/")
+OAUTH_ACCESS_TOKEN_SECONDS = env.int("OAUTH_ACCESS_TOKEN_SECONDS", default=3600)
+OAUTH_REFRESH_TOKEN_SECONDS = env.int("OAUTH_REFRESH_TOKEN_SECONDS", default=30 * 86400)
+# RFC 7591: MCP hosts register themselves (open registration; a registration alone grants nothing).
+OAUTH_DYNAMIC_REGISTRATION = env.bool("OAUTH_DYNAMIC_REGISTRATION", default=True)
+# Named, so a model of ours can point at it (migrations resolve swappable models through settings).
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH2_PROVIDER = {
+    "SCOPES": {"mcp": "Use the memory platform's MCP tools as the client you choose"},
+    "DEFAULT_SCOPES": ["mcp"],
+    # The issuer (and the base of every endpoint URL in the metadata); OIDC itself stays off.
+    "OIDC_ISS_ENDPOINT": OAUTH_ISSUER,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": OAUTH_REFRESH_TOKEN_SECONDS,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "PKCE_REQUIRED": True,
+    # OAuth 2.1 (RFC 9700): S256 only, no implicit or password grant, tokens hashed at rest, the
+    # RFC 9207 `iss` on every authorization response, no tokens in query strings.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    # Desktop MCP hosts receive the code on a loopback http:// redirect (RFC 8252).
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
+    "DCR_ENABLED": OAUTH_DYNAMIC_REGISTRATION,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "REQUEST_APPROVAL_PROMPT": "force",
+}
+# Its deploy check warns that http redirect URIs are allowed: MCP desktop hosts need loopback http ones
+# (RFC 8252), and registration accepts http on loopback addresses only (apps.oauth.views).
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]

@@ -14,7 +14,7 @@ from tests.harness.processes import BASE_DIR, database_url, free_port, wait_for
 
 
 class McpProcess:
-    def __init__(self, log_path: Path):
+    def __init__(self, log_path: Path, env: dict | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.log_path = log_path
@@ -25,6 +25,7 @@ class McpProcess:
             # Never take a handle on the embedded server: only the test process may stop it.
             EMBEDDED_POSTGRES_ATTACH="1",
             PYTHONPATH=str(BASE_DIR),
+            **(env or {}),
         )
         self.process = None
 

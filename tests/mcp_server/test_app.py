@@ -29,18 +29,50 @@ def post(mcp_server, headers, url=None):
 @pytest.mark.parametrize(
     ("headers", "code", "message"),
     [
-        ({}, "not_authenticated", "An API key is required: send 'Authorization: Api-Key <key>'."),
+        (
+            {},
+            "not_authenticated",
+            "An API key or an OAuth access token is required: send 'Authorization: Api-Key <key>' or "
+            "'Authorization: Bearer <token>'.",
+        ),
         ({"Authorization": "Api-Key mp_abcdefgh_wrong"}, "authentication_failed", "Invalid or revoked API key."),
         ({"X-API-Key": "not-a-key"}, "authentication_failed", "Invalid or revoked API key."),
-        ({"Authorization": "Bearer abc"}, "authentication_failed", "Authorization header must be 'Api-Key <key>'."),
+        (
+            {"Authorization": "Basic abc"},
+            "authentication_failed",
+            "Authorization header must be 'Api-Key <key>' or 'Bearer <OAuth access token>'.",
+        ),
     ],
 )
 def test_no_key_or_a_bad_key_gets_401_with_the_platform_error(mcp_server, headers, code, message):
+    """Both challenges: Bearer points OAuth-capable hosts at the resource metadata (MCP authorization)."""
     response = post(mcp_server, headers)
 
     assert response.status_code == 401
-    assert response.headers["WWW-Authenticate"] == "Api-Key"
+    metadata = f"http://127.0.0.1:{mcp_server.port}/.well-known/oauth-protected-resource/mcp"
+    assert response.headers.get_list("WWW-Authenticate") == [
+        f'Bearer resource_metadata="{metadata}", scope="mcp"',
+        "Api-Key",
+    ]
     assert response.json() == {"error": {"status": 401, "code": code, "message": message}}
+
+
+@pytest.mark.parametrize(
+    ("authorization", "message"),
+    [
+        ("Bearer abc", "The access token is invalid, expired or revoked."),
+        ("Bearer", "Authorization header must be 'Bearer <token>' with a token."),
+    ],
+)
+def test_a_bad_bearer_token_gets_401_with_invalid_token(mcp_server, authorization, message):
+    response = post(mcp_server, {"Authorization": authorization})
+
+    assert response.status_code == 401
+    metadata = f"http://127.0.0.1:{mcp_server.port}/.well-known/oauth-protected-resource/mcp"
+    assert response.headers["WWW-Authenticate"] == (
+        f'Bearer error="invalid_token", error_description="{message}", resource_metadata="{metadata}"'
+    )
+    assert response.json() == {"error": {"status": 401, "code": "authentication_failed", "message": message}}
 
 
 def test_revoked_keys_and_disabled_clients_get_401(mcp_server, client_a):

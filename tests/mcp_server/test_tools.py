@@ -9,6 +9,7 @@ from apps.privacy.models import ErasureRequest
 from apps.skills.models import Skill, SkillFeedback, SkillUse
 from tests.factories import ClientFactory
 from tests.mcp_server.mcp_client import call, http_transport, run, stdio_transport, text
+from tests.mcp_server.oauth import minted_token
 from tests.memories.makers import semantic
 from tests.profiles.makers import make_profile, make_topic
 from tests.skills.factories import SkillFactory
@@ -71,12 +72,16 @@ CONVERSATION = [
 ]
 
 
-@pytest.fixture(params=["http", "stdio"])
+@pytest.fixture(params=["http", "stdio", "oauth"])
 def connect_as(request):
-    """connect_as(client) opens an MCP session with the client's API key over one transport."""
+    """connect_as(client) opens an MCP session as the client over one transport: with its API key over
+    HTTP and stdio, or over HTTP with an OAuth access token of an application bound to it."""
     if request.param == "http":
         url = request.getfixturevalue("mcp_server").url
         return lambda client: http_transport(url, {"Authorization": f"Api-Key {client.raw_key}"})
+    if request.param == "oauth":
+        url = request.getfixturevalue("mcp_server").url
+        return lambda client: http_transport(url, {"Authorization": f"Bearer {minted_token(client)}"})
     live_server = request.getfixturevalue("live_server")
     return lambda client: stdio_transport(live_server.url, client.raw_key)
 

@@ -1,0 +1,147 @@
+"""The authorization server's own pages on top of django-oauth-toolkit: the authorize page, where a
+staff member approves an OAuth application and picks the platform client it acts as, and dynamic
+client registration limited to what an MCP host needs."""
+
+import ipaddress
+import json
+from urllib.parse import urlsplit
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.http import HttpResponseForbidden, JsonResponse
+from django.urls import reverse_lazy
+from oauth2_provider.forms import AllowForm
+from oauth2_provider.models import Application
+from oauth2_provider.views import AuthorizationView
+from oauth2_provider.views.dynamic_client_registration import DynamicClientRegistrationView
+
+from apps.oauth.selectors import clients_for_approver
+from apps.oauth.services import application_bind
+
+# RFC 7591 metadata an MCP host may ask for: the authorization-code grant (with refresh) and nothing else.
+REGISTRABLE_GRANT_TYPES = {"authorization_code", "refresh_token"}
+REGISTRABLE_RESPONSE_TYPES = {"code"}
+LOOPBACK_HOSTS = {"localhost"}
+
+
+class ApproveForm(AllowForm):
+    platform_client = forms.ModelChoiceField(
+        queryset=None, required=False, label="Act as client", empty_label="Choose a client"
+    )
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("allow") and not cleaned.get("platform_client"):
+            self.add_error("platform_client", "Choose the client this application acts as.")
+        return cleaned
+
+
+class AuthorizeView(AuthorizationView):
+    """Staff only (the admin login); the choice of client is limited to the staff member's organisation
+    (every organisation for a superuser) and, once the application is bound, to its client."""
+
+    template_name = "oauth/authorize.html"
+    form_class = ApproveForm
+    login_url = reverse_lazy("admin:login")
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.user.is_authenticated and not request.user.is_staff:
+            return HttpResponseForbidden("Only staff members may approve OAuth applications.")
+        return super().dispatch(request, *args, **kwargs)
+
+    def _application(self) -> Application | None:
+        client_id = self.request.POST.get("client_id") or getattr(self, "oauth2_data", {}).get("client_id")
+        return (
+            Application.objects.select_related("platform_binding__client").filter(client_id=client_id).first()
+            if client_id
+            else None
+        )
+
+    def get_form(self, form_class=None):
+        form = super().get_form(form_class)
+        clients = clients_for_approver(user=self.request.user)
+        application = self._application()
+        binding = getattr(application, "platform_binding", None) if application else None
+        if binding is not None:
+            clients = clients.filter(pk=binding.client_id)
+            form.fields["platform_client"].initial = binding.client_id
+        form.fields["platform_client"].queryset = clients
+        self.binding = binding
+        return form
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["binding"] = getattr(self, "binding", None)
+        return context
+
+    def form_valid(self, form):
+        application = self._application()
+        if application is None:  # a tampered hidden field
+            form.add_error(None, "No OAuth application has this client_id.")
+            return self.form_invalid(form)
+        if not form.cleaned_data.get("allow"):
+            return super().form_valid(form)
+        with transaction.atomic():
+            try:
+                application_bind(
+                    application=application, client=form.cleaned_data["platform_client"], user=self.request.user
+                )
+            except ValidationError as exc:
+                form.add_error("platform_client", exc.messages[0])
+                return self.form_invalid(form)
+            return super().form_valid(form)
+
+
+def _error(error: str, description: str) -> JsonResponse:
+    return JsonResponse({"error": error, "error_description": description}, status=400)
+
+
+def _redirect_uri_problem(uri) -> str | None:
+    if not isinstance(uri, str) or not uri:
+        return "Each redirect_uri must be a non-empty string."
+    parts = urlsplit(uri)
+    if parts.scheme not in ("https", "http"):
+        return f"{uri!r}: the scheme must be https (or http on a loopback address)."
+    if parts.fragment or not parts.hostname:
+        return f"{uri!r} must be an absolute URI without a fragment."
+    if parts.scheme == "http":
+        try:
+            loopback = ipaddress.ip_address(parts.hostname).is_loopback
+        except ValueError:
+            loopback = parts.hostname in LOOPBACK_HOSTS
+        if not loopback:
+            return f"{uri!r}: http redirect URIs must be loopback (127.0.0.1, [::1], localhost)."
+    return None
+
+
+class RegistrationView(DynamicClientRegistrationView):
+    """RFC 7591 registration (django-oauth-toolkit's, open to anyone: a registration alone grants
+    nothing until a staff member approves it), refused for anything but the authorization-code grant
+    and https or loopback redirect URIs, with RFC 7591's JSON errors."""
+
+    def post(self, request, *args, **kwargs):
+        try:
+            metadata = json.loads(request.body)
+        except ValueError:
+            return _error("invalid_client_metadata", "The body must be a JSON object.")
+        if not isinstance(metadata, dict):
+            return _error("invalid_client_metadata", "The body must be a JSON object.")
+        grant_types = metadata.get("grant_types", ["authorization_code"])
+        if not isinstance(grant_types, list) or not set(grant_types) <= REGISTRABLE_GRANT_TYPES:
+            return _error("invalid_client_metadata", "grant_types may only be authorization_code and refresh_token.")
+        if "authorization_code" not in grant_types:
+            return _error("invalid_client_metadata", "grant_types must include authorization_code.")
+        response_types = metadata.get("response_types", ["code"])
+        if not isinstance(response_types, list) or not set(response_types) <= REGISTRABLE_RESPONSE_TYPES:
+            return _error("invalid_client_metadata", "response_types may only be code.")
+        redirect_uris = metadata.get("redirect_uris")
+        if not isinstance(redirect_uris, list) or not redirect_uris:
+            return _error("invalid_redirect_uri", "redirect_uris must be a non-empty array of URIs.")
+        for uri in redirect_uris:
+            if problem := _redirect_uri_problem(uri):
+                return _error("invalid_redirect_uri", problem)
+        client_name = metadata.get("client_name", "")
+        if not isinstance(client_name, str) or len(client_name) > 255:
+            return _error("invalid_client_metadata", "client_name must be a string of at most 255 characters.")
+        return super().post(request, *args, **kwargs)
