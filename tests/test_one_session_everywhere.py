@@ -1,8 +1,9 @@
 """One scripted agent session — add, search, context, retrieve skills, apply, feedback, erase — through
-every way in: REST, the Python SDK (blocking and async), the TypeScript SDK, MCP over HTTP with an
-API key and MCP over stdio, each in an organisation of its own. What each step answers, reduced to what an agent acts on,
-is the same on every transport (docs/api.md "One session, every transport"). The framework adapters
-express the steps their interfaces have (adding turns); what they add is then found the same way."""
+every way in: REST, the Python SDK (blocking and async), the TypeScript SDK, MCP over HTTP with an API
+key or an OAuth token and MCP over stdio, each in an organisation of its own. What each step answers,
+reduced to what an agent acts on, is the same on every transport (docs/api.md "One session, every
+transport"). The framework adapters express the steps their interfaces have (adding turns); what they
+add is then found the same way."""
 
 import json
 import os
@@ -20,10 +21,12 @@ from memory_platform_client.adapters.openai_agents import PlatformSession
 
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
+from tests.admin.makers import staff_user
 from tests.clients.test_typescript import node  # noqa: F401  (fixture: npm ci and tsc, once)
 from tests.factories import ClientFactory
 from tests.mcp_server.conftest import mcp_server  # noqa: F401  (fixture)
 from tests.mcp_server.mcp_client import http_transport, run, stdio_transport
+from tests.mcp_server.test_oauth import issuer, oauth_mcp, tokens_by_hand  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -211,15 +214,27 @@ def script(call, *, skill_task_session: str) -> dict:
     return seen
 
 
-def test_one_session_answers_the_same_on_every_transport(live_server, mcp_server, node):  # noqa: F811
+def test_one_session_answers_the_same_on_every_transport(live_server, mcp_server, node, oauth_mcp, issuer):  # noqa: F811
+    clients = {}
+
     def key_of_new_organisation() -> str:
-        return ClientFactory(write_scope="agents", can_erase=True).raw_key
+        client = ClientFactory(write_scope="agents", can_erase=True)
+        clients[client.raw_key] = client
+        return client.raw_key
+
+    def oauth(key: str):
+        """The host registers, a staff member of the organisation approves it for the key's client, and
+        the host exchanges the code with PKCE: the token stands in for the key."""
+        client = clients[key]
+        token = tokens_by_hand(issuer, oauth_mcp.url, staff_user(client.organization), client)["access_token"]
+        return mcp(http_transport(oauth_mcp.url, {"Authorization": f"Bearer {token}"}))
 
     transports = {
         "REST": lambda key: rest(live_server.url, key),
         "Python SDK": lambda key: sdk(live_server.url, key),
         "Python SDK (async)": lambda key: async_sdk(live_server.url, key),
         "MCP, HTTP, API key": lambda key: mcp(http_transport(mcp_server.url, {"Authorization": f"Api-Key {key}"})),
+        "MCP, HTTP, OAuth": oauth,
         "MCP, stdio": lambda key: mcp(stdio_transport(live_server.url, key)),
         "TypeScript SDK": lambda key: typescript(live_server.url, key),
     }
