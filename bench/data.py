@@ -85,7 +85,7 @@ def ingest(client, sample: dict, *, user_id: str | None = None, writers: tuple =
     (default its sample id); session n is written by writers[n % len(writers)] when given, else by
     `client`. The session date is each turn's time, the dia_id is in its metadata, image captions are
     appended to the text. Returns {dia_id: text}."""
-    from apps.conversations.services import messages_ingest
+    from apps.conversations.services.ingest import messages_ingest
 
     conversation = sample["conversation"]
     speaker_a = conversation["speaker_a"]

@@ -122,7 +122,7 @@ def _skill_history(organization) -> list:
 
 def round_trip(directory: Path, log=print) -> dict:
     from apps.conversations.management.commands.import_sessions import trajectory_sessions
-    from apps.conversations.services import messages_ingest
+    from apps.conversations.services.ingest import messages_ingest
     from apps.portability.services.export import Selection, archive_export
     from apps.portability.services.importer import archive_import
     from apps.tenancy.services import client_create, organization_create

@@ -25,7 +25,7 @@ def _import(client, trajectories) -> tuple[list, int]:
     """Through the same ingest service as the API, sealed, as task sessions with outcome from reward."""
     from apps.conversations.management.commands.import_sessions import trajectory_sessions
     from apps.conversations.models import Session
-    from apps.conversations.services import messages_ingest
+    from apps.conversations.services.ingest import messages_ingest
 
     messages = 0
     for item in trajectory_sessions(trajectories):
@@ -68,7 +68,7 @@ def _effectiveness_replay(trajectories) -> dict:
     from django.test.utils import override_settings
 
     from apps.conversations.management.commands.import_sessions import trajectory_sessions
-    from apps.conversations.services import messages_ingest
+    from apps.conversations.services.ingest import messages_ingest
     from apps.pipeline.locks import advisory_lock
     from apps.pipeline.models import MemoryTask
     from apps.pipeline.services import tasks_cancel
