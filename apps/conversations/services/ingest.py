@@ -159,14 +159,9 @@ def messages_ingest(
     )
     record = None
     if idempotency_key:
-        try:
-            with transaction.atomic():
-                record = IngestRequest.objects.create(client=client, key=idempotency_key, request_hash=request_hash)
-        except IntegrityError:
-            previous = IngestRequest.objects.get(client=client, key=idempotency_key)
-            if previous.request_hash != request_hash:
-                raise ConflictError("This Idempotency-Key was already used with a different request body.") from None
-            return previous.response
+        record, response = _ingest_request_claim(client=client, key=idempotency_key, request_hash=request_hash)
+        if record is None:
+            return response
 
     filter_tags = dict(filter_tags or {})
     filter_tags["scope"] = client.write_scope
@@ -174,6 +169,49 @@ def messages_ingest(
     session, _, tasks = _session_for_add(
         client=client, end_user=end_user, session_id=session_id, session_tag=session_tag, filter_tags=filter_tags
     )
+    first_seq = session.last_seq + 1
+    messages = _turns_store(session=session, end_user=end_user, turns=turns, client=client, outcome=outcome, seal=seal)
+    if messages:
+        tasks.append(embedding_enqueue(session, from_seq=first_seq, to_seq=session.last_seq, client=client))
+        if session.session_tag == SessionTag.CONVERSATION and not seal:
+            tasks.append(extraction_enqueue(session, client=client))
+            tasks.append(projection_enqueue(session, client=client))
+    if seal:
+        tasks.extend(work_after_seal(session=session, client=client))
+
+    body = {
+        "session_id": session.session_id,
+        "user_id": user_id,
+        "session_tag": session.session_tag,
+        "status": session.status,
+        "messages_stored": len(messages),
+        "messages_truncated": sum(1 for message in messages if message.truncated),
+        "first_seq": first_seq if messages else None,
+        "last_seq": session.last_seq if messages else None,
+        "task_ids": list(dict.fromkeys(str(task.pk) for task in tasks if task is not None)),
+    }
+    if record is not None:
+        record.response = body
+        record.save(update_fields=["response", "updated_at"])
+    return body
+
+
+def _ingest_request_claim(*, client, key: str, request_hash: str | None) -> tuple[IngestRequest | None, dict | None]:
+    """Claims the idempotency key for this request: (its new record, None); or, when a request
+    already holds it, (None, that request's response) if the bodies match, else ConflictError."""
+    try:
+        with transaction.atomic():
+            return IngestRequest.objects.create(client=client, key=key, request_hash=request_hash), None
+    except IntegrityError:
+        previous = IngestRequest.objects.get(client=client, key=key)
+        if previous.request_hash != request_hash:
+            raise ConflictError("This Idempotency-Key was already used with a different request body.") from None
+        return None, previous.response
+
+
+def _turns_store(*, session: Session, end_user, turns: list, client, outcome: str | None, seal: bool) -> list[Message]:
+    """Appends the turns to the session (COPY) and updates its counts, outcome and, with `seal`,
+    its status in one statement."""
     now = timezone.now()
     first_seq = session.last_seq + 1
     messages = [
@@ -207,30 +245,7 @@ def messages_ingest(
     session.save(
         update_fields=["message_count", "last_seq", "last_message_at", "outcome", "status", "sealed_at", "updated_at"]
     )
-
-    if messages:
-        tasks.append(embedding_enqueue(session, from_seq=first_seq, to_seq=session.last_seq, client=client))
-        if session.session_tag == SessionTag.CONVERSATION and not seal:
-            tasks.append(extraction_enqueue(session, client=client))
-            tasks.append(projection_enqueue(session, client=client))
-    if seal:
-        tasks.extend(work_after_seal(session=session, client=client))
-
-    body = {
-        "session_id": session.session_id,
-        "user_id": user_id,
-        "session_tag": session.session_tag,
-        "status": session.status,
-        "messages_stored": len(messages),
-        "messages_truncated": sum(1 for message in messages if message.truncated),
-        "first_seq": first_seq if messages else None,
-        "last_seq": session.last_seq if messages else None,
-        "task_ids": list(dict.fromkeys(str(task.pk) for task in tasks if task is not None)),
-    }
-    if record is not None:
-        record.response = body
-        record.save(update_fields=["response", "updated_at"])
-    return body
+    return messages
 
 
 def idempotency_records_prune() -> int:
