@@ -112,3 +112,19 @@ def ingest(client, sample: dict, *, user_id: str | None = None, writers: tuple =
             seal=True,
         )
     return texts
+
+
+def task_session_ingest(client, item: dict) -> dict:
+    """Ingests one trajectory (an item of import_sessions.trajectory_sessions) as a sealed task session
+    with its outcome, through the ingest service; returns the service's response."""
+    from apps.conversations.services.ingest import messages_ingest
+
+    return messages_ingest(
+        client=client,
+        user_id=item["user_id"],
+        session_id=item["session_id"],
+        messages=item["messages"],
+        session_tag="task",
+        seal=True,
+        outcome=item["outcome"],
+    )
