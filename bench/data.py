@@ -85,7 +85,7 @@ def ingest(client, sample: dict, *, user_id: str | None = None, writers: tuple =
     (default its sample id); session n is written by writers[n % len(writers)] when given, else by
     `client`. The session date is each turn's time, the dia_id is in its metadata, image captions are
     appended to the text. Returns {dia_id: text}."""
-    from apps.conversations.services import messages_ingest
+    from apps.conversations.services.ingest import messages_ingest
 
     conversation = sample["conversation"]
     speaker_a = conversation["speaker_a"]
@@ -112,3 +112,19 @@ def ingest(client, sample: dict, *, user_id: str | None = None, writers: tuple =
             seal=True,
         )
     return texts
+
+
+def task_session_ingest(client, item: dict) -> dict:
+    """Ingests one trajectory (an item of import_sessions.trajectory_sessions) as a sealed task session
+    with its outcome, through the ingest service; returns the service's response."""
+    from apps.conversations.services.ingest import messages_ingest
+
+    return messages_ingest(
+        client=client,
+        user_id=item["user_id"],
+        session_id=item["session_id"],
+        messages=item["messages"],
+        session_tag="task",
+        seal=True,
+        outcome=item["outcome"],
+    )

@@ -77,7 +77,7 @@ def api(client_a):
 @pytest.fixture
 def add_messages():
     """Ingest through the real service: add_messages(client, user_id, session_id, messages, **options)."""
-    from apps.conversations.services import messages_ingest
+    from apps.conversations.services.ingest import messages_ingest
 
     def add(client, user_id="user-1", session_id="s1", messages=None, **options):
         messages = messages or [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi there"}]

@@ -4,7 +4,9 @@ from django.db import transaction
 
 from apps.conversations.models import Message
 from apps.conversations.routing import EMBED_MESSAGES
-from apps.conversations.services import DATED_FIELDS, message_apply_dates, neighbour_context, session_lock
+from apps.conversations.services.dates import DATED_FIELDS, message_apply_dates
+from apps.conversations.services.deletion import neighbour_context
+from apps.conversations.services.sessions import session_lock
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import register_handler
 from apps.providers.embeddings import embed_texts, embedding_model_name

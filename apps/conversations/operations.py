@@ -14,9 +14,8 @@ from apps.conversations.serializers import (
     SessionPatchInputSerializer,
     SessionSealOutputSerializer,
 )
-from apps.conversations.services import (
-    messages_ingest,
-    request_fingerprint,
+from apps.conversations.services.ingest import messages_ingest, request_fingerprint
+from apps.conversations.services.sessions import (
     session_delete_request,
     session_retag,
     session_seal_now,

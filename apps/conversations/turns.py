@@ -119,74 +119,89 @@ def _problems(exc: pydantic.ValidationError, raw: dict) -> dict[str, list[str]]:
 
 
 def normalise_messages(raw_messages: list, *, max_chars: int, default_occurred_at: datetime) -> list[Turn]:
+    """The turns of `raw_messages`; TurnError naming every bad message (by index and field) if any is."""
     errors: dict[int, dict[str, list[str]]] = {}
     turns: list[Turn] = []
     tool_names_by_call_id: dict[str, str] = {}
-
     for index, raw in enumerate(raw_messages):
-        if not isinstance(raw, dict):
-            errors[index] = {"non_field_errors": ["Each message must be a JSON object."]}
-            continue
-        try:  # the API's parser checked this already; commands and other callers come through here too
-            check_json(raw, depth=2)
-        except InputError as exc:
-            errors[index] = {exc.field or "non_field_errors": [exc.message]}
-            continue
         try:
-            message = ChatMessage.model_validate(raw)
-        except pydantic.ValidationError as exc:
-            errors[index] = _problems(exc, raw)
+            message, occurred_at = _checked_message(raw, default_occurred_at=default_occurred_at)
+        except _BadMessage as exc:
+            errors[index] = exc.problems
             continue
-        if message.content_problem():
-            errors[index] = {"content": [message.content_problem()]}
-            continue
-        occurred_at = default_occurred_at
-        if message.occurred_at is not None:
-            try:
-                occurred_at = parse_datetime_strict(
-                    message.occurred_at, field="occurred_at", default_tz=default_occurred_at.tzinfo
-                )
-            except InputError as exc:
-                errors[index] = {"occurred_at": [exc.message]}
-                continue
-        raw_content, raw_calls = message.content, message.tool_calls
-        if message.function_call is not None:  # the legacy single-call shape
-            raw_calls = [{"type": "function", "function": message.function_call}]
-
-        content = _flatten_content(raw_content)
-
-        role = ROLE_ALIASES.get(message.role, message.role)
-        name = message.name or ""
-        tool_call_id = message.tool_call_id or ""
-        text = content or ""
-        structured_calls = None
-        if raw_calls:
-            structured_calls, call_texts = [], []
-            for call in raw_calls:
-                structured, call_text = _tool_call_text(call)
-                call_texts.append(call_text)
-                if structured is not None:
-                    structured_calls.append(structured)
-                    if structured["id"]:
-                        tool_names_by_call_id[structured["id"]] = structured["function"]["name"]
-            text = "\n".join(([text] if text else []) + call_texts)
-            structured_calls = structured_calls or None
-        if role == "tool":
-            name = name or tool_names_by_call_id.get(tool_call_id, "")
-            text = f"[{name or 'tool'}] {text}"
-        text, truncated = cut(text, max_chars)
         turns.append(
-            Turn(
-                role=role,
-                content=text,
-                name=name[:255],
-                tool_calls=structured_calls,
-                tool_call_id=tool_call_id[:255],
-                metadata=message.metadata or {},
-                occurred_at=occurred_at,
-                truncated=truncated,
-            )
+            _turn(message, occurred_at=occurred_at, max_chars=max_chars, tool_names_by_call_id=tool_names_by_call_id)
         )
     if errors:
         raise TurnError(errors)
     return turns
+
+
+class _BadMessage(Exception):
+    def __init__(self, problems: dict[str, list[str]]):
+        super().__init__(problems)
+        self.problems = problems
+
+
+def _checked_message(raw, *, default_occurred_at: datetime) -> tuple[ChatMessage, datetime]:
+    """One raw message validated, with its date (`default_occurred_at` when it names none);
+    _BadMessage with its problems by field."""
+    if not isinstance(raw, dict):
+        raise _BadMessage({"non_field_errors": ["Each message must be a JSON object."]})
+    try:  # the API's parser checked this already; commands and other callers come through here too
+        check_json(raw, depth=2)
+    except InputError as exc:
+        raise _BadMessage({exc.field or "non_field_errors": [exc.message]}) from None
+    try:
+        message = ChatMessage.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        raise _BadMessage(_problems(exc, raw)) from None
+    if message.content_problem():
+        raise _BadMessage({"content": [message.content_problem()]})
+    if message.occurred_at is None:
+        return message, default_occurred_at
+    try:
+        occurred_at = parse_datetime_strict(
+            message.occurred_at, field="occurred_at", default_tz=default_occurred_at.tzinfo
+        )
+    except InputError as exc:
+        raise _BadMessage({"occurred_at": [exc.message]}) from None
+    return message, occurred_at
+
+
+def _turn(message: ChatMessage, *, occurred_at: datetime, max_chars: int, tool_names_by_call_id: dict) -> Turn:
+    """A valid message as a stored turn. The names of the tools its calls invoke join
+    `tool_names_by_call_id`, so a later tool result of the same batch gets its tool's name."""
+    raw_calls = message.tool_calls
+    if message.function_call is not None:  # the legacy single-call shape
+        raw_calls = [{"type": "function", "function": message.function_call}]
+    role = ROLE_ALIASES.get(message.role, message.role)
+    name = message.name or ""
+    tool_call_id = message.tool_call_id or ""
+    text = _flatten_content(message.content) or ""
+    structured_calls = None
+    if raw_calls:
+        structured_calls, call_texts = [], []
+        for call in raw_calls:
+            structured, call_text = _tool_call_text(call)
+            call_texts.append(call_text)
+            if structured is not None:
+                structured_calls.append(structured)
+                if structured["id"]:
+                    tool_names_by_call_id[structured["id"]] = structured["function"]["name"]
+        text = "\n".join(([text] if text else []) + call_texts)
+        structured_calls = structured_calls or None
+    if role == "tool":
+        name = name or tool_names_by_call_id.get(tool_call_id, "")
+        text = f"[{name or 'tool'}] {text}"
+    text, truncated = cut(text, max_chars)
+    return Turn(
+        role=role,
+        content=text,
+        name=name[:255],
+        tool_calls=structured_calls,
+        tool_call_id=tool_call_id[:255],
+        metadata=message.metadata or {},
+        occurred_at=occurred_at,
+        truncated=truncated,
+    )

@@ -7,7 +7,7 @@ class MemoriesConfig(AppConfig):
     verbose_name = "Episodic and semantic memories"
 
     def ready(self):
-        from apps.conversations.services import register_learned_from
+        from apps.conversations.services.learning import register_learned_from
         from apps.core.schedules import register_schedule
         from apps.memories import handlers  # noqa: F401  (registers pipeline handlers)
         from apps.memories.search import register_sources

@@ -5,7 +5,7 @@ Rights: reads need the memory in a scope the client reads; writes need a write s
 are refused before any lookup) and the memory in that scope. A foreign id, a malformed id and a missing
 one are the same 404."""
 
-from apps.conversations.services import LEARNING_BUSY
+from apps.conversations.services.learning import LEARNING_BUSY
 from apps.core.errors import ConflictError, NotFound
 from apps.core.operations import (
     Access,

@@ -7,7 +7,7 @@ class ProfilesConfig(AppConfig):
     verbose_name = "Compiled memory: entities and profiles"
 
     def ready(self):
-        from apps.conversations.services import register_learned_from
+        from apps.conversations.services.learning import register_learned_from
         from apps.core.schedules import register_schedule
         from apps.pipeline.locks import register_work_locks
         from apps.profiles import handlers  # noqa: F401  (registers pipeline handlers)

@@ -7,7 +7,7 @@ class SkillsConfig(AppConfig):
     verbose_name = "Skills"
 
     def ready(self):
-        from apps.conversations.services import register_learned_from
+        from apps.conversations.services.learning import register_learned_from
         from apps.pipeline.locks import register_work_locks
         from apps.skills import handlers  # noqa: F401  (registers pipeline handlers)
         from apps.skills.search import register_sources

@@ -96,7 +96,7 @@ def learn(client, sessions) -> None:
     """Ingests the sessions as sealed task sessions, then distils each and evolves the scope until
     nothing is left to do, with the real services (queued tasks are cancelled: this runs them)."""
     from apps.conversations.models import Session
-    from apps.conversations.services import messages_ingest
+    from apps.conversations.services.ingest import messages_ingest
     from apps.pipeline.models import MemoryTask
     from apps.pipeline.services import tasks_cancel
     from apps.skills.services.distill import session_distill

@@ -152,7 +152,7 @@ def _score(predicted: set, truth: set, injected: set) -> dict:
     }
 
 
-def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
+def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:  # noqa: PLR0915 (a benchmark run: one procedure, read top to bottom)
     from django.conf import settings
     from django.test import override_settings
 

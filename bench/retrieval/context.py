@@ -62,7 +62,7 @@ def _search_block(hits, max_tokens: int):
     return block.render()
 
 
-def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
+def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:  # noqa: PLR0915 (a benchmark run: one procedure, read top to bottom)
     from django.conf import settings
 
     from apps.context.assembly import context_build

@@ -52,7 +52,23 @@ def recall(ranked: list[str], evidence: list[str], k: int) -> float:
     return len(set(ranked[:k]) & set(evidence)) / len(evidence)
 
 
-def evaluate(
+def cited_ranking(hits, dia_by_message: dict) -> list[str]:
+    """dia_ids in rank order: a turn gives its own, a page (profile or topic) those of the turns it cites."""
+    ranking = []
+    for hit in hits:
+        if hit.source.memory_type == "message":
+            dia_ids = [hit.instance.metadata.get("dia_id")]
+        else:
+            dia_ids = [
+                dia_by_message.get(ref["item_id"]) for ref in hit.instance.source_refs if ref["item_type"] == "message"
+            ]
+        for dia_id in dia_ids:
+            if dia_id and dia_id not in ranking:
+                ranking.append(dia_id)
+    return ranking
+
+
+def evaluate(  # noqa: PLR0915 (a benchmark run: one procedure, read top to bottom)
     file: str,
     *,
     methods=("bm25", "embedding", "hybrid", "fuzzy"),

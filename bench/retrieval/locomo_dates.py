@@ -33,7 +33,7 @@ def run(output_dir) -> dict:
     return evaluate(str(data_file("locomo-dev.json")), output=str(Path(output_dir) / "locomo-dates.json"))
 
 
-def evaluate(file: str, *, method: str = "hybrid", rerankers=RERANKERS, output: str | None = None, log=print) -> dict:
+def evaluate(file: str, *, method: str = "hybrid", rerankers=RERANKERS, output: str | None = None, log=print) -> dict:  # noqa: PLR0915 (a benchmark run: one procedure, read top to bottom)
     from django.conf import settings
 
     from apps.core.temporal import query_window

@@ -16,26 +16,10 @@ from pathlib import Path
 
 from bench.common import Stopwatch, run_pending_tasks, write_result
 from bench.data import CATEGORIES, ingest, load, scored_questions
-from bench.retrieval.locomo import recall
+from bench.retrieval.locomo import cited_ranking, recall
 
 K = 10
 VARIANTS = ("message", "message+profile")
-
-
-def _ranking(hits, dia_by_message: dict) -> list[str]:
-    """dia_ids in rank order: a turn gives its own, a profile page those of the turns it cites."""
-    ranking = []
-    for hit in hits:
-        if hit.source.memory_type == "message":
-            dia_ids = [hit.instance.metadata.get("dia_id")]
-        else:
-            dia_ids = [
-                dia_by_message.get(ref["item_id"]) for ref in hit.instance.source_refs if ref["item_type"] == "message"
-            ]
-        for dia_id in dia_ids:
-            if dia_id and dia_id not in ranking:
-                ranking.append(dia_id)
-    return ranking
 
 
 def _compile_with_fake_llm(organization) -> dict:
@@ -107,7 +91,7 @@ def run(output_dir: Path, *, log=print) -> dict:
                             limit=K,
                             filters={"user_id": sample["sample_id"]},
                         )
-                        ranking = _ranking(hits, dia_by_message)
+                        ranking = cited_ranking(hits, dia_by_message)
                         recalls[variant][qa["category"]].append(recall(ranking, evidence, len(ranking) or K))
                         if variant == "message+profile":
                             returned_turns[qa["category"]].append(len(ranking))

@@ -22,26 +22,10 @@ from pathlib import Path
 
 from bench.common import Stopwatch, run_pending_tasks, write_result
 from bench.data import CATEGORIES, ingest, load, scored_questions
-from bench.retrieval.locomo import recall
+from bench.retrieval.locomo import cited_ranking, recall
 
 K = 10
 OPEN_DOMAIN = 3
-
-
-def _ranking(hits, dia_by_message: dict) -> list[str]:
-    """dia_ids in rank order: a turn gives its own, a topic page those of the turns it cites."""
-    ranking = []
-    for hit in hits:
-        if hit.source.memory_type == "message":
-            dia_ids = [hit.instance.metadata.get("dia_id")]
-        else:
-            dia_ids = [
-                dia_by_message.get(ref["item_id"]) for ref in hit.instance.source_refs if ref["item_type"] == "message"
-            ]
-        for dia_id in dia_ids:
-            if dia_id and dia_id not in ranking:
-                ranking.append(dia_id)
-    return ranking
 
 
 def _mean(values) -> float:
@@ -49,7 +33,7 @@ def _mean(values) -> float:
     return round(statistics.mean(values), 4) if values else 0.0
 
 
-def run(output_dir: Path, *, log=print) -> dict:
+def run(output_dir: Path, *, log=print) -> dict:  # noqa: PLR0915 (a benchmark run: one procedure, read top to bottom)
     from django.conf import settings
     from django.test import override_settings
 
@@ -114,7 +98,7 @@ def run(output_dir: Path, *, log=print) -> dict:
                             limit=K,
                             filters={"user_id": sample["sample_id"]},
                         )
-                        ranking = _ranking(hits, dia_by_message)
+                        ranking = cited_ranking(hits, dia_by_message)
                         recalls[variant][qa["category"]].append(recall(ranking, evidence, len(ranking) or K))
                         if variant == "message+topic":
                             recalls_turns[qa["category"]].append(recall(ranking, evidence, K))

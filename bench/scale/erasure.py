@@ -48,7 +48,7 @@ class _Ingest(threading.Thread):
     def run(self):
         from django.db import connection
 
-        from apps.conversations.services import messages_ingest
+        from apps.conversations.services.ingest import messages_ingest
 
         index = 0
         try:

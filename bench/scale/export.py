@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 
 from bench.common import Stopwatch, load_average, machine, run_pending_tasks, write_result
-from bench.data import ingest, load
+from bench.data import ingest, load, task_session_ingest
 from bench.scale.synthetic import seed_subject
 
 ROUND_TRIP_LIMIT = 10
@@ -122,7 +122,6 @@ def _skill_history(organization) -> list:
 
 def round_trip(directory: Path, log=print) -> dict:
     from apps.conversations.management.commands.import_sessions import trajectory_sessions
-    from apps.conversations.services import messages_ingest
     from apps.portability.services.export import Selection, archive_export
     from apps.portability.services.importer import archive_import
     from apps.tenancy.services import client_create, organization_create
@@ -137,15 +136,7 @@ def round_trip(directory: Path, log=print) -> dict:
         ingest(chat, sample)
     agent, _ = client_create(organization=source, name="airline", write_scope="bench-airline")
     for item in trajectory_sessions(trajectories):
-        messages_ingest(
-            client=agent,
-            user_id=item["user_id"],
-            session_id=item["session_id"],
-            messages=item["messages"],
-            session_tag="task",
-            seal=True,
-            outcome=item["outcome"],
-        )
+        task_session_ingest(agent, item)
     run_pending_tasks(source)
     seed_seconds = time.perf_counter() - started
     log(f"export: seeded the round-trip organisation in {seed_seconds:.0f}s: {_counts(source)}")

@@ -11,7 +11,7 @@ import uuid
 from collections import Counter
 
 from bench.common import Stopwatch, percentiles, write_result
-from bench.data import load
+from bench.data import load, task_session_ingest
 
 SCOPE = "bench-airline"
 TOP_K = 5
@@ -25,19 +25,10 @@ def _import(client, trajectories) -> tuple[list, int]:
     """Through the same ingest service as the API, sealed, as task sessions with outcome from reward."""
     from apps.conversations.management.commands.import_sessions import trajectory_sessions
     from apps.conversations.models import Session
-    from apps.conversations.services import messages_ingest
 
     messages = 0
     for item in trajectory_sessions(trajectories):
-        body = messages_ingest(
-            client=client,
-            user_id=item["user_id"],
-            session_id=item["session_id"],
-            messages=item["messages"],
-            session_tag="task",
-            seal=True,
-            outcome=item["outcome"],
-        )
+        body = task_session_ingest(client, item)
         messages += body["messages_stored"]
     sessions = list(
         Session.objects.filter(organization=client.organization).select_related("organization").order_by("session_id")
@@ -58,7 +49,7 @@ def _coverage(ranked_lists, golds) -> dict:
     return {"requests": counted, "top1": round(top1 / counted, 4), f"top{TOP_K}": round(topk / counted, 4)}
 
 
-def _effectiveness_replay(trajectories) -> dict:
+def _effectiveness_replay(trajectories) -> dict:  # noqa: PLR0915 (a benchmark run: one procedure, read top to bottom)
     """Trials 0-2 build the skills; each trial-3 session retrieves with its session id (as its user)
     and is sealed with its real reward. Reports the per-skill figures this evidence gives and the
     gold-action coverage of trial 3's requests before it (relevance alone) and after it, with the
@@ -68,7 +59,6 @@ def _effectiveness_replay(trajectories) -> dict:
     from django.test.utils import override_settings
 
     from apps.conversations.management.commands.import_sessions import trajectory_sessions
-    from apps.conversations.services import messages_ingest
     from apps.pipeline.locks import advisory_lock
     from apps.pipeline.models import MemoryTask
     from apps.pipeline.services import tasks_cancel
@@ -110,15 +100,7 @@ def _effectiveness_replay(trajectories) -> dict:
                         session_id=item["session_id"],
                     )
                 )
-                messages_ingest(
-                    client=client,
-                    user_id=item["user_id"],
-                    session_id=item["session_id"],
-                    messages=item["messages"],
-                    session_tag="task",
-                    seal=True,
-                    outcome=item["outcome"],
-                )
+                task_session_ingest(client, item)
             tasks_cancel(queryset=MemoryTask.objects.filter(organization=organization))
             cache.clear()
 
@@ -164,7 +146,7 @@ def _effectiveness_replay(trajectories) -> dict:
         organization.delete()
 
 
-def run(output_dir) -> dict:
+def run(output_dir) -> dict:  # noqa: PLR0915 (a benchmark run: one procedure, read top to bottom)
     from django.conf import settings
     from django.test.utils import override_settings
 

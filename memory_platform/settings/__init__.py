@@ -308,7 +308,7 @@ BROKER_SOCKET_TIMEOUT_SECONDS = env.float("BROKER_SOCKET_TIMEOUT_SECONDS", defau
 BROKER_CONNECT_TIMEOUT_SECONDS = env.float("BROKER_CONNECT_TIMEOUT_SECONDS", default=2.0)
 # Publishing a task (after a commit, often in a request) waits for the broker at most this long per
 # connect and per reply, once per transaction, and never retries: the row is the outbox and beat
-# re-publishes it (apps.pipeline.services.publish).
+# re-publishes it (apps.pipeline.services.broker.publish).
 BROKER_PUBLISH_TIMEOUT_SECONDS = env.float("BROKER_PUBLISH_TIMEOUT_SECONDS", default=0.1)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     # Longer than the hard time limit, so Redis never redelivers a task that is still running.

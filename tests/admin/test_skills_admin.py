@@ -1,4 +1,4 @@
-"""apps/skills/admin.py: the changelist, the review queue and its actions, person edits, the
+"""apps/skills/admin/: the changelist, the review queue and its actions, person edits, the
 version page and the wall between organisations."""
 
 import pytest

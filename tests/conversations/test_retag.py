@@ -1,5 +1,5 @@
 """PATCH sessions/<id>/ with `session_tag`: re-tagging until anything has been learned from the
-session, the routing following the new tag (apps.conversations.services.session_retag)."""
+session, the routing following the new tag (apps.conversations.services.sessions.session_retag)."""
 
 import threading
 

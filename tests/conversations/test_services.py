@@ -1,4 +1,4 @@
-"""The ingest service (apps.conversations.services) beyond what the API tests reach."""
+"""The ingest service (apps.conversations.services.ingest) beyond what the API tests reach."""
 
 import pytest
 from django.db import IntegrityError

@@ -121,7 +121,7 @@ def test_a_newer_session_seals_older_open_sessions_of_the_same_tag_only(api):
 
 
 def test_idle_sessions_are_sealed_by_the_beat_job(api, settings):
-    from apps.conversations.services import seal_idle_sessions
+    from apps.conversations.services.sessions import seal_idle_sessions
 
     add(api, session_id="idle")
     assert seal_idle_sessions() == 0

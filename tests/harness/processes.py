@@ -277,11 +277,11 @@ def reset_broker_connections(app) -> None:
         amqp._producer_pool = None
     # kombu keeps process-wide pools per broker URL; a closed one would be handed out again.
     kombu_pools.reset()
-    # So does the pipeline's publishing connection (apps.pipeline.services._publish_connection).
-    from apps.pipeline import services
+    # So does the pipeline's publishing connection (apps.pipeline.services.broker._publish_connection).
+    from apps.pipeline.services import broker
 
-    with services._publish_connections_lock:
-        services._publish_connections.clear()
+    with broker._publish_connections_lock:
+        broker._publish_connections.clear()
 
 
 @contextmanager

@@ -17,17 +17,15 @@ from apps.pipeline.locks import LockNotAvailable, advisory_lock
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import NotYet
 from apps.pipeline.services import (
-    BATCH_HOLD_SECONDS,
     enqueue,
     prune_finished_tasks,
     recover_stale_tasks,
     republish_due_tasks,
-    retry_delay,
-    task_claim,
     task_execute,
     task_mark_dead,
     tasks_drain,
 )
+from apps.pipeline.services.execution import BATCH_HOLD_SECONDS, retry_delay, task_claim
 from tests.conftest import api_for
 from tests.factories import OrganizationFactory
 from tests.harness.processes import wait_for

@@ -63,7 +63,7 @@ def build(one, two, *, word: str = "vorpalwick", turn_word: str = "quillfeathzk"
     """Needs LLM_PROVIDER=rules, SKILL_REVIEW_MODE=auto, SKILL_SHARE_MIN_USERS=1 (so every lesson
     reaches the shared skill) and EXTRACTION_DEBOUNCE_SECONDS=0."""
     from apps.conversations.models import Message, Session
-    from apps.conversations.services import messages_ingest
+    from apps.conversations.services.ingest import messages_ingest
     from apps.memories.services.memories import memory_create
     from apps.pipeline.models import MemoryTask
     from apps.profiles.models import Entity

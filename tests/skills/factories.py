@@ -3,7 +3,7 @@
 import factory
 
 from apps.conversations.models import Session
-from apps.conversations.services import messages_ingest
+from apps.conversations.services.ingest import messages_ingest
 from apps.skills.models import Skill, SkillExperience
 from tests.factories import ClientFactory, EndUserFactory, OrganizationFactory
 

@@ -5,7 +5,7 @@ import pytest
 from django.core.cache import cache
 
 from apps.conversations.models import Session
-from apps.conversations.services import messages_ingest
+from apps.conversations.services.ingest import messages_ingest
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
 from apps.skills.effectiveness import newcombe_interval, wilson_interval

@@ -11,7 +11,7 @@ after a resolver upgrade it rewrites exactly the rows whose dates moved.
 from collections.abc import Callable
 
 from apps.conversations.models import Message
-from apps.conversations.services import messages_normalize_dates
+from apps.conversations.services.dates import messages_normalize_dates
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.memories.services.memories import EPISODIC, SEMANTIC, memories_normalize_dates
 from apps.pipeline.services import enqueue

@@ -8,13 +8,9 @@ from django.db import transaction
 
 from apps.conversations.models import Message, Session, SessionTag
 from apps.conversations.selectors import messages_not_learned
-from apps.conversations.services import (
-    date_metadata,
-    messages_lock_unlearned,
-    messages_mark_learned,
-    messages_set_dates,
-    session_lock,
-)
+from apps.conversations.services.dates import date_metadata, messages_set_dates
+from apps.conversations.services.learning import messages_lock_unlearned, messages_mark_learned
+from apps.conversations.services.sessions import session_lock
 from apps.conversations.writers import turns_held
 from apps.core.temporal import resolve_dates
 from apps.memories.services.llm_extractor import ExtractionTurn, Operation, Plan, extraction_batches, llm_plan

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.conversations.models import Message
-from apps.conversations.services import date_range
+from apps.conversations.services.dates import date_range
 from apps.conversations.writers import SourcesChanged, turns_held
 from apps.core.temporal import find_dates, span_of
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange

@@ -31,7 +31,8 @@ from django.utils import timezone
 
 from apps.conversations.models import Message, Session, SessionTag
 from apps.conversations.routing import extraction_enqueue
-from apps.conversations.services import messages_delete, messages_mark_unlearned
+from apps.conversations.services.deletion import messages_delete
+from apps.conversations.services.learning import messages_mark_unlearned
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
 from apps.memories.services.memories import memory_merge_group
 from apps.pipeline.locks import WorkOf, advisory_locks, work_lock_keys

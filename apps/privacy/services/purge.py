@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.conversations.models import Session
-from apps.conversations.services import session_hand_over
+from apps.conversations.services.sessions import session_hand_over
 from apps.pipeline.locks import WorkOf, advisory_lock, work_lock_keys
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import tasks_cancel

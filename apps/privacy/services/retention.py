@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.conversations.services import messages_prune_learned
+from apps.conversations.services.deletion import messages_prune_learned
 from apps.profiles.services.lint import profiles_lint
 from apps.skills.models import Skill, SkillExperience
 from apps.skills.services.skills import skill_update

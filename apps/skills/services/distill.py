@@ -8,7 +8,7 @@ from django.db import transaction
 from apps.conversations.models import Session, SessionTag
 from apps.conversations.routing import distillation_enqueue
 from apps.conversations.selectors import session_messages
-from apps.conversations.services import messages_mark_learned
+from apps.conversations.services.learning import messages_mark_learned
 from apps.conversations.writers import turns_held
 from apps.core.errors import ConflictError
 from apps.pipeline.locks import advisory_lock

@@ -7,7 +7,7 @@ import sys
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.conversations.services import messages_ingest
+from apps.conversations.services.ingest import messages_ingest
 from apps.conversations.turns import TurnError
 from apps.core.errors import ConflictError
 from apps.core.validation import InputError, loads

@@ -132,17 +132,7 @@ def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], bud
         .exclude(status=Skill.Status.ARCHIVED)
         .defer("embedding")
     )
-    drafts: dict[str, Draft] = {}
-    superseded: set = set()
-    held: set = set()
-
-    def draft_for(key: str, skill: Skill | None, fields: dict | None = None) -> Draft | None:
-        if key not in drafts:
-            if len(drafts) >= budget:
-                return None
-            drafts[key] = Draft(skill=skill, fields=fields or {})
-        return drafts[key]
-
+    run = _RuleRun(live=live, budget=budget)
     workflows = {tuple(skill.action_signature): skill for skill in live if skill.entry_type == Skill.EntryType.WORKFLOW}
     learning = [
         experience
@@ -151,10 +141,36 @@ def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], bud
     ]
     similar = _TitleGroups(workflows=list(workflows.values()), experiences=learning)
     for experience in learning:
+        run.add_workflow_lesson(experience, workflows=workflows, similar=similar)
+    for group in _caveat_groups(pending):
+        run.add_caveat_group(group)
+    return run.drafts, run.superseded, run.held
+
+
+class _RuleRun:
+    """One rule_drafts run: the drafts it builds (at most `budget`), and the lessons it found
+    superseded or held."""
+
+    def __init__(self, *, live: list[Skill], budget: int):
+        self.live, self.budget = live, budget
+        self.drafts: dict[str, Draft] = {}
+        self.superseded: set = set()
+        self.held: set = set()
+
+    def draft_for(self, key: str, skill: Skill | None, fields: dict | None = None) -> Draft | None:
+        if key not in self.drafts:
+            if len(self.drafts) >= self.budget:
+                return None
+            self.drafts[key] = Draft(skill=skill, fields=fields or {})
+        return self.drafts[key]
+
+    def add_workflow_lesson(self, experience: SkillExperience, *, workflows: dict, similar: _TitleGroups) -> None:
+        """A workflow lesson supports the workflow skill of its action signature (or of a title that
+        says the same thing), adding its request as a trigger and an example; or drafts a new one."""
         signature = tuple(experience.action_signature)
         skill = workflows.get(signature)
         key = str(skill.pk) if skill else "new:" + "/".join(signature)
-        if skill is None and key not in drafts:
+        if skill is None and key not in self.drafts:
             # No workflow with this exact signature: join one whose title says the same thing.
             key, skill = similar.match(experience, default=(key, None))
         similar.add(experience, key=key, skill=skill)
@@ -165,21 +181,21 @@ def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], bud
                 list(signature), workflow_steps(experience.content), workflow_request(experience.content)
             )
         )
-        draft = draft_for(key, skill, fields)
+        draft = self.draft_for(key, skill, fields)
         if draft is None:
-            continue  # over budget: stays pending
+            return  # over budget: stays pending
         request = workflow_request(experience.content)[:TRIGGER_MAX_CHARS]
         triggers = list(draft.get("triggers") or [])
         if not request or request in triggers:
-            superseded.add(experience.pk)
-            continue
+            self.superseded.add(experience.pk)
+            return
         # The same procedure seen again supports the skill; its request (one user's words) is copied
         # only where no other user would be served it.
         audience = None if skill is not None else teachers(draft.experiences)
         if not may_reach(experiences=[experience], audience_ids=audience):
             draft.experiences.append(experience)
             draft.reasons.append(f"workflow seen again (support): {experience.title}")
-            continue
+            return
         if len(triggers) < MAX_TRIGGERS:
             draft.fields["triggers"] = [*triggers, request]
         examples = list(draft.get("examples") or [])
@@ -194,48 +210,48 @@ def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], bud
             f"workflow seen again: {experience.title}" if skill else f"new workflow: {experience.title}"
         )
 
-    for group in _caveat_groups(pending):
-        tool = group[0].action_signature[0]
+    def caveat_targets(self, tool: str) -> list[tuple[str, Skill | None]]:
+        """Where a caveat about `tool` goes: the live workflows calling it (most retrieved first), then
+        this run's new workflows calling it; failing both, the tool's guide (new if there is none)."""
         targets = [
             (str(skill.pk), skill)
-            for skill in live
+            for skill in self.live
             if skill.entry_type == Skill.EntryType.WORKFLOW and tool in skill.action_signature
         ]
         targets.sort(key=lambda item: -item[1].retrieval_count)
         targets += [
             (key, None)
-            for key, draft in drafts.items()
+            for key, draft in self.drafts.items()
             if draft.skill is None and tool in (draft.get("action_signature") or [])
         ]
-        if not targets:
-            guide = next(
-                (
-                    skill
-                    for skill in live
-                    if skill.entry_type == Skill.EntryType.GUIDE and skill.action_signature == [tool]
-                ),
-                None,
-            )
-            targets = [(str(guide.pk) if guide else f"new:guide:{tool}", guide)]
+        if targets:
+            return targets
+        guide = next(
+            (
+                skill
+                for skill in self.live
+                if skill.entry_type == Skill.EntryType.GUIDE and skill.action_signature == [tool]
+            ),
+            None,
+        )
+        return [(str(guide.pk) if guide else f"new:guide:{tool}", guide)]
+
+    def add_caveat_group(self, group: list[SkillExperience]) -> None:
+        """Lessons worth avoiding that add one caveat: it joins up to MAX_CAVEAT_TARGETS skills whose
+        audience the lessons may reach; otherwise they are held (too few users) or superseded."""
+        tool = group[0].action_signature[0]
+        targets = self.caveat_targets(tool)[:MAX_CAVEAT_TARGETS]
         used = untrusted = False
-        for key, skill in targets[:MAX_CAVEAT_TARGETS]:
+        for key, skill in targets:
             # An existing skill may be served to anyone later; a skill this run creates, to its teachers.
-            audience = None if skill is not None else teachers(drafts[key].experiences if key in drafts else ())
+            audience = (
+                None if skill is not None else teachers(self.drafts[key].experiences if key in self.drafts else ())
+            )
             if not may_reach(experiences=group, audience_ids=audience):
                 untrusted = True
                 continue
-            fields = None
-            if skill is None and key not in drafts:
-                fields = {
-                    "name": skill_slug(f"{tool}-pitfalls"),
-                    "description": f"Known pitfalls of calling {_humanise(tool)} and how to avoid them.",
-                    "instructions": f"Before calling {tool}, check its arguments against earlier tool results.",
-                    "entry_type": Skill.EntryType.GUIDE,
-                    "triggers": [f"{_humanise(tool)} error"],
-                    "examples": [],
-                    "action_signature": [tool],
-                }
-            draft = draft_for(key, skill, fields)
+            fields = _guide_fields(tool) if skill is None and key not in self.drafts else None
+            draft = self.draft_for(key, skill, fields)
             if draft is None:
                 continue
             instructions = _add_caveat(draft.get("instructions") or "", _caveat_line(group[0]))
@@ -247,9 +263,21 @@ def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], bud
             used = True
         ids = {experience.pk for experience in group}
         if used:
-            continue
+            return
         if untrusted:
-            held |= ids
-        elif all(key in drafts or len(drafts) < budget for key, _ in targets[:MAX_CAVEAT_TARGETS]):
-            superseded |= ids
-    return drafts, superseded, held
+            self.held |= ids
+        elif all(key in self.drafts or len(self.drafts) < self.budget for key, _ in targets):
+            self.superseded |= ids
+
+
+def _guide_fields(tool: str) -> dict:
+    """A new guide skill holding the pitfalls of one tool."""
+    return {
+        "name": skill_slug(f"{tool}-pitfalls"),
+        "description": f"Known pitfalls of calling {_humanise(tool)} and how to avoid them.",
+        "instructions": f"Before calling {tool}, check its arguments against earlier tool results.",
+        "entry_type": Skill.EntryType.GUIDE,
+        "triggers": [f"{_humanise(tool)} error"],
+        "examples": [],
+        "action_signature": [tool],
+    }

@@ -1,29 +1,25 @@
-"""Curation of skill memory: a review queue, person edits recorded as versions, side-by-side diffs
-of the version history and lineage down to transcript turns. Every write goes through a service."""
+"""The skills' admin: a review queue, person edits recorded as versions, the version history with\nits diffs and lineage down to transcript turns. Every write goes through a service."""
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ORDER_VAR, ChangeList
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, FloatField, IntegerField
+from django.db.models import FloatField, IntegerField
 from django.db.models.expressions import RawSQL
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 
-from apps.core.errors import ConflictError
-from apps.core.extensions import Tile, admin_url, of_organization, register_admin_action, register_dashboard_card
 from apps.core.validation import JSONFormField, check_fields
-from apps.skills.effectiveness import outcomes_over_time, skill_effectiveness, success_rate_sql, users_sql
-from apps.skills.history import experience_evidence, skill_history
-from apps.skills.models import SignalType, Skill, SkillExperience, SkillVersion
+from apps.skills.admin.actions import ServiceActions
+from apps.skills.admin.effectiveness import effectiveness_panel
+from apps.skills.effectiveness import success_rate_sql, users_sql
+from apps.skills.history import skill_history
+from apps.skills.models import Skill, SkillVersion
 from apps.skills.selectors import with_retrievals
-from apps.skills.services.distill import distill_request
 from apps.skills.services.review import (
-    experience_approve,
-    experience_reject,
     person_actor,
     skill_approve,
     skill_archive_by_person,
@@ -36,6 +32,8 @@ from apps.tenancy.admin_base import OrganizationScopedAdmin, ScopeFilter
 
 # Large columns a list never shows: loading them for 100 rows would dominate the page.
 HEAVY_SKILL_COLUMNS = ("embedding", "search_vector", "instructions", "examples")
+
+
 REVIEW_QUEUE_URL_NAME = "skills_skill_review_queue"
 
 
@@ -112,94 +110,6 @@ class RejectForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
         help_text="Stored with the rejection; the skill is archived, not deleted.",
     )
-
-
-class ServiceActions:
-    """Admin actions that run a service on each selected object, as `service(<item_argument>=object,
-    actor=the person, ...)`; a refusal is a warning, not an error."""
-
-    item_argument = ""
-    item_label = ""
-
-    def _each(self, request, queryset, service, verb: str, **kwargs) -> None:
-        done = 0
-        for item in queryset:
-            try:
-                service(**{self.item_argument: item}, actor=person_actor(request.user), **kwargs)
-                done += 1
-            except ConflictError as exc:
-                self.message_user(request, str(exc), messages.WARNING)
-        if done:
-            self.message_user(request, f"{verb} {done} {self.item_label}(s).", messages.SUCCESS)
-
-
-CHART_WIDTH, CHART_HEIGHT, BAR_GAP = 360, 80, 4
-
-
-def _interval(pair) -> str:
-    return "–" if pair is None else f"[{pair[0]:+.2f}, {pair[1]:+.2f}]"
-
-
-def effectiveness_panel(skill: Skill):
-    """The figures and an inline SVG of successes (green) over failures (red) per week: no script,
-    nothing loaded from elsewhere."""
-    figures = skill_effectiveness(skill)
-    weeks = outcomes_over_time(skill)
-    tallest = max((successes + failures for _, successes, failures in weeks), default=0)
-    bars = []
-    if tallest:
-        width = CHART_WIDTH / max(len(weeks), 1)
-        for index, (week, successes, failures) in enumerate(weeks):
-            x = index * width + BAR_GAP / 2
-            success_height = CHART_HEIGHT * successes / tallest
-            failure_height = CHART_HEIGHT * failures / tallest
-            bars.append(
-                (
-                    f"{x:.1f}",
-                    f"{CHART_HEIGHT - success_height:.1f}",
-                    f"{width - BAR_GAP:.1f}",
-                    f"{success_height:.1f}",
-                    f"{CHART_HEIGHT - success_height - failure_height:.1f}",
-                    f"{failure_height:.1f}",
-                    f"week of {week:%Y-%m-%d}: {successes} succeeded, {failures} failed",
-                )
-            )
-    rate = figures["success_rate"]
-    summary = format_html(
-        "<p>{} uses ({} applied); {} task sessions with an outcome count, of {} users (each counted once): {} "
-        "succeeded, {} failed; success rate {} {}; the scope's other users {}; lift {} {}. Since version {} (a "
-        "person's approval starts it), review weighs {} users. Feedback: {} helped, {} hurt, {} irrelevant.</p>",
-        figures["uses"],
-        figures["applied"],
-        figures["sessions"],
-        figures["users"],
-        figures["successes"],
-        figures["failures"],
-        "–" if rate is None else f"{rate:.0%}",
-        _interval(figures["success_rate_interval"]),
-        "–" if figures["baseline_rate"] is None else f"{figures['baseline_rate']:.0%}",
-        "–" if figures["lift"] is None else f"{figures['lift']:+.2f}",
-        _interval(figures["lift_interval"]),
-        figures["review"]["since_version"],
-        figures["review"]["users"],
-        figures["feedback"]["helped"],
-        figures["feedback"]["hurt"],
-        figures["feedback"]["irrelevant"],
-    )
-    if not bars:
-        return summary
-    chart = format_html(
-        '<svg class="skill-outcomes" role="img" aria-label="outcomes per week" width="{}" height="{}">{}</svg>',
-        CHART_WIDTH,
-        CHART_HEIGHT,
-        format_html_join(
-            "",
-            '<g><title>{6}</title><rect x="{0}" y="{1}" width="{2}" height="{3}" fill="#2e7d32"></rect>'
-            '<rect x="{0}" y="{4}" width="{2}" height="{5}" fill="#c62828"></rect></g>',
-            bars,
-        ),
-    )
-    return format_html("{}{}", summary, chart)
 
 
 @admin.register(Skill)
@@ -370,175 +280,3 @@ class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
     @admin.action(description="Archive selected skills", permissions=["change"])
     def archive_selected(self, request, queryset):
         self._each(request, queryset, skill_archive_by_person, "Archived")
-
-
-class SignalFilter(admin.SimpleListFilter):
-    title = "signal"
-    parameter_name = "signal"
-
-    def lookups(self, request, model_admin):
-        return SignalType.choices
-
-    def queryset(self, request, queryset):
-        if self.value():
-            return queryset.filter(evidence__signal_type=self.value())
-        return queryset
-
-
-@admin.register(SkillExperience)
-class SkillExperienceAdmin(ServiceActions, OrganizationScopedAdmin):
-    item_argument, item_label = "experience", "lesson"
-    list_display = [
-        "title",
-        "experience_type",
-        "signal",
-        "credibility",
-        "importance",
-        "status",
-        "flags",
-        "short_quote",
-        "session_link",
-        "created_at",
-    ]
-    actions = ["approve_selected", "reject_selected"]
-    list_filter = ["experience_type", SignalFilter, "status", ScopeFilter]
-    list_select_related = ["session"]
-    search_fields = ["title", "content"]
-    date_hierarchy = "created_at"
-    show_full_result_count = False
-    readonly_fields = [
-        "title",
-        "experience_type",
-        "signal",
-        "credibility",
-        "importance",
-        "content",
-        "evidence_quote",
-        "session_link",
-        "evidence_turns",
-        "caused_versions",
-        "organization",
-        "scope",
-        "end_user",
-        "created_by",
-        "action_signature",
-        "evidence",
-        "flags",
-        "approved_by",
-        "created_at",
-    ]
-    fields = [*readonly_fields[:5], "status", *readonly_fields[5:]]
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).defer("embedding", "search_vector")
-
-    def has_add_permission(self, request):
-        return False
-
-    @admin.action(description="Approve selected held or flagged lessons for every user", permissions=["change"])
-    def approve_selected(self, request, queryset):
-        self._each(request, queryset, experience_approve, "Approved")
-
-    @admin.action(description="Reject selected held or flagged lessons", permissions=["change"])
-    def reject_selected(self, request, queryset):
-        self._each(request, queryset, experience_reject, "Rejected")
-
-    @admin.display(description="signal", ordering="evidence__signal_type")
-    def signal(self, experience):
-        return experience.evidence.get("signal_type", "") if isinstance(experience.evidence, dict) else ""
-
-    @admin.display(description="evidence")
-    def short_quote(self, experience):
-        quote = experience.evidence.get("quote", "") if isinstance(experience.evidence, dict) else ""
-        return quote if len(quote) <= 80 else quote[:79] + "…"
-
-    @admin.display(description="evidence quote")
-    def evidence_quote(self, experience):
-        return experience.evidence.get("quote", "") if isinstance(experience.evidence, dict) else ""
-
-    @admin.display(description="session")
-    def session_link(self, experience):
-        if experience.session_id is None:
-            return "— (pruned)"
-        url = reverse("admin:conversations_session_transcript", args=[experience.session_id])
-        return format_html('<a href="{}">{}</a>', url, experience.session.session_id)
-
-    @admin.display(description="evidence turns")
-    def evidence_turns(self, experience):
-        evidence = experience_evidence(experience)
-        if not evidence.turns:
-            return "—"
-        return format_html_join(", ", '<a href="{}">turn {}</a>', ((url, seq) for seq, url in evidence.turns))
-
-    @admin.display(description="caused skill versions")
-    def caused_versions(self, experience):
-        versions = experience.skill_versions.select_related("skill").order_by("skill__name", "version")
-        if not versions:
-            return "—"
-        return format_html_join(
-            ", ",
-            '<a href="{}#v{}">{} v{}</a>',
-            (
-                (reverse("admin:skills_skill_versions", args=[v.skill_id]), v.version, v.skill.name, v.version)
-                for v in versions
-            ),
-        )
-
-
-# The admin home page's cards and the action this app adds to the sessions' admin (core.extensions).
-
-
-def skills_card(*, user, organization):
-    if not user.has_perm("skills.view_skill"):
-        return None
-    by_status = dict(
-        of_organization(Skill.objects, organization).values_list("status").annotate(n=Count("pk")).order_by()
-    )
-    pending = by_status.get(Skill.Status.PENDING_REVIEW, 0)
-    return (
-        "Skills",
-        [
-            Tile("Pending review", pending, reverse("admin:skills_skill_review_queue"), attention=pending > 0),
-            *(
-                Tile(label, by_status.get(status, 0), admin_url("admin:skills_skill_changelist", status__exact=status))
-                for status, label in Skill.Status.choices
-                if status != Skill.Status.PENDING_REVIEW
-            ),
-        ],
-    )
-
-
-def experiences_card(*, user, organization):
-    if not user.has_perm("skills.view_skillexperience"):
-        return None
-    pending = (
-        of_organization(SkillExperience.objects, organization).filter(status=SkillExperience.Status.PENDING).count()
-    )
-    return (
-        "Experiences",
-        [
-            Tile(
-                "Pending evolution",
-                pending,
-                admin_url("admin:skills_skillexperience_changelist", status__exact="pending"),
-            ),
-        ],
-    )
-
-
-@admin.action(description="Distil now (sealed task sessions)", permissions=["change"])
-def distill_now(modeladmin, request, queryset):
-    queued = 0
-    for session in queryset:
-        try:
-            distill_request(session=session)
-            queued += 1
-        except ConflictError as exc:
-            modeladmin.message_user(request, str(exc), messages.WARNING)
-    if queued:
-        modeladmin.message_user(request, f"Queued distillation of {queued} session(s).", messages.SUCCESS)
-
-
-register_dashboard_card(skills_card, order=10)
-register_dashboard_card(experiences_card, order=20)
-register_admin_action("conversations.Session", distill_now)

@@ -1,0 +1,254 @@
+"""Ingest: storing a request's turns in their session, at most once per idempotency key, and queueing their work."""
+
+import hashlib
+import json
+import re
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import CharField, Exists, OuterRef, Value
+from django.db.models.functions import Cast, Concat
+from django.utils import timezone
+
+from apps.conversations.models import SESSION_ID_PATTERN, IngestRequest, Message, Session, SessionTag
+from apps.conversations.routing import (
+    DELETE_SESSION,
+    embedding_enqueue,
+    extraction_enqueue,
+    projection_enqueue,
+    session_delete_key,
+)
+from apps.conversations.services.sessions import session_seal, work_after_seal
+from apps.conversations.turns import normalise_messages
+from apps.core.bulk import copy_create
+from apps.core.errors import ConflictError
+from apps.core.validation import InputError, check_tags, check_text
+from apps.pipeline.models import MemoryTask
+from apps.tenancy.services import end_user_get_or_create
+
+
+def request_fingerprint(body) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _session_for_add(*, client, end_user, session_id: str, session_tag: str | None, filter_tags: dict):
+    """Returns (session locked for update, created, tasks enqueued by sealing older sessions).
+
+    Everything here stays inside the client's write scope: session ids are unique per user and
+    scope, so another scope's session of the same id is neither found nor changed, and a newer
+    session seals only the older sessions of its own scope.
+    """
+    organization = client.organization
+    lookup = {"organization": organization, "end_user": end_user, "scope": client.write_scope, "session_id": session_id}
+    session = _session_locked(lookup)
+    if session is None:
+        new = Session(
+            **lookup, client=client, session_tag=session_tag or settings.DEFAULT_SESSION_TAG, filter_tags=filter_tags
+        )
+        # ON CONFLICT DO NOTHING: a concurrent add that created it first is waited for, and its session
+        # is the one read back (any other violation, a CHECK, is raised).
+        Session.objects.bulk_create([new], ignore_conflicts=True)
+        session = _session_locked(lookup)
+        if session is None:  # the concurrent add's session was deleted meanwhile: ours was never stored
+            raise ConflictError(f"Session {session_id!r} was deleted while this request created it; send it again.")
+        if session.pk == new.pk:
+            return session, True, _seal_older_sessions(session=session, client=client)
+    if session.status == Session.Status.SEALED:
+        raise ConflictError(f"Session {session_id!r} is sealed; send new messages under a new session_id.")
+    if session_tag and session.session_tag != session_tag:
+        raise ConflictError(
+            f"Session {session_id!r} is a {session.session_tag} session; it cannot receive {session_tag} messages."
+        )
+    return session, False, []
+
+
+def _session_locked(lookup: dict) -> Session | None:
+    """The session of `lookup`, locked for update, with the organisation and end user already in
+    hand attached (the tasks it enqueues read them); a session accepted for deletion (its purge
+    task active) is refused: the purge would take the new turns with it."""
+    purge = MemoryTask.objects.filter(
+        task_type=DELETE_SESSION,
+        idempotency_key=Concat(Value(session_delete_key("")), Cast(OuterRef("pk"), CharField())),
+        status__in=MemoryTask.ACTIVE_STATUSES,
+    )
+    session = Session.objects.select_for_update(of=("self",)).filter(**lookup).annotate(deleting=Exists(purge)).first()
+    if session is None:
+        return None
+    if session.deleting:
+        raise ConflictError(
+            f"Session {session.session_id!r} is being deleted; send new messages under a new session_id, "
+            "or under this one once its deletion has finished."
+        )
+    session.organization, session.end_user = lookup["organization"], lookup["end_user"]
+    return session
+
+
+def _seal_older_sessions(*, session, client) -> list:
+    """A newer session of the same user and tag closes the older open ones of the same scope."""
+    tasks = []
+    older = (
+        Session.objects.select_for_update()
+        .filter(
+            organization=session.organization_id,
+            end_user=session.end_user_id,
+            scope=session.scope,
+            session_tag=session.session_tag,
+            status=Session.Status.OPEN,
+        )
+        .exclude(pk=session.pk)
+    )
+    for previous in older:
+        tasks.extend(session_seal(session=previous, client=client))
+    return tasks
+
+
+def _check_add_arguments(*, user_id, session_id, session_tag, outcome, filter_tags, idempotency_key) -> None:
+    """The API checked these at its edge; commands and tasks call this service directly."""
+    try:
+        if not isinstance(user_id, str) or not 1 <= len(user_id) <= 255:
+            raise InputError("user_id", "Use a string of 1 to 255 characters.")
+        check_text(user_id, field="user_id")
+        if not isinstance(session_id, str) or not re.fullmatch(SESSION_ID_PATTERN, session_id):
+            raise InputError("session_id", "Use 1-64 letters, digits, '_' or '-'.")
+        if session_tag is not None and session_tag not in SessionTag.values:
+            raise InputError("session_tag", f"Use one of {', '.join(SessionTag.values)}.")
+        if outcome is not None and outcome not in Session.Outcome.values:
+            raise InputError("outcome", f"Use one of {', '.join(Session.Outcome.values)}.")
+        if filter_tags is not None:
+            check_tags(filter_tags, field="filter_tags")
+        if idempotency_key is not None:
+            check_text(idempotency_key, field="Idempotency-Key")
+    except InputError as exc:
+        raise exc.as_validation_error() from None
+
+
+@transaction.atomic
+def messages_ingest(
+    *,
+    client,
+    user_id: str,
+    session_id: str,
+    messages: list,
+    occurred_at: datetime | None = None,
+    session_tag: str | None = None,
+    filter_tags: dict | None = None,
+    seal: bool = False,
+    outcome: str | None = None,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+) -> dict:
+    """Stores OpenAI chat-format messages of one session as turns (see turns.py) and enqueues the
+    background work, all in one transaction; `occurred_at` dates the turns that carry no date.
+
+    Raises TurnError, naming every bad message, or a ValidationError naming a bad argument, before
+    anything is stored. Returns the response
+    body. With an idempotency key, a replay of the same request returns the first response and
+    stores nothing; a different request under the same key raises ConflictError.
+    """
+    turns = normalise_messages(
+        messages, max_chars=settings.MESSAGE_MAX_CHARS, default_occurred_at=occurred_at or timezone.now()
+    )
+    _check_add_arguments(
+        user_id=user_id,
+        session_id=session_id,
+        session_tag=session_tag,
+        outcome=outcome,
+        filter_tags=filter_tags,
+        idempotency_key=idempotency_key,
+    )
+    record = None
+    if idempotency_key:
+        record, response = _ingest_request_claim(client=client, key=idempotency_key, request_hash=request_hash)
+        if record is None:
+            return response
+
+    filter_tags = dict(filter_tags or {})
+    filter_tags["scope"] = client.write_scope
+    end_user = end_user_get_or_create(organization=client.organization, user_id=user_id)
+    session, _, tasks = _session_for_add(
+        client=client, end_user=end_user, session_id=session_id, session_tag=session_tag, filter_tags=filter_tags
+    )
+    first_seq = session.last_seq + 1
+    messages = _turns_store(session=session, end_user=end_user, turns=turns, client=client, outcome=outcome, seal=seal)
+    if messages:
+        tasks.append(embedding_enqueue(session, from_seq=first_seq, to_seq=session.last_seq, client=client))
+        if session.session_tag == SessionTag.CONVERSATION and not seal:
+            tasks.append(extraction_enqueue(session, client=client))
+            tasks.append(projection_enqueue(session, client=client))
+    if seal:
+        tasks.extend(work_after_seal(session=session, client=client))
+
+    body = {
+        "session_id": session.session_id,
+        "user_id": user_id,
+        "session_tag": session.session_tag,
+        "status": session.status,
+        "messages_stored": len(messages),
+        "messages_truncated": sum(1 for message in messages if message.truncated),
+        "first_seq": first_seq if messages else None,
+        "last_seq": session.last_seq if messages else None,
+        "task_ids": list(dict.fromkeys(str(task.pk) for task in tasks if task is not None)),
+    }
+    if record is not None:
+        record.response = body
+        record.save(update_fields=["response", "updated_at"])
+    return body
+
+
+def _ingest_request_claim(*, client, key: str, request_hash: str | None) -> tuple[IngestRequest | None, dict | None]:
+    """Claims the idempotency key for this request: (its new record, None); or, when a request
+    already holds it, (None, that request's response) if the bodies match, else ConflictError."""
+    try:
+        with transaction.atomic():
+            return IngestRequest.objects.create(client=client, key=key, request_hash=request_hash), None
+    except IntegrityError:
+        previous = IngestRequest.objects.get(client=client, key=key)
+        if previous.request_hash != request_hash:
+            raise ConflictError("This Idempotency-Key was already used with a different request body.") from None
+        return None, previous.response
+
+
+def _turns_store(*, session: Session, end_user, turns: list, client, outcome: str | None, seal: bool) -> list[Message]:
+    """Appends the turns to the session (COPY) and updates its counts, outcome and, with `seal`,
+    its status in one statement."""
+    now = timezone.now()
+    first_seq = session.last_seq + 1
+    messages = [
+        Message(
+            organization_id=session.organization_id,
+            end_user=end_user,
+            scope=session.scope,
+            session=session,
+            seq=first_seq + offset,
+            role=turn.role,
+            name=turn.name,
+            content=turn.content,
+            tool_calls=turn.tool_calls,
+            tool_call_id=turn.tool_call_id,
+            metadata=turn.metadata,
+            truncated=turn.truncated,
+            occurred_at=turn.occurred_at or now,
+            created_by=client,
+        )
+        for offset, turn in enumerate(turns)
+    ]
+    copy_create(messages)
+    session.message_count += len(messages)
+    session.last_seq += len(messages)
+    session.last_message_at = now
+    if outcome:
+        session.outcome = outcome
+    if seal:  # in the same statement as the counts
+        session.status = Session.Status.SEALED
+        session.sealed_at = now
+    session.save(
+        update_fields=["message_count", "last_seq", "last_message_at", "outcome", "status", "sealed_at", "updated_at"]
+    )
+    return messages
+
+
+def idempotency_records_prune() -> int:
+    cutoff = timezone.now() - timedelta(hours=settings.IDEMPOTENCY_KEY_TTL_HOURS)
+    deleted, _ = IngestRequest.objects.filter(created_at__lt=cutoff).delete()
+    return deleted

@@ -1,0 +1,80 @@
+"""The marks other apps leave on the sessions and turns they learned from, and the check of those marks."""
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Literal
+
+from django.utils import timezone
+
+from apps.conversations.models import Message, Session
+
+# `check(session) -> str`: why the session counts as learned from by the rows an app derives from its
+# turns ("" if none), registered from that app's ready(); asked in the order the apps are installed.
+_LEARNED_FROM: list[Callable[[Session], str]] = []
+
+
+LEARNING_BUSY = "Learning from this user's sessions is running right now; try again shortly."
+
+
+def register_learned_from(check: Callable[[Session], str]) -> None:
+    if check not in _LEARNED_FROM:
+        _LEARNED_FROM.append(check)
+
+
+def session_learned_from(session: Session) -> str:
+    """Why the session counts as learned from ("" if nothing was): the rows the apps derived from its
+    turns (skill experiences, memories, entity mentions), then the marks learning leaves on it."""
+    for check in _LEARNED_FROM:
+        why = check(session)
+        if why:
+            return why
+    if session.distilled_at:
+        return "it was distilled"
+    if session.extracted_at or Message.objects.filter(session=session, learned_at__isnull=False).exists():
+        return "its turns were extracted"
+    return ""
+
+
+LEARNED_BY = {"distillation": "distilled_at", "extraction": "extracted_at"}
+
+
+def messages_lock_unlearned(*, message_ids: list) -> bool:
+    """Locks the turns for the caller's transaction; False when some run learned from one of them meanwhile."""
+    learned = (
+        Message.objects.select_for_update()
+        .filter(pk__in=message_ids)
+        .order_by("pk")
+        .values_list("learned_at", flat=True)
+    )
+    return all(learned_at is None for learned_at in learned)
+
+
+def messages_mark_learned(
+    *,
+    session: Session,
+    by: Literal["distillation", "extraction"],
+    message_ids: list | None = None,
+    through_seq: int | None = None,
+) -> datetime:
+    """Marks the session distilled or extracted (`by`) and its turns not learned from yet as learned
+    from now (all of them, or those of `message_ids`, or up to `through_seq`). Retention prunes only
+    learned turns. Call it in the transaction that stores what was learned."""
+    field = LEARNED_BY[by]
+    now = timezone.now()
+    turns = Message.objects.filter(session=session, learned_at__isnull=True)
+    if message_ids is not None:
+        turns = turns.filter(pk__in=message_ids)
+    if through_seq is not None:
+        turns = turns.filter(seq__lte=through_seq)
+    turns.update(learned_at=now)
+    Session.objects.filter(pk=session.pk).update(**{field: now, "updated_at": now})
+    setattr(session, field, now)
+    return now
+
+
+def messages_mark_unlearned(*, turns) -> list:
+    """Turns whose learned product was deleted (a memory that also cited a turn that went) are learned
+    from again by the next extraction; returns the ids of their sessions."""
+    session_ids = list(turns.order_by().values_list("session_id", flat=True).distinct())
+    turns.update(learned_at=None)
+    return session_ids

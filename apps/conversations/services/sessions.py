@@ -1,0 +1,161 @@
+"""Writes of a session as a whole: sealing, retagging, outcome, hand-over, deletion requests and locks."""
+
+from contextlib import ExitStack
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.conversations.models import Message, Session, SessionTag
+from apps.conversations.routing import (
+    DELETE_SESSION,
+    DISTILL_SESSION,
+    EXTRACT_MEMORIES,
+    PROJECT_ENTITIES,
+    distillation_enqueue,
+    extraction_enqueue,
+    projection_enqueue,
+    session_delete_key,
+)
+from apps.conversations.services.learning import LEARNING_BUSY, session_learned_from
+from apps.core.errors import ConflictError
+from apps.pipeline.locks import LockNotAvailable, WorkOf, advisory_lock, work_lock_keys
+from apps.pipeline.models import MemoryTask
+from apps.pipeline.services import enqueue, tasks_cancel
+
+
+def session_seal(*, session: Session, client=None) -> list[MemoryTask]:
+    """Seals a session; a sealed task session is queued for skill distillation."""
+    if session.status == Session.Status.SEALED:
+        return []
+    session.status = Session.Status.SEALED
+    session.sealed_at = timezone.now()
+    session.save(update_fields=["status", "sealed_at", "updated_at"])
+    return work_after_seal(session=session, client=client)
+
+
+def work_after_seal(*, session: Session, client) -> list[MemoryTask]:
+    """What a session's sealing queues: distillation of a task session; a conversation's extraction
+    and projection, due at once."""
+    tasks = []
+    if session.session_tag == SessionTag.TASK:
+        tasks.append(distillation_enqueue(session, client=client))
+    elif session.message_count:
+        # Nothing more will join the session's waiting extraction and projection: they are due now.
+        tasks.extend([extraction_enqueue(session, client=client), projection_enqueue(session, client=client)])
+    return [task for task in tasks if task is not None]
+
+
+@transaction.atomic
+def session_seal_now(*, session: Session, client=None) -> list[MemoryTask]:
+    session = Session.objects.select_for_update().get(pk=session.pk)
+    return session_seal(session=session, client=client)
+
+
+# The work each tag routes a session to, as queued for that session.
+TAG_WORK = {SessionTag.CONVERSATION: (EXTRACT_MEMORIES, PROJECT_ENTITIES), SessionTag.TASK: (DISTILL_SESSION,)}
+
+
+def session_retag(*, session: Session, session_tag: str, client=None) -> Session:
+    """Moves a session not yet learned from to the other tag's routing (409 naming what was learned,
+    after): the old tag's queued work for it is cancelled, the new tag's is queued (extraction and
+    projection for a conversation; distillation for a task session that is sealed). Runs under the
+    owner's work locks (those erasure takes), so no learning runs while the tag changes; 409 while
+    they are busy."""
+    keys = work_lock_keys(
+        WorkOf(organization_id=session.organization_id, end_user_ids=(session.end_user_id,), scopes=(session.scope,))
+    )
+    try:
+        with ExitStack() as locks:
+            for key in keys:
+                locks.enter_context(advisory_lock(key, wait=False))
+            return _session_retag_locked(session=session, session_tag=session_tag, client=client)
+    except LockNotAvailable:
+        raise ConflictError(LEARNING_BUSY) from None
+
+
+@transaction.atomic
+def _session_retag_locked(*, session: Session, session_tag: str, client) -> Session:
+    if session.session_tag == session_tag:
+        return session
+    why = session_learned_from(session)
+    if why:
+        raise ConflictError(f"The session's tag can no longer change: {why}.")
+    tasks_cancel(
+        queryset=MemoryTask.objects.filter(
+            task_type__in=TAG_WORK[session.session_tag], payload__session=str(session.pk)
+        )
+    )
+    session.session_tag = session_tag
+    session.save(update_fields=["session_tag", "updated_at"])
+    if session_tag == SessionTag.CONVERSATION:
+        extraction_enqueue(session, client=client)
+        projection_enqueue(session, client=client)
+    elif session.status == Session.Status.SEALED:
+        distillation_enqueue(session, client=client)
+    return session
+
+
+def session_set_outcome(*, session: Session, outcome: str) -> Session:
+    session.outcome = outcome
+    session.save(update_fields=["outcome", "updated_at"])
+    return session
+
+
+def session_delete_request(*, session: Session, client) -> MemoryTask:
+    """Queues the purge of one session (202 + task: a session may hold thousands of turns); the
+    handler of DELETE_SESSION (apps.privacy) runs the provenance cascade over its turns."""
+    return enqueue(
+        DELETE_SESSION,
+        {"deleted_session": str(session.pk)},
+        organization=session.organization,
+        scope=session.scope,
+        client=client,
+        idempotency_key=session_delete_key(session.pk),
+    )
+
+
+def session_lock(*, session_id) -> None:
+    """Locks the session row for the caller's transaction: whoever writes neighbour context (indexing)
+    and whoever deletes turns (deletion, erasure, retention) take it, so a context is never computed
+    from a turn that is being deleted."""
+    sessions_lock(session_ids=[session_id])
+
+
+def sessions_lock(*, session_ids) -> None:
+    """session_lock of several sessions, always in the same order (no deadlock between two callers)."""
+    list(
+        Session.objects.select_for_update().filter(pk__in=list(session_ids)).order_by("pk").values_list("pk", flat=True)
+    )
+
+
+def session_hand_over(*, session: Session) -> bool:
+    """A session whose opener is erased but which holds other clients' turns stays, theirs: it passes to
+    the client that wrote its earliest remaining turn, without the opener's filter tags. Returns False
+    when no turn is left (the caller deletes the session)."""
+    heir = Message.objects.filter(session=session).order_by("seq").values_list("created_by_id", flat=True).first()
+    if heir is None:
+        return False
+    Session.objects.filter(pk=session.pk).update(
+        client_id=heir, filter_tags={"scope": session.scope}, updated_at=timezone.now()
+    )
+    return True
+
+
+def seal_idle_sessions(*, batch_size: int = 500) -> int:
+    """Seals open sessions that received nothing for SESSION_IDLE_SECONDS."""
+    cutoff = timezone.now() - timedelta(seconds=settings.SESSION_IDLE_SECONDS)
+    sealed = 0
+    while True:
+        with transaction.atomic():
+            idle = list(
+                Session.objects.select_for_update(skip_locked=True)
+                .select_related("organization")
+                .filter(status=Session.Status.OPEN, last_message_at__lt=cutoff)[:batch_size]
+            )
+            for session in idle:
+                session_seal(session=session)
+        sealed += len(idle)
+        if len(idle) < batch_size:
+            return sealed

@@ -1,0 +1,143 @@
+"""Publishing task ids to the broker (the row is the outbox) and re-publishing what it lost."""
+
+import logging
+import os
+import threading
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+from kombu.exceptions import ChannelError
+
+from apps.pipeline.models import MemoryTask
+
+logger = logging.getLogger(__name__)
+
+
+class _PublishBatch:
+    """The publishes registered by one transaction: once one gives up, the others leave their rows to beat."""
+
+    failed = False
+
+
+class _PublishAfterCommit:
+    """An on_commit callback publishing one task; the callbacks of one transaction share a batch, so a
+    request waits for a hung broker at most once however many tasks it enqueued."""
+
+    def __init__(self, task_id, run_after, batch: _PublishBatch):
+        self.task_id, self.run_after, self.batch = task_id, run_after, batch
+
+    def __call__(self) -> None:
+        if self.batch.failed:
+            logger.info(
+                "task %s not published (the broker just failed); it stays queued for re-publishing", self.task_id
+            )
+            return
+        if not publish(task_id=self.task_id, run_after=self.run_after):
+            self.batch.failed = True
+
+
+def publish_on_commit(*, task_id, run_after=None) -> None:
+    """Publishes the task once the current transaction commits (at once outside one)."""
+    batch = (
+        next(
+            (
+                callback.batch
+                for _, callback, _ in connection.run_on_commit
+                if isinstance(callback, _PublishAfterCommit)
+            ),
+            None,
+        )
+        if connection.in_atomic_block
+        else None
+    )
+    transaction.on_commit(_PublishAfterCommit(task_id, run_after, batch or _PublishBatch()))
+
+
+_publish_connections: dict = {}
+
+
+_publish_connections_lock = threading.Lock()
+
+
+def _publish_connection(app):
+    """A broker connection for publishing only, whose every connect and every reply is bounded by
+    BROKER_PUBLISH_TIMEOUT_SECONDS and which never retries: a paused or half-open broker costs a
+    publish that bound, then the row waits for beat. One per broker URL and process (its producers
+    are pooled by kombu); workers consume on Celery's own connection with its longer timeouts."""
+    timeout = settings.BROKER_PUBLISH_TIMEOUT_SECONDS
+    key = (app.conf.broker_url, timeout, os.getpid())
+    with _publish_connections_lock:
+        if key not in _publish_connections:
+            _publish_connections[key] = app.connection_for_write(
+                connect_timeout=timeout,
+                transport_options={"socket_timeout": timeout, "socket_connect_timeout": timeout, "max_retries": 0},
+            )
+        return _publish_connections[key]
+
+
+def publish(*, task_id, run_after=None) -> bool:
+    """Sends the task id (None: a message that only drains the due queue) to Celery, waiting for the
+    broker at most about two BROKER_PUBLISH_TIMEOUT_SECONDS (a connect and a reply). A failure is
+    logged, not raised: the row is the outbox and waits for beat."""
+    from kombu import pools
+
+    from apps.pipeline.tasks import run_memory_task
+
+    args = [] if task_id is None else [str(task_id)]
+    countdown = None
+    if run_after is not None:
+        countdown = max(0.0, (run_after - timezone.now()).total_seconds()) or None
+    try:
+        app = run_memory_task.app
+        if app.conf.task_always_eager:
+            run_memory_task.apply_async(args=args, countdown=countdown)
+            return True
+        timeout = settings.BROKER_PUBLISH_TIMEOUT_SECONDS
+        with pools.producers[_publish_connection(app)].acquire(block=True, timeout=timeout) as producer:
+            run_memory_task.apply_async(args=args, countdown=countdown, producer=producer, retry=False)
+        return True
+    except Exception as exc:  # broker down or hung: republish_due_tasks will send it
+        logger.warning("could not publish task %s (%s); it stays queued for re-publishing", task_id, type(exc).__name__)
+        return False
+
+
+def republish_due_tasks(*, limit: int = 1000) -> int:
+    """Wakes workers for due rows nobody picked up (a publish lost while the broker was down, or a
+    backlog larger than the messages in flight): a message for each of the `limit` most urgent rows
+    due for longer than TASK_REPUBLISH_AFTER_SECONDS, fewer when the broker still holds messages
+    enough for them (each message drains every due task, so one waiting message is as good as many)."""
+    cutoff = timezone.now() - timedelta(seconds=settings.TASK_REPUBLISH_AFTER_SECONDS)
+    ids = list(
+        MemoryTask.objects.filter(status__in=MemoryTask.CLAIMABLE_STATUSES, run_after__lte=cutoff)
+        .order_by("priority", "run_after")
+        .values_list("id", flat=True)[:limit]
+    )
+    if not ids:
+        return 0
+    waiting = _messages_waiting()
+    sent = 0
+    for task_id in ids[: max(0, len(ids) - waiting) if waiting is not None else len(ids)]:
+        if not publish(task_id=task_id):
+            break  # the broker is down or hung: the rest wait for the next round, not for the broker
+        sent += 1
+    logger.info("re-published %s of %s due tasks (%s messages waiting)", sent, len(ids), waiting)
+    return sent
+
+
+def _messages_waiting() -> int | None:
+    """Messages waiting in the broker's task queue (None when the broker cannot say)."""
+    from apps.pipeline.tasks import run_memory_task
+
+    app = run_memory_task.app
+    if app.conf.task_always_eager:
+        return None
+    try:
+        with _publish_connection(app).channel() as channel:
+            return channel.queue_declare(queue=app.conf.task_default_queue, passive=True).message_count
+    except ChannelError:  # the queue does not exist (yet): nothing waits in it
+        return 0
+    except Exception as exc:
+        logger.warning("could not count the broker's waiting messages (%s)", type(exc).__name__)
+        return None

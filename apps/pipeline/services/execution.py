@@ -1,0 +1,302 @@
+"""Claiming and running tasks: one by id, due ones in batches, or work of this process as a task row."""
+
+import logging
+import os
+import random
+import threading
+import time
+import traceback
+from collections import Counter
+from contextlib import contextmanager
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import F
+from django.utils import timezone
+
+from apps.core import timing
+from apps.pipeline.models import MemoryTask
+from apps.pipeline.registry import NotYet, handler_for
+from apps.pipeline.services.broker import publish
+from apps.pipeline.services.heartbeats import worker_name
+
+logger = logging.getLogger(__name__)
+
+
+ERROR_MAX_CHARS = 4000
+
+
+def retry_delay(attempts: int) -> float:
+    """Exponential backoff with full jitter in its upper half, capped."""
+    ceiling = min(settings.TASK_RETRY_MAX_SECONDS, settings.TASK_RETRY_BASE_SECONDS * 2 ** max(0, attempts - 1))
+    return random.uniform(ceiling / 2, ceiling)
+
+
+_CLAIM_SET = """
+    status = 'running', attempts = attempts + 1, claimed_by = %(worker)s, claimed_at = %(now)s,
+    heartbeat_at = %(now)s, updated_at = %(now)s,
+    timings = CASE WHEN timings ? 'first_claimed_at' THEN timings
+              ELSE timings || jsonb_build_object('first_claimed_at', %(now)s::timestamptz, 'first_due_at', run_after)
+              END
+"""
+
+
+def task_claim(*, task_id, worker: str) -> MemoryTask | None:
+    """Atomically moves one due, claimable row to running; None if it is not ours to run.
+
+    Times come from the application clock, like run_after, so a task is never "not yet
+    due" because the database clock disagrees.
+    """
+    table = MemoryTask._meta.db_table
+    claimed = list(
+        MemoryTask.objects.raw(
+            f"""
+            UPDATE {table} SET {_CLAIM_SET}
+            WHERE id = (
+                SELECT id FROM {table}
+                WHERE id = %(id)s AND status IN ('queued', 'failed') AND run_after <= %(now)s
+                FOR UPDATE SKIP LOCKED
+            )
+            RETURNING *
+            """,
+            {"worker": worker, "now": timezone.now(), "id": str(task_id)},
+        )
+    )
+    return claimed[0] if claimed else None
+
+
+def tasks_claim_due(*, worker: str, limit: int) -> list[MemoryTask]:
+    """Claims up to `limit` due tasks in one statement, the most urgent first (priority, then due
+    time); rows another worker is claiming are skipped, never waited for."""
+    table = MemoryTask._meta.db_table
+    claimed = list(
+        MemoryTask.objects.raw(
+            f"""
+            UPDATE {table} SET {_CLAIM_SET}
+            WHERE id IN (
+                SELECT id FROM {table}
+                WHERE status IN ('queued', 'failed') AND run_after <= %(now)s
+                ORDER BY priority, run_after
+                LIMIT %(limit)s
+                FOR UPDATE SKIP LOCKED
+            )
+            RETURNING *
+            """,
+            {"worker": worker, "now": timezone.now(), "limit": limit},
+        )
+    )
+    return sorted(claimed, key=lambda task: (task.priority, task.run_after))
+
+
+def _tasks_release(tasks: list[MemoryTask]) -> None:
+    """Gives claimed tasks that have not started back to the queue, as they were: the attempt is not
+    spent, and another worker (woken by one message) may take them at once."""
+    MemoryTask.objects.filter(
+        pk__in=[task.pk for task in tasks], status=MemoryTask.Status.RUNNING, claimed_by=tasks[0].claimed_by
+    ).update(status=MemoryTask.Status.QUEUED, attempts=F("attempts") - 1, claimed_by="", updated_at=timezone.now())
+    publish(task_id=tasks[0].pk)
+
+
+class _Heartbeats:
+    """One daemon thread per process refreshes heartbeat_at of the tasks running in it, so
+    stale-claim recovery leaves them alone; a task costs a set insertion, not a thread."""
+
+    def __init__(self):
+        self.running: set = set()
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.pid: int | None = None
+        self.wake = threading.Event()
+
+    def add(self, task_id) -> None:
+        with self.lock:
+            self.running.add(task_id)
+            self.wake.set()  # the interval may have changed since the thread went to sleep
+            # A forked worker does not inherit its parent's thread: start one per process.
+            if self.thread is None or not self.thread.is_alive() or self.pid != os.getpid():
+                self.pid = os.getpid()
+                self.thread = threading.Thread(target=self._beat, daemon=True, name="task-heartbeats")
+                self.thread.start()
+
+    def remove(self, task_id) -> None:
+        with self.lock:
+            self.running.discard(task_id)
+
+    def _beat(self) -> None:
+        last = time.monotonic()
+        while True:
+            self.wake.wait(settings.TASK_HEARTBEAT_SECONDS)
+            self.wake.clear()
+            if time.monotonic() - last < settings.TASK_HEARTBEAT_SECONDS:
+                continue
+            last = time.monotonic()
+            with self.lock:
+                task_ids = list(self.running)
+            if not task_ids:
+                continue
+            try:
+                MemoryTask.objects.filter(pk__in=task_ids, status=MemoryTask.Status.RUNNING).update(
+                    heartbeat_at=timezone.now()
+                )
+            except Exception:  # a lost connection must not end the heartbeats; the next beat retries
+                logger.exception("could not refresh task heartbeats")
+            finally:
+                # One short connection per beat: an idle one would outlive its database (tests).
+                connection.close()
+
+
+_heartbeats = _Heartbeats()
+
+
+class _SQLTimer:
+    """connection.execute_wrapper: the seconds the handler spent in the database."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def __call__(self, execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+@contextmanager
+def _timed_attempt(task: MemoryTask):
+    """Adds one attempt's seconds (in the handler, and in SQL, embedding, model calls and lock waits
+    within it) to task.timings, which _finish writes with the outcome."""
+    sql, started = _SQLTimer(), time.perf_counter()
+    with timing.account() as spent, connection.execute_wrapper(sql):
+        try:
+            yield
+        finally:
+            spent.update(handler_s=time.perf_counter() - started, sql_s=sql.seconds)
+            timings = task.timings = dict(task.timings or {})
+            for key, seconds in spent.items():
+                timings[key] = round(timings.get(key, 0.0) + seconds, 4)
+            timings["_attempt_s"] = spent["handler_s"]
+
+
+def _finish(task: MemoryTask, **fields) -> bool:
+    """Writes the outcome only if this attempt still owns the row (recovery may have taken it)."""
+    fields["updated_at"] = timezone.now()
+    fields["timings"] = {key: value for key, value in (task.timings or {}).items() if not key.startswith("_")}
+    updated = MemoryTask.objects.filter(
+        pk=task.pk, status=MemoryTask.Status.RUNNING, claimed_by=task.claimed_by, attempts=task.attempts
+    ).update(**fields)
+    if not updated:
+        logger.warning("task %s was taken over while it ran; its outcome is discarded", task.id)
+    return bool(updated)
+
+
+def task_execute(*, task_id, worker: str) -> str:
+    """Claims and runs one task. Returns what happened, for logs and tests."""
+    task = task_claim(task_id=task_id, worker=worker)
+    if task is None:
+        return "not-claimed"
+    return _run_claimed(task)
+
+
+def _run_claimed(task: MemoryTask) -> str:
+    """Runs a task this worker claimed: `succeeded`, `failed` (it retries after a backoff), `dead`
+    (out of attempts) or `deferred` (its handler raised NotYet: back in the queue, no attempt spent)."""
+    _heartbeats.add(task.pk)
+    try:
+        with _timed_attempt(task):
+            result = handler_for(task.task_type)(task)
+    except NotYet as exc:
+        _heartbeats.remove(task.pk)
+        retry_in = settings.TASK_NOT_YET_SECONDS if exc.retry_in is None else exc.retry_in
+        run_after = timezone.now() + timedelta(seconds=retry_in)
+        task.timings["deferred"] = task.timings.get("deferred", 0) + 1
+        if _finish(task, status=MemoryTask.Status.QUEUED, attempts=task.attempts - 1, run_after=run_after):
+            publish(task_id=task.id, run_after=run_after)
+        logger.info("task %s (%s) waits %.1fs: %s", task.id, task.task_type, retry_in, type(exc).__name__)
+        return "deferred"
+    except Exception as exc:
+        _heartbeats.remove(task.pk)
+        error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"[:ERROR_MAX_CHARS]
+        now = timezone.now()
+        task.timings["failed_s"] = task.timings.get("failed_s", 0.0) + task.timings.pop("_attempt_s", 0.0)
+        if task.attempts >= task.max_attempts:
+            _finish(task, status=MemoryTask.Status.DEAD, error=error, finished_at=now)
+            logger.error(
+                "task %s (%s) is dead after %s attempts: %s", task.id, task.task_type, task.attempts, type(exc).__name__
+            )
+            return "dead"
+        run_after = now + timedelta(seconds=retry_delay(task.attempts))
+        if _finish(task, status=MemoryTask.Status.FAILED, error=error, run_after=run_after):
+            publish(task_id=task.id, run_after=run_after)
+        logger.warning("task %s (%s) failed attempt %s: %s", task.id, task.task_type, task.attempts, type(exc).__name__)
+        return "failed"
+    finally:
+        _heartbeats.remove(task.pk)
+    _finish(task, status=MemoryTask.Status.SUCCEEDED, result=result, error="", finished_at=timezone.now())
+    return "succeeded"
+
+
+# A claimed batch is given back once its first tasks have run this long: slow work is not held by
+# one process while another idles.
+BATCH_HOLD_SECONDS = 0.25
+
+
+def tasks_drain(*, worker: str, first_task_id=None) -> dict:
+    """What one Celery message does: runs the task it names if that is still due, then every due task,
+    most urgent first, claimed in batches (growing while tasks are quick, one at a time once one is
+    slow), until none is due or TASK_DRAIN_SECONDS have passed; then one message carries on. A
+    message whose task another drain already ran costs one claim that finds nothing. Returns the
+    number of tasks per outcome."""
+    outcomes: Counter[str] = Counter()
+    deadline = time.monotonic() + settings.TASK_DRAIN_SECONDS
+    if first_task_id is not None:
+        outcomes[task_execute(task_id=first_task_id, worker=worker)] += 1
+    size = 1
+    while time.monotonic() < deadline:
+        batch = tasks_claim_due(worker=worker, limit=size)
+        if not batch:
+            return dict(outcomes)
+        started = time.monotonic()
+        for index, task in enumerate(batch):
+            if index and time.monotonic() - started > BATCH_HOLD_SECONDS:
+                _tasks_release(batch[index:])
+                size = 1
+                break
+            outcomes[_run_claimed(task)] += 1
+        else:
+            quick = time.monotonic() - started < BATCH_HOLD_SECONDS
+            size = min(size * 2, settings.TASK_CLAIM_BATCH) if quick else 1
+    publish(task_id=None)  # due work may remain: the next message carries on
+    return dict(outcomes)
+
+
+def task_run_here(task_type: str, payload: dict, *, organization=None, scope: str | None = None, body) -> MemoryTask:
+    """Runs work in this process (a management command) as a task row, so its result is recorded like a
+    worker's: the row is created running and claimed here, heart-beats while `body(task)` runs and ends
+    succeeded with its result, or dead with the error (re-raised; one attempt, recovery never requeues it)."""
+    now = timezone.now()
+    task = MemoryTask.objects.create(
+        task_type=task_type,
+        organization=organization,
+        scope=scope,
+        payload=payload,
+        status=MemoryTask.Status.RUNNING,
+        attempts=1,
+        max_attempts=1,
+        claimed_by=worker_name(),
+        claimed_at=now,
+        heartbeat_at=now,
+    )
+    _heartbeats.add(task.pk)
+    try:
+        result = body(task)
+    except BaseException as exc:
+        error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"[:ERROR_MAX_CHARS]
+        _finish(task, status=MemoryTask.Status.DEAD, error=error, finished_at=timezone.now())
+        raise
+    finally:
+        _heartbeats.remove(task.pk)
+    _finish(task, status=MemoryTask.Status.SUCCEEDED, result=result, error="", finished_at=timezone.now())
+    task.refresh_from_db()
+    return task
