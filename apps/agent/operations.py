@@ -50,6 +50,7 @@ from apps.core.operations import (
     validated,
 )
 from apps.core.pagination import Page, paginate
+from apps.core.replicas import read_on_replica
 from apps.memories import selectors as memory_selectors
 from apps.memories.serializers import EpisodicMemoryOutputSerializer, SemanticMemoryOutputSerializer
 from apps.memories.services import memories as memory_services
@@ -123,31 +124,36 @@ def context_get(*, client, data: dict, from_query: bool = False) -> dict:
             client=client, session_id=params["session_id"], user_id=params["user_id"], scope=params.get("scope")
         )
     query = params["query"] if "query" in params else _latest_text(params.get("messages") or [])
-    context = context_build(
-        reader=client.reader,
-        user_id=params["user_id"],
-        query=query,
-        max_tokens=params["max_tokens"],
-        memory_types=params.get("memory_types"),
-        task_session=session is not None and session.session_tag == SessionTag.TASK,
-    )
-    items = [
-        {
-            "ref": ref,
-            "section": item.section,
-            "memory_type": item.memory_type,
-            "id": item.instance.pk,
-            "text": item.body,
-            "tokens": item.tokens,
-            "score": item.score,
-            "occurred_at": getattr(item.instance, "occurred_at", None)
-            if item.memory_type in ("message", "episodic")
-            else None,
-            "session_id": item.instance.session.session_id if item.memory_type == "message" else None,
-            "seq": item.instance.seq if item.memory_type == "message" else None,
-        }
-        for ref, item in enumerate(context.items, start=1)
-    ]
+
+    def built(reader) -> tuple:
+        context = context_build(
+            reader=reader,
+            user_id=params["user_id"],
+            query=query,
+            max_tokens=params["max_tokens"],
+            memory_types=params.get("memory_types"),
+            task_session=session is not None and session.session_tag == SessionTag.TASK,
+        )
+        items = [  # on the same copy as the context: an item's session may be read here
+            {
+                "ref": ref,
+                "section": item.section,
+                "memory_type": item.memory_type,
+                "id": item.instance.pk,
+                "text": item.body,
+                "tokens": item.tokens,
+                "score": item.score,
+                "occurred_at": getattr(item.instance, "occurred_at", None)
+                if item.memory_type in ("message", "episodic")
+                else None,
+                "session_id": item.instance.session.session_id if item.memory_type == "message" else None,
+                "seq": item.instance.seq if item.memory_type == "message" else None,
+            }
+            for ref, item in enumerate(context.items, start=1)
+        ]
+        return context, items
+
+    context, items = read_on_replica(client, built)
     return ContextOutputSerializer(
         {
             "user_id": params["user_id"],
@@ -181,8 +187,14 @@ def memory_list(*, client, memory_type: str, data: dict) -> Page:
     Filters: subject (`name`), a time window and text."""
     memory_type_checked(memory_type)
     filters = validated(MemoryListFilterSerializer, data)
-    queryset = memory_selectors.memory_list(reader=client.reader, memory_type=memory_type, filters=filters)
-    return paginate(queryset, filters=filters, serializer_class=MEMORY_SHAPES[memory_type][0])
+    return read_on_replica(
+        client,
+        lambda reader: paginate(
+            memory_selectors.memory_list(reader=reader, memory_type=memory_type, filters=filters),
+            filters=filters,
+            serializer_class=MEMORY_SHAPES[memory_type][0],
+        ),
+    )
 
 
 @operation(access=Access.READ)
