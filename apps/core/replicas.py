@@ -6,9 +6,11 @@ when the replica fails under it. An alias is a replica only while it answers and
 REPLICA_MAX_LAG_SECONDS of the primary; otherwise, or with no replica configured, it is
 `default`, never an error.
 
-Lag: a replica that has replayed the WAL position the primary reported at most REPLICA_CHECK_SECONDS
-ago is current (an idle primary writes nothing, so its replica is current however long ago its last
-transaction was); one that has not is as far behind as its last replayed transaction is old.
+Lag: each process samples how far the primary has flushed its WAL (all a replica can have been sent)
+every REPLICA_CHECK_SECONDS; a replica that has replayed the position of a sample taken t seconds ago
+is at most t seconds stale. An idle primary flushes nothing new, so its replica stays current however
+long ago its last transaction was (its replay timestamp would say otherwise), and WAL without commits
+(vacuum, checkpoints) does not make a replica look behind either.
 
 Read-your-writes: every write operation of a client records, after its commit, the primary's WAL
 insert position (not its write position: with `synchronous_commit = off` a commit may still sit in
@@ -20,6 +22,7 @@ unanswering, reads go to the primary (a position could not be recorded, or canno
 replica, and lets rows from any copy relate to each other (they are the same rows).
 """
 
+import collections
 import logging
 import random
 import threading
@@ -91,7 +94,8 @@ class ReplicaState:
 
 
 _states: dict[str, ReplicaState] = {}
-_primary = {"position": None, "at": float("-inf")}
+# (when, position): how far the primary had flushed its WAL at moments of the last few seconds.
+_primary_samples: collections.deque[tuple[float, int]] = collections.deque()
 _lock = threading.Lock()
 
 
@@ -99,20 +103,32 @@ def reset() -> None:
     """Forgets every measurement (tests that start or stop a replica)."""
     with _lock:
         _states.clear()
-        _primary.update(position=None, at=float("-inf"))
+        _primary_samples.clear()
 
 
-def _primary_position(now: float) -> int:
-    """The primary's current WAL position, read at most once per REPLICA_CHECK_SECONDS per process."""
+def _sample_primary(now: float) -> None:
+    """Notes how far the primary has flushed its WAL (all a replica can have been sent), at most once per
+    REPLICA_CHECK_SECONDS per process, keeping the samples of the last REPLICA_MAX_LAG_SECONDS and a bit."""
     with _lock:
-        if now - _primary["at"] < settings.REPLICA_CHECK_SECONDS and _primary["position"] is not None:
-            return _primary["position"]
+        if _primary_samples and now - _primary_samples[-1][0] < settings.REPLICA_CHECK_SECONDS:
+            return
     with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-        cursor.execute("SELECT pg_current_wal_insert_lsn()::text")
+        cursor.execute("SELECT pg_current_wal_flush_lsn()::text")
         position = lsn_number(cursor.fetchone()[0])
     with _lock:
-        _primary.update(position=position, at=now)
-    return position
+        _primary_samples.append((now, position))
+        horizon = now - settings.REPLICA_MAX_LAG_SECONDS - 2 * settings.REPLICA_CHECK_SECONDS
+        while len(_primary_samples) > 1 and _primary_samples[0][0] < horizon:
+            _primary_samples.popleft()
+
+
+def _lag(replayed: int, now: float) -> float:
+    """How stale a replica that has replayed `replayed` is at most: the age of the latest sample of the
+    primary it has caught up with (0 when it has the latest; an idle primary flushes nothing new, so
+    its replica stays current however old its last transaction). Behind every sample: too far behind."""
+    with _lock:
+        caught_up = [at for at, position in _primary_samples if position <= replayed]
+    return max(now - max(caught_up), 0.0) if caught_up else float("inf")
 
 
 def mark_down(alias: str) -> None:
@@ -131,25 +147,17 @@ def mark_down(alias: str) -> None:
 def _measure(alias: str, now: float) -> ReplicaState | None:
     """What the replica has replayed and how far behind it is now; None (and marked down) when it
     does not answer."""
-    primary = _primary_position(now)  # the primary down is the primary's outage, not the replica's
+    _sample_primary(now)  # the primary down is the primary's outage, not the replica's
     try:
         with connections[alias].cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text,"
-                " extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp())"
-            )
-            in_recovery, replayed_text, since_last = cursor.fetchone()
+            cursor.execute("SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text")
+            in_recovery, replayed_text = cursor.fetchone()
     except (OperationalError, InterfaceError):
         mark_down(alias)
         return None
     replayed = lsn_number(replayed_text)
-    if not in_recovery:
-        # A promoted standby (or a URL naming a primary) no longer follows this primary.
-        lag = float("inf")
-    elif replayed is not None and replayed >= primary:
-        lag = 0.0
-    else:
-        lag = float(since_last) if since_last is not None else float("inf")
+    # A promoted standby (or a URL naming a primary) no longer follows this primary.
+    lag = _lag(replayed, now) if in_recovery and replayed is not None else float("inf")
     with _lock:
         state = _states.setdefault(alias, ReplicaState())
         state.checked_at, state.replayed, state.lag_seconds = now, replayed, lag
@@ -178,47 +186,66 @@ def _written_position(client) -> int | None:
     return int(replies[0] or 0)
 
 
-def read_alias(client=None) -> str:
-    """The database alias a read of `client` (None: a read of no particular client) goes to: a
-    replica that answers, is within REPLICA_MAX_LAG_SECONDS and has replayed the client's last
-    write; else `default`."""
+def primary_position() -> int:
+    """The primary's WAL insert position now: every commit that returned is at or before it, flushed
+    or not (with `synchronous_commit = off` it may not be yet)."""
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute("SELECT pg_current_wal_insert_lsn()::text")
+        return lsn_number(cursor.fetchone()[0])
+
+
+def read_alias(client=None, *, up_to_date: bool = False, wait_seconds: float = 0.0) -> str:
+    """The database alias a read of `client` (None: of no particular client) goes to: a replica that
+    answers, is within REPLICA_MAX_LAG_SECONDS and has replayed the client's last write (and, when
+    `up_to_date`, everything committed before this call); else `default`. With `wait_seconds`, a
+    background job waits that long at most for a replica to replay that before it settles for the
+    primary."""
     aliases = replica_aliases()
     if not aliases:
         return DEFAULT_DB_ALIAS
     written = _written_position(client)
     if written is None:
         return DEFAULT_DB_ALIAS
-    now = time.monotonic()
-    for alias in random.sample(aliases, len(aliases)):  # spread the reads over the replicas
-        state = _state(alias, now)
-        if state is None or state.lag_seconds is None or state.lag_seconds > settings.REPLICA_MAX_LAG_SECONDS:
-            continue
-        if written and (state.replayed or 0) < written:
-            # Behind this client's write as last measured: it has most likely replayed it since.
-            state = _state(alias, now, fresh=True)
-            if state is None or (state.replayed or 0) < written:
+    needed = max(written, primary_position() if up_to_date else 0)
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        now = time.monotonic()
+        for alias in random.sample(aliases, len(aliases)):  # spread the reads over the replicas
+            state = _state(alias, now)
+            if state is None or state.lag_seconds is None or state.lag_seconds > settings.REPLICA_MAX_LAG_SECONDS:
                 continue
-        return alias
-    return DEFAULT_DB_ALIAS
+            if needed and (state.replayed or 0) < needed:
+                # Behind the position needed as last measured: it has most likely replayed it since.
+                state = _state(alias, now, fresh=True)
+                if state is None or (state.replayed or 0) < needed:
+                    continue
+            return alias
+        if now >= deadline:
+            return DEFAULT_DB_ALIAS
+        time.sleep(min(0.1, deadline - now))
 
 
-def read_on_replica(client, work: Callable[..., T]) -> T:
-    """`work(reader)` with the client's reader on the alias `read_alias(client)` chooses (the work
-    reads everything through that reader); if a replica fails under it (stopped, restarted, its
-    connection lost, a query cancelled by replay), the same work again on the primary. The caller
-    sees the primary's answer, never the replica's error."""
-    alias = read_alias(client)
+def with_fallback(alias: str, work: Callable[[str], T]) -> T:
+    """`work(alias)`; if `alias` is a replica that fails under it (stopped, restarted, its connection
+    lost, a query cancelled by replay), `work("default")` instead: the caller sees the primary's
+    answer, never the replica's error."""
     if alias == DEFAULT_DB_ALIAS:
-        return work(client.reader)
+        return work(alias)
     try:
-        return work(client.reader.on(alias))
+        return work(alias)
     except (OperationalError, InterfaceError):
         replica = connections[alias]
         if replica.connection is None or not replica.is_usable():
             mark_down(alias)
         else:
             logger.warning("a read on replica %s failed: it is read again from the primary", alias)
-        return work(client.reader)
+        return work(DEFAULT_DB_ALIAS)
+
+
+def read_on_replica(client, work: Callable[..., T]) -> T:
+    """`work(reader)` with the client's reader on the alias `read_alias(client)` chooses (the work
+    reads everything through that reader), done again on the primary if the replica fails under it."""
+    return with_fallback(read_alias(client), lambda alias: work(client.reader.on(alias)))
 
 
 def note_write(client) -> None:
@@ -230,9 +257,7 @@ def note_write(client) -> None:
 
 
 def _record_write(client_id) -> None:
-    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-        cursor.execute("SELECT pg_current_wal_insert_lsn()::text")
-        position = lsn_number(cursor.fetchone()[0])
+    position = primary_position()
     seconds = int(settings.REPLICA_MAX_LAG_SECONDS) + WRITTEN_MARGIN_SECONDS
     request_redis.run(
         lambda pipeline: pipeline.eval(_RECORD_MAX, 1, WRITTEN_KEY.format(client_id=client_id), position, seconds)

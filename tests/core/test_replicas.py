@@ -9,10 +9,13 @@ import pytest
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from apps.core import replicas
+from apps.portability.services.export import SCOPE, Selection, archive_export
+from apps.portability.services.requests import export_path, export_request, export_run
 from tests.conftest import api_for
 from tests.factories import ClientFactory
 from tests.harness.processes import wait_for
 from tests.harness.replica import StreamingReplica
+from tests.portability.conftest import archive_rows
 
 ALIAS = "replica_0"
 pytestmark = [pytest.mark.django_db(transaction=True, databases=[DEFAULT_DB_ALIAS, ALIAS]), pytest.mark.worker]
@@ -119,6 +122,7 @@ def test_a_client_reads_from_the_replica_and_its_own_writes_from_the_primary(rep
 def test_context_and_lists_read_from_the_replica(replica, client_a, reader_client):
     add(client_a, "my sister Ada lives in Lisbon")
     wait_for(lambda: replayed(replica, "my sister Ada lives in Lisbon"), timeout=10, message="replay")
+    assert replicas.read_alias(reader_client) == ALIAS
     replica.pause_replay()
     add(client_a, "my sister Ada moved to Porto", session_id="s2")
 
@@ -135,8 +139,37 @@ def test_context_and_lists_read_from_the_replica(replica, client_a, reader_clien
     assert sorted(session["session_id"] for session in own["results"]) == ["s1", "s2"]
 
 
+def test_an_export_reads_a_replica_only_once_it_has_replayed_what_was_committed(replica, client_a, tmp_path, settings):
+    add(client_a, "a turn every copy has")
+    wait_for(lambda: replayed(replica, "a turn every copy has"), timeout=10, message="replay")
+    replica.pause_replay()
+    add(client_a, "a turn committed just before the export")
+    selection = Selection(organization=client_a.organization, kind=SCOPE, scope="default")
+
+    # Read from the paused replica, an archive would miss the newest turn (or, after an erasure,
+    # still hold what was erased)...
+    archive_export(selection=selection, path=tmp_path / "stale.zip", database=ALIAS)
+    assert [row["content"] for row in archive_rows(tmp_path / "stale.zip")["messages"]] == ["a turn every copy has"]
+
+    # ...so an export run waits (at most REPLICA_MAX_LAG_SECONDS) for a replica that has replayed
+    # everything committed when it starts, then reads the primary.
+    settings.REPLICA_MAX_LAG_SECONDS = 1.0
+    exporter = ClientFactory(organization=client_a.organization, name="exporter", can_export=True)
+    export = export_request(client=exporter, selection="scope", value="default")
+    export_run(export=export)
+    export.refresh_from_db()
+    assert sorted(row["content"] for row in archive_rows(export_path(export))["messages"]) == [
+        "a turn committed just before the export",
+        "a turn every copy has",
+    ]
+
+    replica.resume_replay()
+    wait_for(lambda: replicas.read_alias() == ALIAS, timeout=10, message="the replica to catch up")
+
+
 def test_a_replica_lagging_past_the_limit_is_skipped(replica, client_a, reader_client, settings):
     settings.REPLICA_MAX_LAG_SECONDS = 0.5
+    assert replicas.read_alias(reader_client) == ALIAS
     replica.pause_replay()
     add(client_a, "the ferry leaves at noon")
     time.sleep(1.0)  # replay is stopped and the primary has moved on: the replica falls behind
