@@ -2,15 +2,16 @@
 streaming replica, under a concurrent write load; then the replica killed mid-load.
 
 A fresh embedded PostgreSQL (its own data directory) holds one user's BENCH_REPLICA_MESSAGES turns
-(default 20,000, 10% with vectors) and memories, seeded by SQL; a hot standby of it is made with
+(default 5,000, 10% with vectors) and 500 memories, seeded by SQL; a hot standby of it is made with
 `pg_basebackup -R` (tests/harness/replica.py). A writer thread adds a 4-turn session every 50 ms
-(`memory/add`'s operation, 80 turns/s) throughout. Each phase lasts BENCH_REPLICA_SECONDS (default
-20) of back-to-back reads by a read-only client, alternating `memory/search` (every type, default
-method) and `memory/context` (max_tokens 2000), called through their operations in this process:
+(`memory/add`'s operation, 80 turns/s) throughout. Reads are back-to-back by a read-only client,
+alternating `memory/search` (every type, default method, limit 10) and `memory/context` (max_tokens
+2000), called through their operations in this process. Phases, each BENCH_REPLICA_SECONDS (default
+40) long:
 
 1. writes only (what the primary spends on the write load alone);
-2. primary only: no replica configured;
-3. one replica (alias replica_0, as DATABASE_REPLICA_URLS would make it);
+2. primary only (no replica configured) and 3. one replica (alias replica_0, as DATABASE_REPLICA_URLS
+   makes it), in 4 alternating rounds so that both see the same drift of the machine's other load;
 4. the replica stopped (`pg_ctl stop -m immediate`, a crash) a third of the way in: errors returned.
 
 The CPU figures are the user+system seconds of each server's processes over a phase; the reads' share of
@@ -32,6 +33,7 @@ from bench.common import Stopwatch, load_average, machine, measured_at, percenti
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ALIAS = "replica_0"
+ROUNDS = 4
 WORDS = ["trip", "plan", "subject", "talked", "about", "fact", "event", "turn", "session", "Lisbon", "boats"]
 
 
@@ -104,8 +106,8 @@ def _child(output_dir: Path) -> None:
     from tests.harness.replica import StreamingReplica
 
     load_before = load_average()
-    messages = int(os.environ.get("BENCH_REPLICA_MESSAGES", "20000"))
-    seconds = float(os.environ.get("BENCH_REPLICA_SECONDS", "20"))
+    messages = int(os.environ.get("BENCH_REPLICA_MESSAGES", "5000"))
+    seconds = float(os.environ.get("BENCH_REPLICA_SECONDS", "40"))
     call_command("migrate", verbosity=0)
     organization = organization_create(name="replica-bench")
     writer, _ = client_create(organization=organization, name="writer", write_scope="default")
@@ -156,11 +158,10 @@ def _child(output_dir: Path) -> None:
     def query() -> str:
         return " ".join(rng.sample(WORDS, 3))
 
-    def reads(duration: float, *, during=None) -> dict:
-        """Back-to-back reads for `duration`; `during(elapsed)` is called between reads."""
-        timings = {"search": [], "context": []}
-        errors = []
-        sources = {DEFAULT_DB_ALIAS: 0, ALIAS: 0}
+    def reads(duration: float, *, during=None, into: dict | None = None) -> dict:
+        """Back-to-back reads for `duration`, their timings added to `into`; `during(elapsed)` is called
+        between reads."""
+        into = into if into is not None else {"search": [], "context": [], "errors": [], "alias": []}
         deadline = time.monotonic() + duration
         started = time.monotonic()
         turn = 0
@@ -169,36 +170,42 @@ def _child(output_dir: Path) -> None:
                 during(time.monotonic() - started)
             kind = "search" if turn % 2 == 0 else "context"
             turn += 1
-            sources[replicas.read_alias(reader)] += 1
+            with Stopwatch() as choosing:  # what choosing costs a read (its Redis look-up, a check now and then)
+                into["alias"].append(replicas.read_alias(reader))
+            into.setdefault("choose", []).append(choosing.ms)
             try:
                 with Stopwatch() as watch:
                     if kind == "search":
                         search_memory(client=reader, data={"user_id": "subject", "query": query(), "limit": 10})
                     else:
                         context_get(client=reader, data={"user_id": "subject", "query": query(), "max_tokens": 2000})
-                timings[kind].append(watch.ms)
+                into[kind].append(watch.ms)
             except Exception as error:  # noqa: BLE001 - an error returned to the client is what is counted
-                errors.append(type(error).__name__)
+                into["errors"].append(type(error).__name__)
+        return into
+
+    def figures(timings: dict) -> dict:
         return {
-            "reads": sum(len(values) for values in timings.values()) + len(errors),
-            "errors": len(errors),
-            "error_kinds": sorted(set(errors)),
-            "chosen_alias": sources,
-            **{f"{kind}_ms": percentiles(values) for kind, values in timings.items() if values},
+            "reads": len(timings["search"]) + len(timings["context"]) + len(timings["errors"]),
+            "errors": len(timings["errors"]),
+            "error_kinds": sorted(set(timings["errors"])),
+            "chosen_alias": {alias: timings["alias"].count(alias) for alias in (DEFAULT_DB_ALIAS, ALIAS)},
+            **{f"{kind}_ms": percentiles(timings[kind]) for kind in ("search", "context") if timings[kind]},
+            "choose_alias_ms": percentiles(timings.get("choose") or [0.0], digits=3),
         }
 
-    def phase(name: str, duration: float, *, read: bool, during=None) -> dict:
+    cpu = {}
+
+    def measured(name: str, work) -> None:
+        """Runs `work()`, adding the CPU seconds each server spent meanwhile to cpu[name]."""
         _, primary_before = _cpu_seconds(primary_pid)
         _, replica_before = _cpu_seconds(replica_pid)
-        if read:
-            figures = reads(duration, during=during)
-        else:
-            time.sleep(duration)
-            figures = {}
+        work()
         primary_cpu, _ = _cpu_seconds(primary_pid, primary_before)
         replica_cpu, _ = _cpu_seconds(replica_pid, replica_before)
-        print(f"{name}: {figures} primary cpu {primary_cpu}s replica cpu {replica_cpu}s", flush=True)
-        return {**figures, "primary_cpu_seconds": primary_cpu, "replica_cpu_seconds": replica_cpu}
+        spent = cpu.setdefault(name, {"primary_cpu_seconds": 0.0, "replica_cpu_seconds": 0.0})
+        spent["primary_cpu_seconds"] = round(spent["primary_cpu_seconds"] + primary_cpu, 2)
+        spent["replica_cpu_seconds"] = round(spent["replica_cpu_seconds"] + replica_cpu, 2)
 
     def use_replica(on: bool) -> None:
         if on:
@@ -210,17 +217,29 @@ def _child(output_dir: Path) -> None:
 
     # Warm both servers' caches and this process's (query vectors, corpus figures) before measuring.
     use_replica(True)
-    reads(3)
+    reads(5)
     use_replica(False)
-    reads(3)
+    reads(5)
 
     writer_thread = threading.Thread(target=write_load, daemon=True)
     writer_thread.start()
-    results = {"writes_only": phase("writes only", seconds, read=False)}
-    results["primary_only"] = phase("primary only", seconds, read=True)
-    use_replica(True)
-    reads(2)
-    results["one_replica"] = phase("one replica", seconds, read=True)
+    # The machine's other load drifts: the two read phases run in alternating rounds, so each sees the same.
+    timings = {
+        name: {"search": [], "context": [], "errors": [], "alias": []} for name in ("primary_only", "one_replica")
+    }
+    measured("writes_only", lambda: time.sleep(seconds))
+    for _ in range(ROUNDS):
+        use_replica(False)
+        measured("primary_only", lambda: reads(seconds / ROUNDS, into=timings["primary_only"]))
+        use_replica(True)
+        wait_until = time.monotonic() + 10
+        while replicas.read_alias(reader) != ALIAS and time.monotonic() < wait_until:
+            time.sleep(0.1)  # a fresh process has no history of the primary yet (apps.core.replicas)
+        measured("one_replica", lambda: reads(seconds / ROUNDS, into=timings["one_replica"]))
+    results = {"writes_only": cpu["writes_only"]}
+    for name in ("primary_only", "one_replica"):
+        results[name] = {**figures(timings[name]), **cpu[name]}
+        print(name, results[name], flush=True)
 
     killed = {}
 
@@ -229,7 +248,10 @@ def _child(output_dir: Path) -> None:
             replica.stop(mode="immediate")
             killed["at_seconds"] = round(elapsed, 2)
 
-    results["replica_killed"] = {**phase("replica killed", seconds, read=True, during=kill_a_third_in), **killed}
+    lost = {"search": [], "context": [], "errors": [], "alias": []}
+    measured("replica_killed", lambda: reads(seconds, during=kill_a_third_in, into=lost))
+    results["replica_killed"] = {**figures(lost), **cpu["replica_killed"], "killed_after_seconds": killed["at_seconds"]}
+    print("replica_killed", results["replica_killed"], flush=True)
     stop_writes.set()
     writer_thread.join(timeout=30)
     use_replica(False)
@@ -247,8 +269,8 @@ def _child(output_dir: Path) -> None:
             "search_p50_ratio": round(one["search_ms"]["p50"] / base["search_ms"]["p50"], 3),
             "context_p50_ratio": round(one["context_ms"]["p50"] / base["context_ms"]["p50"], 3),
             "primary_cpu_for_reads_seconds": {
-                "primary_only": round(base["primary_cpu_seconds"] - results["writes_only"]["primary_cpu_seconds"], 2),
-                "one_replica": round(one["primary_cpu_seconds"] - results["writes_only"]["primary_cpu_seconds"], 2),
+                name: round(results[name]["primary_cpu_seconds"] - results["writes_only"]["primary_cpu_seconds"], 2)
+                for name in ("primary_only", "one_replica")
             },
             "errors_with_replica_killed": results["replica_killed"]["errors"],
         },

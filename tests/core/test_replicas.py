@@ -8,6 +8,7 @@ import time
 import pytest
 from django.db import DEFAULT_DB_ALIAS, connections
 
+from apps.conversations.models import Session
 from apps.core import replicas
 from apps.portability.services.export import SCOPE, Selection, archive_export
 from apps.portability.services.requests import export_path, export_request, export_run
@@ -117,6 +118,17 @@ def test_a_client_reads_from_the_replica_and_its_own_writes_from_the_primary(rep
         "the lighthouse keeper paints boats",
         "the lighthouse keeper repairs nets",
     ]
+
+
+def test_a_row_read_from_the_replica_is_written_to_the_primary(replica, client_a):
+    add(client_a, "a turn in a session")
+    wait_for(lambda: replayed(replica, "a turn in a session"), timeout=10, message="replay")
+    session = client_a.reader.on(ALIAS).objects(Session).get(session_id="s1")
+    assert session._state.db == ALIAS
+    assert session.end_user._state.db == ALIAS  # what it loads lazily is read where it was read
+    session.message_count = 99
+    session.save(update_fields=["message_count"])  # on the read-only standby this would fail
+    assert Session.objects.get(pk=session.pk).message_count == 99
 
 
 def test_context_and_lists_read_from_the_replica(replica, client_a, reader_client):
