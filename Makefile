@@ -6,11 +6,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install run test lint fuzz bench clean chromium
 
-# The SDK in clients/python is installed too: the platform's /mcp tools are defined there.
+# The SDK in clients/python is installed too: the platform's /mcp tools are defined there; its
+# framework adapters' extras bring the frameworks their tests drive (tests/clients/test_adapters.py).
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e './clients/python[mcp]' -e '.[dev]'
+	$(PY) -m pip install --quiet -e './clients/python[mcp,langgraph,openai-agents,langchain]' -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -33,6 +33,7 @@ QUESTIONS = {
     },
     "How long until what I add is stored, searchable and learned?": {
         "ingest": "bench.pipeline.ingest",
+        "ingest_cpu": "bench.pipeline.ingest_cpu",
         "pipeline": "bench.pipeline.tasks",
         "pipeline_e2e": "bench.pipeline.e2e",
     },

@@ -2,18 +2,37 @@
 
 from django.urls import path
 
-from apps.agent import views as agent
+from apps.context.views import ContextView
 from apps.conversations.views import (
     MemoryAddView,
+    SessionDetailView,
     SessionListView,
     SessionSealView,
+)
+from apps.memories.views import (
+    EpisodicMemoryDetailView,
+    EpisodicMemoryHistoryView,
+    EpisodicMemoryListView,
+    MemoryConsolidateView,
+    SemanticMemoryDetailView,
+    SemanticMemoryHistoryView,
+    SemanticMemoryListView,
 )
 from apps.pipeline.views import TaskDetailView
 from apps.portability.views import ExportCreateView, ExportDetailView, ExportDownloadView
 from apps.privacy.views import ClientErasureView, ErasureDetailView, MessageDeleteView, UserErasureView
-from apps.profiles.views import EntityListView, ProfileLintView, ProfileListView, TopicCompileView
+from apps.profiles.views import (
+    EntityDetailView,
+    EntityListView,
+    ProfileDetailView,
+    ProfileFindingsView,
+    ProfileLintView,
+    ProfileListView,
+    TopicCompileView,
+)
 from apps.search.views import MemorySearchView, SearchAllUsersView
 from apps.skills.views import (
+    ExperienceDetailView,
     ExperienceListView,
     ProceduralMemoryDeleteView,
     SessionDistillView,
@@ -33,24 +52,24 @@ urlpatterns = [
     path("memory/search_all_users", SearchAllUsersView.as_view(), name="memory-search-all-users"),
     path("memory/message/<str:item_id>", MessageDeleteView.as_view(), name="memory-message-delete"),
     path("sessions/", SessionListView.as_view(), name="session-list"),
-    path("memory/context", agent.ContextView.as_view(), name="memory-context"),
-    path("memory/consolidate", agent.MemoryConsolidateView.as_view(), name="memory-consolidate"),
-    path("sessions/<str:session_id>/", agent.SessionDetailView.as_view(), name="session-detail"),
+    path("memory/context", ContextView.as_view(), name="memory-context"),
+    path("memory/consolidate", MemoryConsolidateView.as_view(), name="memory-consolidate"),
+    path("sessions/<str:session_id>/", SessionDetailView.as_view(), name="session-detail"),
     path("sessions/<str:session_id>/seal", SessionSealView.as_view(), name="session-seal"),
     path("sessions/<str:session_id>/distill", SessionDistillView.as_view(), name="session-distill"),
     path("memory/procedural/<str:item_id>", ProceduralMemoryDeleteView.as_view(), name="memory-procedural-delete"),
-    path("memory/episodic/", agent.EpisodicMemoryListView.as_view(), name="memory-episodic-list"),
-    path("memory/episodic/<str:item_id>", agent.EpisodicMemoryDetailView.as_view(), name="memory-episodic-detail"),
+    path("memory/episodic/", EpisodicMemoryListView.as_view(), name="memory-episodic-list"),
+    path("memory/episodic/<str:item_id>", EpisodicMemoryDetailView.as_view(), name="memory-episodic-detail"),
     path(
         "memory/episodic/<str:item_id>/history",
-        agent.EpisodicMemoryHistoryView.as_view(),
+        EpisodicMemoryHistoryView.as_view(),
         name="memory-episodic-history",
     ),
-    path("memory/semantic/", agent.SemanticMemoryListView.as_view(), name="memory-semantic-list"),
-    path("memory/semantic/<str:item_id>", agent.SemanticMemoryDetailView.as_view(), name="memory-semantic-detail"),
+    path("memory/semantic/", SemanticMemoryListView.as_view(), name="memory-semantic-list"),
+    path("memory/semantic/<str:item_id>", SemanticMemoryDetailView.as_view(), name="memory-semantic-detail"),
     path(
         "memory/semantic/<str:item_id>/history",
-        agent.SemanticMemoryHistoryView.as_view(),
+        SemanticMemoryHistoryView.as_view(),
         name="memory-semantic-history",
     ),
     path("skills/retrieve", SkillRetrieveView.as_view(), name="skill-retrieve"),
@@ -59,7 +78,7 @@ urlpatterns = [
     path("skills/<str:skill_id>/uses", SkillUseView.as_view(), name="skill-uses"),
     path("skills/<str:skill_id>/feedback", SkillFeedbackView.as_view(), name="skill-feedback"),
     path("experiences/", ExperienceListView.as_view(), name="experience-list"),
-    path("experiences/<str:experience_id>/", agent.ExperienceDetailView.as_view(), name="experience-detail"),
+    path("experiences/<str:experience_id>/", ExperienceDetailView.as_view(), name="experience-detail"),
     path("users/<path:user_id>/memories", UserErasureView.as_view(), name="user-erasure"),
     path("clients/<str:client_id>/memories", ClientErasureView.as_view(), name="client-erasure"),
     path("erasures/<str:erasure_id>/", ErasureDetailView.as_view(), name="erasure-detail"),
@@ -67,10 +86,10 @@ urlpatterns = [
     path("exports/<str:export_id>", ExportDetailView.as_view(), name="export-detail"),
     path("exports/<str:export_id>/download", ExportDownloadView.as_view(), name="export-download"),
     path("profiles/", ProfileListView.as_view(), name="profile-list"),
-    path("profiles/<str:profile_id>/", agent.ProfileDetailView.as_view(), name="profile-detail"),
-    path("profiles/<str:profile_id>/findings", agent.ProfileFindingsView.as_view(), name="profile-findings"),
+    path("profiles/<str:profile_id>/", ProfileDetailView.as_view(), name="profile-detail"),
+    path("profiles/<str:profile_id>/findings", ProfileFindingsView.as_view(), name="profile-findings"),
     path("profiles/<str:profile_id>/lint", ProfileLintView.as_view(), name="profile-lint"),
     path("topics/compile", TopicCompileView.as_view(), name="topic-compile"),
     path("entities/", EntityListView.as_view(), name="entity-list"),
-    path("entities/<str:entity_id>/", agent.EntityDetailView.as_view(), name="entity-detail"),
+    path("entities/<str:entity_id>/", EntityDetailView.as_view(), name="entity-detail"),
 ]

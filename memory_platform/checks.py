@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.checks import Error, register
 
 from apps.core.models import SessionTag
+from apps.core.redis_clients import is_sentinel_url, sentinel_addresses
 from apps.providers.embeddings import EMBEDDING_PROVIDERS
 from apps.providers.llm import LLM_PROVIDERS, STRUCTURED_OUTPUT_MODES
 from apps.search.decompose import DECOMPOSERS
@@ -202,4 +203,26 @@ def settings_check(app_configs, **kwargs):
                 id="platform.E002",
             )
         )
+    errors.extend(Error(problem, id="platform.E003") for problem in sentinel_problems())
     return errors
+
+
+REDIS_URL_SETTINGS = ("REDIS_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "RATE_LIMIT_REDIS_URL")
+
+
+def sentinel_problems() -> list[str]:
+    """A Redis URL naming Sentinels needs the name of the primary they watch, and well-formed addresses."""
+    problems = []
+    for name in REDIS_URL_SETTINGS:
+        url = getattr(settings, name, "")
+        if not is_sentinel_url(url):
+            continue
+        if not settings.REDIS_SENTINEL_MASTER:
+            problems.append(
+                f"{name} names Redis Sentinels; set REDIS_SENTINEL_MASTER to the name of the primary they watch."
+            )
+        try:
+            sentinel_addresses(url)
+        except ValueError as exc:
+            problems.append(f"{name}: {exc}; use sentinel://host:26379/0;sentinel://host2:26379/0.")
+    return problems

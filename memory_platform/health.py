@@ -1,10 +1,10 @@
 """Liveness and readiness probes: the database, the broker, and beat and the workers beside them."""
 
-import redis
 from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 
+from apps.core.redis_clients import redis_client
 from apps.pipeline.selectors import machinery_status, queue_status
 from apps.search.selectors import embedding_model_problem
 from memory_platform.supervisor import supervisor_status
@@ -21,7 +21,7 @@ def _database_check() -> str:
 
 
 def _redis_check() -> str:
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_connect_timeout=1, socket_timeout=1)
+    client = redis_client(settings.CELERY_BROKER_URL, socket_connect_timeout=1, socket_timeout=1)
     try:
         client.ping()
     finally:

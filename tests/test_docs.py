@@ -139,5 +139,5 @@ def test_the_layer_comparison_fails_when_the_table_leaves_a_package_out():
         }
     }
     assert documented_layers(table) == contract_layers(pyproject)
-    pyproject["tool"]["importlinter"]["contracts"][1]["layers"].insert(1, "apps.agent | apps.portability")
+    pyproject["tool"]["importlinter"]["contracts"][1]["layers"].insert(1, "apps.context | apps.portability")
     assert documented_layers(table) != contract_layers(pyproject)

@@ -13,7 +13,7 @@ EMBED_BATCH_SIZE = 64
 
 
 @register_handler(EMBED_MESSAGES, priority=MemoryTask.Priority.URGENT)
-def embed_messages(task) -> dict:
+def handle_embed_messages(task) -> dict:
     """Indexes the turns of one add: their dates (metadata and `date_span`), the neighbouring-turn
     context for keyword search, and the embeddings. Idempotent: turns already embedded by the
     current model are not embedded again."""

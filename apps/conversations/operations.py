@@ -1,19 +1,26 @@
 """The conversation endpoints' operations (REST: apps.conversations.views; MCP: apps.mcp_server)."""
 
+from django.db import transaction
+
 from apps.conversations import selectors
 from apps.conversations.serializers import (
     MemoryAddInputSerializer,
     MemoryAddOutputSerializer,
     OwnerQuerySerializer,
+    SessionDeleteOutputSerializer,
     SessionDetailOutputSerializer,
     SessionListFilterSerializer,
     SessionOutputSerializer,
+    SessionPatchInputSerializer,
     SessionSealOutputSerializer,
 )
 from apps.conversations.services import (
     messages_ingest,
     request_fingerprint,
+    session_delete_request,
+    session_retag,
     session_seal_now,
+    session_set_outcome,
 )
 from apps.core.errors import InvalidInput
 from apps.core.operations import (
@@ -100,3 +107,40 @@ def seal_session(*, client, session_id: str, query) -> dict:
     tasks = session_seal_now(session=session, client=client)
     session.refresh_from_db()
     return SessionSealOutputSerializer({"session": session, "task_ids": [task.pk for task in tasks]}).data
+
+
+@operation(access=Access.WRITE)
+def update_session(*, client, session_id: str, query, data) -> dict:
+    """Set a session's outcome, or re-tag it.
+
+    `outcome`: `success`, `failure`, `unknown`. `session_tag` (`task` | `conversation`) may change until
+    anything has been learned from the session (409 naming what, after); the work routed by the old tag
+    that has not run is cancelled and the new tag's is queued (a sealed task session is distilled)."""
+    session, _ = session_named(client=client, session_id=session_id, query=query)
+    require_write_access(client, session)
+    patch = validated(SessionPatchInputSerializer, data)
+    with transaction.atomic():
+        if "session_tag" in patch:
+            session = session_retag(session=session, session_tag=patch["session_tag"], client=client)
+        if "outcome" in patch:
+            session = session_set_outcome(session=session, outcome=patch["outcome"])
+    return SessionOutputSerializer(session).data
+
+
+@operation(access=Access.WRITE)
+def delete_session(*, client, session_id: str, query) -> dict:
+    """Delete a whole session and what was derived from its turns.
+
+    Runs in the background (202 with the task's id): the provenance cascade of erasure, for one session."""
+    session, _ = session_named(client=client, session_id=session_id, query=query)
+    require_write_access(client, session)
+    task = session_delete_request(session=session, client=client)
+    return SessionDeleteOutputSerializer(
+        {
+            "session_id": session.session_id,
+            "user_id": session.end_user.user_id,
+            "scope": session.scope,
+            "task_id": task.pk,
+            "status": task.status,
+        }
+    ).data

@@ -149,3 +149,11 @@ class SessionDetailOutputSerializer(SessionOutputSerializer):
 class SessionSealOutputSerializer(serializers.Serializer):
     session = SessionOutputSerializer()
     task_ids = serializers.ListField(child=serializers.UUIDField())
+
+
+class SessionDeleteOutputSerializer(serializers.Serializer):
+    session_id = serializers.CharField()
+    user_id = serializers.CharField()
+    scope = serializers.CharField()
+    task_id = serializers.UUIDField(help_text="The background task deleting it: GET tasks/<id>/ for its status.")
+    status = serializers.CharField(help_text="The task's status.")

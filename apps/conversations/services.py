@@ -5,18 +5,21 @@ import hashlib
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
+from contextlib import ExitStack
 from datetime import datetime, timedelta
 from typing import Literal
 
 from django.conf import settings
 from django.contrib.postgres.fields.ranges import DateRange
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Greatest
+from django.db.models import CharField, Exists, F, OuterRef, Q, Value
+from django.db.models.functions import Cast, Concat, Greatest
 from django.utils import timezone
 
 from apps.conversations.models import SESSION_ID_PATTERN, IngestRequest, Message, Session, SessionTag
 from apps.conversations.routing import (
+    DELETE_SESSION,
     DISTILL_SESSION,
     EXTRACT_MEMORIES,
     PROJECT_ENTITIES,
@@ -24,13 +27,16 @@ from apps.conversations.routing import (
     embedding_enqueue,
     extraction_enqueue,
     projection_enqueue,
+    session_delete_key,
 )
 from apps.conversations.turns import normalise_messages
+from apps.core.bulk import copy_create
 from apps.core.errors import ConflictError
 from apps.core.temporal import ResolvedDate, find_dates, resolve_dates, span_of
 from apps.core.validation import InputError, check_tags, check_text
+from apps.pipeline.locks import LockNotAvailable, WorkOf, advisory_lock, work_lock_keys
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.services import tasks_cancel
+from apps.pipeline.services import enqueue, tasks_cancel
 from apps.tenancy.services import end_user_get_or_create
 
 
@@ -93,10 +99,22 @@ def _session_for_add(*, client, end_user, session_id: str, session_tag: str | No
 
 def _session_locked(lookup: dict) -> Session | None:
     """The session of `lookup`, locked for update, with the organisation and end user already in
-    hand attached (the tasks it enqueues read them)."""
-    session = Session.objects.select_for_update().filter(**lookup).first()
-    if session is not None:
-        session.organization, session.end_user = lookup["organization"], lookup["end_user"]
+    hand attached (the tasks it enqueues read them); a session accepted for deletion (its purge
+    task active) is refused: the purge would take the new turns with it."""
+    purge = MemoryTask.objects.filter(
+        task_type=DELETE_SESSION,
+        idempotency_key=Concat(Value(session_delete_key("")), Cast(OuterRef("pk"), CharField())),
+        status__in=MemoryTask.ACTIVE_STATUSES,
+    )
+    session = Session.objects.select_for_update(of=("self",)).filter(**lookup).annotate(deleting=Exists(purge)).first()
+    if session is None:
+        return None
+    if session.deleting:
+        raise ConflictError(
+            f"Session {session.session_id!r} is being deleted; send new messages under a new session_id, "
+            "or under this one once its deletion has finished."
+        )
+    session.organization, session.end_user = lookup["organization"], lookup["end_user"]
     return session
 
 
@@ -211,7 +229,7 @@ def messages_ingest(
         )
         for offset, turn in enumerate(turns)
     ]
-    Message.objects.bulk_create(messages)
+    copy_create(messages)
     session.message_count += len(messages)
     session.last_seq += len(messages)
     session.last_message_at = now
@@ -259,8 +277,25 @@ def session_seal_now(*, session: Session, client=None) -> list[MemoryTask]:
 TAG_WORK = {SessionTag.CONVERSATION: (EXTRACT_MEMORIES, PROJECT_ENTITIES), SessionTag.TASK: (DISTILL_SESSION,)}
 
 
+# `check(session) -> str`: why the session counts as learned from by the rows an app derives from its
+# turns ("" if none), registered from that app's ready(); asked in the order the apps are installed.
+_LEARNED_FROM: list[Callable[[Session], str]] = []
+
+LEARNING_BUSY = "Learning from this user's sessions is running right now; try again shortly."
+
+
+def register_learned_from(check: Callable[[Session], str]) -> None:
+    if check not in _LEARNED_FROM:
+        _LEARNED_FROM.append(check)
+
+
 def session_learned_from(session: Session) -> str:
-    """Why the session counts as learned from, by the marks learning leaves on it ("" if none)."""
+    """Why the session counts as learned from ("" if nothing was): the rows the apps derived from its
+    turns (skill experiences, memories, entity mentions), then the marks learning leaves on it."""
+    for check in _LEARNED_FROM:
+        why = check(session)
+        if why:
+            return why
     if session.distilled_at:
         return "it was distilled"
     if session.extracted_at or Message.objects.filter(session=session, learned_at__isnull=False).exists():
@@ -268,12 +303,26 @@ def session_learned_from(session: Session) -> str:
     return ""
 
 
-@transaction.atomic
 def session_retag(*, session: Session, session_tag: str, client=None) -> Session:
-    """Moves a session not yet learned from to the other tag's routing: the old tag's queued work for
-    it is cancelled, the new tag's is queued (extraction and projection for a conversation;
-    distillation for a task session that is sealed). The caller holds the owner's work locks and has
-    checked the rows other apps derive (apps.agent.operations.update_session)."""
+    """Moves a session not yet learned from to the other tag's routing (409 naming what was learned,
+    after): the old tag's queued work for it is cancelled, the new tag's is queued (extraction and
+    projection for a conversation; distillation for a task session that is sealed). Runs under the
+    owner's work locks (those erasure takes), so no learning runs while the tag changes; 409 while
+    they are busy."""
+    keys = work_lock_keys(
+        WorkOf(organization_id=session.organization_id, end_user_ids=(session.end_user_id,), scopes=(session.scope,))
+    )
+    try:
+        with ExitStack() as locks:
+            for key in keys:
+                locks.enter_context(advisory_lock(key, wait=False))
+            return _session_retag_locked(session=session, session_tag=session_tag, client=client)
+    except LockNotAvailable:
+        raise ConflictError(LEARNING_BUSY) from None
+
+
+@transaction.atomic
+def _session_retag_locked(*, session: Session, session_tag: str, client) -> Session:
     if session.session_tag == session_tag:
         return session
     why = session_learned_from(session)
@@ -298,6 +347,19 @@ def session_set_outcome(*, session: Session, outcome: str) -> Session:
     session.outcome = outcome
     session.save(update_fields=["outcome", "updated_at"])
     return session
+
+
+def session_delete_request(*, session: Session, client) -> MemoryTask:
+    """Queues the purge of one session (202 + task: a session may hold thousands of turns); the
+    handler of DELETE_SESSION (apps.privacy) runs the provenance cascade over its turns."""
+    return enqueue(
+        DELETE_SESSION,
+        {"deleted_session": str(session.pk)},
+        organization=session.organization,
+        scope=session.scope,
+        client=client,
+        idempotency_key=session_delete_key(session.pk),
+    )
 
 
 CONTEXT_MAX_CHARS = 2000

@@ -9,9 +9,11 @@ from apps.conversations.serializers import (
     MemoryAddInputSerializer,
     MemoryAddOutputSerializer,
     OwnerQuerySerializer,
+    SessionDeleteOutputSerializer,
     SessionDetailOutputSerializer,
     SessionListFilterSerializer,
     SessionOutputSerializer,
+    SessionPatchInputSerializer,
     SessionSealOutputSerializer,
 )
 from apps.core.adapters import list_view
@@ -70,10 +72,35 @@ SessionListView = list_view(
 
 
 class SessionDetailView(ClientAPIView):
+    error_statuses = (409,)  # a re-tag after something was learned from the session
+
     @extend_schema(parameters=[OwnerQuerySerializer], responses=SessionDetailOutputSerializer)
     @serves(operations.get_session, example="GET /api/v1/sessions/chat-2024-06-01/?user_id=alice&limit=100")
     def get(self, request, session_id):
         return Response(operations.get_session(client=self.client, session_id=session_id, query=request.query_params))
+
+    @extend_schema(
+        parameters=[USER_ID_PARAMETER, SCOPE_PARAMETER],
+        request=SessionPatchInputSerializer,
+        responses=SessionOutputSerializer,
+    )
+    @serves(
+        operations.update_session,
+        example="PATCH /api/v1/sessions/book-flight-17/?user_id=alice",
+        body={"outcome": "success"},
+    )
+    def patch(self, request, session_id):
+        return Response(
+            operations.update_session(
+                client=self.client, session_id=session_id, query=request.query_params, data=request.data
+            )
+        )
+
+    @extend_schema(parameters=[USER_ID_PARAMETER, SCOPE_PARAMETER], responses={202: SessionDeleteOutputSerializer})
+    @serves(operations.delete_session, example="DELETE /api/v1/sessions/book-flight-17/?user_id=alice")
+    def delete(self, request, session_id):
+        body = operations.delete_session(client=self.client, session_id=session_id, query=request.query_params)
+        return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 class SessionSealView(ClientAPIView):

@@ -1,5 +1,6 @@
 """The Redis a request asks on its way in (`RATE_LIMIT_REDIS_URL`): rate-limit counts. Every web
-and MCP process shares it. (Cached API keys do not depend on it: apps.tenancy.keycache.)
+and MCP process shares it. (Cached API keys do not depend on it: apps.tenancy.keycache.) It may be
+Sentinels (apps.core.redis_clients): after a failover the next connection finds the new primary.
 
 Short timeouts (RATE_LIMIT_TIMEOUT_SECONDS), and after a failure it is not asked again for
 RATE_LIMIT_RETRY_SECONDS: an outage costs a process one timeout per interval, not one per request.
@@ -14,6 +15,8 @@ from collections.abc import Callable
 import redis
 from django.conf import settings
 
+from apps.core.redis_clients import redis_client
+
 logger = logging.getLogger(__name__)
 
 _connection: redis.Redis | None = None
@@ -25,7 +28,7 @@ def _redis() -> redis.Redis:
     global _connection
     with _connection_lock:
         if _connection is None:
-            _connection = redis.Redis.from_url(
+            _connection = redis_client(
                 settings.RATE_LIMIT_REDIS_URL,
                 socket_timeout=settings.RATE_LIMIT_TIMEOUT_SECONDS,
                 socket_connect_timeout=settings.RATE_LIMIT_TIMEOUT_SECONDS,

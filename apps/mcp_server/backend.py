@@ -17,10 +17,11 @@ from memory_platform_client.contract import Tool
 from memory_platform_client.errors import error_from_body
 from rest_framework.utils.encoders import JSONEncoder
 
-from apps.agent import operations as agent
+from apps.context import operations as context
 from apps.conversations import operations as conversations
 from apps.core.errors import ApplicationError, as_application_error
 from apps.core.pagination import Page
+from apps.memories import operations as memories
 from apps.privacy import operations as privacy
 from apps.profiles import operations as profiles
 from apps.search import operations as search
@@ -40,20 +41,20 @@ OPERATIONS = {
     "get_session": conversations.get_session,
     "delete_memory": {
         "message": privacy.delete_message,
-        "episodic": agent.memory_delete,
-        "semantic": agent.memory_delete,
+        "episodic": memories.delete_memory,
+        "semantic": memories.delete_memory,
         "procedural": skills.delete_skill,
     },
     "erase_user": privacy.erase_user,
-    "get_context": agent.context_get,
-    "list_memories": agent.memory_list,
-    "get_memory": agent.memory_get,
-    "update_memory": agent.memory_update,
-    "memory_history": agent.memory_history,
+    "get_context": context.get_context,
+    "list_memories": memories.list_memories,
+    "get_memory": memories.get_memory,
+    "update_memory": memories.update_memory,
+    "memory_history": memories.get_memory_history,
     "get_profile": profiles.get_profile,
     "list_entities": profiles.list_entities,
-    "delete_session": agent.session_delete,
-    "consolidate_memories": agent.memory_consolidate,
+    "delete_session": conversations.delete_session,
+    "consolidate_memories": memories.consolidate_memories,
 }
 
 

@@ -7,9 +7,11 @@ class MemoriesConfig(AppConfig):
     verbose_name = "Episodic and semantic memories"
 
     def ready(self):
+        from apps.conversations.services import register_learned_from
         from apps.core.schedules import register_schedule
         from apps.memories import handlers  # noqa: F401  (registers pipeline handlers)
         from apps.memories.search import register_sources
+        from apps.memories.selectors import session_extracted_into
         from apps.memories.services.extract import extract_locks
         from apps.pipeline.locks import register_work_locks
 
@@ -18,3 +20,4 @@ class MemoriesConfig(AppConfig):
             name="memories: purge deleted memories", task="memories.purge_deleted_memories", every_seconds=3600
         )
         register_work_locks(extract_locks)
+        register_learned_from(session_extracted_into)

@@ -2,6 +2,7 @@
 
 from apps.conversations.models import Session
 from apps.conversations.routing import EXTRACT_MEMORIES
+from apps.memories.services.consolidate import CONSOLIDATE_MEMORIES, consolidation_run
 from apps.memories.services.dates import NORMALIZE_DATES, dates_normalize
 from apps.memories.services.extract import session_extract_locked
 from apps.pipeline.models import MemoryTask
@@ -9,7 +10,7 @@ from apps.pipeline.registry import register_handler
 
 
 @register_handler(EXTRACT_MEMORIES, priority=MemoryTask.Priority.LEARN)
-def extract_memories(task) -> dict:
+def handle_extract_memories(task) -> dict:
     session = Session.objects.select_related("organization", "end_user").filter(pk=task.payload["session"]).first()
     if session is None:
         return {"skipped": "session no longer exists", "turns": 0}
@@ -17,7 +18,12 @@ def extract_memories(task) -> dict:
 
 
 @register_handler(NORMALIZE_DATES, priority=MemoryTask.Priority.MAINTENANCE)
-def normalize_dates(task) -> dict:
+def handle_normalize_dates(task) -> dict:
     return dates_normalize(
         organization=task.organization, scope=task.payload.get("scope"), user_id=task.payload.get("user_id")
     )
+
+
+@register_handler(CONSOLIDATE_MEMORIES, priority=MemoryTask.Priority.MAINTENANCE)
+def handle_consolidate_memories(task) -> dict:
+    return consolidation_run(task=task)

@@ -1,7 +1,9 @@
 """Reads of episodic and semantic memories, always within the caller's organisation and read scopes."""
 
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import Exists, OuterRef, Q
 
+from apps.conversations.models import Message
 from apps.conversations.selectors import cites_turns_being_deleted
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.tenancy.models import EndUser
@@ -71,3 +73,13 @@ def memory_owners(*, organization_id, scope: str):
     return EndUser.objects.filter(organization_id=organization_id).filter(
         Exists(EpisodicMemory.objects.filter(**live)) | Exists(SemanticMemory.objects.filter(**live))
     )
+
+
+def session_extracted_into(session) -> str:
+    """Registered with apps.conversations' learned-from checks: why the session counts as learned from
+    by memories ("" if it does not)."""
+    turns = ArraySubquery(Message.objects.filter(session_id=session.pk).values("pk"))
+    for memory_type, model in (("episodic", EpisodicMemory), ("semantic", SemanticMemory)):
+        if model.objects.filter(end_user_id=session.end_user_id, source_message_ids__overlap=turns).exists():
+            return f"{memory_type} memories were learned from it"
+    return ""

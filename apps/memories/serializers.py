@@ -1,9 +1,23 @@
-"""The output of the episodic and semantic memory types, defined once: their endpoints
-(apps.agent), their search hits (apps.memories.search) and MCP render them with these."""
+"""The shapes of the memory endpoints: what each operation takes (validated the same for REST and MCP)
+and what it answers. The output of the episodic and semantic memory types is defined once: their
+endpoints, their search hits (apps.memories.search) and MCP render them with it."""
 
 from rest_framework import serializers
 
+from apps.core import fields
+from apps.core.api import InputSerializer
 from apps.core.fields import MemoryTypeField
+from apps.core.pagination import PageQuerySerializer
+from apps.memories.models import (
+    ACTOR_MAX_LENGTH,
+    DETAILS_MAX_LENGTH,
+    EVENT_TYPE_MAX_LENGTH,
+    NAME_MAX_LENGTH,
+    SUMMARY_MAX_LENGTH,
+    TimeGranularity,
+)
+
+REASON_MAX_LENGTH = 1000
 
 
 class MemoryOutputSerializer(serializers.Serializer):
@@ -34,3 +48,94 @@ class EpisodicMemoryOutputSerializer(MemoryOutputSerializer):
     time_granularity = serializers.CharField()
     actor = serializers.CharField()
     event_type = serializers.CharField()
+
+
+class MemoryListFilterSerializer(PageQuerySerializer):
+    user_id = fields.CharField(max_length=255)
+    subject = fields.CharField(
+        required=False, max_length=NAME_MAX_LENGTH, help_text="A fact's name or an event's actor (case-insensitive)."
+    )
+    start = fields.DateTimeField(
+        required=False, help_text="From this time (events: when they happened; facts: last changed)."
+    )
+    end = fields.DateTimeField(required=False, help_text="Until this time.")
+    q = fields.CharField(
+        required=False, max_length=255, help_text="Text the summary, details (or a fact's name) contain."
+    )
+
+
+def _text(max_length: int, **kwargs):
+    return fields.CharField(max_length=max_length, **kwargs)
+
+
+class SemanticMemoryCreateInputSerializer(InputSerializer):
+    user_id = fields.CharField(max_length=255)
+    name = _text(NAME_MAX_LENGTH, help_text="The subject: a person, a thing, a preference.")
+    summary = _text(SUMMARY_MAX_LENGTH)
+    details = _text(DETAILS_MAX_LENGTH, required=False, allow_blank=True)
+    source = _text(255, required=False, allow_blank=True, help_text='Where it was learned, e.g. "stated by the user".')
+    reason = _text(REASON_MAX_LENGTH, required=False, allow_blank=True, help_text="Recorded in the history.")
+
+
+class EpisodicMemoryCreateInputSerializer(InputSerializer):
+    user_id = fields.CharField(max_length=255)
+    summary = _text(SUMMARY_MAX_LENGTH)
+    details = _text(DETAILS_MAX_LENGTH, required=False, allow_blank=True)
+    occurred_at = fields.DateTimeField()
+    time_granularity = fields.ChoiceField(choices=TimeGranularity.choices, required=False)
+    actor = _text(ACTOR_MAX_LENGTH, required=False, allow_blank=True)
+    event_type = _text(EVENT_TYPE_MAX_LENGTH, required=False, allow_blank=True)
+    reason = _text(REASON_MAX_LENGTH, required=False, allow_blank=True, help_text="Recorded in the history.")
+
+
+class SemanticMemoryPatchInputSerializer(InputSerializer):
+    """The fields to change; none changes nothing (and records nothing)."""
+
+    name = _text(NAME_MAX_LENGTH, required=False)
+    summary = _text(SUMMARY_MAX_LENGTH, required=False)
+    details = _text(DETAILS_MAX_LENGTH, required=False, allow_blank=True)
+    reason = _text(REASON_MAX_LENGTH, required=False, allow_blank=True, help_text="Recorded in the history.")
+
+
+class EpisodicMemoryPatchInputSerializer(InputSerializer):
+    """The fields to change; none changes nothing (and records nothing)."""
+
+    summary = _text(SUMMARY_MAX_LENGTH, required=False)
+    details = _text(DETAILS_MAX_LENGTH, required=False, allow_blank=True)
+    occurred_at = fields.DateTimeField(required=False)
+    time_granularity = fields.ChoiceField(choices=TimeGranularity.choices, required=False)
+    reason = _text(REASON_MAX_LENGTH, required=False, allow_blank=True, help_text="Recorded in the history.")
+
+
+class MemoryChangeOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    operation = serializers.ChoiceField(choices=["add", "update", "delete"])
+    actor = serializers.CharField(help_text='Who made it: "client:<id>", "extraction:…", "admin:…".')
+    reason = serializers.CharField()
+    previous_value = serializers.JSONField(allow_null=True, help_text="The memory's fields before the change.")
+    new_value = serializers.JSONField(allow_null=True, help_text="Its fields after it (null for a delete).")
+    task_id = serializers.UUIDField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class MemoryHistoryOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    memory_type = serializers.CharField()
+    changes = MemoryChangeOutputSerializer(many=True, help_text="Every change, oldest first.")
+
+
+class ConsolidateInputSerializer(InputSerializer):
+    user_id = fields.CharField(
+        max_length=255, required=False, help_text="The person whose memories to consolidate; absent: the whole scope."
+    )
+    dry_run = fields.StrictBooleanField(
+        required=False, default=False, help_text="Only report what would be merged, retired and flagged."
+    )
+
+
+class ConsolidateOutputSerializer(serializers.Serializer):
+    user_id = serializers.CharField(allow_null=True, help_text="null: every user of the scope.")
+    scope = serializers.CharField(help_text="The client's write scope, where consolidation runs.")
+    dry_run = serializers.BooleanField()
+    task_id = serializers.UUIDField(help_text="The background task: GET tasks/<id>/ for its status and result.")
+    status = serializers.CharField(help_text="The task's status.")

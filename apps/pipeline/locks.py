@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, Error, connection, connections
 
 from apps.core.timing import timed
 from apps.pipeline.registry import NotYet
@@ -77,6 +77,60 @@ def advisory_xact_lock_shared(key: str) -> None:
     with connection.cursor() as cursor:
         if not _try(cursor, "pg_try_advisory_xact_lock_shared", _lock_id(key)):
             raise LockNotAvailable(f"An erasure holds the lock {key!r}")
+
+
+# The server's TCP keepalive for a standing lock's session (ignored over a Unix socket).
+_LOCK_KEEPALIVES = (("tcp_keepalives_idle", 10), ("tcp_keepalives_interval", 5), ("tcp_keepalives_count", 3))
+
+
+class StandingLock:
+    """An advisory lock a process holds for as long as it lives, on a database connection of its own:
+    Django's connection of the thread may be closed and reopened (close_old_connections, an outage)
+    without letting the lock go. Ending the process (or losing its connection) frees it at once."""
+
+    def __init__(self, key: str, *, using: str = DEFAULT_DB_ALIAS):
+        self.key, self.using = key, using
+        self._connection = None
+
+    def acquire(self) -> bool:
+        """Takes the lock if it is free, without waiting; True while this process holds it."""
+        if self.held():
+            return True
+        self._connection = connections.create_connection(self.using)
+        try:
+            with self._connection.cursor() as cursor:
+                # A holder whose machine vanishes (no FIN) would keep the lock until the server's TCP
+                # keepalive gives up, two hours by default: this session's gives up within 25 s.
+                for setting, seconds in _LOCK_KEEPALIVES:
+                    cursor.execute(f"SET {setting} = {seconds}")
+                if _try(cursor, "pg_try_advisory_lock", _lock_id(self.key)):
+                    return True
+        except Error:  # the database is down or the connection broke
+            pass
+        self.release()
+        return False
+
+    def held(self) -> bool:
+        """Whether the lock is still this process's: its connection still answers (a session lock
+        lives exactly as long as its session)."""
+        if self._connection is None:
+            return False
+        try:
+            with self._connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+            return True
+        except Error:  # the database is down or the connection broke
+            self.release()
+            return False
+
+    def release(self) -> None:
+        """Closes the lock's connection, which ends the session and frees the lock."""
+        if self._connection is not None:
+            try:
+                self._connection.close()
+            except Error:  # the database is down or the connection broke
+                pass
+            self._connection = None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from apps.portability.services.requests import EXPIRE_EXPORTS, EXPORT_ARCHIVE, e
 
 
 @register_handler(EXPORT_ARCHIVE, requester_only=True)
-def export_archive(task) -> dict:
+def handle_export_archive(task) -> dict:
     export = ExportRequest.objects.select_related("organization").filter(pk=task.payload["export"]).first()
     if export is None:
         return {"skipped": "export request no longer exists"}
@@ -15,5 +15,5 @@ def export_archive(task) -> dict:
 
 
 @register_handler(EXPIRE_EXPORTS, priority=MemoryTask.Priority.MAINTENANCE)
-def expire_exports(task) -> dict:
+def handle_expire_exports(task) -> dict:
     return exports_expire()

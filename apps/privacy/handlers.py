@@ -1,14 +1,16 @@
 """Pipeline handlers of privacy: thin, they load by id and call a service."""
 
+from apps.conversations.routing import DELETE_SESSION
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import register_handler
 from apps.privacy.models import ErasureRequest
+from apps.privacy.services.cascade import session_purge
 from apps.privacy.services.erasure import ERASE_SUBJECT, erasure_run
 from apps.privacy.services.retention import PRUNE_RETENTION, retention_prune
 
 
 @register_handler(ERASE_SUBJECT, priority=MemoryTask.Priority.URGENT)
-def erase_subject(task) -> dict:
+def handle_erase_subject(task) -> dict:
     erasure = ErasureRequest.objects.select_related("organization").filter(pk=task.payload["erasure"]).first()
     if erasure is None:
         return {"skipped": "erasure request no longer exists"}
@@ -16,5 +18,10 @@ def erase_subject(task) -> dict:
 
 
 @register_handler(PRUNE_RETENTION, priority=MemoryTask.Priority.MAINTENANCE)
-def prune_retention(task) -> dict:
+def handle_prune_retention(task) -> dict:
     return retention_prune()
+
+
+@register_handler(DELETE_SESSION, priority=MemoryTask.Priority.URGENT)
+def handle_delete_session(task) -> dict:
+    return session_purge(session_pk=task.payload["deleted_session"])

@@ -139,7 +139,7 @@ class LintFindingAdmin(ReadOnlyAdmin):
 
 
 @admin.action(description="Compile the topic pages of the selected users (in the background)")
-def compile_topics(modeladmin, request, queryset):
+def compile_topics_now(modeladmin, request, queryset):
     tasks = [
         topics_compile_request(organization=user.organization, end_user=user)
         for user in queryset.select_related("organization")
@@ -152,4 +152,4 @@ def compile_topics(modeladmin, request, queryset):
 
 
 # The tenancy admin stays unaware of compiled memory: its end users get this action here.
-register_admin_action("tenancy.EndUser", compile_topics)
+register_admin_action("tenancy.EndUser", compile_topics_now)

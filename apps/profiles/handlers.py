@@ -27,7 +27,7 @@ def owner_locks(work) -> list[str]:
 
 
 @register_handler(PROJECT_ENTITIES, priority=MemoryTask.Priority.LEARN)
-def project_entities(task) -> dict:
+def handle_project_entities(task) -> dict:
     session = Session.objects.select_related("organization", "end_user").filter(pk=task.payload["session"]).first()
     if session is None:
         return {"skipped": "session no longer exists"}
@@ -59,7 +59,7 @@ def _yield_to_projections(task, *, organization_id, end_user_id) -> None:
 
 
 @register_handler(COMPILE_PROFILE)
-def compile_profile(task) -> dict:
+def handle_compile_profile(task) -> dict:
     entity = Entity.objects.select_related("organization").filter(pk=task.payload["entity"]).first()
     if entity is None:
         return {"skipped": "entity no longer exists"}
@@ -71,12 +71,12 @@ def compile_profile(task) -> dict:
 
 
 @register_handler(LINT_PROFILES, priority=MemoryTask.Priority.MAINTENANCE)
-def lint_profiles(task) -> dict:
+def handle_lint_profiles(task) -> dict:
     return profiles_lint(organization_id=task.payload.get("organization"), task=task)
 
 
 @register_handler(COMPILE_TOPICS)
-def compile_topics(task) -> dict:
+def handle_compile_topics(task) -> dict:
     """The result (scopes, owners, pages created/updated/unchanged/archived, noise, tokens, seconds)
     is the task's result."""
     organization = Organization.objects.filter(pk=task.payload["organization"]).first()

@@ -11,18 +11,21 @@ from apps.core.operations import (
 )
 from apps.core.pagination import Page, paginate
 from apps.core.replicas import read_on_replica
+from apps.profiles.models import LintFinding
 from apps.profiles.selectors import entity_list, profile_detail_queryset, profile_list, write_scope_users
 from apps.profiles.serializers import (
     EntityListFilterSerializer,
     EntityOutputSerializer,
+    LintFindingOutputSerializer,
     LintOutputSerializer,
     ProfileDetailOutputSerializer,
+    ProfileFindingsOutputSerializer,
     ProfileListFilterSerializer,
     ProfileOutputSerializer,
     TopicCompileInputSerializer,
     TopicCompileOutputSerializer,
 )
-from apps.profiles.services.entities import topics_compile_request
+from apps.profiles.services.entities import entity_delete, profile_delete, topics_compile_request
 from apps.profiles.services.lint import profiles_lint
 
 
@@ -38,11 +41,38 @@ def list_profiles(*, client, query) -> Page:
     )
 
 
+def _profile(client, profile_id: str):
+    check_ids(profile_id=profile_id)
+    return get_or_404(profile_detail_queryset(reader=client.reader), pk=profile_id)
+
+
 @operation()
 def get_profile(*, client, profile_id: str) -> dict:
     """Read a profile with its revisions and the sources each cites."""
-    check_ids(profile_id=profile_id)
-    return ProfileDetailOutputSerializer(get_or_404(profile_detail_queryset(reader=client.reader), pk=profile_id)).data
+    return ProfileDetailOutputSerializer(_profile(client, profile_id)).data
+
+
+@operation(access=Access.WRITE)
+def delete_profile(*, client, profile_id: str) -> None:
+    """Delete a compiled profile page with its revisions and sources.
+
+    Its entity stays: new mentions compile a new page."""
+    profile = _profile(client, profile_id)
+    require_write_access(client, profile)
+    profile_delete(profile=profile)
+
+
+@operation()
+def get_profile_findings(*, client, profile_id: str) -> dict:
+    """What lint found about a profile page (stale, orphan, contradiction)."""
+    profile = _profile(client, profile_id)
+    findings = LintFinding.objects.filter(profile=profile).order_by("status", "-created_at", "id")
+    return ProfileFindingsOutputSerializer(
+        {
+            "profile_id": profile.pk,
+            "findings": LintFindingOutputSerializer(findings, many=True).data,
+        }
+    ).data
 
 
 @operation()
@@ -51,6 +81,15 @@ def list_entities(*, client, query) -> Page:
     filters = validated(EntityListFilterSerializer, query)
     entities = entity_list(reader=client.reader, filters=filters)
     return paginate(entities, filters=filters, serializer_class=EntityOutputSerializer)
+
+
+@operation(access=Access.WRITE)
+def delete_entity(*, client, entity_id: str) -> None:
+    """Delete an entity with its mentions, edges and page."""
+    check_ids(entity_id=entity_id)
+    entity = get_or_404(entity_list(reader=client.reader), pk=entity_id)
+    require_write_access(client, entity)
+    entity_delete(entity=entity)
 
 
 @operation(access=Access.WRITE)
@@ -84,7 +123,6 @@ def lint_profile(*, client, profile_id: str) -> dict:
     Stale (some items it quotes are gone: a recompile is queued), orphan (all are gone: the page is
     archived) and, with an LLM and PROFILE_LINT_CONTRADICTIONS on, contradictions with the owner's
     other pages. Returns what this pass found and every open finding of the page."""
-    check_ids(profile_id=profile_id)
-    profile = get_or_404(profile_detail_queryset(reader=client.reader), pk=profile_id)
+    profile = _profile(client, profile_id)
     require_write_access(client, profile)
     return LintOutputSerializer(profiles_lint(profile=profile)).data

@@ -3,7 +3,7 @@
 from django.db.models import Prefetch, Q
 
 from apps.conversations.models import Session
-from apps.profiles.models import Edge, Entity, Profile, ProfileRevision
+from apps.profiles.models import Edge, Entity, Mention, Profile, ProfileRevision
 from apps.tenancy.models import EndUser
 from apps.tenancy.readers import Reader
 
@@ -60,3 +60,11 @@ def write_scope_users(*, client):
     """Users with a session in the client's write scope: those whose topics it may compile."""
     sessions = Session.objects.filter(organization=client.organization, scope=client.write_scope)
     return EndUser.objects.filter(organization=client.organization, pk__in=sessions.values("end_user_id"))
+
+
+def session_projected_into(session) -> str:
+    """Registered with apps.conversations' learned-from checks: why the session counts as learned from
+    by compiled memory ("" if it does not)."""
+    if Mention.objects.filter(session_id=session.pk).exists():
+        return "entities were projected from it"
+    return ""

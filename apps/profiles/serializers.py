@@ -131,3 +131,20 @@ class LintOutputSerializer(serializers.Serializer):
     recompiles = serializers.IntegerField(help_text="Recompiles this pass queued.")
     issues = LintIssueSerializer(many=True, help_text="Every open finding of the page after the pass.")
     issues_total = serializers.IntegerField()
+
+
+class LintFindingOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    kind = serializers.ChoiceField(choices=["stale", "orphan", "contradiction"])
+    severity = serializers.ChoiceField(choices=["info", "warning", "error"])
+    status = serializers.ChoiceField(choices=["open", "resolved"])
+    detail = serializers.CharField()
+    peer_id = serializers.UUIDField(allow_null=True, help_text="The other page of a contradiction.")
+    resolved_by = serializers.CharField()
+    resolved_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class ProfileFindingsOutputSerializer(serializers.Serializer):
+    profile_id = serializers.UUIDField()
+    findings = LintFindingOutputSerializer(many=True, help_text="Open findings first, newest first.")

@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from apps.core.adapters import list_view
+from apps.core.adapters import delete_view, list_view
 from apps.core.api import ClientAPIView, serves
 from apps.profiles import operations
 from apps.profiles.serializers import (
@@ -12,6 +12,7 @@ from apps.profiles.serializers import (
     EntityOutputSerializer,
     LintOutputSerializer,
     ProfileDetailOutputSerializer,
+    ProfileFindingsOutputSerializer,
     ProfileListFilterSerializer,
     ProfileOutputSerializer,
     TopicCompileInputSerializer,
@@ -30,6 +31,9 @@ EntityListView = list_view(
     output=EntityOutputSerializer,
     example="GET /api/v1/entities/?user_id=alice&kind=person",
 )
+EntityDetailView = delete_view(
+    operations.delete_entity, example="DELETE /api/v1/entities/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/"
+)
 
 
 class ProfileDetailView(ClientAPIView):
@@ -37,6 +41,21 @@ class ProfileDetailView(ClientAPIView):
     @serves(operations.get_profile, example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
     def get(self, request, profile_id):
         return Response(operations.get_profile(client=self.client, profile_id=profile_id))
+
+    @extend_schema(responses={204: None})
+    @serves(operations.delete_profile, example="DELETE /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
+    def delete(self, request, profile_id):
+        operations.delete_profile(client=self.client, profile_id=profile_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ProfileFindingsView(ClientAPIView):
+    @extend_schema(responses=ProfileFindingsOutputSerializer)
+    @serves(
+        operations.get_profile_findings, example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/findings"
+    )
+    def get(self, request, profile_id):
+        return Response(operations.get_profile_findings(client=self.client, profile_id=profile_id))
 
 
 class TopicCompileView(ClientAPIView):

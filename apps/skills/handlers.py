@@ -11,7 +11,7 @@ from apps.skills.services.review import skills_review_effectiveness
 
 
 @register_handler(DISTILL_SESSION, priority=MemoryTask.Priority.LEARN)
-def distill_session(task) -> dict:
+def handle_distill_session(task) -> dict:
     session = Session.objects.select_related("organization").filter(pk=task.payload["session"]).first()
     if session is None:
         return {"skipped": "session no longer exists", "experiences": 0}
@@ -25,7 +25,7 @@ def distill_session(task) -> dict:
 
 
 @register_handler(EVOLVE_SKILLS, priority=MemoryTask.Priority.URGENT)
-def evolve_skills(task) -> dict:
+def handle_evolve_skills(task) -> dict:
     organization, scope = task.organization, task.payload["scope"]
     result = skills_evolve_locked(organization=organization, scope=scope, task=task)
     # More experiences wait and this run made progress: continue in a follow-up task.

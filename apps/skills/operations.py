@@ -15,7 +15,9 @@ from apps.core.operations import (
 from apps.core.pagination import Page, paginate
 from apps.core.replicas import read_on_replica
 from apps.skills import selectors
+from apps.skills.changes import cascade_experience_delete
 from apps.skills.effectiveness import skill_effectiveness
+from apps.skills.models import SkillExperience
 from apps.skills.serializers import (
     DistillOutputSerializer,
     ExperienceListFilterSerializer,
@@ -159,6 +161,17 @@ def list_experiences(*, client, query) -> Page:
             serializer_class=ExperienceOutputSerializer,
         ),
     )
+
+
+@operation(access=Access.WRITE)
+def delete_experience(*, client, experience_id: str) -> None:
+    """Delete a skill experience.
+
+    A skill evolved from it alone goes too; one with other sources is scrubbed and returned to review."""
+    check_ids(experience_id=experience_id)
+    experience = get_or_404(client.reader.rows(SkillExperience).select_related("organization"), pk=experience_id)
+    require_write_access(client, experience)
+    cascade_experience_delete(experience=experience)
 
 
 @operation(access=Access.WRITE)

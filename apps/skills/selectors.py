@@ -107,3 +107,11 @@ def feedback_session(*, reader: Reader, skill: Skill, user_id: str, session_id: 
             if session.scope == scope:
                 return session
     return sessions[0] if len(sessions) == 1 else None
+
+
+def session_distilled_into(session) -> str:
+    """Registered with apps.conversations' learned-from checks: why the session counts as learned from
+    by skills ("" if it does not)."""
+    if SkillExperience.objects.filter(session_id=session.pk).exists():
+        return "skill experiences were distilled from it"
+    return ""

@@ -100,6 +100,9 @@ ExperienceListView = list_view(
     output=ExperienceOutputSerializer,
     example="GET /api/v1/experiences/?experience_type=worth_avoiding&limit=20",
 )
+ExperienceDetailView = delete_view(
+    operations.delete_experience, example="DELETE /api/v1/experiences/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/"
+)
 
 
 class SessionDistillView(ClientAPIView):

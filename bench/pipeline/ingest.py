@@ -20,10 +20,9 @@ from bench.data import load
 CONCURRENCY = 4
 
 
-def _floor(client, trajectories) -> tuple[float, int]:
-    """Seconds to write the same turns with executemany (sessions created beforehand)."""
-    from django.db import connection
-
+def floor_rows(client, trajectories) -> tuple[str, list[tuple]]:
+    """The floor's statement and rows: the same turns as plain tuples for one `executemany` (their
+    sessions created here, beforehand)."""
     from apps.conversations.models import Message, Session
     from apps.conversations.turns import normalise_messages
     from apps.tenancy.services import end_user_get_or_create
@@ -71,6 +70,14 @@ def _floor(client, trajectories) -> tuple[float, int]:
         " name, content, tool_calls, tool_call_id, metadata, truncated, occurred_at, created_by_id, embedding_model,"
         " context) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     )
+    return sql, rows
+
+
+def _floor(client, trajectories) -> tuple[float, int]:
+    """Seconds to write the same turns with executemany (sessions created beforehand)."""
+    from django.db import connection
+
+    sql, rows = floor_rows(client, trajectories)
     with Stopwatch() as watch, connection.cursor() as cursor:
         cursor.executemany(sql, rows)
     return watch.seconds, len(rows)

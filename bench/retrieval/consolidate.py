@@ -156,10 +156,10 @@ def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
     from django.conf import settings
     from django.test import override_settings
 
-    from apps.agent.consolidate import memories_consolidate
     from apps.conversations.models import Message, Session
     from apps.conversations.routing import EMBED_MESSAGES
     from apps.memories.models import EpisodicMemory, SemanticMemory
+    from apps.memories.services.consolidate import memories_consolidate
     from apps.memories.services.memories import EPISODIC, SEMANTIC, memory_create, memory_embed
     from apps.pipeline.models import MemoryTask
     from apps.tenancy.models import EndUser, Organization

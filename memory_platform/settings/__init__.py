@@ -65,7 +65,7 @@ INSTALLED_APPS = [
     "apps.privacy",
     "apps.profiles",
     "apps.portability",
-    "apps.agent",
+    "apps.context",
     "apps.mcp_server",
     "memory_platform",
 ]
@@ -282,7 +282,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_PATCH": False,
     # The memory types the context uses, named once (search's `memory_types` is another set).
     "ENUM_NAME_OVERRIDES": {
-        "ContextMemoryTypeEnum": "apps.agent.context.CONTEXT_TYPES",
+        "ContextMemoryTypeEnum": "apps.context.assembly.CONTEXT_TYPES",
         "TimeWindowModeEnum": "apps.search.engine.TIME_WINDOW_MODES",
         # The constant `memory_type` of each type's output (apps.core.fields.MemoryTypeField).
         **{
@@ -305,6 +305,9 @@ SPECTACULAR_SETTINGS = {
 REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default=REDIS_URL)
 RATE_LIMIT_REDIS_URL = env("RATE_LIMIT_REDIS_URL", default=REDIS_URL)
+# Any of the Redis URLs may name Sentinels (`sentinel://host:26379/0;sentinel://host2:26379/0`, the form
+# Celery reads): they are asked for the primary of this name, and again after a failover.
+REDIS_SENTINEL_MASTER = env("REDIS_SENTINEL_MASTER", default="")
 # A rate-limit count waits at most this long for Redis; unreachable, limits are off for RATE_LIMIT_RETRY_SECONDS.
 RATE_LIMIT_TIMEOUT_SECONDS = env.float("RATE_LIMIT_TIMEOUT_SECONDS", default=0.25)
 RATE_LIMIT_RETRY_SECONDS = env.float("RATE_LIMIT_RETRY_SECONDS", default=10.0)
@@ -333,6 +336,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_timeout": BROKER_SOCKET_TIMEOUT_SECONDS,
     "socket_connect_timeout": BROKER_CONNECT_TIMEOUT_SECONDS,
 }
+if CELERY_BROKER_URL.startswith("sentinel://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS["master_name"] = REDIS_SENTINEL_MASTER
+if CELERY_RESULT_BACKEND.startswith("sentinel://"):
+    CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"master_name": REDIS_SENTINEL_MASTER}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Celery's Django fix-up closes the database connection around every task unless told to
 # reuse it; reopening one per task halves pipeline throughput (bench/pipeline/tasks.py).
@@ -460,7 +467,7 @@ QUERY_DECOMPOSE_TIMEOUT_SECONDS = env.float("QUERY_DECOMPOSE_TIMEOUT_SECONDS", d
 # A time named in a search's query ("last May", "in 2022") (apps.search.engine): filter | boost | off.
 SEARCH_TIME_WINDOW = env("SEARCH_TIME_WINDOW", default="boost")
 
-# The agent's context (apps.agent, POST memory/context): the largest `max_tokens` a caller may ask
+# The agent's context (apps.context, POST memory/context): the largest `max_tokens` a caller may ask
 # for, and how many ranked candidates one request considers to fill its block.
 CONTEXT_MAX_TOKENS = env.int("CONTEXT_MAX_TOKENS", default=8000)
 CONTEXT_CANDIDATES = env.int("CONTEXT_CANDIDATES", default=40)

@@ -1,6 +1,6 @@
 import pytest
 
-from apps.conversations.handlers import embed_messages
+from apps.conversations.handlers import handle_embed_messages
 from apps.conversations.models import Message, Session
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
@@ -16,7 +16,7 @@ def test_embed_messages_fills_vectors_with_the_model_name_and_is_idempotent(clie
     assert task.result == {"embedded": 2, "contexts": 2, "dated": 0, "model": "hash-384"}
     vectors = list(Message.objects.values_list("embedding", "embedding_model"))
     assert all(vector is not None and len(vector) == 384 and model == "hash-384" for vector, model in vectors)
-    assert embed_messages(task) == {
+    assert handle_embed_messages(task) == {
         "embedded": 0,
         "contexts": 0,
         "dated": 0,

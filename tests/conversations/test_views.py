@@ -1,8 +1,10 @@
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 
 from apps.conversations.models import IngestRequest, Message, Session
 from apps.pipeline.models import MemoryTask
+from apps.pipeline.services import task_execute
 from tests.conftest import api_for
 from tests.factories import ClientFactory
 from tests.fixtures import tau_trajectories
@@ -309,3 +311,25 @@ def test_session_list_query_count_is_bounded(api, django_assert_max_num_queries)
         add(api, session_id=f"s{number}", user_id=f"u{number}")
     with django_assert_max_num_queries(5):
         assert api.get("/api/v1/sessions/?limit=100").json()["count"] == 20
+
+
+def test_a_session_being_deleted_refuses_new_turns_until_its_purge_has_run(api):
+    """New turns added between a session's accepted DELETE and its purge would be purged with it:
+    they are refused with a 409 that says what to do, and the id is free again once the purge ran."""
+    add(api, session_id="gone", user_id="alice", messages=[{"role": "user", "content": "first"}])
+    assert api.delete("/api/v1/sessions/gone/?user_id=alice").status_code == 202
+
+    refused = api.post(
+        "/api/v1/memory/add",
+        {"user_id": "alice", "session_id": "gone", "messages": [{"role": "user", "content": "second"}]},
+        format="json",
+    )
+    assert refused.status_code == 409, refused.content
+    assert "'gone' is being deleted" in refused.json()["error"]["message"]
+    assert list(Message.objects.filter(session__session_id="gone").values_list("content", flat=True)) == ["first"]
+
+    for task in MemoryTask.objects.filter(task_type="delete_session"):
+        MemoryTask.objects.filter(pk=task.pk).update(run_after=timezone.now())
+        task_execute(task_id=task.pk, worker="test")
+    add(api, session_id="gone", user_id="alice", messages=[{"role": "user", "content": "again"}])
+    assert list(Message.objects.filter(session__session_id="gone").values_list("content", flat=True)) == ["again"]

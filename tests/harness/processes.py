@@ -63,9 +63,10 @@ class RedisServer:
     """A throwaway redis-server; stop and start it again on the same port. Without `data_dir` it keeps
     nothing; with one, `snapshot()` writes an RDB file there that the next start loads."""
 
-    def __init__(self, port: int | None = None, data_dir: Path | None = None):
+    def __init__(self, port: int | None = None, data_dir: Path | None = None, extra_args: tuple = ()):
         self.port = port or free_port()
         self.data_dir = data_dir
+        self.extra_args = extra_args
         self.process: subprocess.Popen | None = None
 
     @property
@@ -90,6 +91,7 @@ class RedisServer:
                 "--appendonly",
                 "no",
                 *persistence,
+                *self.extra_args,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -153,6 +155,118 @@ class RedisServer:
             self.process = None
 
 
+class SentinelGroup:
+    """A Redis primary, a replica of it and `sentinels` Redis Sentinels watching them, all on private
+    ports (the machine's Redis is never touched). `url` is the Sentinel URL the platform reads
+    (with REDIS_SENTINEL_MASTER=`master_name`); `kill_primary()` SIGKILLs whichever server is the
+    primary now, and the Sentinels promote the other after `down_after_ms`."""
+
+    master_name = "platform"
+
+    def __init__(self, work_dir: Path, *, sentinels: int = 3, down_after_ms: int = 1000):
+        self.work_dir = work_dir
+        self.down_after_ms = down_after_ms
+        # Each server in a folder of its own: a full sync writes an RDB file in the primary's folder.
+        (work_dir / "primary").mkdir(exist_ok=True)
+        (work_dir / "replica").mkdir(exist_ok=True)
+        self.primary = RedisServer(data_dir=work_dir / "primary")
+        self.replica = RedisServer(
+            data_dir=work_dir / "replica", extra_args=("--replicaof", "127.0.0.1", str(self.primary.port))
+        )
+        self.sentinel_ports = [free_port() for _ in range(sentinels)]
+        self.sentinels: list[subprocess.Popen] = []
+
+    @property
+    def url(self) -> str:
+        return ";".join(f"sentinel://127.0.0.1:{port}/0" for port in self.sentinel_ports)
+
+    def start(self) -> "SentinelGroup":
+        executable = shutil.which("redis-server") or "/usr/bin/redis-server"
+        try:
+            self.primary.start()
+            self.replica.start()
+            wait_for(self._replicating, timeout=20, interval=0.1, message="the replica to sync with the primary")
+            quorum = len(self.sentinel_ports) // 2 + 1
+            for port in self.sentinel_ports:
+                config = self.work_dir / f"sentinel-{port}.conf"
+                # Sentinel rewrites its configuration file as it learns: it must be its own and writable.
+                config.write_text(
+                    f"port {port}\nbind 127.0.0.1\ndir {self.work_dir}\n"
+                    f"sentinel monitor {self.master_name} 127.0.0.1 {self.primary.port} {quorum}\n"
+                    f"sentinel down-after-milliseconds {self.master_name} {self.down_after_ms}\n"
+                    f"sentinel failover-timeout {self.master_name} 10000\n"
+                    f"sentinel parallel-syncs {self.master_name} 1\n"
+                )
+                self.sentinels.append(
+                    subprocess.Popen(
+                        [executable, str(config), "--sentinel"],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        start_new_session=True,
+                        preexec_fn=_die_with_parent,
+                    )
+                )
+            wait_for(
+                self._watching, timeout=30, interval=0.2, message="the Sentinels to know the replica and each other"
+            )
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _sentinel(self, port: int) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1, socket_timeout=2)
+
+    def _replicating(self) -> bool:
+        info = self.replica.client().info("replication")
+        return info.get("master_link_status") == "up"
+
+    def _monitored(self, port: int) -> dict | None:
+        """What a Sentinel says of the primary (INFO sentinel: address, status, replica and Sentinel
+        counts), or None when it does not answer."""
+        client = self._sentinel(port)
+        try:
+            masters = client.info("sentinel")
+        except redis.RedisError:
+            return None
+        finally:
+            client.close()
+        return next((value for key, value in masters.items() if key.startswith("master")), None)
+
+    def _watching(self) -> bool:
+        for port in self.sentinel_ports:
+            master = self._monitored(port)
+            if not master or master["status"] != "ok" or master["slaves"] < 1:
+                return False
+            if master["sentinels"] < len(self.sentinel_ports):
+                return False
+        return True
+
+    def primary_port(self) -> int | None:
+        """The primary's port as the first Sentinel that answers reports it."""
+        for port in self.sentinel_ports:
+            master = self._monitored(port)
+            if master:
+                return int(str(master["address"]).rsplit(":", 1)[1])
+        return None
+
+    def kill_primary(self) -> int:
+        """SIGKILLs the current primary; returns its port."""
+        port = self.primary_port()
+        server = self.primary if port == self.primary.port else self.replica
+        server.stop()
+        return port
+
+    def stop(self) -> None:
+        for sentinel in self.sentinels:
+            if sentinel.poll() is None:
+                sentinel.kill()
+            sentinel.wait()
+        self.sentinels = []
+        self.replica.stop()
+        self.primary.stop()
+
+
 def reset_broker_connections(app) -> None:
     """Drops the app's pooled broker connections so the next publish connects to conf.broker_url."""
     if app._pool is not None:
@@ -171,15 +285,21 @@ def reset_broker_connections(app) -> None:
 
 
 @contextmanager
-def celery_broker(url: str):
+def celery_broker(url: str, *, master_name: str | None = None):
     """Points this process's Celery app at `url` for the block (broker_url is read once at import;
-    an exported CELERY_BROKER_URL would win over the configuration, so it is switched too)."""
+    an exported CELERY_BROKER_URL would win over the configuration, so it is switched too); for a
+    Sentinel URL, `master_name` is the primary they watch."""
     from memory_platform.celery import app
 
     # Celery 5.6 resolves the read and write URLs from broker_url once, at configuration: switch all three.
     keys = ("broker_url", "broker_read_url", "broker_write_url")
     previous, previous_env = {key: app.conf[key] for key in keys}, os.environ.get("CELERY_BROKER_URL")
     app.conf.update(dict.fromkeys(keys, url))
+    # The Django setting CELERY_BROKER_TRANSPORT_OPTIONS wins over app.conf: its dict is changed in place.
+    options = app.conf.broker_transport_options
+    previous_master = options.get("master_name")
+    if master_name is not None:
+        options["master_name"] = master_name
     if previous_env is not None:
         os.environ["CELERY_BROKER_URL"] = url
     reset_broker_connections(app)
@@ -188,6 +308,10 @@ def celery_broker(url: str):
     finally:
         reset_broker_connections(app)
         app.conf.update(previous)
+        if previous_master is None:
+            options.pop("master_name", None)
+        else:
+            options["master_name"] = previous_master
         if previous_env is not None:
             os.environ["CELERY_BROKER_URL"] = previous_env
 
@@ -305,6 +429,75 @@ class CeleryWorker:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class CeleryBeat:
+    """`celery -A memory_platform beat` in its own session, on a given broker and database."""
+
+    def __init__(self, *, broker_url: str, settings_dict: dict, log_path: Path, env: dict | None = None):
+        self.log_path = log_path
+        self.command = [sys.executable, "-m", "celery", "-A", "memory_platform", "beat", "--loglevel=INFO"]
+        self.env = dict(os.environ)
+        self.env.update(
+            DJANGO_SETTINGS_MODULE="memory_platform.settings",
+            REDIS_URL=broker_url,
+            CELERY_BROKER_URL=broker_url,
+            CELERY_RESULT_BACKEND=broker_url,
+            DATABASE_URL=database_url(settings_dict),
+            EMBEDDED_POSTGRES_ATTACH="1",
+            PYTHONPATH=str(BASE_DIR),
+        )
+        self.env.update(env or {})
+        self.process: subprocess.Popen | None = None
+        self._log = None
+
+    def start(self, *, ready: str = "beat: Starting", timeout: float = 30) -> "CeleryBeat":
+        """Starts beat and waits for `ready` in its log."""
+        self._log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            self.command,
+            cwd=BASE_DIR,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        try:
+            self.wait_for_log(ready, timeout=timeout)
+        except BaseException:
+            self.kill()
+            raise
+        return self
+
+    def wait_for_log(self, text: str, *, timeout: float) -> None:
+        def logged() -> bool:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"beat exited with {self.process.returncode}; log:\n{self.log()}")
+            return text in self.log()
+
+        wait_for(logged, timeout=timeout, interval=0.1, message=f"{text!r} in {self.log_path}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL, as when a machine or container dies: its database session ends with it."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self._reap()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            _terminate(self.process, grace=10)
+        self._reap()
+
+    def _reap(self) -> None:
+        if self.process is not None:
+            self.process.wait()
         if self._log is not None:
             self._log.close()
             self._log = None

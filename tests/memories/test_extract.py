@@ -110,14 +110,18 @@ def test_a_task_session_never_gets_an_extraction_task(client_a, add_messages):
 
 
 def test_an_extraction_task_for_a_task_session_is_skipped_and_learns_nothing(client_a, add_messages, rules):
-    from apps.memories.handlers import extract_memories
+    from apps.memories.handlers import handle_extract_memories
 
     add_messages(client_a, user_id="caroline", session_id="t1", messages=TURNS, session_tag="task")
     session = Session.objects.get(session_id="t1")
-    result = extract_memories(MemoryTask(payload={"session": str(session.pk)}, organization=client_a.organization))
+    result = handle_extract_memories(
+        MemoryTask(payload={"session": str(session.pk)}, organization=client_a.organization)
+    )
     assert "task session is not extracted" in result["skipped"]
     assert not Message.objects.filter(session=session, learned_at__isnull=False).exists()
-    gone = extract_memories(MemoryTask(payload={"session": str(uuid.uuid4())}, organization=client_a.organization))
+    gone = handle_extract_memories(
+        MemoryTask(payload={"session": str(uuid.uuid4())}, organization=client_a.organization)
+    )
     assert gone["skipped"] == "session no longer exists"
 
 
@@ -158,7 +162,7 @@ def test_rules_mode_stores_resolved_dates_in_the_metadata_and_creates_no_memorie
 
 
 def test_only_new_turns_are_extracted_and_a_rerun_does_nothing(client_a, add_messages, rules):
-    from apps.memories.handlers import extract_memories
+    from apps.memories.handlers import handle_extract_memories
 
     session = converse(client_a, add_messages)
     run_extraction(session)
@@ -174,7 +178,7 @@ def test_only_new_turns_are_extracted_and_a_rerun_does_nothing(client_a, add_mes
     task = run_extraction(session)
     assert (task.result["turns"], task.result["dates_resolved"]) == (2, 1)
     assert messages_of(session)[3].metadata["resolved_date"] == "2023-05-30"
-    assert extract_memories(task)["turns"] == 0
+    assert handle_extract_memories(task)["turns"] == 0
 
 
 def test_resolved_dates_become_keyword_searchable_whichever_handler_runs_first(client_a, add_messages, rules):

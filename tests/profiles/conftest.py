@@ -3,6 +3,9 @@ from django.utils import timezone
 
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
+from apps.profiles.models import Entity
+from apps.profiles.services.compile import profile_compile
+from apps.profiles.services.entities import session_project
 from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 from tests.profiles.makers import conversation_messages
 
@@ -41,3 +44,12 @@ def conversation(client_a, add_messages):
     from apps.conversations.models import Session
 
     return Session.objects.select_related("organization", "end_user").get(session_id="chat-1")
+
+
+@pytest.fixture
+def pages(conversation, rules):
+    """Caroline's conversation projected and every page compiled, offline."""
+    session_project(session=conversation)
+    for entity in Entity.objects.all():
+        profile_compile(entity=entity)
+    return {entity.name: entity.profile for entity in Entity.objects.select_related("profile")}

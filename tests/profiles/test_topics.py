@@ -374,7 +374,7 @@ def test_the_command_compiles_and_prints_the_result(chat, client_a):
 
 def test_the_admin_action_queues_a_compile_per_selected_user(chat, admin_client):
     response = admin_client.post(
-        "/admin/tenancy/enduser/", {"action": "compile_topics", "_selected_action": [str(chat.end_user_id)]}
+        "/admin/tenancy/enduser/", {"action": "compile_topics_now", "_selected_action": [str(chat.end_user_id)]}
     )
 
     assert response.status_code == 302

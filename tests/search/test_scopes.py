@@ -2,7 +2,7 @@
 
 import pytest
 
-from apps.agent.context import CONTEXT_TYPES, context_build
+from apps.context.assembly import CONTEXT_TYPES, context_build
 from apps.search.engine import search
 from apps.search.registry import METHODS, SOURCES
 from tests.factories import ClientFactory

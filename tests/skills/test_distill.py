@@ -98,9 +98,9 @@ def test_the_handler_stores_experiences_marks_the_session_and_queues_evolution(c
 
     # Idempotent: a second run stores nothing more.
     again = MemoryTask(pk=task.pk, payload=task.payload, organization=task.organization)
-    from apps.skills.handlers import distill_session
+    from apps.skills.handlers import handle_distill_session
 
-    assert distill_session(again)["skipped"] == "already distilled"
+    assert handle_distill_session(again)["skipped"] == "already distilled"
     assert SkillExperience.objects.count() == len(experiences)
 
 

@@ -25,7 +25,7 @@ import re
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import lru_cache
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -34,6 +34,7 @@ from django.db.models import Field
 
 from apps.conversations.models import SESSION_ID_PATTERN
 from apps.conversations.turns import cut
+from apps.core.bulk import preparer
 from apps.core.validation import InputError
 from apps.memories.models import DETAILS_MAX_LENGTH, SUMMARY_MAX_LENGTH
 from apps.portability import kinds as k
@@ -46,38 +47,6 @@ from apps.skills.services.lessons import CONTENT_MAX_CHARS
 from apps.tenancy.models import SCOPE_PATTERN, Client, EndUser, Organization
 
 logger = logging.getLogger(__name__)
-
-
-# Fields whose cleaned value (a str, number, bool or UUID) is what the database is sent: the rest (JSON,
-# times, vectors, arrays) go through the field's own get_db_prep_save, as a model's save would.
-_SENT_AS_CLEANED = frozenset(
-    (
-        "CharField",
-        "SlugField",
-        "TextField",
-        "BooleanField",
-        "IntegerField",
-        "PositiveIntegerField",
-        "PositiveSmallIntegerField",
-        "BigIntegerField",
-        "SmallIntegerField",
-        "FloatField",
-        "UUIDField",
-        "ForeignKey",
-        "OneToOneField",
-    )
-)
-
-
-def _preparer(field: Field):
-    """What turns the field's cleaned value into what the database is sent; None: the value itself."""
-    internal_type = field.get_internal_type()
-    if internal_type in _SENT_AS_CLEANED:
-        return None
-    prepare = partial(field.get_db_prep_save, connection=connection)
-    if internal_type == "DateTimeField":  # an aware time is sent as it is; the field makes a naive one aware
-        return lambda value: value if value is None or value.tzinfo is not None else prepare(value)
-    return prepare
 
 
 # The API's limits on texts a person or a model writes (a longer one is refused, naming the row).
@@ -123,7 +92,7 @@ class _Table:
                 if f.attname in columns and not (f.is_relation or f.primary_key or f.name == "embedding")
             ),
             written=written,
-            prepared=tuple(_preparer(f) for f in written),
+            prepared=tuple(preparer(f) for f in written),
             has_organization=any(f.name == "organization" for f in fields),
         )
 

@@ -1,19 +1,20 @@
 """What follows when a caller deletes or edits something the platform learned from or compiled,
 in one place. The rules are erasure's (the steps of apps.privacy.services.purge and the lint of
-compiled pages), applied to a smaller selection than a user or a client:
+compiled pages), applied to a smaller selection than a user or a client. The apps owning the
+endpoints reach these through the hooks apps.privacy registers from its ready()
+(apps.memories.changes, apps.skills.changes, the DELETE_SESSION handler):
 
 - a memory deleted: `memory_delete`, the provenance cascade of that one memory (and of the memories
   consolidation merged with it) under its owner's work locks: mentions, page sources and revisions
   quoting it go, the pages are cleared and recompiled, entities only it named go; then
-  `items_removed` lints the organisation's pages, as erasure does when it finishes;
+  `items_removed` lints the organisation's pages, as erasure does when it finishes, and
+  `copies_forget` runs;
 - a memory edited: `memory_edited` projects again the sessions it was learned from (its mentions
   follow its new text) and marks every page quoting it stale, to be recompiled;
-- a session deleted: `session_delete_request` queues `session_purge`, which runs the provenance
-  cascade (apps.privacy.services.provenance.session_delete) over the session's turns under the
-  locks erasure takes for its owner;
+- a session deleted: apps.conversations queues DELETE_SESSION, whose handler runs `session_purge`:
+  the provenance cascade (apps.privacy.services.provenance.session_delete) over the session's turns
+  under the locks erasure takes for its owner;
 - an experience deleted: `experience_delete`, erasure's skill step for that one experience;
-- a page or an entity deleted: `profile_delete`, `entity_delete` (their revisions, sources,
-  findings, mentions and edges go with them);
 - a session, a turn or a memory deleted: `copies_forget` runs the steps apps above privacy
   registered for copies they keep outside the tables (export archives waiting for download).
 """
@@ -25,13 +26,11 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.postgres.expressions import ArraySubquery
-from django.db import transaction
 from django.db.models import QuerySet
 
 from apps.conversations.models import Message, Session
-from apps.conversations.routing import DELETE_SESSION, projection_enqueue, session_delete_key
+from apps.conversations.routing import projection_enqueue
 from apps.pipeline.locks import WorkOf, advisory_lock, advisory_locks, work_lock_keys
-from apps.pipeline.services import enqueue
 from apps.privacy.services.provenance import (
     Derived,
     forget_skills,
@@ -110,11 +109,14 @@ def copies_forget(*, organization, user_id: str, scope: str) -> dict:
 def memory_delete(*, memory, actor: str) -> dict:
     """DELETE memory/<episodic|semantic>/<id> and MCP delete_memory: provenance.memory_forget under the
     owner's work locks (those erasure takes), waited for at most DELETE_WAIT_SECONDS (LockNotAvailable
-    after: the caller answers 409). Then the organisation's pages are linted, as after an erasure."""
+    after: the caller answers 409). Then the organisation's pages are linted, as after an erasure, and
+    the copies kept outside the tables of the owner's rows in its scope are removed."""
     owner = WorkOf(organization_id=memory.organization_id, end_user_ids=(memory.end_user_id,))
+    user_id = memory.end_user.user_id
     with advisory_locks(work_lock_keys(owner), timeout=settings.DELETE_WAIT_SECONDS):
         counts = memory_forget(memory=memory, actor=actor)
     items_removed(organization=memory.organization)
+    copies_forget(organization=memory.organization, user_id=user_id, scope=memory.scope)
     return counts
 
 
@@ -139,18 +141,6 @@ def memory_edited(*, memory, memory_type: str) -> dict:
 
 
 # Sessions --------------------------------------------------------------------------------------
-
-
-def session_delete_request(*, session: Session, client) -> object:
-    """Queues the purge of one session (202 + task: a session may hold thousands of turns)."""
-    return enqueue(
-        DELETE_SESSION,
-        {"deleted_session": str(session.pk)},
-        organization=session.organization,
-        scope=session.scope,
-        client=client,
-        idempotency_key=session_delete_key(session.pk),
-    )
 
 
 def _session_locks(session: Session, subject: Subject) -> list[str]:
@@ -183,7 +173,7 @@ def session_purge(*, session_pk) -> dict:
     return counts
 
 
-# Experiences, pages, entities --------------------------------------------------------------------
+# Experiences -----------------------------------------------------------------------------------
 
 
 def experience_delete(*, experience: SkillExperience) -> dict:
@@ -200,15 +190,3 @@ def experience_delete(*, experience: SkillExperience) -> dict:
             extra_experiences=SkillExperience.objects.filter(pk=experience.pk),
         )
         return forget_skills(derived, actor=f"experience-delete:{experience.pk}")
-
-
-@transaction.atomic
-def profile_delete(*, profile) -> None:
-    """The page with its revisions, sources and findings. Its entity stays: new mentions compile a new page."""
-    profile.delete()
-
-
-@transaction.atomic
-def entity_delete(*, entity) -> None:
-    """The entity with its mentions, edges and page; the owner's other entities keep their own."""
-    entity.delete()

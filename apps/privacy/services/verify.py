@@ -22,6 +22,7 @@ from django.db import models
 from django.db.models import QuerySet
 
 from apps.conversations.models import Message
+from apps.core.redis_clients import redis_address, redis_client
 from apps.privacy.services.subjects import USER, Subject
 from apps.providers.models import LLMUsage
 
@@ -129,9 +130,9 @@ def redis_scan(identifiers: set[str]) -> dict:
     urls = list(dict.fromkeys([settings.CELERY_BROKER_URL, settings.CELERY_RESULT_BACKEND]))
     report = {"keys_scanned": 0, "entries_scanned": 0, "matches": 0}
     for url in urls:
-        if not url.startswith(("redis://", "rediss://", "unix://")):
+        if not url.startswith(("redis://", "rediss://", "unix://", "sentinel://")):
             continue
-        connection = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5)
+        connection = redis_client(url, socket_connect_timeout=2, socket_timeout=5)
         try:
             for key in connection.scan_iter(count=1000):
                 report["keys_scanned"] += 1
@@ -145,7 +146,7 @@ def redis_scan(identifiers: set[str]) -> dict:
                         report["truncated"] = True
                         return report
         except redis.RedisError as exc:
-            report["error"] = f"{type(exc).__name__}: Redis at {url.split('@')[-1]} could not be scanned"
+            report["error"] = f"{type(exc).__name__}: Redis at {redis_address(url)} could not be scanned"
         finally:
             connection.close()
     return report

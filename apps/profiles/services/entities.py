@@ -388,3 +388,15 @@ def page_recompile_enqueue(*, profile: Profile) -> MemoryTask:
     if profile.kind == Profile.Kind.TOPIC:
         return topics_compile_request(organization=profile.organization, scope=profile.scope, end_user=profile.end_user)
     return profile_compile_enqueue(entity_id=profile.entity_id, organization=profile.organization, scope=profile.scope)
+
+
+@transaction.atomic
+def profile_delete(*, profile: Profile) -> None:
+    """The page with its revisions, sources and findings. Its entity stays: new mentions compile a new page."""
+    profile.delete()
+
+
+@transaction.atomic
+def entity_delete(*, entity: Entity) -> None:
+    """The entity with its mentions, edges and page; the owner's other entities keep their own."""
+    entity.delete()

@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
+from apps.core.redis_clients import redis_client
 from apps.pipeline.models import ProcessHeartbeat
 from memory_platform.demo import demo_setup
 from memory_platform.embedded_db import ATTACH_ENV, start_embedded_database
@@ -23,7 +24,7 @@ READY_TIMEOUT_SECONDS = 120
 
 
 def _redis_reachable(url: str) -> bool:
-    client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+    client = redis_client(url, socket_connect_timeout=1, socket_timeout=1)
     try:
         client.ping()
         return True

@@ -21,7 +21,7 @@ import anyio
 import httpx2 as httpx
 
 from memory_platform_client import __version__
-from memory_platform_client.errors import APIConnectionError, error_from_body
+from memory_platform_client.errors import APIConnectionError, MemoryPlatformError, error_from_body
 
 API_PREFIX = "/api/v1/"
 DEFAULT_TIMEOUT = 30.0
@@ -142,6 +142,27 @@ def _connection_error(call: Call, exc: Exception) -> APIConnectionError:
     return APIConnectionError(f"{call.method} {API_PREFIX}{call.path} failed: {type(exc).__name__}: {exc}")
 
 
+@dataclass(frozen=True)
+class _Done:
+    value: Any
+
+
+def _first(op: Op):
+    try:
+        return op.send(None)
+    except StopIteration as stop:
+        return _Done(stop.value)
+
+
+def _resume(op: Op, value: Any = None, *, error: Exception | None = None):
+    """The operation's next step after a call: its result sent in, or its error raised in it (an
+    operation may catch a platform error, e.g. a 404 meaning "not there yet")."""
+    try:
+        return op.throw(error) if error is not None else op.send(value)
+    except StopIteration as stop:
+        return _Done(stop.value)
+
+
 class SyncDriver:
     def __init__(self, http: httpx.Client, retries: Retries):
         self.http = http
@@ -174,13 +195,15 @@ class SyncDriver:
         return self.send(step)
 
     def run(self, op: Op) -> Any:
-        value = None
-        while True:
+        step = _first(op)
+        while not isinstance(step, _Done):
             try:
-                step = op.send(value)
-            except StopIteration as stop:
-                return stop.value
-            value = self._perform(step)
+                value = self._perform(step)
+            except MemoryPlatformError as error:
+                step = _resume(op, error=error)
+            else:
+                step = _resume(op, value)
+        return step.value
 
     def iterate(self, op: Op):
         value = None
@@ -231,13 +254,15 @@ class AsyncDriver:
         return await self.send(step)
 
     async def run(self, op: Op) -> Any:
-        value = None
-        while True:
+        step = _first(op)
+        while not isinstance(step, _Done):
             try:
-                step = op.send(value)
-            except StopIteration as stop:
-                return stop.value
-            value = await self._perform(step)
+                value = await self._perform(step)
+            except MemoryPlatformError as error:
+                step = _resume(op, error=error)
+            else:
+                step = _resume(op, value)
+        return step.value
 
     async def iterate(self, op: Op):
         value = None

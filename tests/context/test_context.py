@@ -7,6 +7,7 @@ from apps.providers.tokens import estimate_tokens
 from tests.conftest import api_for
 from tests.factories import ClientFactory
 from tests.memories.makers import episodic, semantic
+from tests.profiles.conftest import conversation, pages, rules, run_tasks  # noqa: F401  (shared fixtures)
 from tests.skills.makers import make_skill
 
 pytestmark = pytest.mark.django_db

@@ -9,6 +9,7 @@ from apps.profiles.models import LintFinding, ProfileSource
 from tests.conftest import api_for
 from tests.factories import ClientFactory
 from tests.memories.makers import episodic, semantic
+from tests.profiles.conftest import conversation, pages, rules, run_tasks  # noqa: F401  (shared fixtures)
 
 pytestmark = pytest.mark.django_db
 

@@ -1,5 +1,5 @@
 """PATCH sessions/<id>/ with `session_tag`: re-tagging until anything has been learned from the
-session, the routing following the new tag (apps.agent.operations.update_session)."""
+session, the routing following the new tag (apps.conversations.services.session_retag)."""
 
 import threading
 
@@ -12,6 +12,7 @@ from apps.pipeline.locks import WorkOf, advisory_lock, work_lock_keys
 from apps.pipeline.models import MemoryTask
 from apps.skills.models import SkillExperience
 from tests.memories.makers import semantic
+from tests.profiles.conftest import conversation, pages, rules, run_tasks  # noqa: F401  (shared fixtures)
 from tests.skills.makers import make_experience
 
 pytestmark = pytest.mark.django_db

@@ -5,8 +5,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.agent.consolidate import CONSOLIDATE_MEMORIES, consolidation_run
 from apps.memories.models import EpisodicMemory, SemanticMemory
+from apps.memories.services.consolidate import CONSOLIDATE_MEMORIES, consolidation_run
 from apps.pipeline.locks import LockNotAvailable
 from apps.pipeline.services import task_run_here
 from apps.tenancy.commands import organization_named

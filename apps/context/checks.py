@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.core.checks import Error, register
 
-from apps.agent.serializers import MIN_MAX_TOKENS
+from apps.context.serializers import MIN_MAX_TOKENS
 
 
 @register()
@@ -13,11 +13,13 @@ def context_settings_check(app_configs, **kwargs):
         errors.append(
             Error(
                 f"CONTEXT_MAX_TOKENS must be between {MIN_MAX_TOKENS} and 100000, not {settings.CONTEXT_MAX_TOKENS}.",
-                id="agent.E001",
+                id="context.E001",
             )
         )
     if not 1 <= settings.CONTEXT_CANDIDATES <= 100:
         errors.append(
-            Error(f"CONTEXT_CANDIDATES must be between 1 and 100, not {settings.CONTEXT_CANDIDATES}.", id="agent.E002")
+            Error(
+                f"CONTEXT_CANDIDATES must be between 1 and 100, not {settings.CONTEXT_CANDIDATES}.", id="context.E002"
+            )
         )
     return errors

@@ -21,6 +21,7 @@ from apps.skills.models import Skill, SkillExperience
 from tests.conftest import api_for
 from tests.memories.makers import semantic
 from tests.privacy.provenance_world import residue
+from tests.profiles.conftest import conversation, pages, rules, run_tasks  # noqa: F401  (shared fixtures)
 from tests.skills.makers import make_experience
 
 pytestmark = pytest.mark.django_db

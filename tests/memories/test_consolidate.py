@@ -1,4 +1,4 @@
-"""POST memory/consolidate and `manage.py consolidate` (apps/agent/consolidate.py): duplicates merged
+"""POST memory/consolidate and `manage.py consolidate` (apps/memories/services/consolidate.py): duplicates merged
 with history and lineage kept, conflicts flagged offline and resolved by the model, dry runs that
 report exactly what a run does and change nothing."""
 
@@ -10,9 +10,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from apps.agent.consolidate import CONSOLIDATE_MEMORIES
 from apps.conversations.models import Message
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
+from apps.memories.services.consolidate import CONSOLIDATE_MEMORIES
 from apps.memories.services.extract import extract_locks
 from apps.pipeline.locks import WorkOf, advisory_lock
 from apps.pipeline.models import MemoryTask
@@ -22,6 +22,7 @@ from apps.profiles.services.entities import session_project
 from tests.factories import ClientFactory
 from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 from tests.memories.makers import semantic
+from tests.profiles.conftest import conversation, pages, rules, run_tasks  # noqa: F401  (shared fixtures)
 
 pytestmark = pytest.mark.django_db
 

@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import transaction
 from pydantic import BaseModel
 
+from apps.memories.changes import cascade_edit, cascade_removal
 from apps.memories.models import DETAILS_MAX_LENGTH, EpisodicMemory, SemanticMemory
 from apps.memories.services.extract import extract_locks
 from apps.memories.services.memories import (
@@ -38,7 +39,6 @@ from apps.memories.services.memories import (
 )
 from apps.pipeline.locks import WorkOf, advisory_lock
 from apps.pipeline.services import enqueue
-from apps.privacy.services import cascade
 from apps.providers.llm import LLMError, chat_json, llm_enabled, parse_items
 from apps.providers.tokens import estimate_tokens, fit_text, room_for, token_batches
 
@@ -371,7 +371,7 @@ def _merge(group: list[Item], *, task_id) -> None:
     )
     for other in others:
         memory_soft_delete(memory=other, actor=ACTOR, reason=merged_into_reason(survivor.pk), task_id=task_id)
-    cascade.memory_edited(memory=survivor, memory_type=memory_type)
+    cascade_edit(memory=survivor, memory_type=memory_type)
 
 
 def _retire(current: Item, superseded: Item, why: str, *, task_id) -> None:
@@ -447,7 +447,7 @@ def memories_consolidate(
             progress(done + 1, len(owners))
     report.flagged = len(report.flags)
     if not dry_run and (report.merged or report.retired):
-        cascade.items_removed(organization=organization)
+        cascade_removal(organization=organization)
     return report.as_dict(time.monotonic() - started)
 
 

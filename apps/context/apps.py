@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class ContextConfig(AppConfig):
+    """Prompt-ready context in one call (POST memory/context): what every other app learned about a
+    user, ranked by one search and fitted to a token budget."""
+
+    name = "apps.context"
+    label = "context"
+    verbose_name = "Prompt-ready context"
+
+    def ready(self):
+        from apps.context import checks  # noqa: F401  (registers the system checks)
