@@ -29,6 +29,7 @@ QUESTIONS = {
         "admin": "bench.scale.admin",
         "erasure": "bench.scale.erasure",
         "export": "bench.scale.export",
+        "replica": "bench.scale.replica",
     },
     "How long until what I add is stored, searchable and learned?": {
         "ingest": "bench.pipeline.ingest",

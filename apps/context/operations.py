@@ -9,6 +9,7 @@ from apps.conversations.models import SessionTag
 from apps.conversations.selectors import session_get
 from apps.conversations.turns import normalise_messages
 from apps.core.operations import Access, operation, validated
+from apps.core.replicas import read_on_replica
 
 
 def _latest_text(raw_messages: list) -> str:
@@ -30,31 +31,36 @@ def get_context(*, client, data: dict, from_query: bool = False) -> dict:
             client=client, user_id=params["user_id"], session_id=params["session_id"], scope=params.get("scope")
         )
     query = params["query"] if "query" in params else _latest_text(params.get("messages") or [])
-    context = context_build(
-        reader=client.reader,
-        user_id=params["user_id"],
-        query=query,
-        max_tokens=params["max_tokens"],
-        memory_types=params.get("memory_types"),
-        task_session=session is not None and session.session_tag == SessionTag.TASK,
-    )
-    items = [
-        {
-            "ref": ref,
-            "section": item.section,
-            "memory_type": item.memory_type,
-            "id": item.instance.pk,
-            "text": item.body,
-            "tokens": item.tokens,
-            "score": item.score,
-            "occurred_at": getattr(item.instance, "occurred_at", None)
-            if item.memory_type in ("message", "episodic")
-            else None,
-            "session_id": item.instance.session.session_id if item.memory_type == "message" else None,
-            "seq": item.instance.seq if item.memory_type == "message" else None,
-        }
-        for ref, item in enumerate(context.items, start=1)
-    ]
+
+    def built(reader) -> tuple:
+        context = context_build(
+            reader=reader,
+            user_id=params["user_id"],
+            query=query,
+            max_tokens=params["max_tokens"],
+            memory_types=params.get("memory_types"),
+            task_session=session is not None and session.session_tag == SessionTag.TASK,
+        )
+        items = [  # on the same copy as the context: an item's session may be read here
+            {
+                "ref": ref,
+                "section": item.section,
+                "memory_type": item.memory_type,
+                "id": item.instance.pk,
+                "text": item.body,
+                "tokens": item.tokens,
+                "score": item.score,
+                "occurred_at": getattr(item.instance, "occurred_at", None)
+                if item.memory_type in ("message", "episodic")
+                else None,
+                "session_id": item.instance.session.session_id if item.memory_type == "message" else None,
+                "seq": item.instance.seq if item.memory_type == "message" else None,
+            }
+            for ref, item in enumerate(context.items, start=1)
+        ]
+        return context, items
+
+    context, items = read_on_replica(client, built)
     return ContextOutputSerializer(
         {
             "user_id": params["user_id"],

@@ -30,6 +30,7 @@ from apps.core.operations import (
     validated,
 )
 from apps.core.pagination import Page, paginate
+from apps.core.replicas import read_on_replica
 
 MAX_IDEMPOTENCY_KEY = 255
 
@@ -65,8 +66,14 @@ def add_memory(*, client, data, idempotency_key: str | None = None) -> dict:
 def list_sessions(*, client, query) -> Page:
     """List sessions, most recent first, in the caller's read scopes."""
     filters = validated(SessionListFilterSerializer, query)
-    sessions = selectors.session_list(reader=client.reader, filters=filters)
-    return paginate(sessions, filters=filters, serializer_class=SessionOutputSerializer)
+    return read_on_replica(
+        client,
+        lambda reader: paginate(
+            selectors.session_list(reader=reader, filters=filters),
+            filters=filters,
+            serializer_class=SessionOutputSerializer,
+        ),
+    )
 
 
 def session_named(*, client, session_id: str, query) -> tuple:

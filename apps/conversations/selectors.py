@@ -49,7 +49,7 @@ def message_visible(reader: Reader, user_id: str | None = None) -> Q:
 def session_list(*, reader: Reader, filters: dict | None = None):
     """The sessions the reader sees, newest first; a session accepted for deletion is not among them."""
     filters = filters or {}
-    queryset = Session.objects.filter(session_visible(reader)).select_related("end_user")
+    queryset = reader.objects(Session).filter(session_visible(reader)).select_related("end_user")
     if filters.get("user_id"):
         queryset = queryset.filter(end_user__user_id=filters["user_id"])
     if filters.get("session_tag"):

@@ -11,6 +11,7 @@ import functools
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 
 from apps.core.errors import InvalidInput, NotFound, PermissionDenied
+from apps.core.replicas import note_write
 from apps.core.validation import name_problem, text_problem
 
 
@@ -51,7 +52,10 @@ def operation(*, access: Access = Access.READ):
         @functools.wraps(function)
         def run(*, client, **arguments):
             require(client, access)
-            return function(client=client, **arguments)
+            result = function(client=client, **arguments)
+            if access is not Access.READ:
+                note_write(client)  # the client's next reads see this write (apps.core.replicas)
+            return result
 
         run.access = access
         return run

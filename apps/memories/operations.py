@@ -17,6 +17,7 @@ from apps.core.operations import (
     validated,
 )
 from apps.core.pagination import Page, paginate
+from apps.core.replicas import read_on_replica
 from apps.memories import changes, selectors
 from apps.memories.serializers import (
     ConsolidateInputSerializer,
@@ -77,8 +78,14 @@ def list_memories(*, client, memory_type: str, data: dict) -> Page:
     Filters: subject (`name`), a time window and text."""
     _checked_type(memory_type)
     filters = validated(MemoryListFilterSerializer, data)
-    queryset = selectors.memory_list(reader=client.reader, memory_type=memory_type, filters=filters)
-    return paginate(queryset, filters=filters, serializer_class=MEMORY_SHAPES[memory_type][0])
+    return read_on_replica(
+        client,
+        lambda reader: paginate(
+            selectors.memory_list(reader=reader, memory_type=memory_type, filters=filters),
+            filters=filters,
+            serializer_class=MEMORY_SHAPES[memory_type][0],
+        ),
+    )
 
 
 @operation(access=Access.READ)

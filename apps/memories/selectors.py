@@ -42,8 +42,8 @@ def memory_list(*, reader: Reader, memory_type: str, filters: dict):
     subject (a fact's name or an event's actor, case-insensitive), time window and text."""
     episodic = memory_type == "episodic"
     queryset = (
-        (EpisodicMemory if episodic else SemanticMemory)
-        .objects.filter(memory_live(reader), end_user__user_id=filters["user_id"])
+        reader.objects(EpisodicMemory if episodic else SemanticMemory)
+        .filter(memory_live(reader), end_user__user_id=filters["user_id"])
         .select_related("end_user")
         .defer("embedding", "search_vector")
     )

@@ -10,6 +10,7 @@ from apps.core.operations import (
     validated,
 )
 from apps.core.pagination import Page, paginate
+from apps.core.replicas import read_on_replica
 from apps.profiles.models import LintFinding
 from apps.profiles.selectors import entity_list, profile_detail_queryset, profile_list, write_scope_users
 from apps.profiles.serializers import (
@@ -32,8 +33,12 @@ from apps.profiles.services.lint import profiles_lint
 def list_profiles(*, client, query) -> Page:
     """List compiled pages in the caller's read scopes: people's (the default) or topics' (`kind=topic`)."""
     filters = validated(ProfileListFilterSerializer, query)
-    profiles = profile_list(reader=client.reader, filters=filters)
-    return paginate(profiles, filters=filters, serializer_class=ProfileOutputSerializer)
+    return read_on_replica(
+        client,
+        lambda reader: paginate(
+            profile_list(reader=reader, filters=filters), filters=filters, serializer_class=ProfileOutputSerializer
+        ),
+    )
 
 
 def _profile(client, profile_id: str):

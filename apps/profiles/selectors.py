@@ -18,7 +18,10 @@ def profile_visible(reader: Reader, user_id: str | None = None) -> Q:
 def profile_list(*, reader: Reader, filters: dict | None = None):
     filters = filters or {}
     queryset = (
-        Profile.objects.filter(profile_visible(reader)).select_related("end_user").defer("embedding", "search_vector")
+        reader.objects(Profile)
+        .filter(profile_visible(reader))
+        .select_related("end_user")
+        .defer("embedding", "search_vector")
     )
     if filters.get("user_id"):
         queryset = queryset.filter(end_user__user_id=filters["user_id"])

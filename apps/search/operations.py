@@ -1,6 +1,7 @@
 """The search endpoints' operations (REST: apps.search.views; MCP: apps.mcp_server)."""
 
 from apps.core.operations import operation, validated
+from apps.core.replicas import read_on_replica
 from apps.search.engine import search
 from apps.search.serializers import MemorySearchInputSerializer, SearchAllUsersInputSerializer, render_hit
 
@@ -8,16 +9,22 @@ from apps.search.serializers import MemorySearchInputSerializer, SearchAllUsersI
 def _search(*, client, serializer_class, data, from_query: bool) -> dict:
     params = dict(validated(serializer_class, data, from_query=from_query))
     query = params.pop("query")
-    hits = search(
-        reader=client.reader,
-        query=query,
-        memory_types=params.pop("memory_types", None),
-        method=params.pop("search_method", None),
-        limit=params.pop("limit"),
-        time_window=params.pop("time_window", None),
-        filters=params,
-    )
-    results = [render_hit(hit) for hit in hits]
+    memory_types, method = params.pop("memory_types", None), params.pop("search_method", None)
+    limit, time_window = params.pop("limit"), params.pop("time_window", None)
+
+    def searched(reader) -> tuple:
+        hits = search(
+            reader=reader,
+            query=query,
+            memory_types=memory_types,
+            method=method,
+            limit=limit,
+            time_window=time_window,
+            filters=params,
+        )
+        return hits, [render_hit(hit) for hit in hits]  # rendering may read related rows: on the same copy
+
+    hits, results = read_on_replica(client, searched)
     return {
         "query": query,
         "count": len(results),

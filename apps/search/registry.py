@@ -82,7 +82,7 @@ class SearchSource:
 
     def served_rows(self, reader, user_id: str | None = None):
         """The model's rows a search of this type may return to `reader` (visible and served)."""
-        return self.model.objects.filter(self.visible(reader, user_id), self.served)
+        return reader.objects(self.model).filter(self.visible(reader, user_id), self.served)
 
     @functools.cached_property
     def item_serializer(self) -> type:

@@ -13,6 +13,7 @@ from apps.core.operations import (
     validated,
 )
 from apps.core.pagination import Page, paginate
+from apps.core.replicas import read_on_replica
 from apps.skills import selectors
 from apps.skills.changes import cascade_experience_delete
 from apps.skills.effectiveness import skill_effectiveness
@@ -76,8 +77,14 @@ def retrieve_skills(*, client, data) -> dict:
 def list_skills(*, client, query) -> Page:
     """List skills, most retrieved first; archived ones only when asked for by `status`."""
     filters = validated(SkillListFilterSerializer, query)
-    skills = selectors.skill_list(reader=client.reader, filters=filters)
-    return paginate(skills, filters=filters, serializer_class=SkillOutputSerializer)
+    return read_on_replica(
+        client,
+        lambda reader: paginate(
+            selectors.skill_list(reader=reader, filters=filters),
+            filters=filters,
+            serializer_class=SkillOutputSerializer,
+        ),
+    )
 
 
 @operation()
@@ -146,8 +153,14 @@ def delete_skill(*, client, item_id: str) -> None:
 def list_experiences(*, client, query) -> Page:
     """List skill experiences (lessons distilled from task sessions), newest first."""
     filters = validated(ExperienceListFilterSerializer, query)
-    experiences = selectors.experience_list(reader=client.reader, filters=filters)
-    return paginate(experiences, filters=filters, serializer_class=ExperienceOutputSerializer)
+    return read_on_replica(
+        client,
+        lambda reader: paginate(
+            selectors.experience_list(reader=reader, filters=filters),
+            filters=filters,
+            serializer_class=ExperienceOutputSerializer,
+        ),
+    )
 
 
 @operation(access=Access.WRITE)

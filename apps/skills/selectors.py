@@ -77,7 +77,8 @@ def skill_writable_queryset(*, reader: Reader):
 def experience_list(*, reader: Reader, filters: dict | None = None):
     filters = filters or {}
     queryset = (
-        SkillExperience.objects.filter(experience_visible(reader))
+        reader.objects(SkillExperience)
+        .filter(experience_visible(reader))
         .select_related("end_user", "session")
         .defer("embedding", "search_vector")
     )

@@ -222,6 +222,28 @@ if DATABASE_POOL:
         "max_idle": 300,
     }
 
+# Read replicas (apps.core.replicas): streaming standbys of the primary, as database URLs, become the
+# aliases replica_0, replica_1, …; searches, context, lists and exports read from one that is up and
+# within REPLICA_MAX_LAG_SECONDS of the primary, the rest (and every write) use the primary. A client's
+# reads go to the primary until a replica has replayed that client's last write (read-your-writes).
+DATABASE_REPLICA_URLS = env.list("DATABASE_REPLICA_URLS", default=[])
+REPLICA_MAX_LAG_SECONDS = env.float("REPLICA_MAX_LAG_SECONDS", default=5.0)
+# A replica's lag is measured at most this often per process; one that failed to answer is not asked
+# again for REPLICA_RETRY_SECONDS (its reads go to the primary meanwhile).
+REPLICA_CHECK_SECONDS = env.float("REPLICA_CHECK_SECONDS", default=1.0)
+REPLICA_RETRY_SECONDS = env.float("REPLICA_RETRY_SECONDS", default=5.0)
+for _number, _url in enumerate(DATABASE_REPLICA_URLS):
+    _replica = env.db_url_config(_url)
+    _replica.update(
+        CONN_MAX_AGE=DATABASES["default"]["CONN_MAX_AGE"],
+        CONN_HEALTH_CHECKS=True,
+        OPTIONS={**DATABASES["default"]["OPTIONS"], **_replica.get("OPTIONS", {})},
+        # Tests and `migrate` never create or change a replica: it copies the primary's database.
+        TEST={"MIRROR": "default"},
+    )
+    DATABASES[f"replica_{_number}"] = _replica
+DATABASE_ROUTERS = ["apps.core.replicas.PrimaryWritesRouter"]
+
 # Request JSON (bodies, and JSON in query parameters) nested deeper than this is refused with a 400.
 JSON_MAX_DEPTH = env.int("JSON_MAX_DEPTH", default=32)
 

@@ -14,6 +14,7 @@ from operator import or_
 from pathlib import Path
 
 from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -262,16 +263,19 @@ def _rows(kind: k.Kind, queryset: QuerySet, batch_size: int, on_row, quotes: _Qu
         yield row
 
 
-def archive_export(*, selection: Selection, path: Path, on_progress=None, on_row=None) -> dict:
+def archive_export(
+    *, selection: Selection, path: Path, on_progress=None, on_row=None, database: str = DEFAULT_DB_ALIAS
+) -> dict:
     """Writes the selection's archive to `path` and returns its manifest.
 
     `on_progress(kind_name, done, total)` is called as rows are written (every batch and at the
     end of each file); `on_row(kind, row)` sees every row before it is written. Memory stays
-    bounded: rows are read in batches of PORTABILITY_BATCH_SIZE and written as they arrive.
+    bounded: rows are read in batches of PORTABILITY_BATCH_SIZE and written as they arrive. The rows
+    are read from `database` (a read replica, apps.core.replicas, or the primary).
     """
     batch_size = settings.PORTABILITY_BATCH_SIZE
     writer = ArchiveWriter(path)
-    querysets = selection.querysets()
+    querysets = {kind: queryset.using(database) for kind, queryset in selection.querysets().items()}
     quotes = _Quotes.of(querysets) if selection.subject is not None else None
     try:
         for kind, queryset in querysets.items():

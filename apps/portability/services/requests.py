@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from apps.core import replicas
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import enqueue
 from apps.portability.models import ExportPerson, ExportRequest
@@ -117,8 +118,16 @@ def export_run(*, export: ExportRequest) -> dict:
         generation = ExportRequest.objects.values_list("generation", flat=True).get(pk=export.pk)
         ExportPerson.objects.filter(export=export).delete()
         people = PeopleRecorder(export)
+        # The archive may be read from a replica, but only one that has replayed everything committed
+        # before the generation was read: an erasure that committed before it is then not in it.
+        replayed = replicas.read_alias(up_to_date=True, wait_seconds=settings.REPLICA_MAX_LAG_SECONDS)
         try:
-            manifest = archive_export(selection=selection, path=path, on_row=people.see)
+            manifest = replicas.with_fallback(
+                replayed,
+                lambda database, see=people.see: archive_export(
+                    selection=selection, path=path, on_row=see, database=database
+                ),
+            )
             people.flush()
         except Exception as exc:
             _save(export, status=ExportRequest.Status.FAILED, error=type(exc).__name__)

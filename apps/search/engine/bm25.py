@@ -23,7 +23,7 @@ _QUOTED_LEXEME = (
 
 
 def keyword_ctes(
-    source: SearchSource, where: str, where_params: list, query: str, limit: int, stats
+    source: SearchSource, where: str, where_params: list, query: str, limit: int, stats, *, database: str
 ) -> tuple[str, list]:
     """CTEs ending in `keyword(id, score)`: Okapi BM25 computed in SQL from the stored tsvectors.
 
@@ -48,7 +48,7 @@ def keyword_ctes(
         # Through the GIN index, a term found in most items would make every one of them a
         # match to score, for almost nothing: its IDF is below ln 2. Such terms are left out
         # while the query has another one.
-        elements, shares = lexeme_shares(source)
+        elements, shares = lexeme_shares(source, database=database)
         common = sorted(element for element, share in zip(elements, shares) if share > COMMON_TERM_SHARE)
         corpus_sql, corpus_params = "SELECT %s::float AS n, %s::float AS avgdl", list(stats)
         # The matches scored are each term's first TERM_MATCHES_CAP items and as many items with
@@ -115,15 +115,14 @@ def keyword_ctes(
     return sql, [query, common, common, *corpus_params, *matches_params, *df_params, limit]
 
 
-def bm25_sql(source, where, where_params, query, limit, scan: bool) -> tuple[str, list]:
+def bm25_sql(source, where, where_params, query, limit, scan: bool, *, database: str) -> tuple[str, list]:
     ctes, params = [], []
     if scan:
         visible_sql, visible_params = visible_cte(source, where, where_params, None)
         ctes.append(visible_sql)
         params += visible_params
-    keyword_sql, keyword_params = keyword_ctes(
-        source, where, where_params, query, limit, None if scan else corpus_stats(source, where, where_params)
-    )
+    stats = None if scan else corpus_stats(source, where, where_params, database=database)
+    keyword_sql, keyword_params = keyword_ctes(source, where, where_params, query, limit, stats, database=database)
     ctes.append(keyword_sql)
     params += keyword_params
     visible_rows = "(SELECT count(*) FROM visible)" if scan else "NULL::bigint"

@@ -6,7 +6,7 @@ import hashlib
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 
 from apps.search.engine.hits import QueryVector
 from apps.search.registry import SearchSource
@@ -35,7 +35,9 @@ def owned(source: SearchSource, filters: dict) -> bool:
     return bool(per_user or (filters.get("session_id") and source.session_column))
 
 
-def scans(source: SearchSource, where: str, where_params: list, owned: bool) -> bool:
+def scans(
+    source: SearchSource, where: str, where_params: list, owned: bool, *, database: str = DEFAULT_DB_ALIAS
+) -> bool:
     """Whether the caller sees few enough items (SEARCH_SCAN_MAX_ROWS) to read them all once.
 
     One user's items are a few hundred or thousand rows: reading them through the
@@ -54,7 +56,7 @@ def scans(source: SearchSource, where: str, where_params: list, owned: bool) -> 
         return not cache.get(cache_key(f"large:{cap}", source, where, where_params))
 
     def count():
-        with connection.cursor() as cursor:
+        with connections[database].cursor() as cursor:
             cursor.execute(
                 f"SELECT count(*) FROM (SELECT 1 FROM {source.table} t WHERE {where} LIMIT %s) visible",
                 [*where_params, cap + 1],
@@ -71,12 +73,14 @@ def note_large_owner(source: SearchSource, where: str, where_params: list) -> No
     )
 
 
-def corpus_stats(source: SearchSource, where: str, where_params: list) -> tuple[float, float]:
+def corpus_stats(
+    source: SearchSource, where: str, where_params: list, *, database: str = DEFAULT_DB_ALIAS
+) -> tuple[float, float]:
     """Number of documents and average document length of a large visible corpus (cached)."""
     vector = source.search_vector_column
 
     def compute():
-        with connection.cursor() as cursor:
+        with connections[database].cursor() as cursor:
             cursor.execute(
                 f"SELECT count(*), coalesce(avg(length(t.{vector})), 1) FROM {source.table} t WHERE {where}",
                 where_params,
@@ -87,13 +91,13 @@ def corpus_stats(source: SearchSource, where: str, where_params: list) -> tuple[
     return cached("corpus", source, where, where_params, compute)
 
 
-def lexeme_shares(source: SearchSource) -> tuple[list[str], list[float]]:
+def lexeme_shares(source: SearchSource, *, database: str = DEFAULT_DB_ALIAS) -> tuple[list[str], list[float]]:
     """The most common lexemes of the table's items and the share of items holding each, from the
     planner's statistics (ANALYZE samples each tsvector column's most common elements)."""
     table, column = source.table, source.search_vector_column
 
     def compute():
-        with connection.cursor() as cursor:
+        with connections[database].cursor() as cursor:
             cursor.execute(
                 "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
                 " WHERE schemaname = current_schema() AND tablename = %s AND attname = %s",

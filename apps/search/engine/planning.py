@@ -21,7 +21,7 @@ from apps.tenancy.readers import Reader
 def search_source(source: SearchSource, *, reader: Reader, query: str, method: str, limit: int, filters: dict) -> list:
     """Returns [(instance, score)] of one memory type, best first, within the reader's organisation and read scopes."""
     sql, params = search_sql(source, reader=reader, query=query, method=method, limit=limit, filters=filters)
-    (rows,) = result_sets([(sql, params)])
+    (rows,) = result_sets([(sql, params)], database=reader.database)
     return _source_results(source, rows, reader=reader, filters=filters, candidate_rows=False)
 
 
@@ -30,7 +30,7 @@ def _source_results(source: SearchSource, rows, *, reader: Reader, filters: dict
     if rows and rows[0][1] is not None and rows[0][1] > settings.SEARCH_SCAN_MAX_ROWS:
         where, where_params = filters_sql(source, reader=reader, filters=filters)
         note_large_owner(source, where, where_params)
-    return instances(source, rows, candidate_rows)
+    return instances(source, rows, candidate_rows, database=reader.database)
 
 
 def _merged(
@@ -62,7 +62,7 @@ def _merged(
     ]
     hits = [
         Hit(source=source, instance=instance, score=score)
-        for source, rows in zip(sources, result_sets(statements))
+        for source, rows in zip(sources, result_sets(statements, database=reader.database))
         for instance, score in _source_results(
             source, rows, reader=reader, filters=filters, candidate_rows=candidate_rows
         )

@@ -48,21 +48,25 @@ def embedding_sql(source, where, where_params, vector: QueryVector, limit: int, 
     ]
 
 
-def hybrid_sql(source, where, where_params, query, vector, limit, scan: bool) -> tuple[str, list]:
+def hybrid_sql(source, where, where_params, query, vector, limit, scan: bool, *, database: str) -> tuple[str, list]:
     """Reciprocal-rank fusion of the keyword and embedding candidates, in one round trip."""
     candidates = max(limit * 3, 50)
     ctes, params = [], []
     if scan:
         visible_sql, visible_params = visible_cte(source, where, where_params, vector)
-        keyword_sql, keyword_params = keyword_ctes(source, where, where_params, query, candidates, None)
+        keyword_sql, keyword_params = keyword_ctes(
+            source, where, where_params, query, candidates, None, database=database
+        )
         semantic_sql = (
             "SELECT id, 1 - distance AS score FROM visible WHERE distance IS NOT NULL ORDER BY distance, id LIMIT %s"
         )
         ctes += [visible_sql, keyword_sql, f"semantic AS ({semantic_sql})"]
         params += [*visible_params, *keyword_params, candidates]
     else:
-        stats = corpus_stats(source, where, where_params)
-        keyword_sql, keyword_params = keyword_ctes(source, where, where_params, query, candidates, stats)
+        stats = corpus_stats(source, where, where_params, database=database)
+        keyword_sql, keyword_params = keyword_ctes(
+            source, where, where_params, query, candidates, stats, database=database
+        )
         semantic_sql, semantic_params = nearest_sql(source, where, where_params, vector, candidates, scan=False)
         ctes += [keyword_sql, f"semantic AS ({semantic_sql})"]
         params += [*keyword_params, *semantic_params]
@@ -123,9 +127,9 @@ def ranking_sql(
         return recent_sql(source, where, where_params, limit)
     if method == "fuzzy":
         return fuzzy_sql(source, where, where_params, query, limit)
-    scan = scans(source, where, where_params, owned(source, filters))
+    scan = scans(source, where, where_params, owned(source, filters), database=reader.database)
     if method == "bm25":
-        return bm25_sql(source, where, where_params, query, limit, scan)
+        return bm25_sql(source, where, where_params, query, limit, scan, database=reader.database)
     if method == "embedding":
         return embedding_sql(source, where, where_params, query_vector(query), limit, scan)
-    return hybrid_sql(source, where, where_params, query, query_vector(query), limit, scan)
+    return hybrid_sql(source, where, where_params, query, query_vector(query), limit, scan, database=reader.database)
