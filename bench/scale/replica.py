@@ -121,7 +121,7 @@ def _write_load(writer_pk, stop, count, failed) -> None:
         connections.close_all()
 
 
-def _child(output_dir: Path) -> None:
+def _child(output_dir: Path) -> None:  # noqa: PLR0915 (a benchmark run: one procedure, read top to bottom)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_platform.settings")
     import django
 
