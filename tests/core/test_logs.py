@@ -82,6 +82,11 @@ def test_exceptions_passed_as_arguments_and_runserver_request_lines_are_redacted
     handler.addFilter(RedactUserContent())
     logger = logging.getLogger("tests.redaction")
     logger.addHandler(handler)
+    # Levels of their own: an in-process Celery worker of an earlier test (celery.contrib.testing) sets
+    # the root logger to ERROR for the rest of the session.
+    logger.setLevel(logging.INFO)
+    server_level = logging.getLogger("django.server").level
+    logging.getLogger("django.server").setLevel(logging.INFO)
     try:
         logger.warning("task failed: %s", ValueError("user said tango-7731"))
         logging.getLogger("django.server").addHandler(handler)
@@ -91,6 +96,7 @@ def test_exceptions_passed_as_arguments_and_runserver_request_lines_are_redacted
     finally:
         logger.removeHandler(handler)
         logging.getLogger("django.server").removeHandler(handler)
+        logging.getLogger("django.server").setLevel(server_level)
     output = stream.getvalue()
     assert "task failed: ValueError" in output and "GET /api/v1/sessions/<str:session_id>/ 404" in output
     assert "tango-7731" not in output
@@ -108,6 +114,7 @@ def _logged(*exceptions_or_lines) -> str:
     handler.addFilter(RedactUserContent())
     logger = logging.getLogger("tests.by_source")
     logger.addHandler(handler)
+    logger.setLevel(logging.INFO)  # whatever an earlier test left the root logger at
     try:
         for exc in exceptions_or_lines:
             logger.error("failed", exc_info=exc)
