@@ -27,6 +27,7 @@ from apps.conversations.routing import (
 )
 from apps.conversations.turns import normalise_messages
 from apps.core.errors import ConflictError
+from apps.core.events import SESSION_LEARNED, emit_event
 from apps.core.temporal import ResolvedDate, find_dates, resolve_dates, span_of
 from apps.core.validation import InputError, check_tags, check_text
 from apps.pipeline.models import MemoryTask
@@ -529,6 +530,24 @@ def messages_mark_learned(
     Session.objects.filter(pk=session.pk).update(**{field: now, "updated_at": now})
     setattr(session, field, now)
     return now
+
+
+def session_announce_learned(*, session: Session, by: Literal["distillation", "extraction"], **counts) -> None:
+    """Tells the listeners (webhooks) that a session's learning finished: a task session distilled, or
+    a sealed conversation session with every turn extracted. Call it in the transaction that marks
+    the last turns learned. `counts`: small numbers of what was learned."""
+    emit_event(
+        SESSION_LEARNED,
+        organization_id=session.organization_id,
+        data={
+            "session_id": session.session_id,
+            "user_id": session.end_user.user_id,
+            "scope": session.scope,
+            "session_tag": session.session_tag,
+            "learned_by": by,
+            **counts,
+        },
+    )
 
 
 def messages_mark_unlearned(*, turns) -> list:

@@ -13,6 +13,7 @@ from apps.conversations.services import (
     messages_lock_unlearned,
     messages_mark_learned,
     messages_set_dates,
+    session_announce_learned,
     session_lock,
 )
 from apps.conversations.writers import turns_held
@@ -151,6 +152,12 @@ def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors
     return counts
 
 
+def _extraction_finished(session: Session) -> bool:
+    """Whether the session is sealed and every one of its turns has been learned from."""
+    sealed = Session.objects.filter(pk=session.pk, status=Session.Status.SEALED).exists()
+    return sealed and not messages_not_learned(session=session).exists()
+
+
 def session_extract(*, session: Session, task=None) -> dict:
     """Learns from the session's turns not learned from yet, batch by batch; each batch is marked
     learned from in the transaction that stores what it gave.
@@ -192,6 +199,8 @@ def session_extract(*, session: Session, task=None) -> dict:
             )
             counts = _apply(session=session, plan=plan, turns=turns, vectors=vectors, task=task)
             messages_mark_learned(session=session, by="extraction", message_ids=batch_ids)
+            if _extraction_finished(session):
+                session_announce_learned(session=session, by="extraction")
         result["turns"] += len(batch)
         for memory_type in (EPISODIC, SEMANTIC):
             for name, value in counts[memory_type].items():
