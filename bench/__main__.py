@@ -34,6 +34,7 @@ QUESTIONS = {
         "ingest": "bench.pipeline.ingest",
         "pipeline": "bench.pipeline.tasks",
         "pipeline_e2e": "bench.pipeline.e2e",
+        "webhooks": "bench.pipeline.webhooks",
     },
     "Do learned skills help?": {
         "skills": "bench.skills.coverage",
