@@ -23,7 +23,7 @@ CONFIG = Path(__file__).with_name("schemathesis.toml")
 @pytest.fixture
 def fuzz_client(transactional_db, add_messages):
     """A client that may do everything, with a session to find (and seal, distil, erase)."""
-    client = ClientFactory(can_erase=True, can_export=True)
+    client = ClientFactory(can_erase=True, can_export=True, can_manage_webhooks=True)
     add_messages(client, user_id="0", session_id="0", session_tag="task")
     return client
 

@@ -7,11 +7,12 @@ import os
 import threading
 import time
 import uuid
+from datetime import timedelta
 
 import httpx2
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.core.events import Event
@@ -217,3 +218,37 @@ def delivery_run(*, delivery_id, final: bool) -> dict:
     if delivery is None:  # its endpoint was deleted
         return {"status": "gone"}
     return delivery_attempt(delivery=delivery, final=final)
+
+
+# Erasure and retention -----------------------------------------------------------------------------
+
+# Where a payload names an end user or a client, by event type: (data key, subject kind).
+SUBJECT_KEYS = {
+    "user": [("user_id", None), ("subject_id", "user"), ("value", "user")],
+    "client": [("subject_id", "client"), ("value", "client")],
+}
+
+
+def purge_deliveries(subject, erasure_id) -> dict:
+    """The erasure step of webhooks: the delivery log's payloads that name the erased end user or client
+    (a session learned of theirs, an earlier erasure or export of them) are deleted, sent or not."""
+    deliveries = WebhookDelivery.objects.filter(organization=subject.organization)
+    named = Q()
+    for key, kind in SUBJECT_KEYS[subject.kind]:
+        condition = Q(**{f"payload__data__{key}": subject.subject_id})
+        if kind is not None:
+            selector = "subject_kind" if key == "subject_id" else "selection"
+            condition &= Q(**{f"payload__data__{selector}": kind})
+        named |= condition
+    deleted, _ = deliveries.filter(named).delete()
+    return {"webhooks.WebhookDelivery": deleted}
+
+
+def deliveries_prune() -> int:
+    """Deletes deliveries finished (delivered, failed or cancelled) more than
+    WEBHOOK_DELIVERY_RETENTION_DAYS ago; pending ones stay."""
+    cutoff = timezone.now() - timedelta(days=settings.WEBHOOK_DELIVERY_RETENTION_DAYS)
+    deleted, _ = (
+        WebhookDelivery.objects.exclude(status=WebhookDelivery.Status.PENDING).filter(updated_at__lt=cutoff).delete()
+    )
+    return deleted

@@ -1,11 +1,16 @@
 """Webhooks (issue 40): seconds from an event to its delivery, and events lost, when the receiver fails
 half of the requests it gets.
 
-One real Celery worker process (solo pool, shipped webhook settings: retries after 0.5–1 s, 1–2 s, …)
-on a private Redis and this process's database; a local HTTP receiver (tests/webhooks/receiver.py)
-that answers 503 to a seeded random half of the requests and verifies the signature of the others.
-Events are committed one after another at a steady rate (each a delivery row and its task in one
-transaction, as every event is); latency = the receiver's first successful receipt − the commit.
+One real Celery worker process (solo pool) on a private Redis and this process's database; a local
+HTTP receiver (tests/webhooks/receiver.py) that answers 503 to a seeded random half of the requests
+and verifies the signature of the others. Events are committed one after another at a steady rate
+(each a delivery row and its task in one transaction, as every event is); latency = the receiver's
+first successful receipt − the commit. The worker runs the shipped webhook settings except the
+backoff cap (`WEBHOOK_RETRY_MAX_SECONDS`, 8 s here, 3600 shipped): with the shipped cap the one
+event in a few hundred that fails ten times in a row waits minutes for its next attempt, and the
+run would end before it does (retried, not lost). The cap does not touch the first attempts, which
+decide the p50. `lost` counts the events whose delivery ended without reaching the receiver (out of
+attempts); `unfinished` those still being retried when the run stopped waiting.
 `python -m bench webhooks`.
 """
 
@@ -18,9 +23,10 @@ from bench.common import load_average, machine, measured_at, percentile, write_r
 TARGET_LOST = 0
 TARGET_P50_SECONDS = 1.0
 FAIL_RATE = 0.5
+RETRY_MAX_SECONDS = 8
 
 
-def _wait_for_deliveries(endpoint, count: int, timeout: float) -> None:
+def _wait_for_deliveries(endpoint, timeout: float) -> None:
     from apps.webhooks.models import WebhookDelivery
 
     deadline = time.monotonic() + timeout
@@ -61,6 +67,7 @@ def run(output_dir, *, events: int = 200, rate_per_second: float = 20.0, log=pri
                 settings_dict=connection.settings_dict,
                 log_path=output_dir / "webhooks-worker.log",
                 pool="solo",
+                env={"WEBHOOK_RETRY_MAX_SECONDS": str(RETRY_MAX_SECONDS)},
             ).start()
             log(f"webhooks: worker pid {worker.pid} (solo pool); receiver fails {FAIL_RATE:.0%} of requests")
             started = time.monotonic()
@@ -71,7 +78,7 @@ def run(output_dir, *, events: int = 200, rate_per_second: float = 20.0, log=pri
                         lambda event_id=delivery.event_id: committed.setdefault(event_id, time.time())
                     )
                 time.sleep(max(0.0, started + (index + 1) / rate_per_second - time.monotonic()))
-            _wait_for_deliveries(endpoint, events, timeout=300)
+            _wait_for_deliveries(endpoint, timeout=600)
             received = {}
             for item in receiver.received:
                 received.setdefault(item["payload"]["id"], item["at"])
@@ -87,28 +94,31 @@ def run(output_dir, *, events: int = 200, rate_per_second: float = 20.0, log=pri
         organization.delete()
 
     latencies = [received[event_id] - at for event_id, at in committed.items() if event_id in received]
-    lost = len(committed) - len(latencies)
+    unfinished = statuses[WebhookDelivery.Status.PENDING]
+    lost = len(committed) - len(latencies) - unfinished
     p50, p95 = percentile(latencies, 0.5), percentile(latencies, 0.95)
     result = {
         "benchmark": "webhooks",
-        "worker": "1 Celery worker process, solo pool; shipped WEBHOOK_* settings",
+        "worker": f"1 Celery worker process, solo pool; shipped WEBHOOK_* settings, WEBHOOK_RETRY_MAX_SECONDS={RETRY_MAX_SECONDS}",
         "receiver": f"local http.server, {FAIL_RATE:.0%} of requests answered 503 (seeded), signatures verified",
         "events": len(committed),
         "rate_per_second": rate_per_second,
         "delivered": len(latencies),
         "lost": lost,
+        "unfinished": unfinished,
         "deliveries_by_status": statuses,
         "receiver_requests": requests,
         "bad_signatures": refused,
         "attempts_max": max(attempts, default=0),
         "event_to_delivery_seconds": {"p50": round(p50, 3), "p95": round(p95, 3), "max": round(max(latencies), 3)},
         "targets": {"lost": TARGET_LOST, "p50_seconds": TARGET_P50_SECONDS},
-        "met": lost == TARGET_LOST and p50 < TARGET_P50_SECONDS,
+        "met": lost == TARGET_LOST and not unfinished and p50 < TARGET_P50_SECONDS,
         "machine": machine(load_before=load_before),
         "measured_at": measured_at(),
     }
     log(
-        f"webhooks: {len(committed)} events, {len(latencies)} delivered, {lost} lost; {requests} requests; "
+        f"webhooks: {len(committed)} events, {len(latencies)} delivered, {lost} lost, {unfinished} unfinished; "
+        f"{requests} requests; "
         f"event → delivery p50 {p50:.3f}s p95 {p95:.3f}s max {max(latencies):.3f}s"
     )
     write_result(output_dir, "webhooks", result)

@@ -205,3 +205,43 @@ def test_an_event_without_endpoints_stores_nothing(manager, settings):
     _learn_skills(manager)
     assert not WebhookDelivery.objects.exists()
     assert not MemoryTask.objects.filter(task_type="deliver_webhook").exists()
+
+
+def test_an_erasure_deletes_the_deliveries_naming_its_user_and_keeps_the_others(manager, settings):
+    settings.LLM_PROVIDER = "rules"
+    first, second = [item for item in tau_trajectories() if item["reward"] >= 1.0][:2]
+    with Receiver() as receiver:
+        endpoint, _ = _endpoint(manager, receiver.url, events=["session.learned", "erasure.finished"])
+        session_distill(session=tau_session(manager, first, user_id="leaving"))
+        session_distill(session=tau_session(manager, second, user_id="staying"))
+        run_tasks("deliver_webhook")
+        assert {item["payload"]["data"]["user_id"] for item in receiver.received} == {"leaving", "staying"}
+
+        erasure = erasure_request(
+            subject=subject_resolve(organization=manager.organization, kind="user", subject_id="leaving"),
+            requested_by=manager,
+        )
+        task_execute(task_id=erasure.task_id, worker="test")
+
+    erasure.refresh_from_db()
+    assert erasure.counts["webhooks.WebhookDelivery"] == 1
+    left = {(delivery.event_type, delivery.payload["data"].get("user_id")) for delivery in endpoint.deliveries.all()}
+    assert left == {("session.learned", "staying"), ("erasure.finished", None)}
+
+
+def test_finished_deliveries_are_pruned_after_the_retention_and_pending_ones_kept(manager, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.webhooks.services import deliveries_prune
+
+    endpoint, _ = _endpoint(manager, "http://127.0.0.1:9/unused")
+    old_sent, old_pending, recent = (endpoint_send_test(endpoint=endpoint) for _ in range(3))
+    WebhookDelivery.objects.filter(pk=old_sent.pk).update(status="succeeded")
+    WebhookDelivery.objects.filter(pk=recent.pk).update(status="failed")
+    WebhookDelivery.objects.filter(pk__in=[old_sent.pk, old_pending.pk]).update(
+        updated_at=timezone.now() - timedelta(days=settings.WEBHOOK_DELIVERY_RETENTION_DAYS + 1)
+    )
+    assert deliveries_prune() == 1
+    assert set(WebhookDelivery.objects.values_list("pk", flat=True)) == {old_pending.pk, recent.pk}

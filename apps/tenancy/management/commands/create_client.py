@@ -72,6 +72,7 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"Created client {client.name} ({client.id}) in {organization.name}"))
         self.stdout.write(
             f"write scope: {client.write_scope or '(read-only)'}; read scopes: {client.read_scopes}; "
-            f"can erase: {'yes' if client.can_erase else 'no'}; can export: {'yes' if client.can_export else 'no'}"
+            f"can erase: {'yes' if client.can_erase else 'no'}; can export: {'yes' if client.can_export else 'no'}; "
+            f"can manage webhooks: {'yes' if client.can_manage_webhooks else 'no'}"
         )
         self.stdout.write(f"API key (shown once, store it now): {raw_key}")
