@@ -1,6 +1,7 @@
 """Staff views of webhook endpoints and their delivery log (organisation-scoped like every admin)."""
 
 from django.contrib import admin
+from django.db import models
 
 from apps.tenancy.admin_base import OrganizationScopedAdmin
 from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
@@ -27,6 +28,7 @@ class WebhookEndpointAdmin(OrganizationScopedAdmin):
         "created_by",
     ]
     readonly_fields = ["organization", "consecutive_failures", "disabled_at", "disabled_reason", "created_by"]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     actions = ["enable"]
 
     def has_add_permission(self, request):

@@ -102,6 +102,7 @@ def test_a_distilled_session_and_a_finished_erasure_are_announced(manager, setti
     with Receiver() as receiver:
         _endpoint(manager, receiver.url, events=["session.learned", "erasure.finished"])
         session_distill(session=tau_session(manager, trajectory, user_id="learner"))
+        run_tasks("deliver_webhook")  # before the erasure, which deletes the deliveries naming its user
         erasure = erasure_request(
             subject=subject_resolve(organization=manager.organization, kind="user", subject_id="learner"),
             requested_by=manager,
