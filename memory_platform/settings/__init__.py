@@ -504,6 +504,8 @@ LOGGING = {
         # The MCP SDK's INFO lines are per-request noise of the stateless transport, or a refused tool
         # call's error message, which may quote user values; its warnings and errors are kept.
         "mcp": {"level": "WARNING"},
+        # httpx logs every request's full URL at INFO: a webhook endpoint's URL may carry a token.
+        "httpx2": {"level": "WARNING"},
     },
 }
 
