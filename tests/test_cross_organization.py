@@ -261,7 +261,7 @@ def _webhook_url(suffix="", body=None):
 
         endpoint, _ = endpoint_create(
             organization=client.organization,
-            created_by=client,
+            registered_by=client,
             url="https://hooks.example.com/x",
             events=["skill.evolved"],
         )

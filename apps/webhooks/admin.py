@@ -25,9 +25,9 @@ class WebhookEndpointAdmin(OrganizationScopedAdmin):
         "consecutive_failures",
         "disabled_at",
         "disabled_reason",
-        "created_by",
+        "registered_by",
     ]
-    readonly_fields = ["organization", "consecutive_failures", "disabled_at", "disabled_reason", "created_by"]
+    readonly_fields = ["organization", "consecutive_failures", "disabled_at", "disabled_reason", "registered_by"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     actions = ["enable"]
 

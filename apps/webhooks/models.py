@@ -36,7 +36,14 @@ class WebhookEndpoint(BaseModel):
     )
     disabled_at = models.DateTimeField(null=True, blank=True)
     disabled_reason = models.CharField(max_length=255, blank=True, default="")
-    created_by = models.ForeignKey("tenancy.Client", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    registered_by = models.ForeignKey(
+        "tenancy.Client",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The client whose request registered the endpoint (an audit note, like an export's requester).",
+    )
 
     class Meta:
         ordering = ["-created_at"]

@@ -41,7 +41,7 @@ def create_webhook(*, client, data) -> dict:
     The answer carries the endpoint's signing secret, shown this once: every delivery is signed with
     it (Standard Webhooks `webhook-signature`)."""
     data = validated(WebhookCreateInputSerializer, data)
-    endpoint, secret = endpoint_create(organization=client.organization, created_by=client, **data)
+    endpoint, secret = endpoint_create(organization=client.organization, registered_by=client, **data)
     return WebhookCreatedOutputSerializer({**WebhookOutputSerializer(endpoint).data, "secret": secret}).data
 
 

@@ -37,13 +37,13 @@ class DeliveryFailed(Exception):
 
 
 def endpoint_create(
-    *, organization, created_by, url: str, events: list[str], include_content: bool = False, description: str = ""
+    *, organization, registered_by, url: str, events: list[str], include_content: bool = False, description: str = ""
 ) -> tuple[WebhookEndpoint, str]:
     """A new active endpoint and its signing secret (returned once; the caller shows it once)."""
     secret = secret_generate()
     endpoint = WebhookEndpoint.objects.create(
         organization=organization,
-        created_by=created_by,
+        registered_by=registered_by,
         url=url,
         events=sorted(set(events)),
         include_content=include_content,
@@ -232,7 +232,6 @@ SUBJECT_KEYS = {
 def purge_deliveries(subject, erasure_id) -> dict:
     """The erasure step of webhooks: the delivery log's payloads that name the erased end user or client
     (a session learned of theirs, an earlier erasure or export of them) are deleted, sent or not."""
-    deliveries = WebhookDelivery.objects.filter(organization=subject.organization)
     named = Q()
     for key, kind in SUBJECT_KEYS[subject.kind]:
         condition = Q(**{f"payload__data__{key}": subject.subject_id})
@@ -240,7 +239,7 @@ def purge_deliveries(subject, erasure_id) -> dict:
             selector = "subject_kind" if key == "subject_id" else "selection"
             condition &= Q(**{f"payload__data__{selector}": kind})
         named |= condition
-    deleted, _ = deliveries.filter(named).delete()
+    deleted, _ = WebhookDelivery.objects.filter(named, organization=subject.organization).delete()
     return {"webhooks.WebhookDelivery": deleted}
 
 

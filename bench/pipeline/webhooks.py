@@ -59,7 +59,7 @@ def run(output_dir, *, events: int = 200, rate_per_second: float = 20.0, log=pri
         redis_server.start()
         with celery_broker(redis_server.url), Receiver(fail_rate=FAIL_RATE, seed=40) as receiver:
             endpoint, secret = endpoint_create(
-                organization=organization, created_by=client, url=receiver.url, events=["skill.evolved"]
+                organization=organization, registered_by=client, url=receiver.url, events=["skill.evolved"]
             )
             receiver.secret = secret
             worker = CeleryWorker(

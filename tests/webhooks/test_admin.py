@@ -23,7 +23,7 @@ def staff(client, manager):
 
 def _endpoint(client, url):
     endpoint, secret = endpoint_create(
-        organization=client.organization, created_by=client, url=url, events=["erasure.finished"]
+        organization=client.organization, registered_by=client, url=url, events=["erasure.finished"]
     )
     return endpoint, secret
 

@@ -42,7 +42,7 @@ def run_tasks(task_type: str, *, timeout: float = 10.0) -> None:
 
 def _endpoint(client, receiver_url: str, events=ALL_EVENTS, **options) -> tuple[WebhookEndpoint, str]:
     return endpoint_create(
-        organization=client.organization, created_by=client, url=receiver_url, events=events, **options
+        organization=client.organization, registered_by=client, url=receiver_url, events=events, **options
     )
 
 
