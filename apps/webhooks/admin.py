@@ -1,7 +1,6 @@
 """Staff views of webhook endpoints and their delivery log (organisation-scoped like every admin)."""
 
 from django.contrib import admin
-from django.db import models
 
 from apps.tenancy.admin_base import OrganizationScopedAdmin
 from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
@@ -27,8 +26,8 @@ class WebhookEndpointAdmin(OrganizationScopedAdmin):
         "disabled_reason",
         "registered_by",
     ]
-    readonly_fields = ["organization", "consecutive_failures", "disabled_at", "disabled_reason", "registered_by"]
-    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+    # The URL is changed through the API, which validates it as deliveries will use it.
+    readonly_fields = ["organization", "url", "consecutive_failures", "disabled_at", "disabled_reason", "registered_by"]
     actions = ["enable"]
 
     def has_add_permission(self, request):

@@ -1,6 +1,7 @@
 """Input and output shapes of the webhook endpoints (one set per endpoint)."""
 
-from django.core.validators import URLValidator
+import httpx2
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core import fields
@@ -12,10 +13,26 @@ from apps.webhooks.models import WebhookDelivery
 URL_MAX_LENGTH = 2000
 
 
+def http_url(value: str) -> None:
+    """An http or https URL with a host, as the HTTP client that delivers will parse it (so a URL the
+    API accepts is one a delivery can be sent to)."""
+    try:
+        url = httpx2.URL(value)
+    except httpx2.InvalidURL:
+        url = None
+    if url is None or url.scheme not in ("http", "https") or not url.host or any(c.isspace() for c in value):
+        raise serializers.ValidationError("Enter a valid http or https URL (with a host, without spaces).")
+
+
+@extend_schema_field({"type": "string", "format": "uri", "pattern": "^https?://[^/?#\\s]", "maxLength": URL_MAX_LENGTH})
+class UrlField(fields.CharField):
+    pass
+
+
 def _url(**kwargs):
-    return fields.CharField(
+    return UrlField(
         max_length=URL_MAX_LENGTH,
-        validators=[URLValidator(schemes=["http", "https"], message="Enter a valid http or https URL.")],
+        validators=[http_url],
         help_text="Where events are POSTed: an http or https URL.",
         **kwargs,
     )

@@ -158,7 +158,7 @@ def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
         response = _http().post(
             delivery.endpoint.url, content=body, headers=headers, timeout=settings.WEBHOOK_TIMEOUT_SECONDS
         )
-    except httpx2.HTTPError as exc:
+    except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
         return None, type(exc).__name__
     response.close()
     return response.status_code, "" if response.is_success else f"HTTP {response.status_code}"
