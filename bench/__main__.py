@@ -36,6 +36,7 @@ QUESTIONS = {
         "ingest_cpu": "bench.pipeline.ingest_cpu",
         "pipeline": "bench.pipeline.tasks",
         "pipeline_e2e": "bench.pipeline.e2e",
+        "webhooks": "bench.pipeline.webhooks",
     },
     "Do learned skills help?": {
         "skills": "bench.skills.coverage",

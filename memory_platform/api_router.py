@@ -43,6 +43,7 @@ from apps.skills.views import (
     SkillUseView,
 )
 from apps.tenancy.views import CurrentClientView
+from apps.webhooks.views import WebhookDeliveryListView, WebhookDetailView, WebhookListView, WebhookTestView
 
 urlpatterns = [
     path("me", CurrentClientView.as_view(), name="current-client"),
@@ -92,4 +93,8 @@ urlpatterns = [
     path("topics/compile", TopicCompileView.as_view(), name="topic-compile"),
     path("entities/", EntityListView.as_view(), name="entity-list"),
     path("entities/<str:entity_id>/", EntityDetailView.as_view(), name="entity-detail"),
+    path("webhooks/", WebhookListView.as_view(), name="webhook-list"),
+    path("webhooks/<str:webhook_id>/", WebhookDetailView.as_view(), name="webhook-detail"),
+    path("webhooks/<str:webhook_id>/deliveries", WebhookDeliveryListView.as_view(), name="webhook-deliveries"),
+    path("webhooks/<str:webhook_id>/test", WebhookTestView.as_view(), name="webhook-test"),
 ]

@@ -159,6 +159,13 @@ SETTING_RULES = {
     "IMPORT_MAX_BYTES": at_least(1),
     "IMPORT_MAX_FILE_BYTES": at_least(1),
     "IMPORT_MAX_COMPRESSION_RATIO": at_least(1),
+    # Webhooks
+    "WEBHOOK_TIMEOUT_SECONDS": Between(0, 60, above=True),
+    "WEBHOOK_MAX_ATTEMPTS": Between(1, 100),
+    "WEBHOOK_RETRY_BASE_SECONDS": POSITIVE,
+    "WEBHOOK_RETRY_MAX_SECONDS": POSITIVE,
+    "WEBHOOK_DISABLE_AFTER_FAILURES": at_least(1),
+    "WEBHOOK_DELIVERY_RETENTION_DAYS": at_least(1),
     # Pipeline and broker
     "TASK_MAX_ATTEMPTS": at_least(1),
     "TASK_RETRY_BASE_SECONDS": POSITIVE,

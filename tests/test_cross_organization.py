@@ -25,6 +25,7 @@ from apps.privacy.models import ErasureRequest
 from apps.profiles.models import Entity, Profile
 from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse
 from apps.tenancy.models import Client, ClientAPIKey
+from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
 from tests.conftest import api_for
 from tests.factories import ClientFactory
 
@@ -41,6 +42,7 @@ def neighbours(organization):
             read_scopes=read_scopes,
             can_erase=can_erase,
             can_export=can_erase,  # the erasers may also export
+            can_manage_webhooks=can_erase,  # and manage webhooks
         )
 
     return {
@@ -50,7 +52,12 @@ def neighbours(organization):
         "beta_reader": client("beta-reader", None, ["beta"]),
         "beta_eraser": client("beta-eraser", "beta", ["beta"], can_erase=True),
         "foreign": ClientFactory(
-            name="foreign", write_scope="alpha", read_scopes=["alpha"], can_erase=True, can_export=True
+            name="foreign",
+            write_scope="alpha",
+            read_scopes=["alpha"],
+            can_erase=True,
+            can_export=True,
+            can_manage_webhooks=True,
         ),
     }
 
@@ -248,6 +255,22 @@ def _export_task_url(client, add):
     return f"/api/v1/tasks/{_export(client, add).task_id}/", f"/api/v1/tasks/{uuid.uuid4()}/"
 
 
+def _webhook_url(suffix="", body=None):
+    def make(client, add):
+        from apps.webhooks.services import endpoint_create
+
+        endpoint, _ = endpoint_create(
+            organization=client.organization,
+            registered_by=client,
+            url="https://hooks.example.com/x",
+            events=["skill.evolved"],
+        )
+        urls = f"/api/v1/webhooks/{endpoint.pk}{suffix}", f"/api/v1/webhooks/{uuid.uuid4()}{suffix}"
+        return urls if body is None else (*urls, body, body)
+
+    return make
+
+
 def expect(owner, alpha_reader, beta_writer, beta_reader, beta_eraser, foreign) -> dict:
     return dict(zip(ROLES, (owner, alpha_reader, beta_writer, beta_reader, beta_eraser, foreign)))
 
@@ -266,6 +289,9 @@ ERASURE_STATUS = expect(200, 404, 404, 404, 200, 404)
 EXPORT = expect(202, 403, 403, 403, 202, 404)
 EXPORT_STATUS = expect(200, 403, 403, 403, 404, 404)
 EXPORT_TASK = expect(200, 404, 404, 404, 404, 404)
+# Webhooks: a permission of their own (can_manage_webhooks, held here by the erasers); an endpoint
+# hears every scope's events, so it is the organisation's and every client allowed to manage sees it.
+WEBHOOKS = expect(200, 403, 403, 403, 200, 404)
 
 ENDPOINTS = {
     "session-get": ("get", _session_url, READ),
@@ -306,6 +332,11 @@ ENDPOINTS = {
     "export-get": ("get", _export_url(), EXPORT_STATUS),
     "export-download": ("get", _export_url("/download"), EXPORT_STATUS),
     "export-task-get": ("get", _export_task_url, EXPORT_TASK),
+    "webhook-get": ("get", _webhook_url("/"), WEBHOOKS),
+    "webhook-patch": ("patch", _webhook_url("/", body={"description": "changed"}), WEBHOOKS),
+    "webhook-delete": ("delete", _webhook_url("/"), {**WEBHOOKS, "owner": 204, "beta_eraser": 204}),
+    "webhook-deliveries": ("get", _webhook_url("/deliveries"), WEBHOOKS),
+    "webhook-test": ("post", _webhook_url("/test"), {**WEBHOOKS, "owner": 202, "beta_eraser": 202}),
 }
 
 
@@ -330,6 +361,12 @@ def alpha_rows(organization) -> dict:
     rows["tenancy.ClientAPIKey"] = sorted(map(repr, ClientAPIKey.objects.filter(client__in=alpha_clients).values()))
     rows["privacy.ErasureRequest"] = sorted(
         map(repr, ErasureRequest.objects.filter(organization=organization).values())
+    )
+    rows["webhooks.WebhookEndpoint"] = sorted(
+        map(repr, WebhookEndpoint.objects.filter(organization=organization).values())
+    )
+    rows["webhooks.WebhookDelivery"] = sorted(
+        map(repr, WebhookDelivery.objects.filter(organization=organization).values())
     )
     rows["portability.ExportRequest"] = sorted(
         map(repr, ExportRequest.objects.filter(organization=organization).values())

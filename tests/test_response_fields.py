@@ -69,7 +69,7 @@ def response_schema(operation: dict, status: int) -> dict | None:
 @pytest.fixture
 def stored(add_messages):
     """One item of every kind, for alice, and the ids a documented read names."""
-    client = ClientFactory(can_export=True, can_erase=True)
+    client = ClientFactory(can_export=True, can_erase=True, can_manage_webhooks=True)
     added = add_messages(
         client, user_id="alice", session_id="chat-2024-06-01", messages=[{"role": "user", "content": "Hello, Ana."}]
     )
@@ -78,6 +78,9 @@ def stored(add_messages):
     export = api.post("/api/v1/exports", {"user_id": "alice"}, format="json").json()
     add_messages(client, user_id="bob", session_id="b1")
     erasure = api.delete("/api/v1/users/bob/memories").json()
+    hook = {"url": "https://hooks.example.com/x", "events": ["export.ready"]}
+    webhook = api.post("/api/v1/webhooks/", hook, format="json").json()
+    api.post(f"/api/v1/webhooks/{webhook['id']}/test", format="json")
     ids = {
         "/api/v1/memory/semantic/{item_id}": items["semantic"].pk,
         "/api/v1/memory/episodic/{item_id}": items["episodic"].pk,
@@ -87,6 +90,7 @@ def stored(add_messages):
         "/api/v1/tasks/{task_id}/": added["task_ids"][0],
         "/api/v1/exports/{export_id}": export["id"],
         "/api/v1/erasures/{erasure_id}/": erasure["erasure_id"],
+        "/api/v1/webhooks/{webhook_id}/": webhook["id"],
     }
     return api, ids
 

@@ -20,6 +20,7 @@ class Access(enum.Enum):
     WRITE = "write"  # a client with a write scope; read-only clients get 403
     ERASE = "erase"  # a client with can_erase: erasure reaches every scope
     EXPORT = "export"  # a client with can_export: an export reaches every scope
+    WEBHOOKS = "webhooks"  # a client with can_manage_webhooks: endpoints receive every scope's events
 
 
 ACCESS_REFUSALS = {
@@ -31,6 +32,10 @@ ACCESS_REFUSALS = {
     Access.EXPORT: (
         lambda client: bool(client.can_export),
         "This client may not export: exports need the client's can_export permission.",
+    ),
+    Access.WEBHOOKS: (
+        lambda client: bool(client.can_manage_webhooks),
+        "This client may not manage webhooks: they need the client's can_manage_webhooks permission.",
     ),
 }
 

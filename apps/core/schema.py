@@ -35,7 +35,7 @@ ERROR_SCHEMA = {
 ERROR_DESCRIPTIONS = {
     400: "Invalid input: the message names each field (a body, query or path value, or a stored header).",
     401: "No API key, or an invalid, revoked or disabled one.",
-    403: "The client may not do this (read-only client, another scope's item, or no can_erase / can_export).",
+    403: "The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks).",
     404: "No such item among those the client reads (a foreign id and a missing one look the same).",
     409: "The request conflicts with stored state (a sealed session, a reused Idempotency-Key).",
     411: "A chunked body sent to a server that cannot read one; send a Content-Length.",
@@ -131,6 +131,7 @@ PATH_TAGS = (
     ("clients/", "privacy"),
     ("erasures/", "privacy"),
     ("exports", "privacy"),
+    ("webhooks/", "webhooks"),
     ("tasks/", "tasks"),
     ("me", "account"),
 )

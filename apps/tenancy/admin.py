@@ -41,10 +41,11 @@ class ClientAdmin(OrganizationScopedAdmin):
         "read_scopes",
         "can_erase",
         "can_export",
+        "can_manage_webhooks",
         "requests_per_minute",
         "created_at",
     ]
-    list_filter = ["status", "can_erase", "can_export"]
+    list_filter = ["status", "can_erase", "can_export", "can_manage_webhooks"]
     list_select_related = ["organization"]
     search_fields = ["name", "write_scope"]
     fields = [
@@ -55,6 +56,7 @@ class ClientAdmin(OrganizationScopedAdmin):
         "read_scopes",
         "can_erase",
         "can_export",
+        "can_manage_webhooks",
         "requests_per_minute",
     ]
     inlines = [ClientAPIKeyInline]
@@ -74,6 +76,7 @@ class ClientAdmin(OrganizationScopedAdmin):
             read_scopes=obj.read_scopes or None,
             can_erase=obj.can_erase,
             can_export=obj.can_export,
+            can_manage_webhooks=obj.can_manage_webhooks,
             requests_per_minute=obj.requests_per_minute,
         )
         obj.pk = client.pk

@@ -48,6 +48,11 @@ class Client(BaseModel):
         help_text="May export any end user's, client's or scope's data of the organisation, in every scope "
         "(POST exports); the archive is downloadable by this client only.",
     )
+    can_manage_webhooks = models.BooleanField(
+        default=False,
+        help_text="May list, create, change and delete the organisation's webhook endpoints (/api/v1/webhooks/), "
+        "which receive events of every scope.",
+    )
 
     requests_per_minute = models.PositiveIntegerField(
         null=True,

@@ -9,3 +9,4 @@ class CurrentClientOutputSerializer(serializers.Serializer):
     read_scopes = serializers.ListField(child=serializers.CharField())
     can_erase = serializers.BooleanField()
     can_export = serializers.BooleanField()
+    can_manage_webhooks = serializers.BooleanField()

@@ -52,10 +52,11 @@ def client_create(
     read_scopes: list[str] | None = None,
     can_erase: bool = False,
     can_export: bool = False,
+    can_manage_webhooks: bool = False,
     requests_per_minute: int | None = None,
 ) -> tuple[Client, str]:
     """Creates a client and its first API key. Without read_scopes it reads its own write scope;
-    it may erase only when can_erase is given, export only when can_export is; without requests_per_minute it has the default limit."""
+    it may erase only when can_erase is given, export only when can_export is, manage webhooks only when can_manage_webhooks is; without requests_per_minute it has the default limit."""
     name = name.strip()
     if not name:
         raise ValidationError("Client name must not be empty.")
@@ -73,6 +74,7 @@ def client_create(
         read_scopes=read_scopes,
         can_erase=can_erase,
         can_export=can_export,
+        can_manage_webhooks=can_manage_webhooks,
         requests_per_minute=requests_per_minute,
     )
     _, raw_key = api_key_create(client=client)

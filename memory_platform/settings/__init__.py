@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "apps.profiles",
     "apps.portability",
     "apps.context",
+    "apps.webhooks",
     "apps.mcp_server",
     "memory_platform",
 ]
@@ -276,6 +277,10 @@ SPECTACULAR_SETTINGS = {
         {"name": "skills", "description": "Learned skills and the experiences they were evolved from."},
         {"name": "profiles", "description": "Compiled person profiles and the entities they are about."},
         {"name": "privacy", "description": "Erasure of a user's or a client's data (needs can_erase)."},
+        {
+            "name": "webhooks",
+            "description": "Endpoints that receive the organisation's events (needs can_manage_webhooks).",
+        },
         {"name": "tasks", "description": "Background tasks: type and status."},
         {"name": "account", "description": "The calling client."},
     ],
@@ -500,6 +505,16 @@ PORTABILITY_BATCH_SIZE = env.int("PORTABILITY_BATCH_SIZE", default=2000)
 IMPORT_MAX_BYTES = env.int("IMPORT_MAX_BYTES", default=16 * 1024**3)
 IMPORT_MAX_FILE_BYTES = env.int("IMPORT_MAX_FILE_BYTES", default=8 * 1024**3)
 IMPORT_MAX_COMPRESSION_RATIO = env.float("IMPORT_MAX_COMPRESSION_RATIO", default=100.0)
+# Webhooks (apps.webhooks): each delivery attempt's timeout; attempts of one delivery (network errors,
+# 5xx, 408 and 429 are retried) and their exponential backoff; an endpoint is disabled after this many
+# deliveries in a row failed for good.
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=16)
+WEBHOOK_RETRY_BASE_SECONDS = env.float("WEBHOOK_RETRY_BASE_SECONDS", default=1.0)
+WEBHOOK_RETRY_MAX_SECONDS = env.float("WEBHOOK_RETRY_MAX_SECONDS", default=3600.0)
+WEBHOOK_DISABLE_AFTER_FAILURES = env.int("WEBHOOK_DISABLE_AFTER_FAILURES", default=10)
+# Finished deliveries (and their payloads) are kept this long in the delivery log.
+WEBHOOK_DELIVERY_RETENTION_DAYS = env.int("WEBHOOK_DELIVERY_RETENTION_DAYS", default=30)
 # How many of a subject's most recent turns verification fingerprints to look for their words.
 ERASURE_SCAN_MAX_TURNS = env.int("ERASURE_SCAN_MAX_TURNS", default=20000)
 
@@ -520,6 +535,8 @@ LOGGING = {
         # The MCP SDK's INFO lines are per-request noise of the stateless transport, or a refused tool
         # call's error message, which may quote user values; its warnings and errors are kept.
         "mcp": {"level": "WARNING"},
+        # httpx logs every request's full URL at INFO: a webhook endpoint's URL may carry a token.
+        "httpx2": {"level": "WARNING"},
     },
 }
 

@@ -102,6 +102,8 @@ def get(path):
 
 
 # (id, (method, path, JSON body or raw text or None), text the error message must contain)
+WEBHOOKS = ("POST", "/api/v1/webhooks/")
+
 CASES = [
     # --- NUL characters, wherever a string reaches the database -------------------------------------
     ("nul-content", post(ADD, message(content=f"a{NUL}b")), "messages.0.content"),
@@ -240,6 +242,22 @@ CASES = [
     ("nul-path-profile-lint", ("POST", "/api/v1/profiles/a%00b/lint", None), "profile_id"),
     ("nul-topics-compile-user", post(TOPICS, {"user_id": f"u{NUL}"}), "user_id"),
     ("surrogate-topics-compile-user", post(TOPICS, {"user_id": SURROGATE}), "user_id"),
+    ("nul-path-webhook", get("/api/v1/webhooks/a%00b/"), "webhook_id"),
+    ("nul-path-webhook-deliveries", get("/api/v1/webhooks/a%00b/deliveries"), "webhook_id"),
+    ("nul-path-webhook-test", ("POST", "/api/v1/webhooks/a%00b/test", None), "webhook_id"),
+    ("nul-webhooks-active", get("/api/v1/webhooks/?active=%00"), "active"),
+    ("nul-webhook-url", post(WEBHOOKS, {"url": f"https://a.example.com/{NUL}", "events": ["skill.evolved"]}), "url"),
+    (
+        "nul-webhook-event",
+        post(WEBHOOKS, {"url": "https://a.example.com/", "events": [f"skill.evolved{NUL}"]}),
+        "events",
+    ),
+    (
+        "surrogate-webhook-description",
+        post(WEBHOOKS, {"url": "https://a.example.com/", "events": ["skill.evolved"], "description": SURROGATE}),
+        "description",
+    ),
+    ("nan-webhook-events", ("POST", "/api/v1/webhooks/", '{"url": "https://a.example.com/", "events": NaN}'), "NaN"),
     ("list-topics-compile-body", post(TOPICS, ["u1"]), "expected a dictionary"),
     ("number-topics-compile-user", post(TOPICS, {"user_id": 5}), "user_id"),
     ("unknown-topics-compile-field", post(TOPICS, {"scope": "other"}), "scope"),
@@ -476,7 +494,7 @@ CASES = [
 @pytest.fixture
 def hostile_api(db, add_messages):
     """A client that may do everything (erasure too), with one session `s1` of user `u1` already stored."""
-    client = ClientFactory(can_erase=True)
+    client = ClientFactory(can_erase=True, can_manage_webhooks=True)
     add_messages(client, user_id="u1", session_id="s1")
     return api_for(client)
 

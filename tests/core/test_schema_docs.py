@@ -8,7 +8,7 @@ from django.test import Client
 from tests.conftest import api_for
 from tests.factories import ClientFactory
 
-GROUPS = ["memory", "sessions", "skills", "profiles", "privacy", "tasks", "account"]
+GROUPS = ["memory", "sessions", "skills", "profiles", "privacy", "webhooks", "tasks", "account"]
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_every_operation_has_a_group_a_summary_and_an_example_request(schema):
 @pytest.mark.django_db
 def test_each_body_example_is_accepted_as_documented(schema):
     """The examples are real requests: sent as they stand, none is refused as invalid."""
-    api = api_for(ClientFactory(can_export=True))
+    api = api_for(ClientFactory(can_export=True, can_manage_webhooks=True))
     api.post(
         "/api/v1/memory/add",
         {

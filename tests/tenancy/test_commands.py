@@ -53,6 +53,14 @@ def test_can_erase_is_off_unless_asked_for():
     assert {client.name: client.can_erase for client in Client.objects.all()} == {"bot": False, "dpo": True}
 
 
+def test_managing_webhooks_is_off_unless_asked_for():
+    run("create_organization", "Acme")
+    run("create_client", "--org", "Acme", "--name", "bot", "--write-scope", "team-a")
+    out = run("create_client", "--org", "Acme", "--name", "ops", "--can-manage-webhooks", "--json")
+    assert json.loads(out)["can_manage_webhooks"] is True
+    assert {client.name: client.can_manage_webhooks for client in Client.objects.all()} == {"bot": False, "ops": True}
+
+
 def test_read_only_client_defaults_to_no_read_scopes_and_human_output():
     run("create_organization", "Acme")
     out = run("create_client", "--org", "Acme", "--name", "reader")

@@ -7,6 +7,7 @@ from typing import Literal
 from django.utils import timezone
 
 from apps.conversations.models import Message, Session
+from apps.core.events import SESSION_LEARNED, emit_event
 
 # `check(session) -> str`: why the session counts as learned from by the rows an app derives from its
 # turns ("" if none), registered from that app's ready(); asked in the order the apps are installed.
@@ -70,6 +71,24 @@ def messages_mark_learned(
     Session.objects.filter(pk=session.pk).update(**{field: now, "updated_at": now})
     setattr(session, field, now)
     return now
+
+
+def session_announce_learned(*, session: Session, by: Literal["distillation", "extraction"], **counts) -> None:
+    """Tells the listeners (webhooks) that a session's learning finished: a task session distilled, or
+    a sealed conversation session with every turn extracted. Call it in the transaction that marks
+    the last turns learned. `counts`: small numbers of what was learned."""
+    emit_event(
+        SESSION_LEARNED,
+        organization_id=session.organization_id,
+        data={
+            "session_id": session.session_id,
+            "user_id": session.end_user.user_id,
+            "scope": session.scope,
+            "session_tag": session.session_tag,
+            "learned_by": by,
+            **counts,
+        },
+    )
 
 
 def messages_mark_unlearned(*, turns) -> list:

@@ -9,7 +9,11 @@ from django.db import transaction
 from apps.conversations.models import Message, Session, SessionTag
 from apps.conversations.selectors import messages_not_learned
 from apps.conversations.services.dates import date_metadata, messages_set_dates
-from apps.conversations.services.learning import messages_lock_unlearned, messages_mark_learned
+from apps.conversations.services.learning import (
+    messages_lock_unlearned,
+    messages_mark_learned,
+    session_announce_learned,
+)
 from apps.conversations.services.sessions import session_lock
 from apps.conversations.writers import turns_held
 from apps.core.temporal import resolve_dates
@@ -147,6 +151,12 @@ def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors
     return counts
 
 
+def _extraction_finished(session: Session) -> bool:
+    """Whether the session is sealed and every one of its turns has been learned from."""
+    sealed = Session.objects.filter(pk=session.pk, status=Session.Status.SEALED).exists()
+    return sealed and not messages_not_learned(session=session).exists()
+
+
 def session_extract(*, session: Session, task=None) -> dict:
     """Learns from the session's turns not learned from yet, batch by batch; each batch is marked
     learned from in the transaction that stores what it gave.
@@ -188,6 +198,8 @@ def session_extract(*, session: Session, task=None) -> dict:
             )
             counts = _apply(session=session, plan=plan, turns=turns, vectors=vectors, task=task)
             messages_mark_learned(session=session, by="extraction", message_ids=batch_ids)
+            if _extraction_finished(session):
+                session_announce_learned(session=session, by="extraction")
         result["turns"] += len(batch)
         for memory_type in (EPISODIC, SEMANTIC):
             for name, value in counts[memory_type].items():

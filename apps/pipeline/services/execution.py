@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from apps.core import timing
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.registry import NotYet, handler_for
+from apps.pipeline.registry import NotYet, backoff_of, handler_for
 from apps.pipeline.services.broker import publish
 from apps.pipeline.services.heartbeats import worker_name
 
@@ -27,9 +27,11 @@ logger = logging.getLogger(__name__)
 ERROR_MAX_CHARS = 4000
 
 
-def retry_delay(attempts: int) -> float:
-    """Exponential backoff with full jitter in its upper half, capped."""
-    ceiling = min(settings.TASK_RETRY_MAX_SECONDS, settings.TASK_RETRY_BASE_SECONDS * 2 ** max(0, attempts - 1))
+def retry_delay(attempts: int, task_type: str | None = None) -> float:
+    """Exponential backoff with full jitter in its upper half, capped; by the settings the task type
+    registered (apps.pipeline.registry.backoff_of), TASK_RETRY_BASE_SECONDS and _MAX_SECONDS by default."""
+    base, cap = (getattr(settings, name) for name in backoff_of(task_type or ""))
+    ceiling = min(cap, base * 2 ** max(0, attempts - 1))
     return random.uniform(ceiling / 2, ceiling)
 
 
@@ -226,7 +228,7 @@ def _run_claimed(task: MemoryTask) -> str:
                 "task %s (%s) is dead after %s attempts: %s", task.id, task.task_type, task.attempts, type(exc).__name__
             )
             return "dead"
-        run_after = now + timedelta(seconds=retry_delay(task.attempts))
+        run_after = now + timedelta(seconds=retry_delay(task.attempts, task.task_type))
         if _finish(task, status=MemoryTask.Status.FAILED, error=error, run_after=run_after):
             publish(task_id=task.id, run_after=run_after)
         logger.warning("task %s (%s) failed attempt %s: %s", task.id, task.task_type, task.attempts, type(exc).__name__)

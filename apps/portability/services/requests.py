@@ -12,6 +12,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.core import replicas
+from apps.core.events import EXPORT_READY, emit_event
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import enqueue
 from apps.portability.models import ExportPerson, ExportRequest
@@ -145,9 +146,21 @@ def export_run(*, export: ExportRequest) -> dict:
         }
         # One statement against the erasure's bump (purge_exports): either the bump comes first and
         # this matches nothing, or the archive is ready before the erasure looks for it.
-        ready = ExportRequest.objects.filter(
-            pk=export.pk, status=ExportRequest.Status.RUNNING, generation=generation
-        ).update(**fields, updated_at=now)
+        with transaction.atomic():
+            ready = ExportRequest.objects.filter(
+                pk=export.pk, status=ExportRequest.Status.RUNNING, generation=generation
+            ).update(**fields, updated_at=now)
+            if ready:
+                emit_event(
+                    EXPORT_READY,
+                    organization_id=export.organization_id,
+                    data={
+                        "export_id": str(export.pk),
+                        "selection": export.selection,
+                        "value": export.value,
+                        "expires_at": fields["expires_at"].isoformat(),
+                    },
+                )
         if ready:
             for name, value in fields.items():
                 setattr(export, name, value)

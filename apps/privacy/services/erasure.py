@@ -6,6 +6,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.core.events import ERASURE_FINISHED, emit_event
 from apps.pipeline.services import enqueue
 from apps.privacy.models import ErasureRequest
 from apps.privacy.services.purge import subject_purge
@@ -96,7 +97,18 @@ def erasure_run(*, erasure: ErasureRequest) -> dict:
     if residual["total"]:
         _save(erasure, status=ErasureRequest.Status.FAILED, residual=residual, error=ErasureIncomplete.__name__)
         raise ErasureIncomplete(f"erasure {erasure.pk}: {residual['total']} residual item(s) after the purge")
-    _save(erasure, status=ErasureRequest.Status.SUCCEEDED, residual=residual, finished_at=timezone.now())
+    with transaction.atomic():
+        _save(erasure, status=ErasureRequest.Status.SUCCEEDED, residual=residual, finished_at=timezone.now())
+        emit_event(
+            ERASURE_FINISHED,
+            organization_id=erasure.organization_id,
+            data={
+                "erasure_id": str(erasure.pk),
+                "subject_kind": erasure.subject_kind,
+                "subject_id": erasure.subject_id,
+                "status": erasure.status,
+            },
+        )
     # Compiled pages of other people may have cited what is gone: lint them now, not at the next beat.
     profiles_lint_enqueue(organization=erasure.organization)
     logger.info("erasure %s succeeded: %s", erasure.pk, {table: n for table, n in erasure.counts.items() if n})

@@ -8,7 +8,7 @@ from django.db import transaction
 from apps.conversations.models import Session, SessionTag
 from apps.conversations.routing import distillation_enqueue
 from apps.conversations.selectors import session_messages
-from apps.conversations.services.learning import messages_mark_learned
+from apps.conversations.services.learning import messages_mark_learned, session_announce_learned
 from apps.conversations.writers import turns_held
 from apps.core.errors import ConflictError
 from apps.pipeline.locks import advisory_lock
@@ -151,6 +151,7 @@ def session_distill(*, session: Session, task=None) -> dict:
         messages_mark_learned(session=session, by="distillation", through_seq=messages[-1].seq if messages else 0)
         learnable = [experience for experience in experiences if experience.status == SkillExperience.Status.PENDING]
         evolve_task = evolve_enqueue(organization=session.organization, scope=session.scope) if learnable else None
+        session_announce_learned(session=session, by="distillation", experiences=len(experiences))
     if problems:
         # Counted, not quoted: the problems cite the model's output (kept in the task's result).
         logger.info("distillation of session %s: %s problem(s) with the distiller's answer", session.pk, len(problems))

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils.text import slugify
 
+from apps.core.events import SKILL_EVOLVED, SKILL_REVIEW_NEEDED, emit_event
 from apps.core.validation import check_fields
 from apps.providers.embeddings import embed_texts, embedding_model_name
 from apps.skills.models import SKILL_NAME_MAX_LENGTH, Skill, SkillVersion
@@ -207,7 +208,26 @@ def skill_return_to_review(*, skill: Skill, changes: dict, actor: str, reason: s
         skill.version += 1
         skill.save(update_fields=["version", "updated_at"])
         _record(skill, operation=SkillVersion.Operation.EDIT, actor=actor, reason=reason)
+    skill_announce(skill=skill)
     return skill
+
+
+SKILL_EVENTS = {Skill.Status.ACTIVE: SKILL_EVOLVED, Skill.Status.PENDING_REVIEW: SKILL_REVIEW_NEEDED}
+
+
+def skill_announce(*, skill: Skill) -> None:
+    """Tells the listeners (webhooks) about a new version of a skill that evolution or its outcomes
+    made: in service (`skill.evolved`) or waiting for a person (`skill.review_needed`). Call it in
+    the transaction that stores the version."""
+    event_type = SKILL_EVENTS.get(skill.status)
+    if event_type is None:
+        return
+    emit_event(
+        event_type,
+        organization_id=skill.organization_id,
+        data={"skill_id": str(skill.pk), "scope": skill.scope, "version": skill.version, "status": skill.status},
+        content={name: getattr(skill, name) for name in ("name", "description", "instructions", "triggers")},
+    )
 
 
 def skill_delete(*, skill: Skill) -> None:

@@ -18,7 +18,7 @@ from apps.providers.llm import llm_enabled
 from apps.skills.models import ExperienceType, Skill, SkillExperience, SkillVersion
 from apps.skills.services.evolve.llm import llm_operations
 from apps.skills.services.evolve.rules import rule_drafts
-from apps.skills.services.skills import evolved_status, skill_archive, skill_create, skill_update
+from apps.skills.services.skills import evolved_status, skill_announce, skill_archive, skill_create, skill_update
 from apps.skills.trust import may_reach
 
 logger = logging.getLogger(__name__)
@@ -201,12 +201,14 @@ def _apply(*, organization, scope: str, changes: list[Change], actor: str, repor
                 embedding=change.embedding,
             )
             report["created"].append(skill.name)
+            skill_announce(skill=skill)
             continue
         for other in change.merged:
             skill_archive(
                 skill=other, actor=actor, reason=f"merged into {change.skill.name}", experiences=change.experiences
             )
-        skill_update(
+        version = change.skill.version
+        skill = skill_update(
             skill=change.skill,
             changes=change.fields,
             actor=actor,
@@ -217,6 +219,8 @@ def _apply(*, organization, scope: str, changes: list[Change], actor: str, repor
             operation=SkillVersion.Operation.MERGE if change.kind == "merged" else SkillVersion.Operation.EDIT,
         )
         report[change.kind].append(change.skill.name)
+        if skill.version != version:
+            skill_announce(skill=skill)
 
 
 def _mark(experience_ids, status: str) -> int:

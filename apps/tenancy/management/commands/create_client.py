@@ -27,6 +27,12 @@ class Command(BaseCommand):
             action="store_true",
             help="Allow it to export any end user's, client's or scope's data of the organisation (off by default).",
         )
+        parser.add_argument(
+            "--can-manage-webhooks",
+            action="store_true",
+            help="Allow it to manage the organisation's webhook endpoints, which see events of every scope "
+            "(off by default).",
+        )
         parser.add_argument("--json", action="store_true", help="Print machine-readable JSON.")
 
     def handle(self, *args, **options):
@@ -42,6 +48,7 @@ class Command(BaseCommand):
                 read_scopes=read_scopes,
                 can_erase=options["can_erase"],
                 can_export=options["can_export"],
+                can_manage_webhooks=options["can_manage_webhooks"],
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
@@ -56,6 +63,7 @@ class Command(BaseCommand):
                         "read_scopes": client.read_scopes,
                         "can_erase": client.can_erase,
                         "can_export": client.can_export,
+                        "can_manage_webhooks": client.can_manage_webhooks,
                         "api_key": raw_key,
                     }
                 )
@@ -64,6 +72,7 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"Created client {client.name} ({client.id}) in {organization.name}"))
         self.stdout.write(
             f"write scope: {client.write_scope or '(read-only)'}; read scopes: {client.read_scopes}; "
-            f"can erase: {'yes' if client.can_erase else 'no'}; can export: {'yes' if client.can_export else 'no'}"
+            f"can erase: {'yes' if client.can_erase else 'no'}; can export: {'yes' if client.can_export else 'no'}; "
+            f"can manage webhooks: {'yes' if client.can_manage_webhooks else 'no'}"
         )
         self.stdout.write(f"API key (shown once, store it now): {raw_key}")
