@@ -929,6 +929,105 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the organisation's webhook endpoints (never their secrets).
+         * @description Example request: `GET /api/v1/webhooks/`.
+         */
+        get: operations["v1_webhooks_list"];
+        put?: never;
+        /**
+         * Register an endpoint to receive the organisation's events.
+         * @description The answer carries the endpoint's signing secret, shown this once: every delivery is signed with
+         *     it (Standard Webhooks `webhook-signature`).
+         *
+         *     Example request: `POST /api/v1/webhooks/` with the JSON body of the example below.
+         */
+        post: operations["v1_webhooks_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhook_id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an endpoint: its events, whether it is active, its failures in a row and why it was disabled.
+         * @description Example request: `GET /api/v1/webhooks/5d6e7f80-9a1b-4c2d-8e3f-4a5b6c7d8e9f/`.
+         */
+        get: operations["v1_webhooks_retrieve"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an endpoint with its delivery log; deliveries still waiting are dropped.
+         * @description Example request: `DELETE /api/v1/webhooks/5d6e7f80-9a1b-4c2d-8e3f-4a5b6c7d8e9f/`.
+         */
+        delete: operations["v1_webhooks_destroy"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an endpoint's URL, events, content opt-in or description, or switch it off and on.
+         * @description Switching a disabled endpoint back on (`active: true`) resets its failures in a row.
+         *
+         *     Example request: `PATCH /api/v1/webhooks/5d6e7f80-9a1b-4c2d-8e3f-4a5b6c7d8e9f/` with the JSON body of the example below.
+         */
+        patch: operations["v1_webhooks_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an endpoint's deliveries, newest first: payload, attempts, status and last error.
+         * @description Example request: `GET /api/v1/webhooks/5d6e7f80-9a1b-4c2d-8e3f-4a5b6c7d8e9f/deliveries`.
+         */
+        get: operations["v1_webhooks_deliveries_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhook_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the endpoint a `webhook.test` event (signed and retried like any other).
+         * @description Answers 202 with the delivery; follow it in GET webhooks/<id>/deliveries.
+         *
+         *     Example request: `POST /api/v1/webhooks/5d6e7f80-9a1b-4c2d-8e3f-4a5b6c7d8e9f/test`.
+         */
+        post: operations["v1_webhooks_test_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1080,7 +1179,39 @@ export interface components {
             read_scopes: string[];
             can_erase: boolean;
             can_export: boolean;
+            can_manage_webhooks: boolean;
         };
+        DeliveryOutput: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            endpoint_id: string;
+            event_type: string;
+            event_id: string;
+            /** @description The JSON body POSTed to the endpoint. */
+            payload: unknown;
+            status: components["schemas"]["DeliveryOutputStatusEnum"];
+            attempts: number;
+            last_status_code: number | null;
+            /** @description `HTTP <status>` or the network error's type; never a body. */
+            last_error: string;
+            /** Format: date-time */
+            last_attempt_at: string | null;
+            /** Format: date-time */
+            delivered_at: string | null;
+            /** Format: uuid */
+            task_id: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /**
+         * @description * `pending` - Pending (being sent or retried)
+         *     * `succeeded` - Delivered
+         *     * `failed` - Failed
+         *     * `cancelled` - Cancelled (endpoint disabled)
+         * @enum {string}
+         */
+        DeliveryOutputStatusEnum: "pending" | "succeeded" | "failed" | "cancelled";
         DistillOutput: {
             session_id: string;
             /** Format: uuid */
@@ -1297,6 +1428,15 @@ export interface components {
             };
         };
         /**
+         * @description * `skill.evolved` - skill.evolved
+         *     * `skill.review_needed` - skill.review_needed
+         *     * `session.learned` - session.learned
+         *     * `erasure.finished` - erasure.finished
+         *     * `export.ready` - export.ready
+         * @enum {string}
+         */
+        EventsEnum: "skill.evolved" | "skill.review_needed" | "session.learned" | "erasure.finished" | "export.ready";
+        /**
          * @description * `experience` - experience
          * @enum {string}
          */
@@ -1400,7 +1540,7 @@ export interface components {
             id: string;
             kind: components["schemas"]["KindEnum"];
             severity: components["schemas"]["SeverityEnum"];
-            status: components["schemas"]["StatusEnum"];
+            status: components["schemas"]["LintFindingOutputStatusEnum"];
             detail: string;
             /**
              * Format: uuid
@@ -1413,6 +1553,12 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        /**
+         * @description * `open` - open
+         *     * `resolved` - resolved
+         * @enum {string}
+         */
+        LintFindingOutputStatusEnum: "open" | "resolved";
         LintIssue: {
             /** Format: uuid */
             finding_id: string;
@@ -1619,6 +1765,21 @@ export interface components {
          * @enum {string}
          */
         OutcomeEnum: "success" | "failure" | "unknown";
+        PaginatedDeliveryOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["DeliveryOutput"][];
+        };
         PaginatedEntityOutputList: {
             /** @example 123 */
             count: number;
@@ -1723,6 +1884,21 @@ export interface components {
              */
             previous?: string | null;
             results: components["schemas"]["SkillOutput"][];
+        };
+        PaginatedWebhookOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["WebhookOutput"][];
         };
         /**
          * @description * `procedural` - procedural
@@ -2223,12 +2399,6 @@ export interface components {
             /** Format: uuid */
             item_id: string;
         };
-        /**
-         * @description * `open` - open
-         *     * `resolved` - resolved
-         * @enum {string}
-         */
-        StatusEnum: "open" | "resolved";
         /** @description Any JSON value; the whole body nests at most JSON_MAX_DEPTH (32) levels, and strings and keys hold no NUL (\u0000). */
         StorableJSON: JsonValue;
         TaskOutput: {
@@ -2359,6 +2529,73 @@ export interface components {
          * @enum {string}
          */
         VerdictEnum: "helped" | "hurt" | "irrelevant";
+        WebhookCreateInput: {
+            /**
+             * Format: uri
+             * @description Where events are POSTed: an http or https URL.
+             */
+            url: string;
+            /** @description The event types to deliver: `skill.evolved`, `skill.review_needed`, `session.learned`, `erasure.finished`, `export.ready`. */
+            events: components["schemas"]["EventsEnum"][];
+            /**
+             * @description Payloads also carry what the event is about (a skill's name and text); off: ids only.
+             * @default false
+             */
+            include_content?: boolean;
+            /** @default  */
+            description?: string;
+        };
+        WebhookCreatedOutput: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            description: string;
+            events: string[];
+            include_content: boolean;
+            active: boolean;
+            consecutive_failures: number;
+            /** Format: date-time */
+            disabled_at: string | null;
+            disabled_reason: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The signing secret (`whsec_…`), shown only in this answer: store it to verify deliveries. */
+            secret: string;
+        };
+        WebhookOutput: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            description: string;
+            events: string[];
+            include_content: boolean;
+            active: boolean;
+            consecutive_failures: number;
+            /** Format: date-time */
+            disabled_at: string | null;
+            disabled_reason: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description The fields to change. `active: true` re-enables an endpoint disabled after failures. */
+        WebhookPatchInput: {
+            /**
+             * Format: uri
+             * @description Where events are POSTed: an http or https URL.
+             */
+            url?: string;
+            /** @description The event types to deliver: `skill.evolved`, `skill.review_needed`, `session.learned`, `erasure.finished`, `export.ready`. */
+            events?: components["schemas"]["EventsEnum"][];
+            /** @description Payloads also carry what the event is about (a skill's name and text); off: ids only. */
+            include_content?: boolean;
+            description?: string;
+            /** @description Off: nothing is delivered to the endpoint. */
+            active?: boolean;
+        };
     };
     responses: never;
     parameters: never;
@@ -2510,7 +2747,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2673,7 +2910,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2732,7 +2969,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2816,7 +3053,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2873,7 +3110,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2980,7 +3217,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3066,7 +3303,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3280,7 +3517,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3411,7 +3648,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3481,7 +3718,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3621,7 +3858,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3677,7 +3914,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3990,7 +4227,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4121,7 +4358,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4191,7 +4428,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4434,7 +4671,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4539,7 +4776,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4720,7 +4957,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4795,7 +5032,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4893,7 +5130,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4964,7 +5201,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5125,7 +5362,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5186,7 +5423,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5274,7 +5511,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5485,7 +5722,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export). */
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5579,6 +5816,462 @@ export interface operations {
                 };
             };
             /** @description No such subject in the caller's organisation. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_webhooks_list: {
+        parameters: {
+            query?: {
+                active?: boolean;
+                /** @description Items per page (default 50); `page_size` is an alias. */
+                limit?: number;
+                /** @description Items to skip; `page` (from 1) is an alias: offset = (page - 1) × limit. */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedWebhookOutputList"];
+                };
+            };
+            /** @description Invalid input: the message names each field (a body, query or path value, or a stored header). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key, or an invalid, revoked or disabled one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_webhooks_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreateInput"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreatedOutput"];
+                };
+            };
+            /** @description Invalid input: the message names each field (a body, query or path value, or a stored header). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key, or an invalid, revoked or disabled one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A chunked body sent to a server that cannot read one; send a Content-Length. */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_webhooks_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookOutput"];
+                };
+            };
+            /** @description Invalid input: the message names each field (a body, query or path value, or a stored header). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key, or an invalid, revoked or disabled one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such item among those the client reads (a foreign id and a missing one look the same). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_webhooks_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input: the message names each field (a body, query or path value, or a stored header). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key, or an invalid, revoked or disabled one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such item among those the client reads (a foreign id and a missing one look the same). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_webhooks_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WebhookPatchInput"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookOutput"];
+                };
+            };
+            /** @description Invalid input: the message names each field (a body, query or path value, or a stored header). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key, or an invalid, revoked or disabled one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such item among those the client reads (a foreign id and a missing one look the same). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A chunked body sent to a server that cannot read one; send a Content-Length. */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_webhooks_deliveries_list: {
+        parameters: {
+            query?: {
+                /** @description Items per page (default 50); `page_size` is an alias. */
+                limit?: number;
+                /** @description Items to skip; `page` (from 1) is an alias: offset = (page - 1) × limit. */
+                offset?: number;
+                /**
+                 * @description * `pending` - Pending (being sent or retried)
+                 *     * `succeeded` - Delivered
+                 *     * `failed` - Failed
+                 *     * `cancelled` - Cancelled (endpoint disabled)
+                 */
+                status?: "pending" | "succeeded" | "failed" | "cancelled";
+            };
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedDeliveryOutputList"];
+                };
+            };
+            /** @description Invalid input: the message names each field (a body, query or path value, or a stored header). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key, or an invalid, revoked or disabled one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such item among those the client reads (a foreign id and a missing one look the same). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_webhooks_test_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryOutput"];
+                };
+            };
+            /** @description Invalid input: the message names each field (a body, query or path value, or a stored header). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key, or an invalid, revoked or disabled one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such item among those the client reads (a foreign id and a missing one look the same). */
             404: {
                 headers: {
                     [name: string]: unknown;
