@@ -14,7 +14,8 @@ tokens) as a ratio to the search, and `GET /me`: the floor of every API call (HT
 the rate limit), which no change to the search can lower.
 
 `python -m bench scale`: BENCH_SCALE_MESSAGES (default 1,000,000) messages, measured at 100k and at that
-size, and BENCH_SCALE_SKILLS (default 100,000) skills.
+size, and BENCH_SCALE_SKILLS (default 100,000) skills. With BENCH_SCALE_KEEP_DATA set, the database is left
+in .data/bench-scale afterwards, to measure other code on the same data (the next run recreates it).
 """
 
 import json
@@ -53,7 +54,8 @@ def run(output_dir: Path, *, messages: int | None = None, users: int = 1000, ski
         cwd=ROOT,
         check=True,
     )
-    shutil.rmtree(data_dir, ignore_errors=True)
+    if not os.environ.get("BENCH_SCALE_KEEP_DATA"):
+        shutil.rmtree(data_dir, ignore_errors=True)
     return json.loads((output_dir / "scale.json").read_text())
 
 

@@ -459,6 +459,10 @@ IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)
 # Search (apps.search): a caller who sees at most this many items of a type (one user's turns,
 # a small scope) has them read once and ranked exactly; beyond it the GIN and HNSW indexes answer.
 SEARCH_SCAN_MAX_ROWS = env.int("SEARCH_SCAN_MAX_ROWS", default=20000)
+# A search's statements are prepared once per connection and run with their generic plan (planning
+# took longer than running them); off behind a pooler that lends another server connection for each
+# transaction (pgbouncer's transaction mode), where a connection's prepared statements are not its own.
+SEARCH_PREPARED_STATEMENTS = env.bool("SEARCH_PREPARED_STATEMENTS", default=True)
 # The rerank stage (apps.search.rerank): none | context | cross-encoder | llm, over the best
 # RERANK_CANDIDATES fused hits of a search with a query. `context` needs no model and adds about
 # 0.04 to LOCOMO recall@10 for 25% more latency (bench/README.md).
