@@ -228,3 +228,31 @@ def test_odd_characters_in_a_query_are_searched_not_parsed(client_a, add_message
         filters={"user_id": "dora"},
     )
     assert hits[0].instance.pk == stored.pk
+
+
+def test_a_search_statement_is_prepared_once_and_runs_its_generic_plan_with_the_same_results(
+    client_a, corpus, settings
+):
+    query = {
+        "reader": client_a.reader,
+        "query": "Max retriever vet Lisbon",
+        "memory_types": ["message"],
+        "method": "hybrid",
+        "limit": 5,
+        "filters": {"user_id": "alice"},
+    }
+    settings.SEARCH_PREPARED_STATEMENTS = False
+    plain = [(hit.instance.pk, round(hit.score, 9)) for hit in search(**query)]
+    settings.SEARCH_PREPARED_STATEMENTS = True
+    first = [(hit.instance.pk, round(hit.score, 9)) for hit in search(**query)]
+    with CaptureQueriesContext(connection) as again:
+        second = [(hit.instance.pk, round(hit.score, 9)) for hit in search(**query)]
+    assert plain and plain == first == second
+    sent = [captured["sql"] for captured in again.captured_queries]
+    assert sent and all("EXECUTE search_" in sql and "PREPARE" not in sql for sql in sent)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT sum(generic_plans), sum(custom_plans) FROM pg_prepared_statements WHERE name LIKE 'search%%'"
+        )
+        generic, custom = cursor.fetchone()
+    assert generic > 0 and custom == 0
