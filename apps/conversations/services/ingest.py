@@ -41,19 +41,18 @@ def _session_for_add(*, client, end_user, session_id: str, session_tag: str | No
     """
     organization = client.organization
     lookup = {"organization": organization, "end_user": end_user, "scope": client.write_scope, "session_id": session_id}
+    new = Session(
+        **lookup, client=client, session_tag=session_tag or settings.DEFAULT_SESSION_TAG, filter_tags=filter_tags
+    )
+    # Inserted first, ON CONFLICT DO NOTHING: a new session costs this one statement and is not read
+    # back (no other transaction sees it, and no purge can name its new key); an existing one, or one a
+    # concurrent add created first (waited for), is then read and locked. Any other violation (a CHECK)
+    # is raised.
+    if insert_unless_conflict(new):
+        return new, True, _seal_older_sessions(session=new, client=client)
     session = _session_locked(lookup)
-    if session is None:
-        new = Session(
-            **lookup, client=client, session_tag=session_tag or settings.DEFAULT_SESSION_TAG, filter_tags=filter_tags
-        )
-        # ON CONFLICT DO NOTHING: a concurrent add that created it first is waited for, and its session
-        # is then read (any other violation, a CHECK, is raised). Ours, just inserted, is not read back:
-        # no other transaction sees it, and no purge can name its new key.
-        if insert_unless_conflict(new):
-            return new, True, _seal_older_sessions(session=new, client=client)
-        session = _session_locked(lookup)
-        if session is None:  # the concurrent add's session was deleted meanwhile: ours was never stored
-            raise ConflictError(f"Session {session_id!r} was deleted while this request created it; send it again.")
+    if session is None:  # the session ours conflicted with was deleted meanwhile: ours was never stored
+        raise ConflictError(f"Session {session_id!r} was deleted while this request created it; send it again.")
     if session.status == Session.Status.SEALED:
         raise ConflictError(f"Session {session_id!r} is sealed; send new messages under a new session_id.")
     if session_tag and session.session_tag != session_tag:
