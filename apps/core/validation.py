@@ -72,41 +72,48 @@ def check_text(value: str, *, field: str) -> str:
     return value
 
 
-def _join(path: str, key) -> str:
-    return f"{path}.{key}" if path else str(key)
+def _path(at) -> str:
+    """The dotted path of a place check_json walks: a string, or (the parent's place, key)."""
+    keys = []
+    while isinstance(at, tuple):
+        at, key = at
+        keys.append(str(key))
+    return ".".join([at, *reversed(keys)] if at else reversed(keys))
 
 
 def check_json(value, *, field: str = "", depth: int = 0) -> None:
     """Walks a decoded JSON value without recursion: string keys and values, numbers, depth.
 
-    `depth` is how deep `value` already sits in the document it belongs to.
+    `depth` is how deep `value` already sits in the document it belongs to. A place's dotted path is
+    spelled out only for the error (most values are fine, and every string of a request is walked).
     """
     limit = max_depth()
+    forbidden = FORBIDDEN_CHARACTERS.search
     stack = [(value, field, depth)]
     while stack:
-        item, path, level = stack.pop()
+        item, at, level = stack.pop()
         if isinstance(item, str):
-            check_text(item, field=path)
+            if forbidden(item) is not None:
+                raise InputError(_path(at), text_problem(item))
         elif isinstance(item, bool) or item is None or isinstance(item, int):
             continue
         elif isinstance(item, float):
             if not math.isfinite(item):
-                raise InputError(path, "Numbers must be finite (no NaN or Infinity).")
+                raise InputError(_path(at), "Numbers must be finite (no NaN or Infinity).")
         elif isinstance(item, (dict, list)):
             if level + 1 > limit:
-                raise InputError(path, f"JSON nested deeper than {limit} levels.")
+                raise InputError(_path(at), f"JSON nested deeper than {limit} levels.")
             if isinstance(item, dict):
                 for key, child in item.items():
                     if not isinstance(key, str):
-                        raise InputError(path, "Object keys must be strings.")
-                    problem = name_problem(key, kind="A key")
-                    if problem:
-                        raise InputError(path, problem)
-                    stack.append((child, _join(path, key), level + 1))
+                        raise InputError(_path(at), "Object keys must be strings.")
+                    if forbidden(key) is not None:
+                        raise InputError(_path(at), name_problem(key, kind="A key"))
+                    stack.append((child, (at, key), level + 1))
             else:
-                stack.extend((child, _join(path, index), level + 1) for index, child in enumerate(item))
+                stack.extend((child, (at, index), level + 1) for index, child in enumerate(item))
         else:
-            raise InputError(path, f"Not a JSON value ({type(item).__name__}).")
+            raise InputError(_path(at), f"Not a JSON value ({type(item).__name__}).")
 
 
 def _refuse_constant(name):
@@ -163,7 +170,7 @@ def check_tags(tags, *, field: str) -> dict:
     check_json(tags, field=field, depth=1)
     for key, value in tags.items():
         if isinstance(value, (dict, list)):
-            raise InputError(_join(field, key), "Tag values must be a string, a number, a boolean or null.")
+            raise InputError(_path((field, key)), "Tag values must be a string, a number, a boolean or null.")
     return tags
 
 

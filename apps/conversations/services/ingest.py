@@ -21,7 +21,7 @@ from apps.conversations.routing import (
 )
 from apps.conversations.services.sessions import session_seal, work_after_seal
 from apps.conversations.turns import normalise_messages
-from apps.core.bulk import copy_create
+from apps.core.bulk import copy_create, insert_unless_conflict
 from apps.core.errors import ConflictError
 from apps.core.validation import InputError, check_tags, check_text
 from apps.pipeline.models import MemoryTask
@@ -41,19 +41,18 @@ def _session_for_add(*, client, end_user, session_id: str, session_tag: str | No
     """
     organization = client.organization
     lookup = {"organization": organization, "end_user": end_user, "scope": client.write_scope, "session_id": session_id}
+    new = Session(
+        **lookup, client=client, session_tag=session_tag or settings.DEFAULT_SESSION_TAG, filter_tags=filter_tags
+    )
+    # Inserted first, ON CONFLICT DO NOTHING: a new session costs this one statement and is not read
+    # back (no other transaction sees it, and no purge can name its new key); an existing one, or one a
+    # concurrent add created first (waited for), is then read and locked. Any other violation (a CHECK)
+    # is raised.
+    if insert_unless_conflict(new):
+        return new, True, _seal_older_sessions(session=new, client=client)
     session = _session_locked(lookup)
-    if session is None:
-        new = Session(
-            **lookup, client=client, session_tag=session_tag or settings.DEFAULT_SESSION_TAG, filter_tags=filter_tags
-        )
-        # ON CONFLICT DO NOTHING: a concurrent add that created it first is waited for, and its session
-        # is the one read back (any other violation, a CHECK, is raised).
-        Session.objects.bulk_create([new], ignore_conflicts=True)
-        session = _session_locked(lookup)
-        if session is None:  # the concurrent add's session was deleted meanwhile: ours was never stored
-            raise ConflictError(f"Session {session_id!r} was deleted while this request created it; send it again.")
-        if session.pk == new.pk:
-            return session, True, _seal_older_sessions(session=session, client=client)
+    if session is None:  # the session ours conflicted with was deleted meanwhile: ours was never stored
+        raise ConflictError(f"Session {session_id!r} was deleted while this request created it; send it again.")
     if session.status == Session.Status.SEALED:
         raise ConflictError(f"Session {session_id!r} is sealed; send new messages under a new session_id.")
     if session_tag and session.session_tag != session_tag:
@@ -170,8 +169,8 @@ def messages_ingest(
         client=client, end_user=end_user, session_id=session_id, session_tag=session_tag, filter_tags=filter_tags
     )
     first_seq = session.last_seq + 1
-    messages = _turns_store(session=session, end_user=end_user, turns=turns, client=client, outcome=outcome, seal=seal)
-    if messages:
+    stored = _turns_store(session=session, end_user=end_user, turns=turns, client=client, outcome=outcome, seal=seal)
+    if stored:
         tasks.append(embedding_enqueue(session, from_seq=first_seq, to_seq=session.last_seq, client=client))
         if session.session_tag == SessionTag.CONVERSATION and not seal:
             tasks.append(extraction_enqueue(session, client=client))
@@ -184,10 +183,10 @@ def messages_ingest(
         "user_id": user_id,
         "session_tag": session.session_tag,
         "status": session.status,
-        "messages_stored": len(messages),
-        "messages_truncated": sum(1 for message in messages if message.truncated),
-        "first_seq": first_seq if messages else None,
-        "last_seq": session.last_seq if messages else None,
+        "messages_stored": stored,
+        "messages_truncated": sum(1 for turn in turns if turn.truncated),
+        "first_seq": first_seq if stored else None,
+        "last_seq": session.last_seq if stored else None,
         "task_ids": list(dict.fromkeys(str(task.pk) for task in tasks if task is not None)),
     }
     if record is not None:
@@ -209,33 +208,35 @@ def _ingest_request_claim(*, client, key: str, request_hash: str | None) -> tupl
         return None, previous.response
 
 
-def _turns_store(*, session: Session, end_user, turns: list, client, outcome: str | None, seal: bool) -> list[Message]:
+def _turns_store(*, session: Session, end_user, turns: list, client, outcome: str | None, seal: bool) -> int:
     """Appends the turns to the session (COPY) and updates its counts, outcome and, with `seal`,
-    its status in one statement."""
+    its status in one statement; returns how many turns were stored."""
     now = timezone.now()
     first_seq = session.last_seq + 1
-    messages = [
-        Message(
-            organization_id=session.organization_id,
-            end_user=end_user,
-            scope=session.scope,
-            session=session,
-            seq=first_seq + offset,
-            role=turn.role,
-            name=turn.name,
-            content=turn.content,
-            tool_calls=turn.tool_calls,
-            tool_call_id=turn.tool_call_id,
-            metadata=turn.metadata,
-            truncated=turn.truncated,
-            occurred_at=turn.occurred_at or now,
-            created_by=client,
-        )
-        for offset, turn in enumerate(turns)
-    ]
-    copy_create(messages)
-    session.message_count += len(messages)
-    session.last_seq += len(messages)
+    stored = copy_create(
+        Message,
+        [
+            {
+                "organization_id": session.organization_id,
+                "end_user_id": end_user.pk,
+                "scope": session.scope,
+                "session_id": session.pk,
+                "seq": first_seq + offset,
+                "role": turn.role,
+                "name": turn.name,
+                "content": turn.content,
+                "tool_calls": turn.tool_calls,
+                "tool_call_id": turn.tool_call_id,
+                "metadata": turn.metadata,
+                "truncated": turn.truncated,
+                "occurred_at": turn.occurred_at or now,
+                "created_by_id": client.pk,
+            }
+            for offset, turn in enumerate(turns)
+        ],
+    )
+    session.message_count += stored
+    session.last_seq += stored
     session.last_message_at = now
     if outcome:
         session.outcome = outcome
@@ -245,7 +246,7 @@ def _turns_store(*, session: Session, end_user, turns: list, client, outcome: st
     session.save(
         update_fields=["message_count", "last_seq", "last_message_at", "outcome", "status", "sealed_at", "updated_at"]
     )
-    return messages
+    return stored
 
 
 def idempotency_records_prune() -> int:

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db.models import F, Func, Value
 from django.utils import timezone
 
+from apps.core.bulk import insert_unless_conflict
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import priority_of
 from apps.pipeline.services.broker import publish_on_commit
@@ -48,17 +49,16 @@ def enqueue(
         task.save(force_insert=True)
     else:
         # ON CONFLICT DO NOTHING waits for a concurrent insert of the same key to commit or roll back
-        # (no savepoint needed); the key's holder is then ours or the one committed first. A holder
-        # that finished in between frees the key: insert again.
+        # (no savepoint needed); the key's holder is then ours (stored: nothing to read back) or the
+        # one committed first. A holder that finished in between frees the key: insert again.
         for _ in range(3):
-            MemoryTask.objects.bulk_create([task], ignore_conflicts=True)
+            if insert_unless_conflict(task):
+                break
             holder = _active_with_key(task_type, idempotency_key)
             if holder is not None:
-                break
+                return _handed_to(holder, client)
         else:
             raise RuntimeError(f"no active {task_type} task held its idempotency key after three inserts")
-        if holder.pk != task.pk:
-            return _handed_to(holder, client)
     publish_on_commit(task_id=task.id, run_after=task.run_after)
     return task
 
