@@ -6,29 +6,18 @@ from rest_framework.response import Response
 
 from apps.core.adapters import delete_view, list_view
 from apps.core.api import ClientAPIView, serves
-from apps.profiles import operations
-from apps.profiles.serializers import (
-    EntityListFilterSerializer,
-    EntityOutputSerializer,
-    LintOutputSerializer,
-    ProfileDetailOutputSerializer,
-    ProfileFindingsOutputSerializer,
-    ProfileListFilterSerializer,
-    ProfileOutputSerializer,
-    TopicCompileInputSerializer,
-    TopicCompileOutputSerializer,
-)
+from apps.profiles import operations, serializers
 
 ProfileListView = list_view(
     operations.list_profiles,
-    filters=ProfileListFilterSerializer,
-    output=ProfileOutputSerializer,
+    filters=serializers.ProfileListFilterSerializer,
+    output=serializers.ProfileOutputSerializer,
     example="GET /api/v1/profiles/?user_id=alice",
 )
 EntityListView = list_view(
     operations.list_entities,
-    filters=EntityListFilterSerializer,
-    output=EntityOutputSerializer,
+    filters=serializers.EntityListFilterSerializer,
+    output=serializers.EntityOutputSerializer,
     example="GET /api/v1/entities/?user_id=alice&kind=person",
 )
 EntityDetailView = delete_view(
@@ -37,7 +26,7 @@ EntityDetailView = delete_view(
 
 
 class ProfileDetailView(ClientAPIView):
-    @extend_schema(responses=ProfileDetailOutputSerializer)
+    @extend_schema(responses=serializers.ProfileDetailOutputSerializer)
     @serves(operations.get_profile, example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
     def get(self, request, profile_id):
         return Response(operations.get_profile(client=self.client, profile_id=profile_id))
@@ -50,7 +39,7 @@ class ProfileDetailView(ClientAPIView):
 
 
 class ProfileFindingsView(ClientAPIView):
-    @extend_schema(responses=ProfileFindingsOutputSerializer)
+    @extend_schema(responses=serializers.ProfileFindingsOutputSerializer)
     @serves(
         operations.get_profile_findings, example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/findings"
     )
@@ -61,7 +50,9 @@ class ProfileFindingsView(ClientAPIView):
 class TopicCompileView(ClientAPIView):
     error_statuses = (404,)  # a user_id with no session in the caller's write scope
 
-    @extend_schema(request=TopicCompileInputSerializer, responses={202: TopicCompileOutputSerializer})
+    @extend_schema(
+        request=serializers.TopicCompileInputSerializer, responses={202: serializers.TopicCompileOutputSerializer}
+    )
     @serves(operations.compile_topics, example="POST /api/v1/topics/compile", body={"user_id": "alice"})
     def post(self, request):
         return Response(
@@ -70,7 +61,7 @@ class TopicCompileView(ClientAPIView):
 
 
 class ProfileLintView(ClientAPIView):
-    @extend_schema(request=None, responses=LintOutputSerializer)
+    @extend_schema(request=None, responses=serializers.LintOutputSerializer)
     @serves(operations.lint_profile, example="POST /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/lint")
     def post(self, request, profile_id):
         return Response(operations.lint_profile(client=self.client, profile_id=profile_id))
