@@ -26,7 +26,7 @@ from apps.memories.services.memories import (
     memory_soft_delete,
     memory_update,
 )
-from apps.pipeline.locks import advisory_lock
+from apps.pipeline.locks import UserLocks, advisory_lock
 from apps.providers.llm import llm_enabled
 
 logger = logging.getLogger(__name__)
@@ -34,17 +34,7 @@ logger = logging.getLogger(__name__)
 SPOKEN_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
 
 
-def extract_lock_key(session: Session) -> str:
-    return _extract_key(session.organization_id, session.end_user_id)
-
-
-def _extract_key(organization_id, end_user_id) -> str:
-    return f"extract:{organization_id}:{end_user_id}"
-
-
-def extract_locks(work) -> list[str]:
-    """The extraction locks of a pipeline.locks.WorkOf (registered in MemoriesConfig.ready)."""
-    return [_extract_key(work.organization_id, end_user_id) for end_user_id in work.end_user_ids]
+EXTRACT_LOCKS = UserLocks("extract")  # registered in MemoriesConfig.ready
 
 
 def _turns(messages: list[Message]) -> list[ExtractionTurn]:
@@ -161,7 +151,7 @@ def session_extract(*, session: Session, task=None) -> dict:
     """Learns from the session's turns not learned from yet, batch by batch; each batch is marked
     learned from in the transaction that stores what it gave.
 
-    Run it under extract_lock_key(session) (the handler does). An unreachable LLM raises (the task
+    Run it under EXTRACT_LOCKS.key_of(session) (the handler does). An unreachable LLM raises (the task
     retries); the batches already stored stay stored.
     """
     if session.session_tag != SessionTag.CONVERSATION:
@@ -219,5 +209,5 @@ def session_extract(*, session: Session, task=None) -> dict:
 
 def session_extract_locked(*, session: Session, task=None) -> dict:
     """session_extract under the per-user advisory lock; raises LockNotAvailable so the pipeline retries."""
-    with advisory_lock(extract_lock_key(session), wait=False):
+    with advisory_lock(EXTRACT_LOCKS.key_of(session), wait=False):
         return session_extract(session=session, task=task)
