@@ -50,6 +50,18 @@ def _actor() -> str:
     return f"extraction:llm:{settings.LLM_MODEL}"
 
 
+def _written(operation: Operation, vectors: dict, task_id) -> dict:
+    """What an add and an update store alike."""
+    return {
+        "fields": operation.fields,
+        "source_message_ids": operation.source_message_ids,
+        "embedding": vectors[id(operation)],
+        "actor": _actor(),
+        "reason": operation.reason,
+        "task_id": task_id,
+    }
+
+
 def _default_source(session: Session, operation: Operation, turns: list[ExtractionTurn]) -> str:
     cited = [turn.message for turn in turns if turn.message.pk in operation.source_message_ids]
     when = f" on {cited[0].occurred_at:%Y-%m-%d}" if cited else ""
@@ -101,16 +113,7 @@ def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors
         if operation.operation == "add":
             if operation.memory_type == SEMANTIC:
                 operation.fields.setdefault("source", _default_source(session, operation, turns))
-            memory_create(
-                memory_type=operation.memory_type,
-                session=session,
-                fields=operation.fields,
-                source_message_ids=operation.source_message_ids,
-                embedding=vectors[id(operation)],
-                actor=_actor(),
-                reason=operation.reason,
-                task_id=task_id,
-            )
+            memory_create(memory_type=operation.memory_type, session=session, **_written(operation, vectors, task_id))
             tally["added"] += 1
             continue
         target = _locked_target(operation)
@@ -125,15 +128,7 @@ def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors
             )
             continue
         if operation.operation == "update":
-            memory_update(
-                memory=target,
-                fields=operation.fields,
-                source_message_ids=operation.source_message_ids,
-                embedding=vectors[id(operation)],
-                actor=_actor(),
-                reason=operation.reason,
-                task_id=task_id,
-            )
+            memory_update(memory=target, **_written(operation, vectors, task_id))
             tally["updated"] += 1
         else:
             memory_soft_delete(memory=target, actor=_actor(), reason=operation.reason, task_id=task_id)
