@@ -31,34 +31,25 @@ class ClientAPIKeyInline(admin.TabularInline):
         return False
 
 
+# What a client may do, listed and edited alike.
+CLIENT_SETTINGS = [
+    "status",
+    "write_scope",
+    "read_scopes",
+    "can_erase",
+    "can_export",
+    "can_manage_webhooks",
+    "requests_per_minute",
+]
+
+
 @admin.register(Client)
 class ClientAdmin(OrganizationScopedAdmin):
-    list_display = [
-        "name",
-        "organization",
-        "status",
-        "write_scope",
-        "read_scopes",
-        "can_erase",
-        "can_export",
-        "can_manage_webhooks",
-        "requests_per_minute",
-        "created_at",
-    ]
+    list_display = ["name", "organization", *CLIENT_SETTINGS, "created_at"]
     list_filter = ["status", "can_erase", "can_export", "can_manage_webhooks"]
     list_select_related = ["organization"]
     search_fields = ["name", "write_scope"]
-    fields = [
-        "organization",
-        "name",
-        "status",
-        "write_scope",
-        "read_scopes",
-        "can_erase",
-        "can_export",
-        "can_manage_webhooks",
-        "requests_per_minute",
-    ]
+    fields = ["organization", "name", *CLIENT_SETTINGS]
     inlines = [ClientAPIKeyInline]
     actions = ["revoke_keys", "issue_new_key"]
 
