@@ -1,7 +1,7 @@
 from django.contrib import admin
-from django.template.response import TemplateResponse
 from django.utils.cache import add_never_cache_headers
 
+from apps.core.extensions import admin_page
 from apps.tenancy.admin_base import OrganizationScopedAdmin
 from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization, StaffMembership
 from apps.tenancy.services import api_key_create, client_create, client_revoke_keys
@@ -91,13 +91,9 @@ class ClientAdmin(OrganizationScopedAdmin):
         )
 
     def _issued_keys_page(self, request, issued):
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.model._meta,
-            "title": "API keys issued",
-            "issued": issued,
-        }
-        response = TemplateResponse(request, "admin/tenancy/client/api_keys_issued.html", context)
+        response = admin_page(
+            self, request, "admin/tenancy/client/api_keys_issued.html", title="API keys issued", issued=issued
+        )
         add_never_cache_headers(response)  # no browser or proxy keeps a copy of the page
         return response
 
