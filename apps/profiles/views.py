@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from apps.core.adapters import delete_view, list_view
+from apps.core.adapters import delete_view, list_view, read_view
 from apps.core.api import ClientAPIView, serves
 from apps.profiles import operations, serializers
 
@@ -25,26 +25,22 @@ EntityDetailView = delete_view(
 )
 
 
-class ProfileDetailView(ClientAPIView):
-    @extend_schema(responses=serializers.ProfileDetailOutputSerializer)
-    @serves(operations.get_profile, example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
-    def get(self, request, profile_id):
-        return Response(operations.get_profile(client=self.client, profile_id=profile_id))
-
-    @extend_schema(responses={204: None})
-    @serves(operations.delete_profile, example="DELETE /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
-    def delete(self, request, profile_id):
-        operations.delete_profile(client=self.client, profile_id=profile_id)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+class ProfileDetailView(
+    read_view(
+        operations.get_profile,
+        output=serializers.ProfileDetailOutputSerializer,
+        example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/",
+    ),
+    delete_view(operations.delete_profile, example="DELETE /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/"),
+):
+    """A compiled page: read with its revisions and sources, or deleted."""
 
 
-class ProfileFindingsView(ClientAPIView):
-    @extend_schema(responses=serializers.ProfileFindingsOutputSerializer)
-    @serves(
-        operations.get_profile_findings, example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/findings"
-    )
-    def get(self, request, profile_id):
-        return Response(operations.get_profile_findings(client=self.client, profile_id=profile_id))
+ProfileFindingsView = read_view(
+    operations.get_profile_findings,
+    output=serializers.ProfileFindingsOutputSerializer,
+    example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/findings",
+)
 
 
 class TopicCompileView(ClientAPIView):

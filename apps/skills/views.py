@@ -5,7 +5,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from apps.conversations.views import SCOPE_PARAMETER, USER_ID_PARAMETER
-from apps.core.adapters import delete_view, list_view
+from apps.core.adapters import delete_view, list_view, read_view
 from apps.core.api import ClientAPIView, serves
 from apps.skills import operations, serializers
 
@@ -36,12 +36,13 @@ SkillListView = list_view(
 )
 
 
-class SkillDetailView(ClientAPIView):
-    @extend_schema(responses=serializers.SkillDetailOutputSerializer)
-    @serves(operations.get_skill, example="GET /api/v1/skills/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31/")
-    def get(self, request, skill_id):
-        return Response(operations.get_skill(client=self.client, skill_id=skill_id))
-
+class SkillDetailView(
+    read_view(
+        operations.get_skill,
+        output=serializers.SkillDetailOutputSerializer,
+        example="GET /api/v1/skills/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31/",
+    )
+):
     @extend_schema(responses={204: None})
     @serves(operations.delete_skill, example="DELETE /api/v1/skills/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31/")
     def delete(self, request, skill_id):

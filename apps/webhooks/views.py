@@ -4,6 +4,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
+from apps.core.adapters import delete_view, read_view
 from apps.core.api import ClientAPIView, serves
 from apps.core.pagination import Pagination, paged_response
 from apps.webhooks import operations, serializers
@@ -34,22 +35,18 @@ class WebhookListView(ClientAPIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-class WebhookDetailView(ClientAPIView):
-    @extend_schema(responses=serializers.WebhookOutputSerializer)
-    @serves(operations.get_webhook, example=f"GET /api/v1/webhooks/{EXAMPLE_ID}/")
-    def get(self, request, webhook_id):
-        return Response(operations.get_webhook(client=self.client, webhook_id=webhook_id))
-
+class WebhookDetailView(
+    read_view(
+        operations.get_webhook,
+        output=serializers.WebhookOutputSerializer,
+        example=f"GET /api/v1/webhooks/{EXAMPLE_ID}/",
+    ),
+    delete_view(operations.delete_webhook, example=f"DELETE /api/v1/webhooks/{EXAMPLE_ID}/"),
+):
     @extend_schema(request=serializers.WebhookPatchInputSerializer, responses=serializers.WebhookOutputSerializer)
     @serves(operations.update_webhook, example=f"PATCH /api/v1/webhooks/{EXAMPLE_ID}/", body={"active": True})
     def patch(self, request, webhook_id):
         return Response(operations.update_webhook(client=self.client, webhook_id=webhook_id, data=request.data))
-
-    @extend_schema(responses={204: None})
-    @serves(operations.delete_webhook, example=f"DELETE /api/v1/webhooks/{EXAMPLE_ID}/")
-    def delete(self, request, webhook_id):
-        operations.delete_webhook(client=self.client, webhook_id=webhook_id)
-        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class WebhookDeliveryListView(ClientAPIView):
