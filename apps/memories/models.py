@@ -160,17 +160,20 @@ class MemoryChange(BaseModel):
         ordering = ["-created_at"]
 
 
+def _history_rules(memory_type: str) -> tuple[list, list]:
+    """The constraints and indexes of a memory type's history table, alike for both types."""
+    operations = models.CheckConstraint(
+        condition=Q(operation__in=MemoryChange.Operation.values), name=f"{memory_type}_change_operation_valid"
+    )
+    return [operations], [models.Index(fields=["memory", "-created_at"], name=f"{memory_type}_change_memory_idx")]
+
+
 class EpisodicMemoryChange(MemoryChange):
     memory = models.ForeignKey(EpisodicMemory, on_delete=models.CASCADE, related_name="history")
 
     class Meta(MemoryChange.Meta):
         verbose_name = "episodic memory change"
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(operation__in=["add", "update", "delete"]), name="episodic_change_operation_valid"
-            ),
-        ]
-        indexes = [models.Index(fields=["memory", "-created_at"], name="episodic_change_memory_idx")]
+        constraints, indexes = _history_rules("episodic")
 
 
 class SemanticMemoryChange(MemoryChange):
@@ -178,9 +181,4 @@ class SemanticMemoryChange(MemoryChange):
 
     class Meta(MemoryChange.Meta):
         verbose_name = "semantic memory change"
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(operation__in=["add", "update", "delete"]), name="semantic_change_operation_valid"
-            ),
-        ]
-        indexes = [models.Index(fields=["memory", "-created_at"], name="semantic_change_memory_idx")]
+        constraints, indexes = _history_rules("semantic")
