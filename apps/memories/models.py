@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import VectorField
 
-from apps.core.models import BaseModel, embedding_index
+from apps.core.models import BaseModel, search_indexes
 
 ACTOR_MAX_LENGTH = 255
 EVENT_TYPE_MAX_LENGTH = 64
@@ -93,9 +93,8 @@ class EpisodicMemory(Memory):
         ]
         indexes = [
             models.Index(fields=["organization", "scope", "end_user", "-occurred_at"], name="episodic_user_recent_idx"),
-            GinIndex(fields=["search_vector"], name="episodic_search_vector_idx"),
             GinIndex(fields=["summary"], opclasses=["gin_trgm_ops"], name="episodic_summary_trgm_idx"),
-            embedding_index("episodic_embedding_hnsw_idx"),
+            *search_indexes("episodic"),
         ]
 
     def __str__(self):
@@ -129,9 +128,8 @@ class SemanticMemory(Memory):
         ]
         indexes = [
             models.Index(fields=["organization", "scope", "end_user", "name"], name="semantic_user_name_idx"),
-            GinIndex(fields=["search_vector"], name="semantic_search_vector_idx"),
             # The fuzzy method's trigram index is on its expression (apps/memories/search.py): see migrations.
-            embedding_index("semantic_embedding_hnsw_idx"),
+            *search_indexes("semantic"),
         ]
 
     def __str__(self):
