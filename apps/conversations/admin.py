@@ -3,13 +3,12 @@ awaiting distillation. Other apps add their actions on sessions through core.ext
 
 from django.contrib import admin
 from django.shortcuts import get_object_or_404
-from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
 from apps.conversations.models import Session, SessionTag
 from apps.conversations.selectors import session_messages
-from apps.core.extensions import Tile, admin_url, of_organization, register_dashboard_card
+from apps.core.extensions import Tile, admin_page, admin_url, of_organization, register_dashboard_card
 from apps.tenancy.admin_base import OrganizationScopedAdmin
 
 
@@ -69,14 +68,14 @@ class SessionAdmin(OrganizationScopedAdmin):
 
     def transcript_view(self, request, pk):
         session = get_object_or_404(self.get_queryset(request).select_related("end_user", "client"), pk=pk)
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.model._meta,
-            "session": session,
-            "messages_list": session_messages(session=session),
-            "title": f"Transcript of {session.session_id}",
-        }
-        return TemplateResponse(request, "admin/conversations/session/transcript.html", context)
+        return admin_page(
+            self,
+            request,
+            "admin/conversations/session/transcript.html",
+            title=f"Transcript of {session.session_id}",
+            session=session,
+            messages_list=session_messages(session=session),
+        )
 
 
 def sessions_card(*, user, organization):

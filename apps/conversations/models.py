@@ -8,7 +8,7 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import VectorField
 
-from apps.core.models import BaseModel, SessionTag, embedding_index
+from apps.core.models import BaseModel, SessionTag, search_indexes
 
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
@@ -126,9 +126,8 @@ class Message(BaseModel):
             # (an organisation leading looks perfectly ordered in a one-tenant table, and a plain
             # index scan reads one page at a time: 3× slower from a cold cache at 1M turns).
             models.Index(fields=["end_user", "organization", "scope", "-occurred_at"], name="message_user_recent_idx"),
-            GinIndex(fields=["search_vector"], name="message_search_vector_idx"),
             GinIndex(fields=["content"], opclasses=["gin_trgm_ops"], name="message_content_trgm_idx"),
-            embedding_index("message_embedding_hnsw_idx"),
+            *search_indexes("message"),
         ]
 
     def __str__(self):

@@ -29,8 +29,7 @@ from apps.core.operations import (
     require_write_access,
     validated,
 )
-from apps.core.pagination import Page, paginate
-from apps.core.replicas import read_on_replica
+from apps.core.pagination import Page, paginated_read
 
 MAX_IDEMPOTENCY_KEY = 255
 
@@ -65,14 +64,12 @@ def add_memory(*, client, data, idempotency_key: str | None = None) -> dict:
 @operation()
 def list_sessions(*, client, query) -> Page:
     """List sessions, most recent first, in the caller's read scopes."""
-    filters = validated(SessionListFilterSerializer, query)
-    return read_on_replica(
+    return paginated_read(
         client,
-        lambda reader: paginate(
-            selectors.session_list(reader=reader, filters=filters),
-            filters=filters,
-            serializer_class=SessionOutputSerializer,
-        ),
+        query,
+        filters=SessionListFilterSerializer,
+        select=selectors.session_list,
+        output=SessionOutputSerializer,
     )
 
 

@@ -4,18 +4,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from apps.conversations import operations
-from apps.conversations.serializers import (
-    MemoryAddInputSerializer,
-    MemoryAddOutputSerializer,
-    OwnerQuerySerializer,
-    SessionDeleteOutputSerializer,
-    SessionDetailOutputSerializer,
-    SessionListFilterSerializer,
-    SessionOutputSerializer,
-    SessionPatchInputSerializer,
-    SessionSealOutputSerializer,
-)
+from apps.conversations import operations, serializers
 from apps.core.adapters import list_view
 from apps.core.api import ClientAPIView, serves
 from apps.tenancy.models import SCOPE_PATTERN
@@ -39,8 +28,8 @@ class MemoryAddView(ClientAPIView):
     error_statuses = (409,)  # a sealed session, another tag, a reused Idempotency-Key
 
     @extend_schema(
-        request=MemoryAddInputSerializer,
-        responses={202: MemoryAddOutputSerializer},
+        request=serializers.MemoryAddInputSerializer,
+        responses={202: serializers.MemoryAddOutputSerializer},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
     )
     @serves(
@@ -65,8 +54,8 @@ class MemoryAddView(ClientAPIView):
 
 SessionListView = list_view(
     operations.list_sessions,
-    filters=SessionListFilterSerializer,
-    output=SessionOutputSerializer,
+    filters=serializers.SessionListFilterSerializer,
+    output=serializers.SessionOutputSerializer,
     example="GET /api/v1/sessions/?user_id=alice&status=open&limit=20",
 )
 
@@ -74,15 +63,15 @@ SessionListView = list_view(
 class SessionDetailView(ClientAPIView):
     error_statuses = (409,)  # a re-tag after something was learned from the session
 
-    @extend_schema(parameters=[OwnerQuerySerializer], responses=SessionDetailOutputSerializer)
+    @extend_schema(parameters=[serializers.OwnerQuerySerializer], responses=serializers.SessionDetailOutputSerializer)
     @serves(operations.get_session, example="GET /api/v1/sessions/chat-2024-06-01/?user_id=alice&limit=100")
     def get(self, request, session_id):
         return Response(operations.get_session(client=self.client, session_id=session_id, query=request.query_params))
 
     @extend_schema(
         parameters=[USER_ID_PARAMETER, SCOPE_PARAMETER],
-        request=SessionPatchInputSerializer,
-        responses=SessionOutputSerializer,
+        request=serializers.SessionPatchInputSerializer,
+        responses=serializers.SessionOutputSerializer,
     )
     @serves(
         operations.update_session,
@@ -96,7 +85,9 @@ class SessionDetailView(ClientAPIView):
             )
         )
 
-    @extend_schema(parameters=[USER_ID_PARAMETER, SCOPE_PARAMETER], responses={202: SessionDeleteOutputSerializer})
+    @extend_schema(
+        parameters=[USER_ID_PARAMETER, SCOPE_PARAMETER], responses={202: serializers.SessionDeleteOutputSerializer}
+    )
     @serves(operations.delete_session, example="DELETE /api/v1/sessions/book-flight-17/?user_id=alice")
     def delete(self, request, session_id):
         body = operations.delete_session(client=self.client, session_id=session_id, query=request.query_params)
@@ -104,7 +95,9 @@ class SessionDetailView(ClientAPIView):
 
 
 class SessionSealView(ClientAPIView):
-    @extend_schema(parameters=[USER_ID_PARAMETER, SCOPE_PARAMETER], request=None, responses=SessionSealOutputSerializer)
+    @extend_schema(
+        parameters=[USER_ID_PARAMETER, SCOPE_PARAMETER], request=None, responses=serializers.SessionSealOutputSerializer
+    )
     @serves(operations.seal_session, example="POST /api/v1/sessions/book-flight-17/seal?user_id=alice")
     def post(self, request, session_id):
         return Response(operations.seal_session(client=self.client, session_id=session_id, query=request.query_params))

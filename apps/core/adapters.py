@@ -1,4 +1,5 @@
-"""REST adapters of the two most common operation shapes: a paged list and the deletion of one item."""
+"""REST adapters of the most common operation shapes: a paged list, and the read and the deletion of
+one item (a view of both inherits from the two)."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -20,6 +21,18 @@ def list_view(operation, *, filters, output, example: str) -> type[ClientAPIView
             return paged_response(request, operation(client=self.client, query=request.query_params))
 
     return ListView
+
+
+def read_view(operation, *, output, example: str) -> type[ClientAPIView]:
+    """GET of the item the path names (its id passed to `operation` under the path's own name): `output`."""
+
+    class ReadView(ClientAPIView):
+        @extend_schema(responses=output)
+        @serves(operation, example=example)
+        def get(self, request, **path_ids):
+            return Response(operation(client=self.client, **path_ids))
+
+    return ReadView
 
 
 def delete_view(operation, *, example: str) -> type[ClientAPIView]:

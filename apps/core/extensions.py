@@ -1,11 +1,13 @@
 """How an app adds to the admin of another without the other knowing it: actions on its models and
 groups of tiles on the admin home page. Apps register them from their admin modules, as they
-register beat schedules (core.schedules) and pipeline handlers (pipeline.registry)."""
+register beat schedules (core.schedules) and pipeline handlers (pipeline.registry). And the frame of
+the admin's own pages beyond Django's (`admin_page`)."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from django.template.response import TemplateResponse
 from django.urls import reverse
 
 # "app_label.ModelName" -> admin actions other apps add to that model's admin.
@@ -25,6 +27,12 @@ class Tile:
 def admin_url(name: str, **params) -> str:
     url = reverse(name)
     return f"{url}?{urlencode(params)}" if params else url
+
+
+def admin_page(model_admin, request, template: str, *, title: str, **context) -> TemplateResponse:
+    """`template` in the admin's frame (site context, the model's options) with `context`."""
+    frame = {**model_admin.admin_site.each_context(request), "opts": model_admin.model._meta, "title": title}
+    return TemplateResponse(request, template, {**frame, **context})
 
 
 def register_admin_action(model: str, action: Callable) -> None:

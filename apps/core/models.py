@@ -1,8 +1,9 @@
-"""The abstract base every platform model inherits, the embedding index of every searchable table,
+"""The abstract base every platform model inherits, the search indexes of every searchable table,
 and the session tag every layer routes by."""
 
 import uuid
 
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from pgvector.django import HnswIndex
 
@@ -16,9 +17,19 @@ class BaseModel(models.Model):
         abstract = True
 
 
-def embedding_index(name: str) -> HnswIndex:
-    """The HNSW index (cosine) on a model's `embedding`, alike on every searchable table."""
-    return HnswIndex(name=name, fields=["embedding"], m=16, ef_construction=64, opclasses=["vector_cosine_ops"])
+def search_indexes(prefix: str) -> list:
+    """The indexes every searchable table has alike: GIN on `search_vector` (full text) and HNSW
+    (cosine) on `embedding`, named `<prefix>_search_vector_idx` and `<prefix>_embedding_hnsw_idx`."""
+    return [
+        GinIndex(fields=["search_vector"], name=f"{prefix}_search_vector_idx"),
+        HnswIndex(
+            name=f"{prefix}_embedding_hnsw_idx",
+            fields=["embedding"],
+            m=16,
+            ef_construction=64,
+            opclasses=["vector_cosine_ops"],
+        ),
+    ]
 
 
 class SessionTag(models.TextChoices):

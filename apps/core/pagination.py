@@ -9,6 +9,8 @@ from rest_framework.utils.urls import remove_query_param
 
 from apps.core import fields
 from apps.core.api import InputSerializer
+from apps.core.operations import validated
+from apps.core.replicas import read_on_replica
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -69,6 +71,15 @@ def paginate(queryset, *, filters: dict, serializer_class) -> Page:
     count = queryset.count()
     rows = [] if count == 0 or offset > count else queryset[offset : offset + limit]
     return Page(count=count, limit=limit, offset=offset, results=serializer_class(rows, many=True).data)
+
+
+def paginated_read(client, query, *, filters, select, output) -> Page:
+    """A list operation's body: the query validated by the `filters` serializer, and the page it asks
+    for of `select(reader=..., filters=...)` rendered by `output`, read on a replica when there is one."""
+    values = validated(filters, query)
+    return read_on_replica(
+        client, lambda reader: paginate(select(reader=reader, filters=values), filters=values, serializer_class=output)
+    )
 
 
 class Pagination(LimitOffsetPagination):

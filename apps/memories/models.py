@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import VectorField
 
-from apps.core.models import BaseModel, embedding_index
+from apps.core.models import BaseModel, search_indexes
 
 ACTOR_MAX_LENGTH = 255
 EVENT_TYPE_MAX_LENGTH = 64
@@ -93,9 +93,8 @@ class EpisodicMemory(Memory):
         ]
         indexes = [
             models.Index(fields=["organization", "scope", "end_user", "-occurred_at"], name="episodic_user_recent_idx"),
-            GinIndex(fields=["search_vector"], name="episodic_search_vector_idx"),
             GinIndex(fields=["summary"], opclasses=["gin_trgm_ops"], name="episodic_summary_trgm_idx"),
-            embedding_index("episodic_embedding_hnsw_idx"),
+            *search_indexes("episodic"),
         ]
 
     def __str__(self):
@@ -129,9 +128,8 @@ class SemanticMemory(Memory):
         ]
         indexes = [
             models.Index(fields=["organization", "scope", "end_user", "name"], name="semantic_user_name_idx"),
-            GinIndex(fields=["search_vector"], name="semantic_search_vector_idx"),
             # The fuzzy method's trigram index is on its expression (apps/memories/search.py): see migrations.
-            embedding_index("semantic_embedding_hnsw_idx"),
+            *search_indexes("semantic"),
         ]
 
     def __str__(self):
@@ -160,17 +158,20 @@ class MemoryChange(BaseModel):
         ordering = ["-created_at"]
 
 
+def _history_rules(memory_type: str) -> tuple[list, list]:
+    """The constraints and indexes of a memory type's history table, alike for both types."""
+    operations = models.CheckConstraint(
+        condition=Q(operation__in=MemoryChange.Operation.values), name=f"{memory_type}_change_operation_valid"
+    )
+    return [operations], [models.Index(fields=["memory", "-created_at"], name=f"{memory_type}_change_memory_idx")]
+
+
 class EpisodicMemoryChange(MemoryChange):
     memory = models.ForeignKey(EpisodicMemory, on_delete=models.CASCADE, related_name="history")
 
     class Meta(MemoryChange.Meta):
         verbose_name = "episodic memory change"
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(operation__in=["add", "update", "delete"]), name="episodic_change_operation_valid"
-            ),
-        ]
-        indexes = [models.Index(fields=["memory", "-created_at"], name="episodic_change_memory_idx")]
+        constraints, indexes = _history_rules("episodic")
 
 
 class SemanticMemoryChange(MemoryChange):
@@ -178,9 +179,4 @@ class SemanticMemoryChange(MemoryChange):
 
     class Meta(MemoryChange.Meta):
         verbose_name = "semantic memory change"
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(operation__in=["add", "update", "delete"]), name="semantic_change_operation_valid"
-            ),
-        ]
-        indexes = [models.Index(fields=["memory", "-created_at"], name="semantic_change_memory_idx")]
+        constraints, indexes = _history_rules("semantic")

@@ -5,6 +5,8 @@ Rights: reads need the memory in a scope the client reads; writes need a write s
 are refused before any lookup) and the memory in that scope. A foreign id, a malformed id and a missing
 one are the same 404."""
 
+import functools
+
 from apps.conversations.services.learning import LEARNING_BUSY
 from apps.core.errors import ConflictError, NotFound
 from apps.core.operations import (
@@ -16,8 +18,7 @@ from apps.core.operations import (
     require_write_access,
     validated,
 )
-from apps.core.pagination import Page, paginate
-from apps.core.replicas import read_on_replica
+from apps.core.pagination import Page, paginated_read
 from apps.memories import changes, selectors
 from apps.memories.serializers import (
     ConsolidateInputSerializer,
@@ -77,14 +78,12 @@ def list_memories(*, client, memory_type: str, data: dict) -> Page:
 
     Filters: subject (`name`), a time window and text."""
     _checked_type(memory_type)
-    filters = validated(MemoryListFilterSerializer, data)
-    return read_on_replica(
+    return paginated_read(
         client,
-        lambda reader: paginate(
-            selectors.memory_list(reader=reader, memory_type=memory_type, filters=filters),
-            filters=filters,
-            serializer_class=MEMORY_SHAPES[memory_type][0],
-        ),
+        data,
+        filters=MemoryListFilterSerializer,
+        select=functools.partial(selectors.memory_list, memory_type=memory_type),
+        output=MEMORY_SHAPES[memory_type][0],
     )
 
 

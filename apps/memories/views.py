@@ -7,19 +7,7 @@ from rest_framework.response import Response
 
 from apps.core.api import ClientAPIView, serves
 from apps.core.pagination import Pagination, paged_response
-from apps.memories import operations
-from apps.memories.serializers import (
-    ConsolidateInputSerializer,
-    ConsolidateOutputSerializer,
-    EpisodicMemoryCreateInputSerializer,
-    EpisodicMemoryOutputSerializer,
-    EpisodicMemoryPatchInputSerializer,
-    MemoryHistoryOutputSerializer,
-    MemoryListFilterSerializer,
-    SemanticMemoryCreateInputSerializer,
-    SemanticMemoryOutputSerializer,
-    SemanticMemoryPatchInputSerializer,
-)
+from apps.memories import operations, serializers
 
 
 class MemoryConsolidateView(ClientAPIView):
@@ -27,7 +15,9 @@ class MemoryConsolidateView(ClientAPIView):
 
     error_statuses = (404,)  # a user_id the organisation does not know
 
-    @extend_schema(request=ConsolidateInputSerializer, responses={202: ConsolidateOutputSerializer})
+    @extend_schema(
+        request=serializers.ConsolidateInputSerializer, responses={202: serializers.ConsolidateOutputSerializer}
+    )
     @serves(
         operations.consolidate_memories,
         example="POST /api/v1/memory/consolidate",
@@ -88,7 +78,7 @@ class MemoryDetailView(ClientAPIView):
 class MemoryHistoryView(ClientAPIView):
     memory_type = ""
 
-    @extend_schema(responses=MemoryHistoryOutputSerializer)
+    @extend_schema(responses=serializers.MemoryHistoryOutputSerializer)
     @serves(
         operations.get_memory_history,
         example="GET /api/v1/memory/semantic/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/history",
@@ -101,7 +91,7 @@ class MemoryHistoryView(ClientAPIView):
 
 def _list_schema(output, create):
     return extend_schema_view(
-        get=extend_schema(parameters=[MemoryListFilterSerializer], responses=output(many=True)),
+        get=extend_schema(parameters=[serializers.MemoryListFilterSerializer], responses=output(many=True)),
         post=extend_schema(request=create, responses={201: output}),
     )
 
@@ -114,22 +104,22 @@ def _detail_schema(output, patch):
     )
 
 
-@_list_schema(EpisodicMemoryOutputSerializer, EpisodicMemoryCreateInputSerializer)
+@_list_schema(serializers.EpisodicMemoryOutputSerializer, serializers.EpisodicMemoryCreateInputSerializer)
 class EpisodicMemoryListView(MemoryListView):
     memory_type = "episodic"
 
 
-@_list_schema(SemanticMemoryOutputSerializer, SemanticMemoryCreateInputSerializer)
+@_list_schema(serializers.SemanticMemoryOutputSerializer, serializers.SemanticMemoryCreateInputSerializer)
 class SemanticMemoryListView(MemoryListView):
     memory_type = "semantic"
 
 
-@_detail_schema(EpisodicMemoryOutputSerializer, EpisodicMemoryPatchInputSerializer)
+@_detail_schema(serializers.EpisodicMemoryOutputSerializer, serializers.EpisodicMemoryPatchInputSerializer)
 class EpisodicMemoryDetailView(MemoryDetailView):
     memory_type = "episodic"
 
 
-@_detail_schema(SemanticMemoryOutputSerializer, SemanticMemoryPatchInputSerializer)
+@_detail_schema(serializers.SemanticMemoryOutputSerializer, serializers.SemanticMemoryPatchInputSerializer)
 class SemanticMemoryDetailView(MemoryDetailView):
     memory_type = "semantic"
 

@@ -155,6 +155,23 @@ def register_work_locks(keys: Callable[[WorkOf], Iterable[str]]) -> None:
         _WORK_LOCKS.append(keys)
 
 
+@dataclass(frozen=True)
+class UserLocks:
+    """Work that runs one at a time per end user: its advisory lock for one user (`key`, `key_of` an
+    item they own such as a session) and those of a WorkOf (`of_work`, for register_work_locks)."""
+
+    prefix: str
+
+    def key(self, *, organization_id, end_user_id) -> str:
+        return f"{self.prefix}:{organization_id}:{end_user_id}"
+
+    def key_of(self, owned) -> str:
+        return self.key(organization_id=owned.organization_id, end_user_id=owned.end_user_id)
+
+    def of_work(self, work: WorkOf) -> list[str]:
+        return [self.key(organization_id=work.organization_id, end_user_id=user) for user in work.end_user_ids]
+
+
 def work_lock_keys(work: WorkOf) -> list[str]:
     """Every registered lock of `work`, each once, in one order: two erasures never deadlock."""
     return sorted({key for keys in _WORK_LOCKS for key in keys(work)})

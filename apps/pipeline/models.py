@@ -6,6 +6,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.core.models import BaseModel
+from apps.tenancy.models import requesting_client
 
 
 class MemoryTask(BaseModel):
@@ -37,13 +38,8 @@ class MemoryTask(BaseModel):
     # Who may see the task through the API (apps.pipeline.selectors.task_list): clients reading its
     # scope, and the client whose request created it. No scope = organisation-wide work (erasure).
     scope = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001  (NULL: no scope, not an empty one)
-    client = models.ForeignKey(
-        "tenancy.Client",
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        help_text="The API client whose request created this task; empty for background follow-ups.",
+    client = requesting_client(
+        help_text="The API client whose request created this task; empty for background follow-ups."
     )
     # Other clients whose requests were answered with this task's id (they asked for work it already
     # carried): the id keeps answering GET tasks/<id>/ for each of them.

@@ -3,10 +3,9 @@
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect
-from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from apps.core.extensions import register_admin_action
+from apps.core.extensions import admin_page, register_admin_action
 from apps.privacy.models import ErasureRequest
 from apps.privacy.services.erasure import erasure_request
 from apps.privacy.services.subjects import CLIENT, USER, Subject
@@ -94,16 +93,16 @@ class ErasureRequestAdmin(ReadOnlyAdmin):
             self.message_user(request, f"Erasure of {label} queued.", messages.SUCCESS)
             return redirect(reverse("admin:privacy_erasurerequest_change", args=[erasure.pk]))
         counts = table_counts(subject)
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.model._meta,
-            "title": f"Erase {label}?",
-            "subject_label": label,
-            "organization": subject.organization,
-            "counts": sorted(counts.items()),
-            "total": sum(counts.values()),
-        }
-        return TemplateResponse(request, "admin/privacy/erasurerequest/confirm.html", context)
+        return admin_page(
+            self,
+            request,
+            "admin/privacy/erasurerequest/confirm.html",
+            title=f"Erase {label}?",
+            subject_label=label,
+            organization=subject.organization,
+            counts=sorted(counts.items()),
+            total=sum(counts.values()),
+        )
 
 
 @admin.action(description="Erase this user (shows what will be removed first)")

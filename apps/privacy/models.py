@@ -4,6 +4,7 @@ from django.db import models
 from django.db.models import Q
 
 from apps.core.models import BaseModel
+from apps.tenancy.models import requesting_client
 
 
 class ErasureRequest(BaseModel):
@@ -29,13 +30,8 @@ class ErasureRequest(BaseModel):
     subject_kind = models.CharField(max_length=8, choices=SubjectKind.choices)
     # The caller's user_id, or the client's id: the subject of the audit trail, never its data.
     subject_id = models.CharField(max_length=255)
-    requested_by = models.ForeignKey(
-        "tenancy.Client",
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        help_text="The API client that asked; empty when a staff member asked in the admin.",
+    requested_by = requesting_client(
+        help_text="The API client that asked; empty when a staff member asked in the admin."
     )
     requested_by_staff = models.CharField(max_length=150, blank=True, default="")
     authorized_by = models.CharField(

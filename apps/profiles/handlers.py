@@ -6,7 +6,7 @@ from django.utils.dateparse import parse_datetime
 
 from apps.conversations.models import Session
 from apps.conversations.routing import PROJECT_ENTITIES, extraction_pending_until, projection_pending
-from apps.pipeline.locks import advisory_lock
+from apps.pipeline.locks import UserLocks, advisory_lock
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import NotYet, register_handler
 from apps.profiles.models import Entity
@@ -16,14 +16,7 @@ from apps.profiles.services.lint import profiles_lint
 from apps.profiles.services.topics import topics_compile
 from apps.tenancy.models import EndUser, Organization
 
-
-def owner_lock_key(*, organization_id, end_user_id) -> str:
-    return f"profiles:{organization_id}:{end_user_id}"
-
-
-def owner_locks(work) -> list[str]:
-    """Projection and compilation locks of a pipeline.locks.WorkOf (registered in ProfilesConfig.ready)."""
-    return [owner_lock_key(organization_id=work.organization_id, end_user_id=user) for user in work.end_user_ids]
+OWNER_LOCKS = UserLocks("profiles")  # projection and compilation; registered in ProfilesConfig.ready
 
 
 @register_handler(PROJECT_ENTITIES, priority=MemoryTask.Priority.LEARN)
@@ -35,9 +28,7 @@ def handle_project_entities(task) -> dict:
     if extraction_due is not None:  # it reads what the extraction writes: ask again once that has run
         wait = (extraction_due - timezone.now()).total_seconds()
         raise NotYet("the session's memories are still being extracted", retry_in=max(wait + 1, 1))
-    with advisory_lock(
-        owner_lock_key(organization_id=session.organization_id, end_user_id=session.end_user_id), wait=False
-    ):
+    with advisory_lock(OWNER_LOCKS.key_of(session), wait=False):
         return session_project(session=session)
 
 
@@ -64,9 +55,7 @@ def handle_compile_profile(task) -> dict:
     if entity is None:
         return {"skipped": "entity no longer exists"}
     _yield_to_projections(task, organization_id=entity.organization_id, end_user_id=entity.end_user_id)
-    with advisory_lock(
-        owner_lock_key(organization_id=entity.organization_id, end_user_id=entity.end_user_id), wait=False
-    ):
+    with advisory_lock(OWNER_LOCKS.key_of(entity), wait=False):
         return profile_compile(entity=entity, task=task)
 
 
@@ -94,6 +83,6 @@ def handle_compile_topics(task) -> dict:
         end_user=end_user,
         task=task,
         lock=lambda user: advisory_lock(
-            owner_lock_key(organization_id=organization.pk, end_user_id=user.pk), wait=False
+            OWNER_LOCKS.key(organization_id=organization.pk, end_user_id=user.pk), wait=False
         ),
     )

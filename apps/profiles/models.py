@@ -13,7 +13,7 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import VectorField
 
-from apps.core.models import BaseModel, embedding_index
+from apps.core.models import BaseModel, search_indexes
 
 NAME_MAX_LENGTH = 255
 QUOTE_MAX_CHARS = 500
@@ -162,8 +162,7 @@ class Profile(Owned):
         indexes = [
             models.Index(fields=["end_user", "organization", "scope", "name"], name="profile_owner_idx"),
             models.Index(fields=["end_user", "organization", "scope", "kind", "status"], name="profile_owner_kind_idx"),
-            GinIndex(fields=["search_vector"], name="profile_search_vector_idx"),
-            embedding_index("profile_embedding_hnsw_idx"),
+            *search_indexes("profile"),
         ]
 
     def __str__(self):

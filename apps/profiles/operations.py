@@ -9,8 +9,7 @@ from apps.core.operations import (
     require_write_access,
     validated,
 )
-from apps.core.pagination import Page, paginate
-from apps.core.replicas import read_on_replica
+from apps.core.pagination import Page, paginate, paginated_read
 from apps.profiles.models import LintFinding
 from apps.profiles.selectors import entity_list, profile_detail_queryset, profile_list, write_scope_users
 from apps.profiles.serializers import (
@@ -32,12 +31,8 @@ from apps.profiles.services.lint import profiles_lint
 @operation()
 def list_profiles(*, client, query) -> Page:
     """List compiled pages in the caller's read scopes: people's (the default) or topics' (`kind=topic`)."""
-    filters = validated(ProfileListFilterSerializer, query)
-    return read_on_replica(
-        client,
-        lambda reader: paginate(
-            profile_list(reader=reader, filters=filters), filters=filters, serializer_class=ProfileOutputSerializer
-        ),
+    return paginated_read(
+        client, query, filters=ProfileListFilterSerializer, select=profile_list, output=ProfileOutputSerializer
     )
 
 

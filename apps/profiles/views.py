@@ -4,31 +4,20 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from apps.core.adapters import delete_view, list_view
+from apps.core.adapters import delete_view, list_view, read_view
 from apps.core.api import ClientAPIView, serves
-from apps.profiles import operations
-from apps.profiles.serializers import (
-    EntityListFilterSerializer,
-    EntityOutputSerializer,
-    LintOutputSerializer,
-    ProfileDetailOutputSerializer,
-    ProfileFindingsOutputSerializer,
-    ProfileListFilterSerializer,
-    ProfileOutputSerializer,
-    TopicCompileInputSerializer,
-    TopicCompileOutputSerializer,
-)
+from apps.profiles import operations, serializers
 
 ProfileListView = list_view(
     operations.list_profiles,
-    filters=ProfileListFilterSerializer,
-    output=ProfileOutputSerializer,
+    filters=serializers.ProfileListFilterSerializer,
+    output=serializers.ProfileOutputSerializer,
     example="GET /api/v1/profiles/?user_id=alice",
 )
 EntityListView = list_view(
     operations.list_entities,
-    filters=EntityListFilterSerializer,
-    output=EntityOutputSerializer,
+    filters=serializers.EntityListFilterSerializer,
+    output=serializers.EntityOutputSerializer,
     example="GET /api/v1/entities/?user_id=alice&kind=person",
 )
 EntityDetailView = delete_view(
@@ -36,32 +25,30 @@ EntityDetailView = delete_view(
 )
 
 
-class ProfileDetailView(ClientAPIView):
-    @extend_schema(responses=ProfileDetailOutputSerializer)
-    @serves(operations.get_profile, example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
-    def get(self, request, profile_id):
-        return Response(operations.get_profile(client=self.client, profile_id=profile_id))
-
-    @extend_schema(responses={204: None})
-    @serves(operations.delete_profile, example="DELETE /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/")
-    def delete(self, request, profile_id):
-        operations.delete_profile(client=self.client, profile_id=profile_id)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+class ProfileDetailView(
+    read_view(
+        operations.get_profile,
+        output=serializers.ProfileDetailOutputSerializer,
+        example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/",
+    ),
+    delete_view(operations.delete_profile, example="DELETE /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/"),
+):
+    """A compiled page: read with its revisions and sources, or deleted."""
 
 
-class ProfileFindingsView(ClientAPIView):
-    @extend_schema(responses=ProfileFindingsOutputSerializer)
-    @serves(
-        operations.get_profile_findings, example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/findings"
-    )
-    def get(self, request, profile_id):
-        return Response(operations.get_profile_findings(client=self.client, profile_id=profile_id))
+ProfileFindingsView = read_view(
+    operations.get_profile_findings,
+    output=serializers.ProfileFindingsOutputSerializer,
+    example="GET /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/findings",
+)
 
 
 class TopicCompileView(ClientAPIView):
     error_statuses = (404,)  # a user_id with no session in the caller's write scope
 
-    @extend_schema(request=TopicCompileInputSerializer, responses={202: TopicCompileOutputSerializer})
+    @extend_schema(
+        request=serializers.TopicCompileInputSerializer, responses={202: serializers.TopicCompileOutputSerializer}
+    )
     @serves(operations.compile_topics, example="POST /api/v1/topics/compile", body={"user_id": "alice"})
     def post(self, request):
         return Response(
@@ -70,7 +57,7 @@ class TopicCompileView(ClientAPIView):
 
 
 class ProfileLintView(ClientAPIView):
-    @extend_schema(request=None, responses=LintOutputSerializer)
+    @extend_schema(request=None, responses=serializers.LintOutputSerializer)
     @serves(operations.lint_profile, example="POST /api/v1/profiles/2e3f4a5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b/lint")
     def post(self, request, profile_id):
         return Response(operations.lint_profile(client=self.client, profile_id=profile_id))

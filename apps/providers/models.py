@@ -24,7 +24,3 @@ class LLMUsage(BaseModel):
 
     def __str__(self):
         return f"{self.model}: {self.prompt_tokens}+{self.completion_tokens} tokens"
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens

@@ -7,26 +7,22 @@ from apps.search.serializers import MemorySearchInputSerializer, SearchAllUsersI
 
 
 def _search(*, client, serializer_class, data, from_query: bool) -> dict:
-    params = dict(validated(serializer_class, data, from_query=from_query))
-    query = params.pop("query")
-    memory_types, method = params.pop("memory_types", None), params.pop("search_method", None)
-    limit, time_window = params.pop("limit"), params.pop("time_window", None)
+    filters = dict(validated(serializer_class, data, from_query=from_query))
+    asked = {
+        "query": filters.pop("query"),
+        "memory_types": filters.pop("memory_types", None),
+        "method": filters.pop("search_method", None),
+        "limit": filters.pop("limit"),
+        "time_window": filters.pop("time_window", None),
+    }
 
     def searched(reader) -> tuple:
-        hits = search(
-            reader=reader,
-            query=query,
-            memory_types=memory_types,
-            method=method,
-            limit=limit,
-            time_window=time_window,
-            filters=params,
-        )
+        hits = search(reader=reader, filters=filters, **asked)
         return hits, [render_hit(hit) for hit in hits]  # rendering may read related rows: on the same copy
 
     hits, results = read_on_replica(client, searched)
     return {
-        "query": query,
+        "query": asked["query"],
         "count": len(results),
         "reranked_by": hits.reranked_by,
         "decomposed_into": hits.decomposed_into,

@@ -12,10 +12,10 @@ class SkillsConfig(AppConfig):
         from apps.skills import handlers  # noqa: F401  (registers pipeline handlers)
         from apps.skills.search import register_sources
         from apps.skills.selectors import session_distilled_into
-        from apps.skills.services.distill import distill_locks
+        from apps.skills.services.distill import DISTILL_LOCKS
         from apps.skills.services.evolve.run import evolve_locks
 
         register_sources()
-        register_work_locks(distill_locks)
+        register_work_locks(DISTILL_LOCKS.of_work)
         register_work_locks(evolve_locks)
         register_learned_from(session_distilled_into)

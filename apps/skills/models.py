@@ -3,13 +3,12 @@ every skill's version history with its lineage."""
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Q
 from pgvector.django import VectorField
 
-from apps.core.models import BaseModel, embedding_index
+from apps.core.models import BaseModel, search_indexes
 
 SKILL_NAME_MAX_LENGTH = 100
 TITLE_MAX_LENGTH = 120
@@ -89,9 +88,8 @@ class SkillExperience(BaseModel):
         ]
         indexes = [
             models.Index(fields=["organization", "scope", "status", "-created_at"], name="skill_exp_scope_status_idx"),
-            GinIndex(fields=["search_vector"], name="skill_exp_search_vector_idx"),
             # The fuzzy method's trigram index is on its expression (apps/skills/search.py): see migrations.
-            embedding_index("skill_exp_embedding_hnsw_idx"),
+            *search_indexes("skill_exp"),
         ]
 
     def __str__(self):
@@ -171,9 +169,8 @@ class Skill(BaseModel):
             models.Index(fields=["organization", "scope", "name"], name="skill_admin_order_idx"),
             # The review queue's order (status descending: pending_review first, then newest).
             models.Index(fields=["organization", "status", "updated_at"], name="skill_review_order_idx"),
-            GinIndex(fields=["search_vector"], name="skill_search_vector_idx"),
             # The fuzzy method's trigram index is on its expression (apps/skills/search.py): see migrations.
-            embedding_index("skill_embedding_hnsw_idx"),
+            *search_indexes("skill"),
         ]
 
     def __str__(self):

@@ -12,8 +12,7 @@ from apps.core.operations import (
     require_write_access,
     validated,
 )
-from apps.core.pagination import Page, paginate
-from apps.core.replicas import read_on_replica
+from apps.core.pagination import Page, paginated_read
 from apps.skills import selectors
 from apps.skills.changes import cascade_experience_delete
 from apps.skills.effectiveness import skill_effectiveness
@@ -76,14 +75,8 @@ def retrieve_skills(*, client, data) -> dict:
 @operation()
 def list_skills(*, client, query) -> Page:
     """List skills, most retrieved first; archived ones only when asked for by `status`."""
-    filters = validated(SkillListFilterSerializer, query)
-    return read_on_replica(
-        client,
-        lambda reader: paginate(
-            selectors.skill_list(reader=reader, filters=filters),
-            filters=filters,
-            serializer_class=SkillOutputSerializer,
-        ),
+    return paginated_read(
+        client, query, filters=SkillListFilterSerializer, select=selectors.skill_list, output=SkillOutputSerializer
     )
 
 
@@ -152,14 +145,12 @@ def delete_skill(*, client, item_id: str) -> None:
 @operation()
 def list_experiences(*, client, query) -> Page:
     """List skill experiences (lessons distilled from task sessions), newest first."""
-    filters = validated(ExperienceListFilterSerializer, query)
-    return read_on_replica(
+    return paginated_read(
         client,
-        lambda reader: paginate(
-            selectors.experience_list(reader=reader, filters=filters),
-            filters=filters,
-            serializer_class=ExperienceOutputSerializer,
-        ),
+        query,
+        filters=ExperienceListFilterSerializer,
+        select=selectors.experience_list,
+        output=ExperienceOutputSerializer,
     )
 
 

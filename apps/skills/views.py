@@ -5,27 +5,15 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from apps.conversations.views import SCOPE_PARAMETER, USER_ID_PARAMETER
-from apps.core.adapters import delete_view, list_view
+from apps.core.adapters import delete_view, list_view, read_view
 from apps.core.api import ClientAPIView, serves
-from apps.skills import operations
-from apps.skills.serializers import (
-    DistillOutputSerializer,
-    ExperienceListFilterSerializer,
-    ExperienceOutputSerializer,
-    SkillDetailOutputSerializer,
-    SkillFeedbackInputSerializer,
-    SkillFeedbackOutputSerializer,
-    SkillListFilterSerializer,
-    SkillOutputSerializer,
-    SkillRetrieveInputSerializer,
-    SkillRetrieveOutputSerializer,
-    SkillUseInputSerializer,
-    SkillUseOutputSerializer,
-)
+from apps.skills import operations, serializers
 
 
 class SkillRetrieveView(ClientAPIView):
-    @extend_schema(request=SkillRetrieveInputSerializer, responses=SkillRetrieveOutputSerializer)
+    @extend_schema(
+        request=serializers.SkillRetrieveInputSerializer, responses=serializers.SkillRetrieveOutputSerializer
+    )
     @serves(
         operations.retrieve_skills,
         example="POST /api/v1/skills/retrieve",
@@ -42,18 +30,19 @@ class SkillRetrieveView(ClientAPIView):
 
 SkillListView = list_view(
     operations.list_skills,
-    filters=SkillListFilterSerializer,
-    output=SkillOutputSerializer,
+    filters=serializers.SkillListFilterSerializer,
+    output=serializers.SkillOutputSerializer,
     example="GET /api/v1/skills/?status=active&q=flight&limit=20",
 )
 
 
-class SkillDetailView(ClientAPIView):
-    @extend_schema(responses=SkillDetailOutputSerializer)
-    @serves(operations.get_skill, example="GET /api/v1/skills/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31/")
-    def get(self, request, skill_id):
-        return Response(operations.get_skill(client=self.client, skill_id=skill_id))
-
+class SkillDetailView(
+    read_view(
+        operations.get_skill,
+        output=serializers.SkillDetailOutputSerializer,
+        example="GET /api/v1/skills/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31/",
+    )
+):
     @extend_schema(responses={204: None})
     @serves(operations.delete_skill, example="DELETE /api/v1/skills/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31/")
     def delete(self, request, skill_id):
@@ -64,7 +53,7 @@ class SkillDetailView(ClientAPIView):
 class SkillUseView(ClientAPIView):
     error_statuses = (409,)  # the session never retrieved the skill
 
-    @extend_schema(request=SkillUseInputSerializer, responses=SkillUseOutputSerializer)
+    @extend_schema(request=serializers.SkillUseInputSerializer, responses=serializers.SkillUseOutputSerializer)
     @serves(
         operations.apply_skill,
         example="POST /api/v1/skills/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31/uses",
@@ -75,7 +64,9 @@ class SkillUseView(ClientAPIView):
 
 
 class SkillFeedbackView(ClientAPIView):
-    @extend_schema(request=SkillFeedbackInputSerializer, responses={201: SkillFeedbackOutputSerializer})
+    @extend_schema(
+        request=serializers.SkillFeedbackInputSerializer, responses={201: serializers.SkillFeedbackOutputSerializer}
+    )
     @serves(
         operations.skill_feedback,
         example="POST /api/v1/skills/0b7e3c1d-8f2a-4c6e-9d15-7a4b2e9f6c31/feedback",
@@ -96,8 +87,8 @@ ProceduralMemoryDeleteView = delete_view(
 )
 ExperienceListView = list_view(
     operations.list_experiences,
-    filters=ExperienceListFilterSerializer,
-    output=ExperienceOutputSerializer,
+    filters=serializers.ExperienceListFilterSerializer,
+    output=serializers.ExperienceOutputSerializer,
     example="GET /api/v1/experiences/?experience_type=worth_avoiding&limit=20",
 )
 ExperienceDetailView = delete_view(
@@ -111,7 +102,7 @@ class SessionDistillView(ClientAPIView):
     @extend_schema(
         parameters=[USER_ID_PARAMETER, SCOPE_PARAMETER],
         request=None,
-        responses={202: DistillOutputSerializer},
+        responses={202: serializers.DistillOutputSerializer},
     )
     @serves(operations.distill_session, example="POST /api/v1/sessions/book-flight-17/distill?user_id=alice")
     def post(self, request, session_id):

@@ -1,7 +1,7 @@
 from django.contrib import admin
-from django.template.response import TemplateResponse
 from django.utils.cache import add_never_cache_headers
 
+from apps.core.extensions import admin_page
 from apps.tenancy.admin_base import OrganizationScopedAdmin
 from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization, StaffMembership
 from apps.tenancy.services import api_key_create, client_create, client_revoke_keys
@@ -31,34 +31,25 @@ class ClientAPIKeyInline(admin.TabularInline):
         return False
 
 
+# What a client may do, listed and edited alike.
+CLIENT_SETTINGS = [
+    "status",
+    "write_scope",
+    "read_scopes",
+    "can_erase",
+    "can_export",
+    "can_manage_webhooks",
+    "requests_per_minute",
+]
+
+
 @admin.register(Client)
 class ClientAdmin(OrganizationScopedAdmin):
-    list_display = [
-        "name",
-        "organization",
-        "status",
-        "write_scope",
-        "read_scopes",
-        "can_erase",
-        "can_export",
-        "can_manage_webhooks",
-        "requests_per_minute",
-        "created_at",
-    ]
+    list_display = ["name", "organization", *CLIENT_SETTINGS, "created_at"]
     list_filter = ["status", "can_erase", "can_export", "can_manage_webhooks"]
     list_select_related = ["organization"]
     search_fields = ["name", "write_scope"]
-    fields = [
-        "organization",
-        "name",
-        "status",
-        "write_scope",
-        "read_scopes",
-        "can_erase",
-        "can_export",
-        "can_manage_webhooks",
-        "requests_per_minute",
-    ]
+    fields = ["organization", "name", *CLIENT_SETTINGS]
     inlines = [ClientAPIKeyInline]
     actions = ["revoke_keys", "issue_new_key"]
 
@@ -100,13 +91,9 @@ class ClientAdmin(OrganizationScopedAdmin):
         )
 
     def _issued_keys_page(self, request, issued):
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.model._meta,
-            "title": "API keys issued",
-            "issued": issued,
-        }
-        response = TemplateResponse(request, "admin/tenancy/client/api_keys_issued.html", context)
+        response = admin_page(
+            self, request, "admin/tenancy/client/api_keys_issued.html", title="API keys issued", issued=issued
+        )
         add_never_cache_headers(response)  # no browser or proxy keeps a copy of the page
         return response
 

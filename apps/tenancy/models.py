@@ -91,6 +91,13 @@ class Client(BaseModel):
         return Reader(organization_id=self.organization_id, read_scopes=tuple(self.read_scopes))
 
 
+def requesting_client(*, help_text: str) -> models.ForeignKey:
+    """A row's note of the API client whose request made it: emptied, not cascaded, when the client goes."""
+    return models.ForeignKey(
+        Client, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", help_text=help_text
+    )
+
+
 class ClientAPIKey(BaseModel):
     """An API key: only its prefix (to find it) and a SHA-256 of the whole key are stored."""
 

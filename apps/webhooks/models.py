@@ -6,6 +6,7 @@ from django.db.models import Q
 
 from apps.core.events import EVENT_TYPES
 from apps.core.models import BaseModel
+from apps.tenancy.models import requesting_client
 
 # The event a "send test event" request delivers; it is not one an endpoint subscribes to.
 TEST_EVENT = "webhook.test"
@@ -32,13 +33,8 @@ class WebhookEndpoint(BaseModel):
     )
     disabled_at = models.DateTimeField(null=True, blank=True)
     disabled_reason = models.CharField(max_length=255, blank=True, default="")
-    registered_by = models.ForeignKey(
-        "tenancy.Client",
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        help_text="The client whose request registered the endpoint (an audit note, like an export's requester).",
+    registered_by = requesting_client(
+        help_text="The client whose request registered the endpoint (an audit note, like an export's requester)."
     )
 
     class Meta:

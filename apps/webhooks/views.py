@@ -4,18 +4,10 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
+from apps.core.adapters import delete_view, read_view
 from apps.core.api import ClientAPIView, serves
 from apps.core.pagination import Pagination, paged_response
-from apps.webhooks import operations
-from apps.webhooks.serializers import (
-    DeliveryListFilterSerializer,
-    DeliveryOutputSerializer,
-    WebhookCreatedOutputSerializer,
-    WebhookCreateInputSerializer,
-    WebhookListFilterSerializer,
-    WebhookOutputSerializer,
-    WebhookPatchInputSerializer,
-)
+from apps.webhooks import operations, serializers
 
 EXAMPLE_ID = "5d6e7f80-9a1b-4c2d-8e3f-4a5b6c7d8e9f"
 
@@ -23,12 +15,16 @@ EXAMPLE_ID = "5d6e7f80-9a1b-4c2d-8e3f-4a5b6c7d8e9f"
 class WebhookListView(ClientAPIView):
     pagination_class = Pagination  # tells the OpenAPI schema the list is paginated
 
-    @extend_schema(parameters=[WebhookListFilterSerializer], responses=WebhookOutputSerializer(many=True))
+    @extend_schema(
+        parameters=[serializers.WebhookListFilterSerializer], responses=serializers.WebhookOutputSerializer(many=True)
+    )
     @serves(operations.list_webhooks, example="GET /api/v1/webhooks/")
     def get(self, request):
         return paged_response(request, operations.list_webhooks(client=self.client, query=request.query_params))
 
-    @extend_schema(request=WebhookCreateInputSerializer, responses={201: WebhookCreatedOutputSerializer})
+    @extend_schema(
+        request=serializers.WebhookCreateInputSerializer, responses={201: serializers.WebhookCreatedOutputSerializer}
+    )
     @serves(
         operations.create_webhook,
         example="POST /api/v1/webhooks/",
@@ -39,28 +35,26 @@ class WebhookListView(ClientAPIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-class WebhookDetailView(ClientAPIView):
-    @extend_schema(responses=WebhookOutputSerializer)
-    @serves(operations.get_webhook, example=f"GET /api/v1/webhooks/{EXAMPLE_ID}/")
-    def get(self, request, webhook_id):
-        return Response(operations.get_webhook(client=self.client, webhook_id=webhook_id))
-
-    @extend_schema(request=WebhookPatchInputSerializer, responses=WebhookOutputSerializer)
+class WebhookDetailView(
+    read_view(
+        operations.get_webhook,
+        output=serializers.WebhookOutputSerializer,
+        example=f"GET /api/v1/webhooks/{EXAMPLE_ID}/",
+    ),
+    delete_view(operations.delete_webhook, example=f"DELETE /api/v1/webhooks/{EXAMPLE_ID}/"),
+):
+    @extend_schema(request=serializers.WebhookPatchInputSerializer, responses=serializers.WebhookOutputSerializer)
     @serves(operations.update_webhook, example=f"PATCH /api/v1/webhooks/{EXAMPLE_ID}/", body={"active": True})
     def patch(self, request, webhook_id):
         return Response(operations.update_webhook(client=self.client, webhook_id=webhook_id, data=request.data))
-
-    @extend_schema(responses={204: None})
-    @serves(operations.delete_webhook, example=f"DELETE /api/v1/webhooks/{EXAMPLE_ID}/")
-    def delete(self, request, webhook_id):
-        operations.delete_webhook(client=self.client, webhook_id=webhook_id)
-        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class WebhookDeliveryListView(ClientAPIView):
     pagination_class = Pagination
 
-    @extend_schema(parameters=[DeliveryListFilterSerializer], responses=DeliveryOutputSerializer(many=True))
+    @extend_schema(
+        parameters=[serializers.DeliveryListFilterSerializer], responses=serializers.DeliveryOutputSerializer(many=True)
+    )
     @serves(operations.list_webhook_deliveries, example=f"GET /api/v1/webhooks/{EXAMPLE_ID}/deliveries")
     def get(self, request, webhook_id):
         page = operations.list_webhook_deliveries(client=self.client, webhook_id=webhook_id, query=request.query_params)
@@ -68,7 +62,7 @@ class WebhookDeliveryListView(ClientAPIView):
 
 
 class WebhookTestView(ClientAPIView):
-    @extend_schema(request=None, responses={202: DeliveryOutputSerializer})
+    @extend_schema(request=None, responses={202: serializers.DeliveryOutputSerializer})
     @serves(operations.test_webhook, example=f"POST /api/v1/webhooks/{EXAMPLE_ID}/test")
     def post(self, request, webhook_id):
         body = operations.test_webhook(client=self.client, webhook_id=webhook_id)

@@ -64,7 +64,7 @@ def _effectiveness_replay(trajectories) -> dict:  # noqa: PLR0915 (a benchmark r
     from apps.pipeline.services import tasks_cancel
     from apps.skills.effectiveness import ranking_adjustments, skill_evidence
     from apps.skills.models import Skill
-    from apps.skills.services.distill import distill_lock_key, session_distill
+    from apps.skills.services.distill import DISTILL_LOCKS, session_distill
     from apps.skills.services.evolve.run import evolve_key, skills_evolve
     from apps.skills.services.retrieve import skills_rank, skills_retrieve
     from apps.tenancy.services import client_create, organization_create
@@ -78,7 +78,7 @@ def _effectiveness_replay(trajectories) -> dict:  # noqa: PLR0915 (a benchmark r
             sessions, _ = _import(client, learning)
             tasks_cancel(queryset=MemoryTask.objects.filter(organization=organization))
             for session in sessions:
-                with advisory_lock(distill_lock_key(session)):
+                with advisory_lock(DISTILL_LOCKS.key_of(session)):
                     session_distill(session=session)
             while True:
                 with advisory_lock(evolve_key(organization=organization, scope=SCOPE)):
@@ -154,7 +154,7 @@ def run(output_dir) -> dict:  # noqa: PLR0915 (a benchmark run: one procedure, r
     from apps.pipeline.models import MemoryTask
     from apps.pipeline.services import tasks_cancel
     from apps.skills.models import Skill, SkillExperience
-    from apps.skills.services.distill import distill_lock_key, session_distill
+    from apps.skills.services.distill import DISTILL_LOCKS, session_distill
     from apps.skills.services.evolve.run import evolve_key, skills_evolve
     from apps.skills.services.retrieve import skills_rank
     from apps.tenancy.services import client_create, organization_create
@@ -171,7 +171,7 @@ def run(output_dir) -> dict:  # noqa: PLR0915 (a benchmark run: one procedure, r
 
             with Stopwatch() as distilling:
                 for session in sessions:
-                    with advisory_lock(distill_lock_key(session)):
+                    with advisory_lock(DISTILL_LOCKS.key_of(session)):
                         session_distill(session=session)
             runs = 0
             with Stopwatch() as evolving:

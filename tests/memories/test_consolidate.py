@@ -13,8 +13,8 @@ from django.db import connection
 from apps.conversations.models import Message
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
 from apps.memories.services.consolidate import CONSOLIDATE_MEMORIES
-from apps.memories.services.extract import extract_locks
-from apps.pipeline.locks import WorkOf, advisory_lock
+from apps.memories.services.extract import EXTRACT_LOCKS
+from apps.pipeline.locks import advisory_lock
 from apps.pipeline.models import MemoryTask
 from apps.profiles.models import Entity, ItemType, LintFinding, ProfileSource
 from apps.profiles.services.compile import profile_compile
@@ -272,7 +272,7 @@ def test_the_command_records_a_task_and_prints_its_result(client_a, memories, ru
 def test_it_waits_for_the_users_extraction_lock(client_a, memories, rules):
     """Consolidation takes the user's extraction lock (which erasure takes too): busy, the command says so."""
     end_user = SemanticMemory.objects.get(pk=memories["hiking"]).end_user
-    (key,) = extract_locks(WorkOf(organization_id=client_a.organization_id, end_user_ids=(end_user.pk,)))
+    key = EXTRACT_LOCKS.key(organization_id=client_a.organization_id, end_user_id=end_user.pk)
     held, release = threading.Event(), threading.Event()
 
     def hold():

@@ -12,7 +12,7 @@ from django.utils import timezone as django_timezone
 
 from apps.conversations.models import Message, Session
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
-from apps.memories.services.extract import extract_lock_key
+from apps.memories.services.extract import EXTRACT_LOCKS
 from apps.pipeline.locks import advisory_lock
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
@@ -588,7 +588,7 @@ def test_extraction_of_a_user_waits_while_another_worker_holds_the_lock(client_a
 
     def hold():
         try:
-            with advisory_lock(extract_lock_key(session), wait=False):
+            with advisory_lock(EXTRACT_LOCKS.key_of(session), wait=False):
                 held.set()
                 release.wait(10)
         finally:

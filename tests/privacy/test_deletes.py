@@ -13,7 +13,7 @@ from apps.mcp_server.backend import PlatformBackend
 from apps.memories.models import SemanticMemory
 from apps.pipeline.locks import WorkOf, advisory_lock, work_lock_keys
 from apps.pipeline.models import MemoryTask
-from apps.profiles.handlers import owner_lock_key
+from apps.profiles.handlers import OWNER_LOCKS
 from apps.profiles.models import Edge, Entity, Mention, Profile
 from apps.profiles.services.compile import profile_compile
 from apps.profiles.services.entities import session_project
@@ -229,14 +229,14 @@ def test_a_memory_delete_waits_for_the_owners_work_then_answers_409(quoted, api,
     def compile_running():
         try:
             with advisory_lock(
-                owner_lock_key(organization_id=client_a.organization_id, end_user_id=quoted.end_user_id)
+                OWNER_LOCKS.key(organization_id=client_a.organization_id, end_user_id=quoted.end_user_id)
             ):
                 held.set()
                 release.wait(20)
         finally:
             connection.close()
 
-    assert owner_lock_key(organization_id=client_a.organization_id, end_user_id=quoted.end_user_id) in keys
+    assert OWNER_LOCKS.key(organization_id=client_a.organization_id, end_user_id=quoted.end_user_id) in keys
     worker = threading.Thread(target=compile_running)
     worker.start()
     try:

@@ -17,7 +17,7 @@ from apps.privacy.services.erasure import ErasureIncomplete, erasure_request, er
 from apps.privacy.services.purge import subject_locks
 from apps.privacy.services.subjects import subject_resolve
 from apps.privacy.services.verify import subject_verify
-from apps.profiles.handlers import owner_lock_key
+from apps.profiles.handlers import OWNER_LOCKS
 from apps.profiles.models import Entity, ProfileSource
 from apps.profiles.services.entities import COMPILE_PROFILE, session_project
 
@@ -46,9 +46,7 @@ def test_an_erasure_waits_for_a_compile_in_flight_and_purges_what_it_wrote(conve
     settings.LLM_PROVIDER = "openai"
     entity = Entity.objects.get(name="Caroline", end_user=conversation.end_user)
     subject = subject_resolve(organization=conversation.organization, kind="user", subject_id="caroline")
-    assert owner_lock_key(organization_id=entity.organization_id, end_user_id=entity.end_user_id) in subject_locks(
-        subject
-    )
+    assert OWNER_LOCKS.key_of(entity) in subject_locks(subject)
 
     fake_openai.add_json({"markdown": "# Caroline\n- plans to adopt a child next year [1]", "used": [1]})
     compile_waits_for_model, model_answers = threading.Event(), threading.Event()

@@ -11,7 +11,7 @@ from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
 from apps.providers.models import LLMUsage
 from apps.skills.models import SkillExperience
-from apps.skills.services.distill import distill_lock_key
+from apps.skills.services.distill import DISTILL_LOCKS
 from tests.fixtures import tau_trajectories
 from tests.skills.factories import task_session, tau_session
 
@@ -240,7 +240,7 @@ def test_distillation_of_a_user_waits_while_another_worker_holds_the_lock(client
 
     def hold():
         try:
-            with advisory_lock(distill_lock_key(session), wait=False):
+            with advisory_lock(DISTILL_LOCKS.key_of(session), wait=False):
                 held.set()
                 release.wait(10)
         finally:

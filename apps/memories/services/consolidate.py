@@ -15,7 +15,6 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -26,7 +25,7 @@ from pydantic import BaseModel
 
 from apps.memories.changes import cascade_edit, cascade_removal
 from apps.memories.models import DETAILS_MAX_LENGTH, EpisodicMemory, SemanticMemory
-from apps.memories.services.extract import extract_locks
+from apps.memories.services.extract import EXTRACT_LOCKS
 from apps.memories.services.memories import (
     EPISODIC,
     SEMANTIC,
@@ -37,7 +36,7 @@ from apps.memories.services.memories import (
     memory_update,
     merged_into_reason,
 )
-from apps.pipeline.locks import WorkOf, advisory_lock
+from apps.pipeline.locks import advisory_lock
 from apps.pipeline.services import enqueue
 from apps.providers.llm import LLMError, chat_json, llm_enabled, parse_items
 from apps.providers.tokens import estimate_tokens, fit_text, room_for, token_batches
@@ -413,9 +412,7 @@ def memories_consolidate(
         )
     task_id = getattr(task, "pk", None)
     for done, owner in enumerate(owners):
-        with ExitStack() as locks:
-            for key in extract_locks(WorkOf(organization_id=organization.pk, end_user_ids=(owner,))):
-                locks.enter_context(advisory_lock(key, wait=False))
+        with advisory_lock(EXTRACT_LOCKS.key(organization_id=organization.pk, end_user_id=owner), wait=False):
             groups, retirements = _owner_plan(
                 organization=organization, scope=scope, end_user_id=owner, task=task, report=report
             )

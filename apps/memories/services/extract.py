@@ -26,7 +26,7 @@ from apps.memories.services.memories import (
     memory_soft_delete,
     memory_update,
 )
-from apps.pipeline.locks import advisory_lock
+from apps.pipeline.locks import UserLocks, advisory_lock
 from apps.providers.llm import llm_enabled
 
 logger = logging.getLogger(__name__)
@@ -34,17 +34,7 @@ logger = logging.getLogger(__name__)
 SPOKEN_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
 
 
-def extract_lock_key(session: Session) -> str:
-    return _extract_key(session.organization_id, session.end_user_id)
-
-
-def _extract_key(organization_id, end_user_id) -> str:
-    return f"extract:{organization_id}:{end_user_id}"
-
-
-def extract_locks(work) -> list[str]:
-    """The extraction locks of a pipeline.locks.WorkOf (registered in MemoriesConfig.ready)."""
-    return [_extract_key(work.organization_id, end_user_id) for end_user_id in work.end_user_ids]
+EXTRACT_LOCKS = UserLocks("extract")  # registered in MemoriesConfig.ready
 
 
 def _turns(messages: list[Message]) -> list[ExtractionTurn]:
@@ -58,6 +48,18 @@ def _turns(messages: list[Message]) -> list[ExtractionTurn]:
 
 def _actor() -> str:
     return f"extraction:llm:{settings.LLM_MODEL}"
+
+
+def _written(operation: Operation, vectors: dict, task_id) -> dict:
+    """What an add and an update store alike."""
+    return {
+        "fields": operation.fields,
+        "source_message_ids": operation.source_message_ids,
+        "embedding": vectors[id(operation)],
+        "actor": _actor(),
+        "reason": operation.reason,
+        "task_id": task_id,
+    }
 
 
 def _default_source(session: Session, operation: Operation, turns: list[ExtractionTurn]) -> str:
@@ -111,16 +113,7 @@ def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors
         if operation.operation == "add":
             if operation.memory_type == SEMANTIC:
                 operation.fields.setdefault("source", _default_source(session, operation, turns))
-            memory_create(
-                memory_type=operation.memory_type,
-                session=session,
-                fields=operation.fields,
-                source_message_ids=operation.source_message_ids,
-                embedding=vectors[id(operation)],
-                actor=_actor(),
-                reason=operation.reason,
-                task_id=task_id,
-            )
+            memory_create(memory_type=operation.memory_type, session=session, **_written(operation, vectors, task_id))
             tally["added"] += 1
             continue
         target = _locked_target(operation)
@@ -135,15 +128,7 @@ def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors
             )
             continue
         if operation.operation == "update":
-            memory_update(
-                memory=target,
-                fields=operation.fields,
-                source_message_ids=operation.source_message_ids,
-                embedding=vectors[id(operation)],
-                actor=_actor(),
-                reason=operation.reason,
-                task_id=task_id,
-            )
+            memory_update(memory=target, **_written(operation, vectors, task_id))
             tally["updated"] += 1
         else:
             memory_soft_delete(memory=target, actor=_actor(), reason=operation.reason, task_id=task_id)
@@ -161,7 +146,7 @@ def session_extract(*, session: Session, task=None) -> dict:
     """Learns from the session's turns not learned from yet, batch by batch; each batch is marked
     learned from in the transaction that stores what it gave.
 
-    Run it under extract_lock_key(session) (the handler does). An unreachable LLM raises (the task
+    Run it under EXTRACT_LOCKS.key_of(session) (the handler does). An unreachable LLM raises (the task
     retries); the batches already stored stay stored.
     """
     if session.session_tag != SessionTag.CONVERSATION:
@@ -219,5 +204,5 @@ def session_extract(*, session: Session, task=None) -> dict:
 
 def session_extract_locked(*, session: Session, task=None) -> dict:
     """session_extract under the per-user advisory lock; raises LockNotAvailable so the pipeline retries."""
-    with advisory_lock(extract_lock_key(session), wait=False):
+    with advisory_lock(EXTRACT_LOCKS.key_of(session), wait=False):
         return session_extract(session=session, task=task)

@@ -166,7 +166,7 @@ COMPILE_PROMPT = (
 )
 
 
-def numbered_evidence(evidence: list[Evidence], *, prompt: str, head: str) -> list[str]:
+def _numbered(evidence: list[Evidence], *, prompt: str, head: str) -> list[str]:
     """The evidence as numbered lines, in its order, as many as fit LLM_MAX_PROMPT_TOKENS beside the
     system `prompt` and the user message's `head`."""
     left, lines = room_for(prompt, head), []
@@ -179,22 +179,35 @@ def numbered_evidence(evidence: list[Evidence], *, prompt: str, head: str) -> li
     return lines
 
 
-def _llm_page(entity: Entity, evidence: list[Evidence], task) -> tuple[str, list[Evidence], dict]:
-    # The newest evidence that fits the prompt's budget.
-    head = f"Person: {entity.name}\nEvidence:\n"
-    lines = numbered_evidence(evidence, prompt=COMPILE_PROMPT, head=head)
+def evidence_page(*, prompt: str, head: str, evidence: list[Evidence], answer, organization, task, purpose: str):
+    """A page (profile or topic) the model writes from the numbered evidence that fits the prompt's
+    budget: its parsed `answer`, the evidence items it says it used, how many it was shown, the usage."""
+    lines = _numbered(evidence, prompt=prompt, head=head)
     usage: dict = {}
     data = chat_json(
-        messages=[{"role": "system", "content": COMPILE_PROMPT}, {"role": "user", "content": head + "\n".join(lines)}],
+        messages=[{"role": "system", "content": prompt}, {"role": "user", "content": head + "\n".join(lines)}],
+        answer=answer,
+        organization=organization,
+        task=task,
+        purpose=purpose,
+        usage=usage,
+    )
+    page = parse_answer(answer, data)
+    used = [evidence[number - 1] for number in dict.fromkeys(page.used) if 0 < number <= len(lines)]
+    return page, used, len(lines), usage
+
+
+def _llm_page(entity: Entity, evidence: list[Evidence], task) -> tuple[str, list[Evidence], dict]:
+    page, used, _, usage = evidence_page(
+        prompt=COMPILE_PROMPT,
+        head=f"Person: {entity.name}\nEvidence:\n",
+        evidence=evidence,
         answer=ProfilePageAnswer,
         organization=entity.organization,
         task=task,
         purpose="compile_profile",
-        usage=usage,
     )
-    answer = parse_answer(ProfilePageAnswer, data)
-    kept_items = [evidence[number - 1] for number in dict.fromkeys(answer.used) if 0 < number <= len(lines)]
-    return answer.markdown + "\n", kept_items, usage
+    return page.markdown + "\n", used, usage
 
 
 def _embed(profile: Profile) -> None:

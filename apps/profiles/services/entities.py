@@ -10,7 +10,6 @@ replaces that session's mentions, so running it again changes nothing.
 """
 
 import re
-from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -57,13 +56,6 @@ NOT_NAMES = frozenset(
     father grandma grandpa english spanish french german lgbtq lgbt covid internet instagram facebook
     youtube google tiktok netflix spotify amazon iphone android mr mrs ms dr sir madam""".split()
 )
-
-
-@dataclass
-class Found:
-    name: str
-    kind: str = Entity.Kind.PERSON
-    spoken: bool = False
 
 
 def _speaker(message: Message, user_id: str) -> str | None:

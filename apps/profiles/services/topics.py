@@ -44,12 +44,12 @@ from apps.profiles.services.compile import (
     Evidence,
     _embed,
     _quote,
-    numbered_evidence,
+    evidence_page,
     page_archive,
     page_store,
     sources_of,
 )
-from apps.providers.llm import LLMOutputError, chat_json, kept, llm_enabled, parse_answer
+from apps.providers.llm import LLMOutputError, kept, llm_enabled
 from apps.tenancy.models import EndUser
 
 logger = logging.getLogger(__name__)
@@ -239,30 +239,18 @@ TOPIC_PROMPT = (
 )
 
 
-def topic_prompt(*, label: str, evidence: list[Evidence]) -> tuple[list[dict], int]:
-    """The messages of one topic page's LLM call, and how many evidence items fit LLM_MAX_PROMPT_TOKENS
-    (in the evidence's order, newest first)."""
-    head = f"Keywords: {label}\nEvidence:\n"
-    lines = numbered_evidence(evidence, prompt=TOPIC_PROMPT, head=head)
-    messages = [{"role": "system", "content": TOPIC_PROMPT}, {"role": "user", "content": head + "\n".join(lines)}]
-    return messages, len(lines)
-
-
 def _llm_page(*, organization, label: str, evidence: list[Evidence], task) -> tuple[str, str, list[Evidence], dict]:
-    usage: dict = {}
-    messages, shown = topic_prompt(label=label, evidence=evidence)
-    data = chat_json(
-        messages=messages,
+    page, used, shown, usage = evidence_page(
+        prompt=TOPIC_PROMPT,
+        head=f"Keywords: {label}\nEvidence:\n",
+        evidence=evidence,
         answer=TopicPageAnswer,
         organization=organization,
         task=task,
         purpose="compile_topics",
-        usage=usage,
     )
-    answer = parse_answer(TopicPageAnswer, data)
-    title = answer.title.strip()[:TITLE_MAX_CHARS] or label
-    kept_items = [evidence[number - 1] for number in dict.fromkeys(answer.used) if 0 < number <= shown]
-    return title, answer.markdown + "\n", kept_items or evidence[:shown], usage
+    title = page.title.strip()[:TITLE_MAX_CHARS] or label
+    return title, page.markdown + "\n", used or evidence[:shown], usage
 
 
 def _match(clusters: list[set[str]], pages: list[Profile]) -> dict[int, Profile]:

@@ -8,10 +8,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import FloatField, IntegerField
 from django.db.models.expressions import RawSQL
 from django.shortcuts import get_object_or_404
-from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from apps.core.extensions import admin_page
 from apps.core.validation import JSONFormField, check_fields
 from apps.skills.admin.actions import ServiceActions
 from apps.skills.admin.effectiveness import effectiveness_panel
@@ -198,14 +198,14 @@ class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
         if not self.has_view_or_change_permission(request):
             raise PermissionDenied
         skill = get_object_or_404(self.get_queryset(request).select_related("end_user"), pk=pk)
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.model._meta,
-            "skill": skill,
-            "entries": skill_history(skill=skill),
-            "title": f"Versions and lineage of {skill.name}",
-        }
-        return TemplateResponse(request, "admin/skills/skill/versions.html", context)
+        return admin_page(
+            self,
+            request,
+            "admin/skills/skill/versions.html",
+            title=f"Versions and lineage of {skill.name}",
+            skill=skill,
+            entries=skill_history(skill=skill),
+        )
 
     def get_queryset(self, request):
         # Counted from the uses and the sessions they served (sortable columns of the changelist).
@@ -261,17 +261,17 @@ class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
         if form.is_valid():
             self._each(request, queryset, skill_reject, "Rejected", reason=form.cleaned_data["reason"])
             return None
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.model._meta,
-            "title": "Reject skills",
-            "skills": queryset,
-            "form": form,
-            "action": "reject_selected",
-            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-            "review_queue": _is_review_queue(request),
-        }
-        return TemplateResponse(request, "admin/skills/skill/reject_confirmation.html", context)
+        return admin_page(
+            self,
+            request,
+            "admin/skills/skill/reject_confirmation.html",
+            title="Reject skills",
+            skills=queryset,
+            form=form,
+            action="reject_selected",
+            action_checkbox_name=helpers.ACTION_CHECKBOX_NAME,
+            review_queue=_is_review_queue(request),
+        )
 
     @admin.action(description="Share selected skills with every user of their scope", permissions=["change"])
     def share_selected(self, request, queryset):

@@ -11,7 +11,7 @@ from apps.conversations.selectors import session_messages
 from apps.conversations.services.learning import messages_mark_learned, session_announce_learned
 from apps.conversations.writers import turns_held
 from apps.core.errors import ConflictError
-from apps.pipeline.locks import advisory_lock
+from apps.pipeline.locks import UserLocks, advisory_lock
 from apps.pipeline.models import MemoryTask
 from apps.providers.embeddings import embed_texts, embedding_model_name
 from apps.providers.llm import llm_enabled
@@ -28,17 +28,7 @@ logger = logging.getLogger(__name__)
 EXISTING_SKILLS_IN_PROMPT = 50
 
 
-def distill_lock_key(session: Session) -> str:
-    return _distill_key(session.organization_id, session.end_user_id)
-
-
-def _distill_key(organization_id, end_user_id) -> str:
-    return f"distill:{organization_id}:{end_user_id}"
-
-
-def distill_locks(work) -> list[str]:
-    """The distillation locks of a pipeline.locks.WorkOf (registered in SkillsConfig.ready)."""
-    return [_distill_key(work.organization_id, end_user_id) for end_user_id in work.end_user_ids]
+DISTILL_LOCKS = UserLocks("distill")  # registered in SkillsConfig.ready
 
 
 def check_distillable(session: Session) -> None:
@@ -92,7 +82,7 @@ def _screened(lesson) -> dict:
 def session_distill(*, session: Session, task=None) -> dict:
     """Distils one sealed task session; the session is marked distilled only once its experiences are stored.
 
-    Run it under distill_lock_key(session) (the handler does). Idempotent: an already
+    Run it under DISTILL_LOCKS.key_of(session) (the handler does). Idempotent: an already
     distilled session is skipped.
     """
     check_distillable(session)
@@ -167,6 +157,6 @@ def session_distill(*, session: Session, task=None) -> dict:
 
 def session_distill_locked(*, session: Session, task=None) -> dict:
     """session_distill under the per-user advisory lock; raises LockNotAvailable so the pipeline retries."""
-    with advisory_lock(distill_lock_key(session), wait=False):
+    with advisory_lock(DISTILL_LOCKS.key_of(session), wait=False):
         session.refresh_from_db(fields=["distilled_at", "status", "outcome"])
         return session_distill(session=session, task=task)

@@ -2,7 +2,6 @@
 is stored whole, in one transaction, and sealed."""
 
 import json
-import sys
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
@@ -10,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.conversations.services.ingest import messages_ingest
 from apps.conversations.turns import TurnError
 from apps.core.errors import ConflictError
+from apps.core.progress import show_progress
 from apps.core.validation import InputError, loads
 from apps.tenancy.models import Client
 
@@ -95,9 +95,8 @@ class Command(BaseCommand):
                 continue
             stored += body["messages_stored"]
             if not options["json"]:
-                sys.stderr.write(f"\r[{'#' * (30 * number // len(sessions)):<30}] {number}/{len(sessions)} sessions")
+                show_progress("sessions", number, len(sessions))
         if not options["json"]:
-            sys.stderr.write("\n")
             self.stdout.write(self.style.SUCCESS(f"Imported {len(sessions) - skipped} sessions, {stored} messages."))
         else:
             self.stdout.write(json.dumps({"sessions": len(sessions) - skipped, "skipped": skipped, "messages": stored}))

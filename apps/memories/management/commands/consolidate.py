@@ -1,10 +1,11 @@
 """Consolidate memories now, in this process: the same work as POST memory/consolidate, recorded as a task."""
 
+import functools
 import json
-import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.core.progress import show_progress
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.memories.services.consolidate import CONSOLIDATE_MEMORIES, consolidation_run
 from apps.pipeline.locks import LockNotAvailable
@@ -44,7 +45,10 @@ class Command(BaseCommand):
                     organization=organization,
                     scope=one_scope,
                     body=lambda task, one_scope=one_scope: consolidation_run(
-                        task=task, progress=None if options["json"] else self._progress(one_scope)
+                        task=task,
+                        progress=None
+                        if options["json"]
+                        else functools.partial(show_progress, f"consolidating {one_scope}"),
                     ),
                 )
             except LockNotAvailable as exc:
@@ -77,13 +81,3 @@ class Command(BaseCommand):
                 rows = rows.filter(end_user=end_user)
             scopes |= set(rows.values_list("scope", flat=True).distinct())
         return sorted(scopes)
-
-    @staticmethod
-    def _progress(scope: str):
-        def show(done: int, total: int):
-            width = 30 * done // max(total, 1)
-            sys.stderr.write(f"\rconsolidating {scope:<16} [{'#' * width:<30}] {done}/{total} users")
-            if done >= total:
-                sys.stderr.write("\n")
-
-        return show

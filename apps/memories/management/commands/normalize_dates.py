@@ -1,9 +1,9 @@
 import json
-import sys
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from apps.core.progress import show_progress
 from apps.memories.services.dates import dates_normalize, dates_normalize_enqueue
 from apps.tenancy.commands import organization_named
 from apps.tenancy.models import EndUser
@@ -47,7 +47,7 @@ class Command(BaseCommand):
             scope=scope,
             user_id=user_id,
             batch_size=options["batch_size"],
-            on_progress=None if options["json"] else self._progress,
+            on_progress=None if options["json"] else show_progress,
         )
         if options["json"]:
             self.stdout.write(json.dumps(result))
@@ -59,9 +59,3 @@ class Command(BaseCommand):
             self.stdout.write(self.style.SUCCESS(f"Re-dated {result['changed']} rows ({counts})."))
         else:
             self.stdout.write(self.style.SUCCESS(f"Nothing to change: every row is already dated ({counts})."))
-
-    @staticmethod
-    def _progress(kind: str, done: int, total: int) -> None:
-        sys.stderr.write(f"\r{kind:<10} [{'#' * (30 * done // max(total, 1)):<30}] {done}/{total}")
-        if done >= total:
-            sys.stderr.write("\n")

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.portability.management.commands._progress import progress_bar
+from apps.core.progress import show_progress
 from apps.portability.services.export import ORGANIZATION, SCOPE, Selection, archive_export
 from apps.privacy.services.subjects import CLIENT, USER, subject_resolve
 from apps.tenancy.commands import organization_named
@@ -43,7 +43,9 @@ class Command(BaseCommand):
         path = Path(options["out"])
         if path.parent and not path.parent.exists():
             raise CommandError(f"Directory {str(path.parent)!r} does not exist.")
-        manifest = archive_export(selection=selection, path=path, on_progress=progress_bar(not options["json"]))
+        manifest = archive_export(
+            selection=selection, path=path, on_progress=None if options["json"] else show_progress
+        )
         if options["json"]:
             self.stdout.write(json.dumps({"path": str(path), **manifest}))
             return

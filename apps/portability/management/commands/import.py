@@ -2,8 +2,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.core.progress import show_progress
 from apps.portability.archive import ArchiveError
-from apps.portability.management.commands._progress import progress_bar
 from apps.portability.services.importer import archive_import
 from apps.tenancy.commands import organization_named
 
@@ -33,7 +33,7 @@ class Command(BaseCommand):
                 path=path,
                 organization=organization,
                 trust=options["trust"],
-                on_progress=progress_bar(not options["json"]),
+                on_progress=None if options["json"] else show_progress,
             )
         except ArchiveError as exc:
             raise CommandError(f"Archive refused, nothing was stored: {exc}") from None

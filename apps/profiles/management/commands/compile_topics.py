@@ -5,7 +5,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.pipeline.locks import advisory_lock
-from apps.profiles.handlers import owner_lock_key
+from apps.profiles.handlers import OWNER_LOCKS
 from apps.profiles.services.topics import topics_compile
 from apps.tenancy.commands import organization_named
 from apps.tenancy.models import EndUser
@@ -31,7 +31,7 @@ class Command(BaseCommand):
             organization=organization,
             scope=options["scope"],
             end_user=end_user,
-            lock=lambda user: advisory_lock(owner_lock_key(organization_id=organization.pk, end_user_id=user.pk)),
+            lock=lambda user: advisory_lock(OWNER_LOCKS.key(organization_id=organization.pk, end_user_id=user.pk)),
         )
         if options["json"]:
             self.stdout.write(json.dumps(result))

@@ -1,8 +1,8 @@
 import json
-import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.core.progress import show_progress
 from apps.providers.embeddings import embedding_model_name
 from apps.search.registry import SOURCES
 from apps.search.services import source_stage, stage_swap
@@ -38,10 +38,7 @@ class Command(BaseCommand):
             for done, total, count in source_stage(source=source, batch_size=batch_size):
                 embedded[source.memory_type] = count
                 if not options["json"]:
-                    width = 30 * done // max(total, 1)
-                    sys.stderr.write(f"\r{source.memory_type:<12} [{'#' * width:<30}] {done}/{total}")
-            if not options["json"] and done:
-                sys.stderr.write("\n")
+                    show_progress(source.memory_type, done, total)
         switched = {} if stage_only else stage_swap(sources=sources)
         remaining = {
             source.memory_type: source.model.objects.exclude(embedding_model=model).count() for source in sources
