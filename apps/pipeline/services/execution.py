@@ -71,40 +71,16 @@ def _compile_filter(*, worker: str, now) -> str:
     return "" if running < cap else f"AND priority < {int(MemoryTask.Priority.COMPILE)}"
 
 
-def task_claim(*, task_id, worker: str) -> MemoryTask | None:
-    """Atomically moves one due, claimable row to running; None if it is not ours to run (a
-    compile-class row while TASK_COMPILE_MAX_RUNNING other processes run compile-class work stays due).
+def _claim(*, worker: str, narrowed_by: str, **params) -> list[MemoryTask]:
+    """Moves the due, claimable rows that `narrowed_by` (SQL after the WHERE: a condition, an order, a
+    limit) selects to running, in one statement; rows another worker is claiming are skipped, never
+    waited for. Compile-class rows only while the cap allows (_compile_filter).
 
     Times come from the application clock, like run_after, so a task is never "not yet
-    due" because the database clock disagrees.
-    """
+    due" because the database clock disagrees."""
     table, now = MemoryTask._meta.db_table, timezone.now()
     with transaction.atomic():
-        claimed = list(
-            MemoryTask.objects.raw(
-                f"""
-                UPDATE {table} SET {_CLAIM_SET}
-                WHERE id = (
-                    SELECT id FROM {table}
-                    WHERE id = %(id)s AND status IN ('queued', 'failed') AND run_after <= %(now)s
-                    {_compile_filter(worker=worker, now=now)}
-                    FOR UPDATE SKIP LOCKED
-                )
-                RETURNING *
-                """,
-                {"worker": worker, "now": now, "id": str(task_id)},
-            )
-        )
-    return claimed[0] if claimed else None
-
-
-def tasks_claim_due(*, worker: str, limit: int) -> list[MemoryTask]:
-    """Claims up to `limit` due tasks in one statement, the most urgent first (priority, then due
-    time); rows another worker is claiming are skipped, never waited for. Compile-class rows only
-    while the cap allows (see _compile_filter): this process runs its batch one task at a time."""
-    table, now = MemoryTask._meta.db_table, timezone.now()
-    with transaction.atomic():
-        claimed = list(
+        return list(
             MemoryTask.objects.raw(
                 f"""
                 UPDATE {table} SET {_CLAIM_SET}
@@ -112,15 +88,28 @@ def tasks_claim_due(*, worker: str, limit: int) -> list[MemoryTask]:
                     SELECT id FROM {table}
                     WHERE status IN ('queued', 'failed') AND run_after <= %(now)s
                     {_compile_filter(worker=worker, now=now)}
-                    ORDER BY priority, run_after
-                    LIMIT %(limit)s
+                    {narrowed_by}
                     FOR UPDATE SKIP LOCKED
                 )
                 RETURNING *
                 """,
-                {"worker": worker, "now": now, "limit": limit},
+                {"worker": worker, "now": now, **params},
             )
         )
+
+
+def task_claim(*, task_id, worker: str) -> MemoryTask | None:
+    """Atomically moves one due, claimable row to running; None if it is not ours to run (a
+    compile-class row while TASK_COMPILE_MAX_RUNNING other processes run compile-class work stays due)."""
+    claimed = _claim(worker=worker, narrowed_by="AND id = %(id)s", id=str(task_id))
+    return claimed[0] if claimed else None
+
+
+def tasks_claim_due(*, worker: str, limit: int) -> list[MemoryTask]:
+    """Claims up to `limit` due tasks in one statement, the most urgent first (priority, then due
+    time). Under the compile cap this process may take several compile-class rows: it runs its batch
+    one task at a time."""
+    claimed = _claim(worker=worker, narrowed_by="ORDER BY priority, run_after LIMIT %(limit)s", limit=limit)
     return sorted(claimed, key=lambda task: (task.priority, task.run_after))
 
 
