@@ -68,6 +68,15 @@ def advisory_locks(keys: Iterable[str], *, wait: bool = True, timeout: float | N
         yield
 
 
+def advisory_xact_lock(key: str) -> None:
+    """Takes an exclusive advisory lock on `key` until the current transaction ends, waiting for it:
+    for short critical sections that must see what the previous holder committed."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("advisory_xact_lock needs a transaction: the lock ends with it")
+    with connection.cursor() as cursor, timed("lock_wait"):
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_lock_id(key)])
+
+
 def advisory_xact_lock_shared(key: str) -> None:
     """Takes a shared advisory lock on `key` until the current transaction ends (commit or rollback),
     without waiting: LockNotAvailable when an exclusive holder (an erasure) has it. For work that must

@@ -371,6 +371,9 @@ TASK_RETENTION_DAYS = env.int("TASK_RETENTION_DAYS", default=7)
 # handler plus this.
 TASK_DRAIN_SECONDS = env.float("TASK_DRAIN_SECONDS", default=10.0)
 TASK_CLAIM_BATCH = env.int("TASK_CLAIM_BATCH", default=64)
+# At most this many worker processes run compile-class tasks (compiled pages, exports, task sessions'
+# turns, maintenance) at once, so another stays free for what a user waits for; 0: no cap.
+TASK_COMPILE_MAX_RUNNING = env.int("TASK_COMPILE_MAX_RUNNING", default=1)
 # A handler that cannot work yet (a lock another task holds) puts its task back this far out, no attempt spent.
 TASK_NOT_YET_SECONDS = env.float("TASK_NOT_YET_SECONDS", default=1.0)
 # Compiled memory (apps.profiles).

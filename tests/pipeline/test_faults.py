@@ -1,8 +1,11 @@
 """Faults with real processes: each test has its own redis-server and its own Celery worker
 subprocesses on the test database, and kills or stops them on purpose."""
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
+from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from apps.conversations.models import Message
@@ -113,6 +116,59 @@ def test_a_worker_killed_mid_handler_is_recovered_and_the_effect_happens_once(
     assert task.result == {"pid": second.pid, "attempt": 2}
     assert rows(runs_sql, [str(task.pk)]) == [(1, first.pid), (2, second.pid)], "the handler really ran twice"
     assert rows(f"SELECT count(*) FROM {EFFECTS_TABLE} WHERE task_id = %s", [str(task.pk)]) == [(1,)]
+
+
+def test_a_second_worker_process_takes_urgent_work_but_no_second_compile_while_one_runs(
+    workers, effect_tables, organization
+):
+    """TASK_COMPILE_MAX_RUNNING=1 on a worker of two processes: while one runs a long compile-class
+    task, the other leaves the next compile due (no attempt spent) and runs urgent work; the second
+    compile runs once the first is done."""
+    workers("pair", pool="prefork", concurrency=2, env={"TASK_COMPILE_MAX_RUNNING": "1"})
+    runs_sql = f"SELECT at FROM {RUNS_TABLE} WHERE task_id = %s"
+    first = enqueue(SLOW_SIDE_EFFECT, {"first_attempt_sleep": 15}, organization=organization)
+    wait_for(lambda: rows(runs_sql, [str(first.pk)]), timeout=30, message="the first compile to start")
+
+    second = enqueue(SLOW_SIDE_EFFECT, {"first_attempt_sleep": 0}, organization=organization)
+    urgent = enqueue(
+        SLOW_SIDE_EFFECT, {"first_attempt_sleep": 0}, organization=organization, priority=MemoryTask.Priority.URGENT
+    )
+    wait_for_status(urgent, MemoryTask.Status.SUCCEEDED)
+
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.status == MemoryTask.Status.RUNNING, "the urgent task ran beside the compile"
+    assert (second.status, second.attempts) == (MemoryTask.Status.QUEUED, 0), "the second compile waits, unspent"
+    wait_for_status(second, MemoryTask.Status.SUCCEEDED, timeout=60)
+    first.refresh_from_db()
+    assert rows(runs_sql, [str(second.pk)])[0][0] >= first.finished_at, "the compiles never overlapped"
+
+
+def test_a_compile_whose_process_died_does_not_hold_the_cap(workers, effect_tables, organization):
+    """The cap counts only compiles with a fresh heartbeat: once a dead process's row is stale, the
+    next compile runs, before stale-claim recovery has even requeued that row."""
+    first = workers("first", env={"TASK_COMPILE_MAX_RUNNING": "1"})
+    stuck = enqueue(SLOW_SIDE_EFFECT, {"first_attempt_sleep": 120}, organization=organization)
+    wait_for(
+        lambda: rows(f"SELECT 1 FROM {RUNS_TABLE} WHERE task_id = %s", [str(stuck.pk)]),
+        timeout=20,
+        message="the compile to start",
+    )
+    first.kill()
+    wait_for(
+        lambda: MemoryTask.objects.filter(
+            pk=stuck.pk, heartbeat_at__lt=timezone.now() - timedelta(seconds=STALE_AFTER_SECONDS)
+        ).exists(),
+        timeout=STALE_AFTER_SECONDS + 10,
+        interval=0.2,
+        message="the dead process's heartbeat to go stale",
+    )
+    workers("second", env={"TASK_COMPILE_MAX_RUNNING": "1"})
+    following = enqueue(SLOW_SIDE_EFFECT, {"first_attempt_sleep": 0}, organization=organization)
+
+    wait_for_status(following, MemoryTask.Status.SUCCEEDED)
+    stuck.refresh_from_db()
+    assert stuck.status == MemoryTask.Status.RUNNING, "nothing recovered it: the cap let the compile pass"
 
 
 def test_a_publish_lost_in_a_redis_outage_is_sent_again_by_beat_and_the_task_runs(workers, broker, client_a, settings):

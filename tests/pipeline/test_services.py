@@ -13,7 +13,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from apps.pipeline.locks import LockNotAvailable, advisory_lock
+from apps.pipeline.locks import LockNotAvailable, advisory_lock, advisory_xact_lock
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import NotYet
 from apps.pipeline.services import (
@@ -25,7 +25,13 @@ from apps.pipeline.services import (
     task_mark_dead,
     tasks_drain,
 )
-from apps.pipeline.services.execution import BATCH_HOLD_SECONDS, retry_delay, task_claim
+from apps.pipeline.services.execution import (
+    BATCH_HOLD_SECONDS,
+    COMPILE_CAP_LOCK,
+    retry_delay,
+    task_claim,
+    tasks_claim_due,
+)
 from tests.conftest import api_for
 from tests.factories import OrganizationFactory
 from tests.harness.processes import wait_for
@@ -246,6 +252,134 @@ def test_claim_leaves_a_row_that_is_not_due_yet(organization):
     task = due_task(organization, run_after=timezone.now() + timedelta(minutes=5))
     assert task_claim(task_id=task.pk, worker="host:1") is None
     assert task_claim(task_id=uuid.uuid4(), worker="host:1") is None
+
+
+# The compile cap: at most TASK_COMPILE_MAX_RUNNING processes run compile-class work at once.
+
+
+def running_task(organization, *, worker: str, priority: int, heartbeat_age: float = 0) -> MemoryTask:
+    """A row another process claimed and runs, its heartbeat `heartbeat_age` seconds old."""
+    beat = timezone.now() - timedelta(seconds=heartbeat_age)
+    return due_task(
+        organization,
+        status=MemoryTask.Status.RUNNING,
+        attempts=1,
+        claimed_by=worker,
+        claimed_at=beat,
+        heartbeat_at=beat,
+        priority=priority,
+    )
+
+
+def due_by_priority(organization) -> dict[str, MemoryTask]:
+    Priority = MemoryTask.Priority
+    return {
+        name: due_task(organization, priority=priority, run_after=timezone.now() - timedelta(minutes=minutes_ago))
+        for name, priority, minutes_ago in [
+            ("urgent", Priority.URGENT, 1),
+            ("learn", Priority.LEARN, 2),
+            ("compile", Priority.COMPILE, 3),
+            ("maintenance", Priority.MAINTENANCE, 4),
+        ]
+    }
+
+
+@pytest.mark.django_db
+def test_at_the_compile_cap_a_claim_takes_only_more_urgent_work_and_leaves_compiles_due(organization, settings):
+    settings.TASK_COMPILE_MAX_RUNNING = 1
+    running_task(organization, worker="other:1", priority=MemoryTask.Priority.COMPILE)
+    due = due_by_priority(organization)
+
+    assert task_claim(task_id=due["compile"].pk, worker="host:1") is None
+    claimed = tasks_claim_due(worker="host:1", limit=10)
+
+    assert [task.pk for task in claimed] == [due["urgent"].pk, due["learn"].pk]
+    for name in ("compile", "maintenance"):
+        due[name].refresh_from_db()
+        assert (due[name].status, due[name].attempts) == (MemoryTask.Status.QUEUED, 0), f"{name} waits, unspent"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("cap", "others", "compiles_claimed"),
+    [
+        (1, [("host:1", MemoryTask.Priority.COMPILE, 0)], True),  # this process's own compile does not count
+        (1, [("other:1", MemoryTask.Priority.URGENT, 0), ("other:2", MemoryTask.Priority.LEARN, 0)], True),
+        (1, [("other:1", MemoryTask.Priority.MAINTENANCE, 0)], False),  # maintenance is compile class
+        (1, [("gone:1", MemoryTask.Priority.COMPILE, 61)], True),  # its process died: heartbeat stale
+        (2, [("other:1", MemoryTask.Priority.COMPILE, 0), ("other:1", MemoryTask.Priority.COMPILE, 0)], True),
+        (2, [("other:1", MemoryTask.Priority.COMPILE, 0), ("other:2", MemoryTask.Priority.COMPILE, 0)], False),
+        (0, [("other:1", MemoryTask.Priority.COMPILE, 0), ("other:2", MemoryTask.Priority.COMPILE, 0)], True),
+    ],
+)
+def test_the_compile_cap_counts_other_processes_running_compile_class_work_with_a_fresh_heartbeat(
+    organization, settings, cap, others, compiles_claimed
+):
+    settings.TASK_COMPILE_MAX_RUNNING, settings.TASK_STALE_AFTER_SECONDS = cap, 60
+    for worker, priority, heartbeat_age in others:
+        running_task(organization, worker=worker, priority=priority, heartbeat_age=heartbeat_age)
+    due = due_by_priority(organization)
+
+    claimed = {task.pk for task in tasks_claim_due(worker="host:1", limit=10)}
+
+    expected = {"urgent", "learn", *(("compile", "maintenance") if compiles_claimed else ())}
+    assert claimed == {due[name].pk for name in expected}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_compiles_held_back_by_the_cap_run_once_the_compiling_process_is_done(organization, handlers, settings):
+    """Nothing is lost and nothing starves: with only compiles due, a process at the cap claims none;
+    when the other process's compile ends, the compiles all run, each on its first attempt."""
+    settings.TASK_COMPILE_MAX_RUNNING = 1
+    handlers("test_record", lambda task: {})
+    other = running_task(organization, worker="other:1", priority=MemoryTask.Priority.COMPILE)
+    compiles = [due_task(organization, task_type="test_record", priority=MemoryTask.Priority.COMPILE) for _ in range(3)]
+
+    assert tasks_drain(worker="host:1") == {}
+    assert set(MemoryTask.objects.filter(pk__in=[t.pk for t in compiles]).values_list("status", "attempts")) == {
+        (MemoryTask.Status.QUEUED, 0)
+    }
+
+    MemoryTask.objects.filter(pk=other.pk).update(status=MemoryTask.Status.SUCCEEDED, finished_at=timezone.now())
+    assert tasks_drain(worker="host:1") == {"succeeded": 3}
+    assert set(MemoryTask.objects.filter(pk__in=[t.pk for t in compiles]).values_list("attempts", flat=True)) == {1}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_processes_claiming_at_once_cannot_both_pass_the_compile_cap(organization, settings):
+    """Both claims wait for the cap's lock; the second one to get it sees the first one's compile."""
+    settings.TASK_COMPILE_MAX_RUNNING = 1
+    compiles = {due_task(organization, priority=MemoryTask.Priority.COMPILE).pk for _ in range(2)}
+    claimed, errors = {}, []
+
+    def claim(worker):
+        try:
+            claimed[worker] = tasks_claim_due(worker=worker, limit=1)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=claim, args=(f"host:{n}",)) for n in (1, 2)]
+    with transaction.atomic():
+        advisory_xact_lock(COMPILE_CAP_LOCK)
+        for thread in threads:
+            thread.start()
+
+        def both_wait_for_the_lock():
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                )
+                return cursor.fetchone()[0] == 2
+
+        wait_for(both_wait_for_the_lock, timeout=15, message="both claims to wait for the cap's lock")
+    for thread in threads:
+        thread.join(20)
+    assert not errors, errors
+    assert sorted(len(tasks) for tasks in claimed.values()) == [0, 1]
+    assert MemoryTask.objects.filter(pk__in=compiles, status=MemoryTask.Status.RUNNING).count() == 1
 
 
 # Execution, retries and dead letters.

@@ -11,11 +11,12 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from apps.core import timing
+from apps.pipeline.locks import advisory_xact_lock
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import NotYet, backoff_of, handler_for
 from apps.pipeline.services.broker import publish
@@ -44,50 +45,71 @@ _CLAIM_SET = """
 """
 
 
-def task_claim(*, task_id, worker: str) -> MemoryTask | None:
-    """Atomically moves one due, claimable row to running; None if it is not ours to run.
+# Held while a claim decides whether it may take compile-class work, so two claimers cannot both
+# pass TASK_COMPILE_MAX_RUNNING; released when the claim commits.
+COMPILE_CAP_LOCK = "pipeline:compile-cap"
+
+
+def _compile_filter(*, worker: str, now) -> str:
+    """The claim's extra condition: none while compile-class work (priority COMPILE and less urgent)
+    may be taken; otherwise only more urgent work. Compile-class work may be taken while fewer than
+    TASK_COMPILE_MAX_RUNNING other processes run some (0: no cap); a row whose heartbeat is older than
+    TASK_STALE_AFTER_SECONDS (its process died) does not count. Call inside the claim's transaction."""
+    cap = settings.TASK_COMPILE_MAX_RUNNING
+    if not cap:
+        return ""
+    advisory_xact_lock(COMPILE_CAP_LOCK)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT count(DISTINCT claimed_by) FROM {MemoryTask._meta.db_table}
+            WHERE status = 'running' AND priority >= %s AND claimed_by <> %s AND heartbeat_at >= %s
+            """,
+            [MemoryTask.Priority.COMPILE, worker, now - timedelta(seconds=settings.TASK_STALE_AFTER_SECONDS)],
+        )
+        (running,) = cursor.fetchone()
+    return "" if running < cap else f"AND priority < {int(MemoryTask.Priority.COMPILE)}"
+
+
+def _claim(*, worker: str, narrowed_by: str, **params) -> list[MemoryTask]:
+    """Moves the due, claimable rows that `narrowed_by` (SQL after the WHERE: a condition, an order, a
+    limit) selects to running, in one statement; rows another worker is claiming are skipped, never
+    waited for. Compile-class rows only while the cap allows (_compile_filter).
 
     Times come from the application clock, like run_after, so a task is never "not yet
-    due" because the database clock disagrees.
-    """
-    table = MemoryTask._meta.db_table
-    claimed = list(
-        MemoryTask.objects.raw(
-            f"""
-            UPDATE {table} SET {_CLAIM_SET}
-            WHERE id = (
-                SELECT id FROM {table}
-                WHERE id = %(id)s AND status IN ('queued', 'failed') AND run_after <= %(now)s
-                FOR UPDATE SKIP LOCKED
+    due" because the database clock disagrees."""
+    table, now = MemoryTask._meta.db_table, timezone.now()
+    with transaction.atomic():
+        return list(
+            MemoryTask.objects.raw(
+                f"""
+                UPDATE {table} SET {_CLAIM_SET}
+                WHERE id IN (
+                    SELECT id FROM {table}
+                    WHERE status IN ('queued', 'failed') AND run_after <= %(now)s
+                    {_compile_filter(worker=worker, now=now)}
+                    {narrowed_by}
+                    FOR UPDATE SKIP LOCKED
+                )
+                RETURNING *
+                """,
+                {"worker": worker, "now": now, **params},
             )
-            RETURNING *
-            """,
-            {"worker": worker, "now": timezone.now(), "id": str(task_id)},
         )
-    )
+
+
+def task_claim(*, task_id, worker: str) -> MemoryTask | None:
+    """Atomically moves one due, claimable row to running; None if it is not ours to run (a
+    compile-class row while TASK_COMPILE_MAX_RUNNING other processes run compile-class work stays due)."""
+    claimed = _claim(worker=worker, narrowed_by="AND id = %(id)s", id=str(task_id))
     return claimed[0] if claimed else None
 
 
 def tasks_claim_due(*, worker: str, limit: int) -> list[MemoryTask]:
     """Claims up to `limit` due tasks in one statement, the most urgent first (priority, then due
-    time); rows another worker is claiming are skipped, never waited for."""
-    table = MemoryTask._meta.db_table
-    claimed = list(
-        MemoryTask.objects.raw(
-            f"""
-            UPDATE {table} SET {_CLAIM_SET}
-            WHERE id IN (
-                SELECT id FROM {table}
-                WHERE status IN ('queued', 'failed') AND run_after <= %(now)s
-                ORDER BY priority, run_after
-                LIMIT %(limit)s
-                FOR UPDATE SKIP LOCKED
-            )
-            RETURNING *
-            """,
-            {"worker": worker, "now": timezone.now(), "limit": limit},
-        )
-    )
+    time). Under the compile cap this process may take several compile-class rows: it runs its batch
+    one task at a time."""
+    claimed = _claim(worker=worker, narrowed_by="ORDER BY priority, run_after LIMIT %(limit)s", limit=limit)
     return sorted(claimed, key=lambda task: (task.priority, task.run_after))
 
 
