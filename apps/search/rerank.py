@@ -125,25 +125,28 @@ def context_scores(query: str, candidates: list[Candidate]) -> list[float]:
         return []
     top = max(candidate.score for candidate in candidates) or 1.0
     scaled = [candidate.score / top for candidate in candidates]
+    # Each session as a small number, so the lookups below hash ints, not the sessions' UUIDs.
+    numbers: dict = {}
+    sessions = [None if c.session is None else numbers.setdefault(c.session, len(numbers)) for c in candidates]
     by_turn = {}
     session_total: dict = defaultdict(float)
-    for candidate, score in zip(candidates, scaled):
-        if candidate.session is not None:
-            session_total[candidate.session] += score
+    for candidate, session, score in zip(candidates, sessions, scaled):
+        if session is not None:
+            session_total[session] += score
             if candidate.position is not None:
-                by_turn[(candidate.session, candidate.position)] = score
+                by_turn[(session, candidate.position)] = score
     best_session = max(session_total.values(), default=0.0) or 1.0
     months, years = _query_dates(query)
     query_words = set(_NAME_WORD.findall(query.lower()))
     scores = []
-    for candidate, score in zip(candidates, scaled):
+    for candidate, number, score in zip(candidates, sessions, scaled):
         neighbour = session = 0.0
-        if candidate.session is not None:
-            session = (session_total[candidate.session] - score) / best_session
+        if number is not None:
+            session = (session_total[number] - score) / best_session
             if candidate.position is not None:
                 neighbour = max(
                     (
-                        by_turn.get((candidate.session, candidate.position + offset), 0.0)
+                        by_turn.get((number, candidate.position + offset), 0.0)
                         for offset in range(-CONTEXT_NEIGHBOUR_DISTANCE, CONTEXT_NEIGHBOUR_DISTANCE + 1)
                         if offset
                     ),

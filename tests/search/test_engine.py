@@ -256,3 +256,45 @@ def test_a_search_statement_is_prepared_once_and_runs_its_generic_plan_with_the_
         )
         generic, custom = cursor.fetchone()
     assert generic > 0 and custom == 0
+
+
+def test_hits_are_the_orms_instances_field_for_field(client_a, corpus):
+    """The engine builds its instances without Model.__init__ (apps.search.engine.rows._from_db):
+    each kept hit, its session and its user equal what the ORM reads, field for field, saved and
+    savable; a reranker's candidate defers what it did not read."""
+    from apps.conversations.models import Message
+    from apps.search.engine.planning import _merged
+
+    hits = search(
+        reader=client_a.reader,
+        query="retriever Max",
+        memory_types=["message"],
+        method="hybrid",
+        limit=5,
+        filters={"user_id": "alice"},
+        reranker="context",
+    )
+    assert hits
+    for hit in hits:
+        item = hit.instance
+        orm = Message.objects.select_related("session", "end_user").get(pk=item.pk)
+        fields = Message._meta.concrete_fields
+        assert [getattr(item, f.attname) for f in fields if f.column not in ("embedding", "search_vector")] == [
+            getattr(orm, f.attname) for f in fields if f.column not in ("embedding", "search_vector")
+        ]
+        assert item.session == orm.session and item.session.session_id == orm.session.session_id
+        assert item._state.adding is False and item._state.db == "default"
+        assert item.get_deferred_fields() == {"embedding", "search_vector"}
+        item.save(update_fields=["metadata"])  # an instance the ORM can write back
+    (candidate, *_) = _merged(
+        reader=client_a.reader,
+        query="retriever Max",
+        memory_types=["message"],
+        method="hybrid",
+        limit=5,
+        filters={"user_id": "alice"},
+        candidate_rows=True,
+    )
+    deferred = candidate.instance.get_deferred_fields()
+    assert "metadata" in deferred and "content" not in deferred
+    assert candidate.instance.metadata == Message.objects.get(pk=candidate.instance.pk).metadata  # loaded on use
