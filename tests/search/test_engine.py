@@ -265,15 +265,15 @@ def test_hits_are_the_orms_instances_field_for_field(client_a, corpus):
     from apps.conversations.models import Message
     from apps.search.engine.planning import _merged
 
-    hits = search(
+    asked = dict(
         reader=client_a.reader,
         query="retriever Max",
         memory_types=["message"],
         method="hybrid",
         limit=5,
         filters={"user_id": "alice"},
-        reranker="context",
     )
+    hits = search(**asked, reranker="context")
     assert hits
     for hit in hits:
         item = hit.instance
@@ -286,15 +286,7 @@ def test_hits_are_the_orms_instances_field_for_field(client_a, corpus):
         assert item._state.adding is False and item._state.db == "default"
         assert item.get_deferred_fields() == {"embedding", "search_vector"}
         item.save(update_fields=["metadata"])  # an instance the ORM can write back
-    (candidate, *_) = _merged(
-        reader=client_a.reader,
-        query="retriever Max",
-        memory_types=["message"],
-        method="hybrid",
-        limit=5,
-        filters={"user_id": "alice"},
-        candidate_rows=True,
-    )
+    (candidate, *_) = _merged(**asked, candidate_rows=True)
     deferred = candidate.instance.get_deferred_fields()
     assert "metadata" in deferred and "content" not in deferred
     assert candidate.instance.metadata == Message.objects.get(pk=candidate.instance.pk).metadata  # loaded on use
