@@ -6,7 +6,6 @@ class ContextConfig(AppConfig):
     user, ranked by one search and fitted to a token budget."""
 
     name = "apps.context"
-    label = "context"
     verbose_name = "Prompt-ready context"
 
     def ready(self):

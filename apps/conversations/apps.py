@@ -3,7 +3,6 @@ from django.apps import AppConfig
 
 class ConversationsConfig(AppConfig):
     name = "apps.conversations"
-    label = "conversations"
     verbose_name = "Sessions and transcripts"
 
     def ready(self):

@@ -22,13 +22,7 @@ from apps.conversations.services.sessions import (
     session_set_outcome,
 )
 from apps.core.errors import InvalidInput
-from apps.core.operations import (
-    Access,
-    check_ids,
-    operation,
-    require_write_access,
-    validated,
-)
+from apps.core.operations import Access, check_ids, operation, require_write_access, validated
 from apps.core.pagination import Page, paginated_read
 
 MAX_IDEMPOTENCY_KEY = 255

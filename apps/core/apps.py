@@ -3,7 +3,6 @@ from django.apps import AppConfig
 
 class CoreConfig(AppConfig):
     name = "apps.core"
-    label = "core"
     verbose_name = "Platform"
 
     def ready(self):

@@ -5,6 +5,7 @@ import uuid
 
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
+from django.utils import timezone
 from pgvector.django import HnswIndex
 
 
@@ -15,6 +16,14 @@ class BaseModel(models.Model):
 
     class Meta:
         abstract = True
+
+
+def update_row(row: BaseModel, **fields) -> None:
+    """Sets `fields` and `updated_at` on `row` and writes only those columns, in one UPDATE."""
+    fields["updated_at"] = timezone.now()
+    for name, value in fields.items():
+        setattr(row, name, value)
+    type(row).objects.filter(pk=row.pk).update(**fields)
 
 
 def search_indexes(prefix: str) -> list:

@@ -9,6 +9,7 @@ an error that names the field; nothing is silently rewritten.
 import json
 import math
 import re
+import uuid
 from datetime import datetime, timezone
 
 from django import forms
@@ -233,3 +234,12 @@ def parse_datetime_strict(text, *, field: str, default_tz=timezone.utc) -> datet
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=default_tz)
     return check_datetime(parsed, field=field)
+
+
+def is_uuid(value) -> bool:
+    """Whether `value` (or its text) is a UUID in any form uuid.UUID reads."""
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True

@@ -9,15 +9,7 @@ import functools
 
 from apps.conversations.services.learning import LEARNING_BUSY
 from apps.core.errors import ConflictError, NotFound
-from apps.core.operations import (
-    Access,
-    check_ids,
-    get_or_404,
-    object_body,
-    operation,
-    require_write_access,
-    validated,
-)
+from apps.core.operations import Access, check_ids, get_or_404, object_body, operation, require_write_access, validated
 from apps.core.pagination import Page, paginated_read
 from apps.memories import changes, selectors
 from apps.memories.serializers import (

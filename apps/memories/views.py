@@ -89,44 +89,31 @@ class MemoryHistoryView(ClientAPIView):
         )
 
 
-def _list_schema(output, create):
-    return extend_schema_view(
+def _typed_views(memory_type: str, output, create, patch) -> tuple[type, type, type]:
+    """One memory type's list, detail and history views, their schemas naming its own shapes."""
+    attributes = {"memory_type": memory_type, "__module__": __name__}
+    name = memory_type.capitalize()
+    list_view = extend_schema_view(
         get=extend_schema(parameters=[serializers.MemoryListFilterSerializer], responses=output(many=True)),
         post=extend_schema(request=create, responses={201: output}),
-    )
-
-
-def _detail_schema(output, patch):
-    return extend_schema_view(
+    )(type(f"{name}MemoryListView", (MemoryListView,), attributes))
+    detail_view = extend_schema_view(
         get=extend_schema(responses=output),
         patch=extend_schema(request=patch, responses=output),
         delete=extend_schema(responses={204: None}),
-    )
+    )(type(f"{name}MemoryDetailView", (MemoryDetailView,), attributes))
+    return list_view, detail_view, type(f"{name}MemoryHistoryView", (MemoryHistoryView,), attributes)
 
 
-@_list_schema(serializers.EpisodicMemoryOutputSerializer, serializers.EpisodicMemoryCreateInputSerializer)
-class EpisodicMemoryListView(MemoryListView):
-    memory_type = "episodic"
-
-
-@_list_schema(serializers.SemanticMemoryOutputSerializer, serializers.SemanticMemoryCreateInputSerializer)
-class SemanticMemoryListView(MemoryListView):
-    memory_type = "semantic"
-
-
-@_detail_schema(serializers.EpisodicMemoryOutputSerializer, serializers.EpisodicMemoryPatchInputSerializer)
-class EpisodicMemoryDetailView(MemoryDetailView):
-    memory_type = "episodic"
-
-
-@_detail_schema(serializers.SemanticMemoryOutputSerializer, serializers.SemanticMemoryPatchInputSerializer)
-class SemanticMemoryDetailView(MemoryDetailView):
-    memory_type = "semantic"
-
-
-class EpisodicMemoryHistoryView(MemoryHistoryView):
-    memory_type = "episodic"
-
-
-class SemanticMemoryHistoryView(MemoryHistoryView):
-    memory_type = "semantic"
+EpisodicMemoryListView, EpisodicMemoryDetailView, EpisodicMemoryHistoryView = _typed_views(
+    "episodic",
+    serializers.EpisodicMemoryOutputSerializer,
+    serializers.EpisodicMemoryCreateInputSerializer,
+    serializers.EpisodicMemoryPatchInputSerializer,
+)
+SemanticMemoryListView, SemanticMemoryDetailView, SemanticMemoryHistoryView = _typed_views(
+    "semantic",
+    serializers.SemanticMemoryOutputSerializer,
+    serializers.SemanticMemoryCreateInputSerializer,
+    serializers.SemanticMemoryPatchInputSerializer,
+)

@@ -3,7 +3,6 @@ from django.apps import AppConfig
 
 class OAuthConfig(AppConfig):
     name = "apps.oauth"
-    label = "oauth"
     verbose_name = "OAuth"
 
     def ready(self):

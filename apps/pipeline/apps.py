@@ -3,7 +3,6 @@ from django.apps import AppConfig
 
 class PipelineConfig(AppConfig):
     name = "apps.pipeline"
-    label = "pipeline"
     verbose_name = "Background tasks"
 
     def ready(self):

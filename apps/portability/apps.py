@@ -3,7 +3,6 @@ from django.apps import AppConfig
 
 class PortabilityConfig(AppConfig):
     name = "apps.portability"
-    label = "portability"
     verbose_name = "Export and import"
 
     def ready(self):

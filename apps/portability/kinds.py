@@ -81,16 +81,13 @@ def _remap_change(values, remap):
             values[column] = {**value, "source_message_ids": [remap(item) for item in value["source_message_ids"]]}
 
 
-def _remap_edge(values, remap):
-    values["evidence"] = _remap_items(values.get("evidence"), remap)
+def _remap_items_in(column: str) -> Callable:
+    """A remap_json that rewrites the item references of the list in `column`."""
 
+    def remap_json(values, remap):
+        values[column] = _remap_items(values.get(column), remap)
 
-def _remap_profile(values, remap):
-    values["source_refs"] = _remap_items(values.get("source_refs"), remap)
-
-
-def _remap_revision(values, remap):
-    values["sources"] = _remap_items(values.get("sources"), remap)
+    return remap_json
 
 
 USER = (EndUser, REFUSE)
@@ -168,7 +165,7 @@ EDGES = Kind(
     "edges",
     Edge,
     parents={"source_id": (Entity, SKIP), "target_id": (Entity, SKIP)},
-    remap_json=_remap_edge,
+    remap_json=_remap_items_in("evidence"),
     exclude=(),
 )
 PROFILES = Kind(
@@ -176,7 +173,7 @@ PROFILES = Kind(
     Profile,
     parents={"end_user_id": USER, "entity_id": (Entity, REFUSE)},
     same_as_parent={"entity_id": ("end_user_id", "scope")},
-    remap_json=_remap_profile,
+    remap_json=_remap_items_in("source_refs"),
 )
 PROFILE_SOURCES = Kind(
     "profile_sources", ProfileSource, parents={"profile_id": (Profile, SKIP)}, id_columns=("item_id",), exclude=()
@@ -185,7 +182,7 @@ PROFILE_REVISIONS = Kind(
     "profile_revisions",
     ProfileRevision,
     parents={"profile_id": (Profile, SKIP)},
-    remap_json=_remap_revision,
+    remap_json=_remap_items_in("sources"),
     exclude=(),
 )
 LINT_FINDINGS = Kind(

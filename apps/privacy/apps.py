@@ -3,7 +3,6 @@ from django.apps import AppConfig
 
 class PrivacyConfig(AppConfig):
     name = "apps.privacy"
-    label = "privacy"
     verbose_name = "Privacy and retention"
 
     def ready(self):

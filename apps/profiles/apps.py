@@ -3,7 +3,6 @@ from django.apps import AppConfig
 
 class ProfilesConfig(AppConfig):
     name = "apps.profiles"
-    label = "profiles"
     verbose_name = "Compiled memory: entities and profiles"
 
     def ready(self):

@@ -1,14 +1,6 @@
 """The profile and entity endpoints' operations (REST: apps.profiles.views)."""
 
-from apps.core.operations import (
-    Access,
-    check_ids,
-    get_or_404,
-    object_body,
-    operation,
-    require_write_access,
-    validated,
-)
+from apps.core.operations import Access, check_ids, get_or_404, object_body, operation, require_write_access, validated
 from apps.core.pagination import Page, paginate, paginated_read
 from apps.profiles.models import LintFinding
 from apps.profiles.selectors import entity_list, profile_detail_queryset, profile_list, write_scope_users

@@ -3,5 +3,4 @@ from django.apps import AppConfig
 
 class ProvidersConfig(AppConfig):
     name = "apps.providers"
-    label = "providers"
     verbose_name = "Model providers"

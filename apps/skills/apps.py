@@ -3,7 +3,6 @@ from django.apps import AppConfig
 
 class SkillsConfig(AppConfig):
     name = "apps.skills"
-    label = "skills"
     verbose_name = "Skills"
 
     def ready(self):

@@ -59,10 +59,8 @@ def retrieve_skills(*, client, data) -> dict:
     for retrieved in ranked:
         skill = retrieved.skill
         skill.score, skill.relevance = retrieved.score, retrieved.relevance
-        skill.effectiveness_factor, skill.effectiveness_reason = (
-            retrieved.adjustment.factor,
-            retrieved.adjustment.reason,
-        )
+        skill.effectiveness_factor = retrieved.adjustment.factor
+        skill.effectiveness_reason = retrieved.adjustment.reason
         skills.append(skill)
     return {
         "task": retrieval["task"],

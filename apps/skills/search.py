@@ -6,23 +6,13 @@ from apps.search.registry import SearchSource, register_source
 from apps.skills.models import Skill, SkillExperience
 from apps.skills.selectors import experience_visible, skill_served
 from apps.skills.serializers import ExperienceOutputSerializer, SkillOutputSerializer
+from apps.skills.services.skills import CONTENT_FIELDS
 
 PROCEDURAL = SearchSource(
     memory_type="procedural",
     model=Skill,
     output=SkillOutputSerializer,
-    item_fields=(
-        "name",
-        "description",
-        "instructions",
-        "triggers",
-        "examples",
-        "entry_type",
-        "version",
-        "status",
-        "shared",
-        "scope",
-    ),
+    item_fields=(*CONTENT_FIELDS, "version", "status", "shared", "scope"),
     # A user is served the shared skills and those they own or taught (apps.skills.trust): the rule
     # takes the user, rather than the owner filter of `user_column`.
     visible=skill_served,

@@ -2,7 +2,7 @@ from rest_framework import serializers
 
 from apps.conversations.models import SESSION_ID_PATTERN
 from apps.core import fields
-from apps.core.api import InputSerializer
+from apps.core.api import InputSerializer, projection
 from apps.core.pagination import PageQuerySerializer
 from apps.skills.models import ExperienceType, Skill, SkillExperience, SkillFeedback
 from apps.tenancy.models import SCOPE_PATTERN
@@ -28,35 +28,6 @@ class SkillRetrieveInputSerializer(InputSerializer):
         "returned is recorded as a use of it, and the session's outcome, once sealed, counts for or against the "
         "skills of that scope at the top ranks and those marked applied (each end user once).",
     )
-
-
-class RetrievedSkillSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    name = serializers.CharField()
-    description = serializers.CharField()
-    instructions = serializers.CharField()
-    triggers = serializers.JSONField()
-    examples = serializers.JSONField()
-    entry_type = serializers.CharField()
-    version = serializers.IntegerField()
-    scope = serializers.CharField()
-    shared = serializers.BooleanField(
-        help_text="Served to every user of the scope; false: only to the users who taught it."
-    )
-    score = serializers.FloatField(help_text="The ranking score: relevance times the effectiveness factor.")
-    relevance = serializers.FloatField(help_text="The hybrid search score alone.")
-    effectiveness_factor = serializers.FloatField(
-        help_text="Within 1 ± SKILL_EFFECTIVENESS_WEIGHT: above 1 when the skill's sessions succeed more often than "
-        "its scope's, below when less; 1 without outcomes."
-    )
-    effectiveness_reason = serializers.CharField()
-
-
-class SkillRetrieveOutputSerializer(serializers.Serializer):
-    task = serializers.CharField()
-    session_id = serializers.CharField(allow_null=True)
-    effectiveness_weight = serializers.FloatField(help_text="SKILL_EFFECTIVENESS_WEIGHT: the factor's bound.")
-    skills = RetrievedSkillSerializer(many=True)
 
 
 class SkillUseInputSerializer(InputSerializer):
@@ -118,6 +89,27 @@ class SkillOutputSerializer(serializers.Serializer):
     last_retrieved_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+
+RetrievedSkillSerializer = projection(
+    SkillOutputSerializer,
+    ("id", "name", "description", "instructions", "triggers", "examples", "entry_type", "version", "scope", "shared"),
+    name="RetrievedSkillSerializer",
+    score=serializers.FloatField(help_text="The ranking score: relevance times the effectiveness factor."),
+    relevance=serializers.FloatField(help_text="The hybrid search score alone."),
+    effectiveness_factor=serializers.FloatField(
+        help_text="Within 1 ± SKILL_EFFECTIVENESS_WEIGHT: above 1 when the skill's sessions succeed more often than "
+        "its scope's, below when less; 1 without outcomes."
+    ),
+    effectiveness_reason=serializers.CharField(),
+)
+
+
+class SkillRetrieveOutputSerializer(serializers.Serializer):
+    task = serializers.CharField()
+    session_id = serializers.CharField(allow_null=True)
+    effectiveness_weight = serializers.FloatField(help_text="SKILL_EFFECTIVENESS_WEIGHT: the factor's bound.")
+    skills = RetrievedSkillSerializer(many=True)
 
 
 class SkillVersionOutputSerializer(serializers.Serializer):

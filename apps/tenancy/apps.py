@@ -4,7 +4,6 @@ from django.db.models.signals import post_delete, post_save, pre_delete, pre_sav
 
 class TenancyConfig(AppConfig):
     name = "apps.tenancy"
-    label = "tenancy"
     verbose_name = "Tenancy"
 
     def ready(self):

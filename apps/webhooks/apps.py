@@ -3,7 +3,6 @@ from django.apps import AppConfig
 
 class WebhooksConfig(AppConfig):
     name = "apps.webhooks"
-    label = "webhooks"
     verbose_name = "Webhooks"
 
     def ready(self):

@@ -102,7 +102,7 @@ def _seal_older_sessions(*, session, client) -> list:
     return tasks
 
 
-def _check_add_arguments(*, user_id, session_id, session_tag, outcome, filter_tags, idempotency_key) -> None:
+def _check_add_arguments(user_id, session_id, session_tag, outcome, filter_tags, idempotency_key) -> None:
     """The API checked these at its edge; commands and tasks call this service directly."""
     try:
         if not isinstance(user_id, str) or not 1 <= len(user_id) <= 255:
@@ -141,21 +141,13 @@ def messages_ingest(
     background work, all in one transaction; `occurred_at` dates the turns that carry no date.
 
     Raises TurnError, naming every bad message, or a ValidationError naming a bad argument, before
-    anything is stored. Returns the response
-    body. With an idempotency key, a replay of the same request returns the first response and
-    stores nothing; a different request under the same key raises ConflictError.
-    """
+    anything is stored. Returns the response body. With an idempotency key, a replay of the same
+    request returns the first response and stores nothing; a different request under the same key
+    raises ConflictError."""
     turns = normalise_messages(
         messages, max_chars=settings.MESSAGE_MAX_CHARS, default_occurred_at=occurred_at or timezone.now()
     )
-    _check_add_arguments(
-        user_id=user_id,
-        session_id=session_id,
-        session_tag=session_tag,
-        outcome=outcome,
-        filter_tags=filter_tags,
-        idempotency_key=idempotency_key,
-    )
+    _check_add_arguments(user_id, session_id, session_tag, outcome, filter_tags, idempotency_key)
     record = None
     if idempotency_key:
         record, response = _ingest_request_claim(client=client, key=idempotency_key, request_hash=request_hash)

@@ -1,6 +1,5 @@
 """Writes of a session as a whole: sealing, retagging, outcome, hand-over, deletion requests and locks."""
 
-from contextlib import ExitStack
 from datetime import timedelta
 
 from django.conf import settings
@@ -20,7 +19,7 @@ from apps.conversations.routing import (
 )
 from apps.conversations.services.learning import LEARNING_BUSY, session_learned_from
 from apps.core.errors import ConflictError
-from apps.pipeline.locks import LockNotAvailable, WorkOf, advisory_lock, work_lock_keys
+from apps.pipeline.locks import LockNotAvailable, WorkOf, advisory_locks, work_lock_keys
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import enqueue, tasks_cancel
 
@@ -67,9 +66,7 @@ def session_retag(*, session: Session, session_tag: str, client=None) -> Session
         WorkOf(organization_id=session.organization_id, end_user_ids=(session.end_user_id,), scopes=(session.scope,))
     )
     try:
-        with ExitStack() as locks:
-            for key in keys:
-                locks.enter_context(advisory_lock(key, wait=False))
+        with advisory_locks(keys, wait=False):
             return _session_retag_locked(session=session, session_tag=session_tag, client=client)
     except LockNotAvailable:
         raise ConflictError(LEARNING_BUSY) from None

@@ -15,7 +15,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -87,20 +87,9 @@ class Report:
     flags: list = field(default_factory=list)
 
     def as_dict(self, seconds: float) -> dict:
-        return {
-            "dry_run": self.dry_run,
-            "scope": self.scope,
-            "users": self.users,
-            "examined": self.examined,
-            "merged": self.merged,
-            "retired": self.retired,
-            "flagged": self.flagged,
-            "llm_calls": self.llm_calls,
-            "seconds": round(seconds, 3),
-            "merges": self.merges,
-            "retirements": self.retirements,
-            "flags": self.flags,
-        }
+        counts = asdict(self)
+        lists = {name: counts.pop(name) for name in ("merges", "retirements", "flags")}
+        return {**counts, "seconds": round(seconds, 3), **lists}
 
 
 def _stem(word: str) -> str:

@@ -169,38 +169,17 @@ def memory_create(
     task_id=None,
 ):
     """A new memory of the session's user, in the session's scope, with its first history row."""
-    return _memory_insert(
-        memory_type=memory_type,
-        organization_id=session.organization_id,
-        scope=session.scope,
-        end_user_id=session.end_user_id,
-        created_by_id=session.client_id,
-        fields=fields,
-        source_message_ids=source_message_ids,
-        embedding=embedding,
-        actor=actor,
-        reason=reason,
-        task_id=task_id,
-    )
+    owner = (session.organization_id, session.scope, session.end_user_id, session.client_id)
+    return _memory_insert(memory_type, owner, fields, source_message_ids, embedding, actor, reason, task_id)
 
 
 def memory_store(*, memory_type: str, client, end_user, fields: dict, actor: str, reason: str = ""):
     """A memory stated directly (by an agent or the person), with no model involved: stored in the
     client's write scope, embedded now, with its first history row naming `actor`."""
     (embedding,) = memory_embed(memory_type, [fields])
+    owner = (client.organization_id, client.write_scope, end_user.pk, client.pk)
     with transaction.atomic():
-        return _memory_insert(
-            memory_type=memory_type,
-            organization_id=client.organization_id,
-            scope=client.write_scope,
-            end_user_id=end_user.pk,
-            created_by_id=client.pk,
-            fields=fields,
-            source_message_ids=[],
-            embedding=embedding,
-            actor=actor,
-            reason=reason,
-        )
+        return _memory_insert(memory_type, owner, fields, [], embedding, actor, reason)
 
 
 def memory_edit(*, memory, fields: dict, actor: str, reason: str = ""):
@@ -213,20 +192,8 @@ def memory_edit(*, memory, fields: dict, actor: str, reason: str = ""):
     )
 
 
-def _memory_insert(
-    *,
-    memory_type: str,
-    organization_id,
-    scope: str,
-    end_user_id,
-    created_by_id,
-    fields: dict,
-    source_message_ids: list,
-    embedding: list[float] | None,
-    actor: str,
-    reason: str,
-    task_id=None,
-):
+def _memory_insert(memory_type: str, owner: tuple, fields, source_message_ids, embedding, actor, reason, task_id=None):
+    organization_id, scope, end_user_id, created_by_id = owner
     memory = MODELS[memory_type](
         organization_id=organization_id,
         scope=scope,

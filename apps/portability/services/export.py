@@ -6,7 +6,6 @@ are the erasure's own (apps.privacy.services.subjects.Subject), plus the compile
 with the subject's entities and profiles by cascade. It carries no one else's words (_Quotes).
 """
 
-import uuid
 from dataclasses import dataclass
 from functools import reduce
 from itertools import islice
@@ -19,6 +18,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from apps.conversations.models import Message, Session
+from apps.core.validation import is_uuid
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
 from apps.portability import kinds as k
 from apps.portability.archive import FORMAT, FORMAT_VERSION, ArchiveWriter, platform_version, vector_encode
@@ -228,7 +228,7 @@ class _Quotes:
         """Which of the cited (item type, id) are items of this archive."""
         kept = set()
         for item_type, items in self.items.items():
-            ids = {item_id for cited_type, item_id in cited if cited_type == item_type and _is_uuid(item_id)}
+            ids = {item_id for cited_type, item_id in cited if cited_type == item_type and is_uuid(item_id)}
             if ids:
                 kept.update((item_type, str(pk)) for pk in items.filter(pk__in=ids).values_list("pk", flat=True))
         return kept
@@ -236,14 +236,6 @@ class _Quotes:
 
 def _citation(source: dict) -> tuple:
     return source.get("item_type"), str(source.get("item_id"))
-
-
-def _is_uuid(value) -> bool:
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
 
 
 def _referenced(rows: dict, references: dict) -> Q:

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from apps.core import replicas
 from apps.core.events import EXPORT_READY, emit_event
+from apps.core.models import update_row
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import enqueue
 from apps.portability.models import ExportPerson, ExportRequest
@@ -44,18 +45,17 @@ def export_request(*, client, selection: str, value: str) -> ExportRequest:
         export = ExportRequest.objects.create(
             organization_id=client.organization_id, requested_by=client, selection=selection, value=value
         )
-        # Organisation-wide work: no scope; the requester sees the task.
-        task = enqueue(
-            EXPORT_ARCHIVE,
-            {"export": str(export.pk)},
-            organization=client.organization,
-            client=client,
-            idempotency_key=f"export:{export.pk}",
-        )
-        export.task_id = task.pk
-        export.save(update_fields=["task_id", "updated_at"])
+        update_row(export, task_id=_export_task(export, organization=client.organization, client=client).pk)
     logger.info("export %s of a %s queued (task %s)", export.pk, selection, export.task_id)
     return export
+
+
+def _export_task(export: ExportRequest, *, organization, client):
+    # Organisation-wide work: no scope; the requester sees the task.
+    key = f"export:{export.pk}"
+    return enqueue(
+        EXPORT_ARCHIVE, {"export": str(export.pk)}, organization=organization, client=client, idempotency_key=key
+    )
 
 
 def _running(*, client, selection: str, value: str) -> ExportRequest | None:
@@ -77,12 +77,6 @@ def _running(*, client, selection: str, value: str) -> ExportRequest | None:
 
 def export_path(export: ExportRequest) -> Path:
     return Path(settings.EXPORT_DIR) / export.file_name
-
-
-def _save(export: ExportRequest, **fields) -> None:
-    for name, value in fields.items():
-        setattr(export, name, value)
-    ExportRequest.objects.filter(pk=export.pk).update(**fields, updated_at=timezone.now())
 
 
 def _sha256(path: Path) -> str:
@@ -115,7 +109,7 @@ def export_run(*, export: ExportRequest) -> dict:
     file_name = f"{export.pk}.zip"
     path = directory / file_name
     for _ in range(EXPORT_WRITES):
-        _save(export, status=ExportRequest.Status.RUNNING, error="")
+        update_row(export, status=ExportRequest.Status.RUNNING, error="")
         generation = ExportRequest.objects.values_list("generation", flat=True).get(pk=export.pk)
         ExportPerson.objects.filter(export=export).delete()
         people = PeopleRecorder(export)
@@ -131,7 +125,7 @@ def export_run(*, export: ExportRequest) -> dict:
             )
             people.flush()
         except Exception as exc:
-            _save(export, status=ExportRequest.Status.FAILED, error=type(exc).__name__)
+            update_row(export, status=ExportRequest.Status.FAILED, error=type(exc).__name__)
             raise
         now = timezone.now()
         fields = {
@@ -168,7 +162,7 @@ def export_run(*, export: ExportRequest) -> dict:
             return {"export": str(export.pk), "rows": sum(export.counts.values())}
         path.unlink(missing_ok=True)
         logger.info("export %s: an erasure ran while it was written; writing it again", export.pk)
-    _save(export, status=ExportRequest.Status.FAILED, error=ExportOverrun.__name__)
+    update_row(export, status=ExportRequest.Status.FAILED, error=ExportOverrun.__name__)
     raise ExportOverrun(f"Erasures ran during each of {EXPORT_WRITES} writes of export {export.pk}.")
 
 
@@ -236,14 +230,8 @@ def _rewrite(export: ExportRequest) -> None:
         if export.file_name:
             export_path(export).unlink(missing_ok=True)
         ExportPerson.objects.filter(export=export).delete()
-        task = enqueue(
-            EXPORT_ARCHIVE,
-            {"export": str(export.pk)},
-            organization=export.organization,
-            client=export.requested_by,
-            idempotency_key=f"export:{export.pk}",
-        )
-        _save(
+        task = _export_task(export, organization=export.organization, client=export.requested_by)
+        update_row(
             export,
             status=ExportRequest.Status.QUEUED,
             task_id=task.pk,
@@ -270,7 +258,7 @@ def purge_exports(subject, erasure_id) -> dict:
 def _discard(export: ExportRequest) -> None:
     if export.file_name:
         export_path(export).unlink(missing_ok=True)
-    _save(export, status=ExportRequest.Status.EXPIRED, file_name="")
+    update_row(export, status=ExportRequest.Status.EXPIRED, file_name="")
     ExportPerson.objects.filter(export=export).delete()
 
 

@@ -21,7 +21,6 @@ endpoints reach these through the hooks apps.privacy registers from its ready()
 
 import logging
 from collections import Counter
-from contextlib import ExitStack
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -30,7 +29,7 @@ from django.db.models import QuerySet
 
 from apps.conversations.models import Message, Session
 from apps.conversations.routing import projection_enqueue
-from apps.pipeline.locks import WorkOf, advisory_lock, advisory_locks, work_lock_keys
+from apps.pipeline.locks import WorkOf, advisory_locks, work_lock_keys
 from apps.privacy.services.provenance import (
     Derived,
     forget_skills,
@@ -161,9 +160,7 @@ def session_purge(*, session_pk) -> dict:
     subject = SessionSubject(
         organization=session.organization, kind=SESSION_KIND, subject_id=str(session.pk), session=session
     )
-    with ExitStack() as locks:
-        for key in _session_locks(session, subject):
-            locks.enter_context(advisory_lock(key))
+    with advisory_locks(_session_locks(session, subject)):
         counts = session_delete(session=session, actor=f"session-delete:{session.pk}")
     counts.update(
         copies_forget(organization=session.organization, user_id=session.end_user.user_id, scope=session.scope)
@@ -179,11 +176,8 @@ def session_purge(*, session_pk) -> dict:
 def experience_delete(*, experience: SkillExperience) -> dict:
     """Skills evolved from it are deleted when it was their only source, otherwise scrubbed of its
     text and returned to review (erasure's rule); then it goes."""
-    with ExitStack() as locks:
-        for key in work_lock_keys(
-            WorkOf(organization_id=experience.organization_id, end_user_ids=(), scopes=(experience.scope,))
-        ):
-            locks.enter_context(advisory_lock(key))
+    work = WorkOf(organization_id=experience.organization_id, end_user_ids=(), scopes=(experience.scope,))
+    with advisory_locks(work_lock_keys(work)):
         derived = Derived(
             organization_id=experience.organization_id,
             turns=Message.objects.none(),

@@ -7,6 +7,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.core.events import ERASURE_FINISHED, emit_event
+from apps.core.models import update_row
 from apps.pipeline.services import enqueue
 from apps.privacy.models import ErasureRequest
 from apps.privacy.services.purge import subject_purge
@@ -50,8 +51,7 @@ def erasure_request(*, subject: Subject, requested_by=None, requested_by_staff: 
                 client=requested_by,
                 idempotency_key=f"erase:{erasure.pk}",
             )
-            erasure.task_id = task.pk
-            erasure.save(update_fields=["task_id", "updated_at"])
+            update_row(erasure, task_id=task.pk)
     except IntegrityError:
         existing = ErasureRequest.objects.filter(**lookup, status__in=ErasureRequest.ACTIVE_STATUSES).first()
         if existing is None:
@@ -61,15 +61,9 @@ def erasure_request(*, subject: Subject, requested_by=None, requested_by_staff: 
     return erasure
 
 
-def _save(erasure: ErasureRequest, **fields) -> None:
-    for name, value in fields.items():
-        setattr(erasure, name, value)
-    ErasureRequest.objects.filter(pk=erasure.pk).update(**fields, updated_at=timezone.now())
-
-
 def erasure_run(*, erasure: ErasureRequest) -> dict:
     """Purges the subject, verifies, and records both. Running it again only adds what is new."""
-    _save(erasure, status=ErasureRequest.Status.RUNNING, started_at=erasure.started_at or timezone.now(), error="")
+    update_row(erasure, status=ErasureRequest.Status.RUNNING, started_at=erasure.started_at or timezone.now(), error="")
     subject = subject_resolve(
         organization=erasure.organization, kind=erasure.subject_kind, subject_id=erasure.subject_id
     )
@@ -79,7 +73,7 @@ def erasure_run(*, erasure: ErasureRequest) -> dict:
         merged = dict(previous)
         for table, count in counts.items():
             merged[table] = merged.get(table, 0) + count
-        _save(erasure, counts=merged)
+        update_row(erasure, counts=merged)
 
     try:
         # Taken before the purge (and never stored): the subject's words, to look for afterwards.
@@ -92,13 +86,13 @@ def erasure_run(*, erasure: ErasureRequest) -> dict:
             fingerprint=fingerprint,
         )
     except Exception as exc:
-        _save(erasure, status=ErasureRequest.Status.FAILED, error=type(exc).__name__)
+        update_row(erasure, status=ErasureRequest.Status.FAILED, error=type(exc).__name__)
         raise
     if residual["total"]:
-        _save(erasure, status=ErasureRequest.Status.FAILED, residual=residual, error=ErasureIncomplete.__name__)
+        update_row(erasure, status=ErasureRequest.Status.FAILED, residual=residual, error=ErasureIncomplete.__name__)
         raise ErasureIncomplete(f"erasure {erasure.pk}: {residual['total']} residual item(s) after the purge")
     with transaction.atomic():
-        _save(erasure, status=ErasureRequest.Status.SUCCEEDED, residual=residual, finished_at=timezone.now())
+        update_row(erasure, status=ErasureRequest.Status.SUCCEEDED, residual=residual, finished_at=timezone.now())
         emit_event(
             ERASURE_FINISHED,
             organization_id=erasure.organization_id,

@@ -8,7 +8,6 @@ step that is interrupted or run again picks up where it stopped and a finished o
 
 import logging
 from collections import Counter
-from contextlib import ExitStack
 
 from django.conf import settings
 from django.db import transaction
@@ -16,7 +15,7 @@ from django.utils import timezone
 
 from apps.conversations.models import Session
 from apps.conversations.services.sessions import session_hand_over
-from apps.pipeline.locks import WorkOf, advisory_lock, work_lock_keys
+from apps.pipeline.locks import WorkOf, advisory_locks, work_lock_keys
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import tasks_cancel
 from apps.privacy.services.provenance import (
@@ -199,9 +198,7 @@ def subject_locks(subject: Subject) -> list[str]:
 def subject_purge(*, subject: Subject, erasure_id, on_step=None) -> dict:
     """Runs every step; returns the counts per table. `on_step(counts)` sees the progress."""
     counts: Counter = Counter()
-    with ExitStack() as locks:
-        for key in subject_locks(subject):
-            locks.enter_context(advisory_lock(key))
+    with advisory_locks(subject_locks(subject)):
         for step in purge_steps():
             for table, count in step(subject, erasure_id).items():
                 counts[table] += count

@@ -56,10 +56,14 @@ def _pages_with_missing_sources(organization_id=None, profile=None) -> list[tupl
         return cursor.fetchall()
 
 
-def _finding(profile: Profile, kind: str, *, severity: str, detail: str, peer=None) -> bool:
+SEVERITY = {LintFinding.Kind.STALE: LintFinding.Severity.INFO}  # the other kinds: WARNING
+
+
+def _finding(profile: Profile, kind: str, detail: str, peer=None) -> bool:
     """Opens a finding unless one of the same kind (and peer) is open already."""
     if profile.findings.filter(status=LintFinding.Status.OPEN, kind=kind, peer=peer).exists():
         return False
+    severity = SEVERITY.get(kind, LintFinding.Severity.WARNING)
     LintFinding.objects.create(profile=profile, kind=kind, severity=severity, detail=detail, peer=peer)
     return True
 
@@ -117,29 +121,18 @@ def profiles_lint(*, organization_id=None, profile: Profile | None = None, task=
     for profile_id, total, missing in _pages_with_missing_sources(organization_id, profile):
         page = Profile.objects.select_related("entity", "organization", "end_user").get(pk=profile_id)
         if missing == total:
-            counts["orphan"] += _finding(
-                page,
-                LintFinding.Kind.ORPHAN,
-                severity=LintFinding.Severity.WARNING,
-                detail=f"All {total} items this page quoted are gone; the page was archived.",
-            )
+            detail = f"All {total} items this page quoted are gone; the page was archived."
+            counts["orphan"] += _finding(page, LintFinding.Kind.ORPHAN, detail)
             page_archive(profile=page)
         else:
-            counts["stale"] += _finding(
-                page,
-                LintFinding.Kind.STALE,
-                severity=LintFinding.Severity.INFO,
-                detail=f"{missing} of the {total} items this page quoted are gone; it is being recompiled.",
-            )
+            detail = f"{missing} of the {total} items this page quoted are gone; it is being recompiled."
+            counts["stale"] += _finding(page, LintFinding.Kind.STALE, detail)
             page_recompile_enqueue(profile=page)
             counts["recompiles"] += 1
     if settings.PROFILE_LINT_CONTRADICTIONS and llm_enabled():
         counts["contradiction"] = _contradictions(organization_id, task=task, profile=profile)
-    if profile is not None:
-        pages = Profile.objects.filter(pk=profile.pk)
-    else:
-        pages = Profile.objects.filter(organization_id=organization_id) if organization_id else Profile.objects.all()
-    counts["issues"], counts["issues_total"] = _issues(pages)
+    pages = Profile.objects.filter(organization_id=organization_id) if organization_id else Profile.objects.all()
+    counts["issues"], counts["issues_total"] = _issues(pages.filter(pk=profile.pk) if profile is not None else pages)
     return counts
 
 
@@ -211,13 +204,8 @@ def _check_pages(shown: list[tuple[Profile, str]], *, task) -> int:
     for _, item in parse_items(ContradictionAnswer, values if isinstance(values, list) else [])[0]:
         if not all(0 < n <= len(shown) for n in (item.page, item.peer)) or item.page == item.peer:
             continue
-        found += _finding(
-            shown[item.page - 1][0],
-            LintFinding.Kind.CONTRADICTION,
-            severity=LintFinding.Severity.WARNING,
-            detail=item.detail[:2000],
-            peer=shown[item.peer - 1][0],
-        )
+        page, peer = shown[item.page - 1][0], shown[item.peer - 1][0]
+        found += _finding(page, LintFinding.Kind.CONTRADICTION, item.detail[:2000], peer=peer)
     return found
 
 
@@ -242,7 +230,7 @@ def profiles_mark_stale(*, item_type: str, item_id, detail: str) -> int:
     )
     count = 0
     for profile in pages:
-        _finding(profile, LintFinding.Kind.STALE, severity=LintFinding.Severity.INFO, detail=detail)
+        _finding(profile, LintFinding.Kind.STALE, detail)
         page_recompile_enqueue(profile=profile)
         count += 1
     return count

@@ -13,19 +13,10 @@ from apps.providers.embeddings import embed_texts, embedding_model_name
 from apps.skills.models import SKILL_NAME_MAX_LENGTH, Skill, SkillVersion
 from apps.skills.trust import corroborated, teachers
 
-SNAPSHOT_FIELDS = (
-    "name",
-    "description",
-    "instructions",
-    "triggers",
-    "examples",
-    "entry_type",
-    "status",
-    "shared",
-    "scope",
-    "action_signature",
-)
-EDITABLE_FIELDS = ("name", "description", "instructions", "triggers", "examples", "entry_type", "action_signature")
+# What a skill says (its text and kind): edited, versioned and served alike.
+CONTENT_FIELDS = ("name", "description", "instructions", "triggers", "examples", "entry_type")
+SNAPSHOT_FIELDS = (*CONTENT_FIELDS, "status", "shared", "scope", "action_signature")
+EDITABLE_FIELDS = (*CONTENT_FIELDS, "action_signature")
 
 
 def skill_slug(text: str) -> str:

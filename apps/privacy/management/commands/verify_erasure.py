@@ -4,6 +4,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.core.validation import is_uuid
 from apps.privacy.services.subjects import CLIENT, USER, subject_resolve
 from apps.privacy.services.verify import subject_verify
 from apps.tenancy.commands import organization_named
@@ -33,7 +34,7 @@ class Command(BaseCommand):
         else:
             client = (
                 Client.objects.select_related("organization").filter(pk=options["client"]).first()
-                if _is_uuid(options["client"])
+                if is_uuid(options["client"])
                 else None
             )
             if client is None:
@@ -64,13 +65,3 @@ class Command(BaseCommand):
             )
         style = self.style.SUCCESS if result["total"] == 0 else self.style.ERROR
         self.stdout.write(style(f"residual total: {result['total']}"))
-
-
-def _is_uuid(value: str) -> bool:
-    import uuid
-
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
