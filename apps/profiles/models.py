@@ -27,6 +27,26 @@ class ItemType(models.TextChoices):
     SEMANTIC = "semantic", "Semantic memory"
 
 
+class ItemCitation(models.Model):
+    """A row citing one stored item (`item_type`, `item_id`): a mention or a profile source."""
+
+    class Meta:
+        abstract = True
+
+    def __str__(self):
+        return f"{self.item_type} {self.item_id}"
+
+
+def _item_rules(owner: str, *, prefix: str, unique: str) -> tuple[list, list]:
+    """The constraints and index of a row citing one item per `owner`: mentions and profile sources."""
+    return [
+        models.UniqueConstraint(fields=[owner, "item_type", "item_id"], name=unique),
+        models.CheckConstraint(
+            condition=Q(item_type__in=["message", "episodic", "semantic"]), name=f"{prefix}_item_type_valid"
+        ),
+    ], [models.Index(fields=["item_id"], name=f"{prefix}_item_idx")]
+
+
 class Owned(BaseModel):
     organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="+")
     scope = models.CharField(max_length=64)
@@ -70,7 +90,7 @@ class Entity(Owned):
         return self.name
 
 
-class Mention(models.Model):
+class Mention(ItemCitation):
     """An entity named by a stored item (a turn, an episodic or a semantic memory)."""
 
     id = models.BigAutoField(primary_key=True)
@@ -84,16 +104,7 @@ class Mention(models.Model):
     spoken = models.BooleanField(default=False, help_text="The entity said it (the turn's speaker).")
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["entity", "item_type", "item_id"], name="mention_unique_per_item"),
-            models.CheckConstraint(
-                condition=Q(item_type__in=["message", "episodic", "semantic"]), name="mention_item_type_valid"
-            ),
-        ]
-        indexes = [models.Index(fields=["item_id"], name="mention_item_idx")]
-
-    def __str__(self):
-        return f"{self.item_type} {self.item_id}"
+        constraints, indexes = _item_rules("entity", prefix="mention", unique="mention_unique_per_item")
 
 
 class Edge(models.Model):
@@ -173,7 +184,7 @@ class Profile(Owned):
         return f"{self.name}\n{self.markdown}"
 
 
-class ProfileSource(models.Model):
+class ProfileSource(ItemCitation):
     """One item the current text of a profile quotes: the provenance lint joins against."""
 
     id = models.BigAutoField(primary_key=True)
@@ -183,16 +194,7 @@ class ProfileSource(models.Model):
     quote = models.TextField(blank=True, default="")
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["profile", "item_type", "item_id"], name="profile_source_unique"),
-            models.CheckConstraint(
-                condition=Q(item_type__in=["message", "episodic", "semantic"]), name="profile_source_item_type_valid"
-            ),
-        ]
-        indexes = [models.Index(fields=["item_id"], name="profile_source_item_idx")]
-
-    def __str__(self):
-        return f"{self.item_type} {self.item_id}"
+        constraints, indexes = _item_rules("profile", prefix="profile_source", unique="profile_source_unique")
 
 
 class ProfileRevision(BaseModel):
