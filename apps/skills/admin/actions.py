@@ -1,11 +1,9 @@
 """Admin actions that run a service on each selected object."""
 
-from django.contrib import messages
+from django.contrib import admin, messages
 
 from apps.core.errors import ConflictError
-from apps.skills.services.review import (
-    person_actor,
-)
+from apps.skills.services.review import person_actor
 
 
 class ServiceActions:
@@ -25,3 +23,13 @@ class ServiceActions:
                 self.message_user(request, str(exc), messages.WARNING)
         if done:
             self.message_user(request, f"{verb} {done} {self.item_label}(s).", messages.SUCCESS)
+
+
+def service_action(service, verb: str, description: str):
+    """A ServiceActions admin's action, for staff who may change the objects: `service` on each selected one."""
+
+    @admin.action(description=description, permissions=["change"])
+    def action(self, request, queryset):
+        self._each(request, queryset, service, verb)
+
+    return action

@@ -4,13 +4,10 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from apps.skills.admin.actions import ServiceActions
+from apps.skills.admin.actions import ServiceActions, service_action
 from apps.skills.history import experience_evidence
 from apps.skills.models import SignalType, SkillExperience
-from apps.skills.services.review import (
-    experience_approve,
-    experience_reject,
-)
+from apps.skills.services.review import experience_approve, experience_reject
 from apps.tenancy.admin_base import OrganizationScopedAdmin, ScopeFilter
 
 
@@ -77,13 +74,10 @@ class SkillExperienceAdmin(ServiceActions, OrganizationScopedAdmin):
     def has_add_permission(self, request):
         return False
 
-    @admin.action(description="Approve selected held or flagged lessons for every user", permissions=["change"])
-    def approve_selected(self, request, queryset):
-        self._each(request, queryset, experience_approve, "Approved")
-
-    @admin.action(description="Reject selected held or flagged lessons", permissions=["change"])
-    def reject_selected(self, request, queryset):
-        self._each(request, queryset, experience_reject, "Rejected")
+    approve_selected = service_action(
+        experience_approve, "Approved", "Approve selected held or flagged lessons for every user"
+    )
+    reject_selected = service_action(experience_reject, "Rejected", "Reject selected held or flagged lessons")
 
     @admin.display(description="signal", ordering="evidence__signal_type")
     def signal(self, experience):

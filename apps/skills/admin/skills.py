@@ -13,7 +13,7 @@ from django.utils.html import format_html
 
 from apps.core.extensions import admin_page
 from apps.core.validation import JSONFormField, check_fields
-from apps.skills.admin.actions import ServiceActions
+from apps.skills.admin.actions import ServiceActions, service_action
 from apps.skills.admin.effectiveness import effectiveness_panel
 from apps.skills.effectiveness import success_rate_sql, users_sql
 from apps.skills.history import skill_history
@@ -251,9 +251,7 @@ class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
         for skill in queryset:
             skill_delete(skill=skill)
 
-    @admin.action(description="Approve selected skills", permissions=["change"])
-    def approve_selected(self, request, queryset):
-        self._each(request, queryset, skill_approve, "Approved")
+    approve_selected = service_action(skill_approve, "Approved", "Approve selected skills")
 
     @admin.action(description="Reject selected skills (archive with a reason)…", permissions=["change"])
     def reject_selected(self, request, queryset):
@@ -273,10 +271,7 @@ class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
             review_queue=_is_review_queue(request),
         )
 
-    @admin.action(description="Share selected skills with every user of their scope", permissions=["change"])
-    def share_selected(self, request, queryset):
-        self._each(request, queryset, skill_share_by_person, "Shared")
-
-    @admin.action(description="Archive selected skills", permissions=["change"])
-    def archive_selected(self, request, queryset):
-        self._each(request, queryset, skill_archive_by_person, "Archived")
+    share_selected = service_action(
+        skill_share_by_person, "Shared", "Share selected skills with every user of their scope"
+    )
+    archive_selected = service_action(skill_archive_by_person, "Archived", "Archive selected skills")
