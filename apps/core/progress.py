@@ -1,5 +1,6 @@
-"""The management commands' one-line progress bar, on stderr."""
+"""The management commands' output: their one-line progress bar on stderr, and `--json`."""
 
+import json
 import sys
 
 
@@ -9,3 +10,11 @@ def show_progress(label: str, done: int, total: int) -> None:
     sys.stderr.write(f"\r{label:<24} [{'#' * min(filled, 30):<30}] {done}/{total}")
     if done >= total:
         sys.stderr.write("\n")
+
+
+def wrote_json(command, options: dict, data, **dumps) -> bool:
+    """Writes `data` as the command's JSON answer (`json.dumps(data, **dumps)`) when `--json` was given;
+    says whether it did."""
+    if options["json"]:
+        command.stdout.write(json.dumps(data, **dumps))
+    return options["json"]

@@ -1,15 +1,13 @@
 """Import an OpenAI-format trajectory file through the same ingest service as the API: each session
 is stored whole, in one transaction, and sealed."""
 
-import json
-
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.conversations.services.ingest import messages_ingest
 from apps.conversations.turns import TurnError
 from apps.core.errors import ConflictError
-from apps.core.progress import show_progress
+from apps.core.progress import show_progress, wrote_json
 from apps.core.validation import InputError, loads
 from apps.tenancy.models import Client
 
@@ -96,7 +94,5 @@ class Command(BaseCommand):
             stored += body["messages_stored"]
             if not options["json"]:
                 show_progress("sessions", number, len(sessions))
-        if not options["json"]:
+        if not wrote_json(self, options, {"sessions": len(sessions) - skipped, "skipped": skipped, "messages": stored}):
             self.stdout.write(self.style.SUCCESS(f"Imported {len(sessions) - skipped} sessions, {stored} messages."))
-        else:
-            self.stdout.write(json.dumps({"sessions": len(sessions) - skipped, "skipped": skipped, "messages": stored}))

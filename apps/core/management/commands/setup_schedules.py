@@ -1,9 +1,8 @@
 """Create or update the platform's beat schedules (idempotent: upserts by name)."""
 
-import json
-
 from django.core.management.base import BaseCommand
 
+from apps.core.progress import wrote_json
 from apps.core.schedules import schedules_upsert
 
 
@@ -15,7 +14,5 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         names = schedules_upsert()
-        if options["json"]:
-            self.stdout.write(json.dumps({"schedules": names}))
-        elif options["verbosity"]:
+        if not wrote_json(self, options, {"schedules": names}) and options["verbosity"]:
             self.stdout.write(self.style.SUCCESS(f"Schedules up to date: {', '.join(names) or '(none)'}"))

@@ -1,11 +1,10 @@
 """Consolidate memories now, in this process: the same work as POST memory/consolidate, recorded as a task."""
 
 import functools
-import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.core.progress import show_progress
+from apps.core.progress import show_progress, wrote_json
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.memories.services.consolidate import CONSOLIDATE_MEMORIES, consolidation_run
 from apps.pipeline.locks import LockNotAvailable
@@ -54,8 +53,7 @@ class Command(BaseCommand):
             except LockNotAvailable as exc:
                 raise CommandError(f"{exc}; extraction or an erasure is running for this user, try again.") from None
             reports.append({"task_id": str(task.pk), **task.result})
-        if options["json"]:
-            self.stdout.write(json.dumps({"organization": org, "user_id": user, "results": reports}))
+        if wrote_json(self, options, {"organization": org, "user_id": user, "results": reports}):
             return
         for report in reports:
             verb = "would merge" if report["dry_run"] else "merged"

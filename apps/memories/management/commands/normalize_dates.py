@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from apps.core.progress import show_progress
+from apps.core.progress import show_progress, wrote_json
 from apps.memories.services.dates import dates_normalize, dates_normalize_enqueue
 from apps.tenancy.commands import organization_named
 from apps.tenancy.models import EndUser
@@ -49,8 +49,7 @@ class Command(BaseCommand):
             batch_size=options["batch_size"],
             on_progress=None if options["json"] else show_progress,
         )
-        if options["json"]:
-            self.stdout.write(json.dumps(result))
+        if wrote_json(self, options, result):
             return
         counts = ", ".join(
             f"{name} {result[name]['changed']} of {result[name]['read']}" for name in result if name != "changed"

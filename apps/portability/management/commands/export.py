@@ -1,9 +1,8 @@
-import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.core.progress import show_progress
+from apps.core.progress import show_progress, wrote_json
 from apps.portability.services.export import ORGANIZATION, SCOPE, Selection, archive_export
 from apps.privacy.services.subjects import CLIENT, USER, subject_resolve
 from apps.tenancy.commands import organization_named
@@ -46,8 +45,7 @@ class Command(BaseCommand):
         manifest = archive_export(
             selection=selection, path=path, on_progress=None if options["json"] else show_progress
         )
-        if options["json"]:
-            self.stdout.write(json.dumps({"path": str(path), **manifest}))
+        if wrote_json(self, options, {"path": str(path), **manifest}):
             return
         rows = {name: entry["rows"] for name, entry in manifest["files"].items() if entry["rows"]}
         self.stdout.write(self.style.SUCCESS(f"Wrote {path}: {sum(rows.values())} rows ({rows})."))

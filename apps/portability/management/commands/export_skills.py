@@ -1,9 +1,9 @@
-import json
 from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.core.progress import wrote_json
 from apps.portability.services.skill_files import skills_export_files
 from apps.tenancy.commands import organization_named
 from apps.tenancy.services import validate_scope
@@ -25,7 +25,6 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
         written = skills_export_files(organization=organization, scope=scope, directory=Path(options["out"]))
-        if options["json"]:
-            self.stdout.write(json.dumps({"files": [str(path) for path in written]}))
+        if wrote_json(self, options, {"files": [str(path) for path in written]}):
             return
         self.stdout.write(self.style.SUCCESS(f"Wrote {len(written)} skill file(s) under {options['out']}."))

@@ -1,8 +1,6 @@
-import json
-
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.core.progress import show_progress
+from apps.core.progress import show_progress, wrote_json
 from apps.portability.archive import ArchiveError
 from apps.portability.services.importer import archive_import
 from apps.tenancy.commands import organization_named
@@ -37,8 +35,7 @@ class Command(BaseCommand):
             )
         except ArchiveError as exc:
             raise CommandError(f"Archive refused, nothing was stored: {exc}") from None
-        if options["json"]:
-            self.stdout.write(json.dumps(result))
+        if wrote_json(self, options, result):
             return
         rows = {name: count for name, count in result["rows"].items() if count}
         self.stdout.write(

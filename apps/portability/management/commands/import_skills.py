@@ -1,9 +1,9 @@
-import json
 from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.core.progress import wrote_json
 from apps.portability.archive import ArchiveError
 from apps.portability.services.skill_files import skills_import_files
 from apps.tenancy.commands import organization_named
@@ -33,7 +33,6 @@ class Command(BaseCommand):
             raise CommandError("; ".join(exc.messages)) from None
         except ArchiveError as exc:
             raise CommandError(f"Refused, nothing was stored: {exc}") from None
-        if options["json"]:
-            self.stdout.write(json.dumps(counts))
+        if wrote_json(self, options, counts):
             return
         self.stdout.write(self.style.SUCCESS(f"Skills: {counts}."))

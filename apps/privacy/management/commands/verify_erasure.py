@@ -1,9 +1,8 @@
 """What is left of a user or a client, per table and in Redis (0 everywhere after an erasure)."""
 
-import json
-
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.core.progress import wrote_json
 from apps.core.validation import is_uuid
 from apps.privacy.services.subjects import CLIENT, USER, subject_resolve
 from apps.privacy.services.verify import subject_verify
@@ -42,10 +41,8 @@ class Command(BaseCommand):
             organization, kind, subject_id = client.organization, CLIENT, str(client.pk)
         subject = subject_resolve(organization=organization, kind=kind, subject_id=subject_id)
         result = subject_verify(subject=subject, include_redis=not options["no_redis"])
-        if options["json"]:
-            self.stdout.write(
-                json.dumps({"subject": {"kind": kind, "id": subject_id, "organization": organization.name}, **result})
-            )
+        subject_of = {"kind": kind, "id": subject_id, "organization": organization.name}
+        if wrote_json(self, options, {"subject": subject_of, **result}):
             return
         width = max(len(table) for table in [*result["tables"], *result["text"]["tables"]])
         for table, count in result["tables"].items():

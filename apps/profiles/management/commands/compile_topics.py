@@ -1,9 +1,8 @@
 """Compile topic pages now, in this process (the pipeline does the same in the background)."""
 
-import json
-
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.core.progress import wrote_json
 from apps.pipeline.locks import advisory_lock
 from apps.profiles.handlers import OWNER_LOCKS
 from apps.profiles.services.topics import topics_compile
@@ -33,8 +32,7 @@ class Command(BaseCommand):
             end_user=end_user,
             lock=lambda user: advisory_lock(OWNER_LOCKS.key(organization_id=organization.pk, end_user_id=user.pk)),
         )
-        if options["json"]:
-            self.stdout.write(json.dumps(result))
+        if wrote_json(self, options, result):
             return
         scopes = ", ".join(result["scopes"]) or "none"
         self.stdout.write(f"Scopes compiled: {scopes} ({result['owners']} users, {result['items']} items)")

@@ -1,12 +1,11 @@
 """Distil sealed task sessions now, in this process (the pipeline does the same in the background)."""
 
-import json
-
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.conversations.models import Session, SessionTag
 from apps.core.errors import ConflictError
+from apps.core.progress import wrote_json
 from apps.pipeline.locks import LockNotAvailable
 from apps.skills.services.distill import session_distill_locked
 from apps.skills.services.evolve.run import skills_evolve_locked
@@ -83,8 +82,7 @@ class Command(BaseCommand):
             "results": results,
             "evolutions": evolutions,
         }
-        if options["json"]:
-            self.stdout.write(json.dumps(summary, default=str))
+        if wrote_json(self, options, summary, default=str):
             return
         for item in results:
             line = item.get("error") or f"{item.get('experiences', 0)} experiences" + (

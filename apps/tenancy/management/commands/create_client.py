@@ -1,8 +1,7 @@
-import json
-
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.core.progress import wrote_json
 from apps.tenancy.commands import organization_named
 from apps.tenancy.services import client_create
 
@@ -52,22 +51,18 @@ class Command(BaseCommand):
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
-        if options["json"]:
-            self.stdout.write(
-                json.dumps(
-                    {
-                        "id": str(client.id),
-                        "organization": organization.name,
-                        "name": client.name,
-                        "write_scope": client.write_scope,
-                        "read_scopes": client.read_scopes,
-                        "can_erase": client.can_erase,
-                        "can_export": client.can_export,
-                        "can_manage_webhooks": client.can_manage_webhooks,
-                        "api_key": raw_key,
-                    }
-                )
-            )
+        created = {
+            "id": str(client.id),
+            "organization": organization.name,
+            "name": client.name,
+            "write_scope": client.write_scope,
+            "read_scopes": client.read_scopes,
+            "can_erase": client.can_erase,
+            "can_export": client.can_export,
+            "can_manage_webhooks": client.can_manage_webhooks,
+            "api_key": raw_key,
+        }
+        if wrote_json(self, options, created):
             return
         self.stdout.write(self.style.SUCCESS(f"Created client {client.name} ({client.id}) in {organization.name}"))
         self.stdout.write(

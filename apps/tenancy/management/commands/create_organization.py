@@ -1,8 +1,7 @@
-import json
-
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.core.progress import wrote_json
 from apps.tenancy.services import organization_create
 
 
@@ -18,7 +17,5 @@ class Command(BaseCommand):
             organization = organization_create(name=name)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
-        if options["json"]:
-            self.stdout.write(json.dumps({"id": str(organization.id), "name": organization.name}))
-        else:
+        if not wrote_json(self, options, {"id": str(organization.id), "name": organization.name}):
             self.stdout.write(self.style.SUCCESS(f"Created organisation {organization.name} ({organization.id})"))

@@ -1,8 +1,7 @@
-import json
-
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.core.progress import wrote_json
 from apps.tenancy.services import api_key_revoke
 
 
@@ -18,15 +17,10 @@ class Command(BaseCommand):
             api_key = api_key_revoke(prefix=prefix)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
-        if options["json"]:
-            self.stdout.write(
-                json.dumps(
-                    {
-                        "prefix": api_key.prefix,
-                        "client": str(api_key.client_id),
-                        "revoked_at": api_key.revoked_at.isoformat(),
-                    }
-                )
-            )
-        else:
+        revoked = {
+            "prefix": api_key.prefix,
+            "client": str(api_key.client_id),
+            "revoked_at": api_key.revoked_at.isoformat(),
+        }
+        if not wrote_json(self, options, revoked):
             self.stdout.write(self.style.SUCCESS(f"Revoked API key {api_key.prefix} of client {api_key.client.name}"))
