@@ -3,24 +3,16 @@
 from django.contrib import admin
 
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
-from apps.tenancy.admin_base import ReadOnlyAdmin
+from apps.tenancy.admin_base import HistoryInline, ReadOnlyAdmin
 
 OWNER_FIELDS = ["organization", "scope", "end_user", "created_by"]
 TAIL_FIELDS = ["source_message_ids", "embedding_model", "deleted_at", "created_at", "updated_at"]
 
 
-class ChangeInline(admin.TabularInline):
+class ChangeInline(HistoryInline):
     fields = ["created_at", "operation", "actor", "reason", "previous_value", "new_value"]
     readonly_fields = fields
     ordering = ["-created_at"]
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 class EpisodicMemoryChangeInline(ChangeInline):

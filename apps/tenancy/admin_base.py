@@ -91,3 +91,16 @@ class ReadOnlyAdmin(OrganizationScopedAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+class HistoryInline(admin.TabularInline):
+    """Rows recording an object's history, listed under it: read, never added, changed or deleted there."""
+
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from apps.tenancy.admin_base import OrganizationScopedAdmin
+from apps.tenancy.admin_base import OrganizationScopedAdmin, ReadOnlyAdmin
 from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
 from apps.webhooks.services import endpoint_update
 
@@ -41,7 +41,7 @@ class WebhookEndpointAdmin(OrganizationScopedAdmin):
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(OrganizationScopedAdmin):
+class WebhookDeliveryAdmin(ReadOnlyAdmin):
     list_display = ["event_type", "endpoint", "status", "attempts", "last_status_code", "last_error", "created_at"]
     list_filter = ["status", "event_type"]
     list_select_related = ["endpoint", "organization"]
@@ -60,9 +60,3 @@ class WebhookDeliveryAdmin(OrganizationScopedAdmin):
         "delivered_at",
         "task_id",
     ]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

@@ -28,7 +28,7 @@ from apps.skills.services.review import (
     skill_share_by_person,
 )
 from apps.skills.services.skills import EDITABLE_FIELDS, skill_delete
-from apps.tenancy.admin_base import OrganizationScopedAdmin, ScopeFilter
+from apps.tenancy.admin_base import HistoryInline, OrganizationScopedAdmin, ScopeFilter
 
 # Large columns a list never shows: loading them for 100 rows would dominate the page.
 HEAVY_SKILL_COLUMNS = ("embedding", "search_vector", "instructions", "examples")
@@ -37,21 +37,13 @@ HEAVY_SKILL_COLUMNS = ("embedding", "search_vector", "instructions", "examples")
 REVIEW_QUEUE_URL_NAME = "skills_skill_review_queue"
 
 
-class SkillVersionInline(admin.TabularInline):
+class SkillVersionInline(HistoryInline):
     model = SkillVersion
     fields = ["version", "operation", "actor", "reason", "created_at", "diff_link"]
     readonly_fields = fields
     ordering = ["-version"]
-    extra = 0
     max_num = 0
-    can_delete = False
     show_change_link = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
     def has_delete_permission(self, request, obj=None):
         return False
