@@ -2,18 +2,7 @@
 
 from django.db import transaction
 
-from apps.conversations import selectors
-from apps.conversations.serializers import (
-    MemoryAddInputSerializer,
-    MemoryAddOutputSerializer,
-    OwnerQuerySerializer,
-    SessionDeleteOutputSerializer,
-    SessionDetailOutputSerializer,
-    SessionListFilterSerializer,
-    SessionOutputSerializer,
-    SessionPatchInputSerializer,
-    SessionSealOutputSerializer,
-)
+from apps.conversations import selectors, serializers
 from apps.conversations.services.ingest import messages_ingest, request_fingerprint
 from apps.conversations.services.sessions import (
     session_delete_request,
@@ -38,7 +27,7 @@ def add_memory(*, client, data, idempotency_key: str | None = None) -> dict:
     once sealed. With an `Idempotency-Key` header, a replay answers the first response."""
     if idempotency_key and len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
         raise InvalidInput({"Idempotency-Key": [f"At most {MAX_IDEMPOTENCY_KEY} characters."]})
-    add = validated(MemoryAddInputSerializer, data)
+    add = validated(serializers.MemoryAddInputSerializer, data)
     body = messages_ingest(
         client=client,
         user_id=add["user_id"],
@@ -52,7 +41,7 @@ def add_memory(*, client, data, idempotency_key: str | None = None) -> dict:
         idempotency_key=idempotency_key or None,
         request_hash=request_fingerprint(data) if idempotency_key else None,
     )
-    return MemoryAddOutputSerializer(body).data
+    return serializers.MemoryAddOutputSerializer(body).data
 
 
 @operation()
@@ -61,9 +50,9 @@ def list_sessions(*, client, query) -> Page:
     return paginated_read(
         client,
         query,
-        filters=SessionListFilterSerializer,
+        filters=serializers.SessionListFilterSerializer,
         select=selectors.session_list,
-        output=SessionOutputSerializer,
+        output=serializers.SessionOutputSerializer,
     )
 
 
@@ -71,7 +60,7 @@ def session_named(*, client, session_id: str, query) -> tuple:
     """The session a session endpoint names by its id, its owner (`user_id`) and, when the id is in
     several readable scopes, `scope`; with the validated owner query (paging of its transcript)."""
     check_ids(session_id=session_id)
-    owner = validated(OwnerQuerySerializer, query)
+    owner = validated(serializers.OwnerQuerySerializer, query)
     session = selectors.session_get(
         client=client, user_id=owner["user_id"], session_id=session_id, scope=owner.get("scope")
     )
@@ -86,7 +75,7 @@ def get_session(*, client, session_id: str, query) -> dict:
     session.messages_page = selectors.session_messages(session=session)[start:end]
     session.messages_next_offset = end if end < session.message_count else None
     session.indexed_through_seq = selectors.session_indexed_through(session=session)
-    return SessionDetailOutputSerializer(session).data
+    return serializers.SessionDetailOutputSerializer(session).data
 
 
 @operation(access=Access.WRITE)
@@ -96,7 +85,7 @@ def seal_session(*, client, session_id: str, query) -> dict:
     require_write_access(client, session)
     tasks = session_seal_now(session=session, client=client)
     session.refresh_from_db()
-    return SessionSealOutputSerializer({"session": session, "task_ids": [task.pk for task in tasks]}).data
+    return serializers.SessionSealOutputSerializer({"session": session, "task_ids": [task.pk for task in tasks]}).data
 
 
 @operation(access=Access.WRITE)
@@ -108,13 +97,13 @@ def update_session(*, client, session_id: str, query, data) -> dict:
     that has not run is cancelled and the new tag's is queued (a sealed task session is distilled)."""
     session, _ = session_named(client=client, session_id=session_id, query=query)
     require_write_access(client, session)
-    patch = validated(SessionPatchInputSerializer, data)
+    patch = validated(serializers.SessionPatchInputSerializer, data)
     with transaction.atomic():
         if "session_tag" in patch:
             session = session_retag(session=session, session_tag=patch["session_tag"], client=client)
         if "outcome" in patch:
             session = session_set_outcome(session=session, outcome=patch["outcome"])
-    return SessionOutputSerializer(session).data
+    return serializers.SessionOutputSerializer(session).data
 
 
 @operation(access=Access.WRITE)
@@ -125,7 +114,7 @@ def delete_session(*, client, session_id: str, query) -> dict:
     session, _ = session_named(client=client, session_id=session_id, query=query)
     require_write_access(client, session)
     task = session_delete_request(session=session, client=client)
-    return SessionDeleteOutputSerializer(
+    return serializers.SessionDeleteOutputSerializer(
         {
             "session_id": session.session_id,
             "user_id": session.end_user.user_id,

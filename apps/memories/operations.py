@@ -11,19 +11,7 @@ from apps.conversations.services.learning import LEARNING_BUSY
 from apps.core.errors import ConflictError, NotFound
 from apps.core.operations import Access, check_ids, get_or_404, object_body, operation, require_write_access, validated
 from apps.core.pagination import Page, paginated_read
-from apps.memories import changes, selectors
-from apps.memories.serializers import (
-    ConsolidateInputSerializer,
-    ConsolidateOutputSerializer,
-    EpisodicMemoryCreateInputSerializer,
-    EpisodicMemoryOutputSerializer,
-    EpisodicMemoryPatchInputSerializer,
-    MemoryHistoryOutputSerializer,
-    MemoryListFilterSerializer,
-    SemanticMemoryCreateInputSerializer,
-    SemanticMemoryOutputSerializer,
-    SemanticMemoryPatchInputSerializer,
-)
+from apps.memories import changes, selectors, serializers
 from apps.memories.services.consolidate import consolidation_request
 from apps.memories.services.memories import memory_edit, memory_store
 from apps.pipeline.locks import LockNotAvailable
@@ -32,14 +20,14 @@ from apps.tenancy.services import end_user_get_or_create
 MEMORY_TYPES = ("episodic", "semantic")
 MEMORY_SHAPES = {
     "episodic": (
-        EpisodicMemoryOutputSerializer,
-        EpisodicMemoryCreateInputSerializer,
-        EpisodicMemoryPatchInputSerializer,
+        serializers.EpisodicMemoryOutputSerializer,
+        serializers.EpisodicMemoryCreateInputSerializer,
+        serializers.EpisodicMemoryPatchInputSerializer,
     ),
     "semantic": (
-        SemanticMemoryOutputSerializer,
-        SemanticMemoryCreateInputSerializer,
-        SemanticMemoryPatchInputSerializer,
+        serializers.SemanticMemoryOutputSerializer,
+        serializers.SemanticMemoryCreateInputSerializer,
+        serializers.SemanticMemoryPatchInputSerializer,
     ),
 }
 MEMORY_READS = {"episodic": selectors.episodic_memory_list, "semantic": selectors.semantic_memory_list}
@@ -73,7 +61,7 @@ def list_memories(*, client, memory_type: str, data: dict) -> Page:
     return paginated_read(
         client,
         data,
-        filters=MemoryListFilterSerializer,
+        filters=serializers.MemoryListFilterSerializer,
         select=functools.partial(selectors.memory_list, memory_type=memory_type),
         output=MEMORY_SHAPES[memory_type][0],
     )
@@ -138,7 +126,7 @@ def delete_memory(*, client, memory_type: str, memory_id: str) -> None:
 def get_memory_history(*, client, memory_type: str, memory_id: str) -> dict:
     """Every change of a memory, with actor and before/after."""
     memory = _memory(client, memory_type, memory_id)
-    return MemoryHistoryOutputSerializer(
+    return serializers.MemoryHistoryOutputSerializer(
         {"id": memory.pk, "memory_type": memory_type, "changes": selectors.memory_history(memory=memory)}
     ).data
 
@@ -153,7 +141,7 @@ def consolidate_memories(*, client, data: dict) -> dict:
     facts are resolved by the LLM when one is configured (the superseded one retired), otherwise
     flagged for review. Nothing is deleted: merged and retired memories are soft-deleted with a history
     row naming why. `dry_run` only reports what would happen."""
-    params = validated(ConsolidateInputSerializer, object_body(data))
+    params = validated(serializers.ConsolidateInputSerializer, object_body(data))
     end_user = None
     if params.get("user_id"):
         # Known only where the caller writes: a user of another scope is as missing as one never seen.
@@ -166,7 +154,7 @@ def consolidate_memories(*, client, data: dict) -> dict:
         dry_run=params["dry_run"],
         client=client,
     )
-    return ConsolidateOutputSerializer(
+    return serializers.ConsolidateOutputSerializer(
         {
             "user_id": params.get("user_id"),
             "scope": client.write_scope,

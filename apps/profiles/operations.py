@@ -2,20 +2,9 @@
 
 from apps.core.operations import Access, check_ids, get_or_404, object_body, operation, require_write_access, validated
 from apps.core.pagination import Page, paginate, paginated_read
+from apps.profiles import serializers
 from apps.profiles.models import LintFinding
 from apps.profiles.selectors import entity_list, profile_detail_queryset, profile_list, write_scope_users
-from apps.profiles.serializers import (
-    EntityListFilterSerializer,
-    EntityOutputSerializer,
-    LintFindingOutputSerializer,
-    LintOutputSerializer,
-    ProfileDetailOutputSerializer,
-    ProfileFindingsOutputSerializer,
-    ProfileListFilterSerializer,
-    ProfileOutputSerializer,
-    TopicCompileInputSerializer,
-    TopicCompileOutputSerializer,
-)
 from apps.profiles.services.entities import entity_delete, profile_delete, topics_compile_request
 from apps.profiles.services.lint import profiles_lint
 
@@ -24,7 +13,11 @@ from apps.profiles.services.lint import profiles_lint
 def list_profiles(*, client, query) -> Page:
     """List compiled pages in the caller's read scopes: people's (the default) or topics' (`kind=topic`)."""
     return paginated_read(
-        client, query, filters=ProfileListFilterSerializer, select=profile_list, output=ProfileOutputSerializer
+        client,
+        query,
+        filters=serializers.ProfileListFilterSerializer,
+        select=profile_list,
+        output=serializers.ProfileOutputSerializer,
     )
 
 
@@ -36,7 +29,7 @@ def _profile(client, profile_id: str):
 @operation()
 def get_profile(*, client, profile_id: str) -> dict:
     """Read a profile with its revisions and the sources each cites."""
-    return ProfileDetailOutputSerializer(_profile(client, profile_id)).data
+    return serializers.ProfileDetailOutputSerializer(_profile(client, profile_id)).data
 
 
 @operation(access=Access.WRITE)
@@ -54,10 +47,10 @@ def get_profile_findings(*, client, profile_id: str) -> dict:
     """What lint found about a profile page (stale, orphan, contradiction)."""
     profile = _profile(client, profile_id)
     findings = LintFinding.objects.filter(profile=profile).order_by("status", "-created_at", "id")
-    return ProfileFindingsOutputSerializer(
+    return serializers.ProfileFindingsOutputSerializer(
         {
             "profile_id": profile.pk,
-            "findings": LintFindingOutputSerializer(findings, many=True).data,
+            "findings": serializers.LintFindingOutputSerializer(findings, many=True).data,
         }
     ).data
 
@@ -65,9 +58,9 @@ def get_profile_findings(*, client, profile_id: str) -> dict:
 @operation()
 def list_entities(*, client, query) -> Page:
     """List one user's entities and their co-occurrence edges."""
-    filters = validated(EntityListFilterSerializer, query)
+    filters = validated(serializers.EntityListFilterSerializer, query)
     entities = entity_list(reader=client.reader, filters=filters)
-    return paginate(entities, filters=filters, serializer_class=EntityOutputSerializer)
+    return paginate(entities, filters=filters, serializer_class=serializers.EntityOutputSerializer)
 
 
 @operation(access=Access.WRITE)
@@ -86,14 +79,14 @@ def compile_topics(*, client, data) -> dict:
     Runs in the background (202 with the task's id). GET tasks/<id>/ shows its result when done:
     the scopes compiled, users, items, topics, pages created, updated, unchanged and archived,
     items left as noise, tokens and seconds. Asking again while one waits returns that one."""
-    data = validated(TopicCompileInputSerializer, object_body(data))
+    data = validated(serializers.TopicCompileInputSerializer, object_body(data))
     end_user = None
     if data.get("user_id"):
         end_user = get_or_404(write_scope_users(client=client), user_id=data["user_id"])
     task = topics_compile_request(
         organization=client.organization, scope=client.write_scope, end_user=end_user, client=client
     )
-    return TopicCompileOutputSerializer(
+    return serializers.TopicCompileOutputSerializer(
         {
             "scope": client.write_scope,
             "user_id": end_user.user_id if end_user else None,
@@ -112,4 +105,4 @@ def lint_profile(*, client, profile_id: str) -> dict:
     other pages. Returns what this pass found and every open finding of the page."""
     profile = _profile(client, profile_id)
     require_write_access(client, profile)
-    return LintOutputSerializer(profiles_lint(profile=profile)).data
+    return serializers.LintOutputSerializer(profiles_lint(profile=profile)).data

@@ -6,16 +6,8 @@ organisation and every client allowed to manage webhooks sees all of its endpoin
 
 from apps.core.operations import Access, check_ids, get_or_404, object_body, operation, validated
 from apps.core.pagination import Page, paginate
+from apps.webhooks import serializers
 from apps.webhooks.selectors import delivery_list, endpoint_list
-from apps.webhooks.serializers import (
-    DeliveryListFilterSerializer,
-    DeliveryOutputSerializer,
-    WebhookCreatedOutputSerializer,
-    WebhookCreateInputSerializer,
-    WebhookListFilterSerializer,
-    WebhookOutputSerializer,
-    WebhookPatchInputSerializer,
-)
 from apps.webhooks.services import endpoint_create, endpoint_delete, endpoint_send_test, endpoint_update
 
 
@@ -27,11 +19,11 @@ def _endpoint(client, webhook_id: str):
 @operation(access=Access.WEBHOOKS)
 def list_webhooks(*, client, query) -> Page:
     """List the organisation's webhook endpoints (never their secrets)."""
-    filters = validated(WebhookListFilterSerializer, query)
+    filters = validated(serializers.WebhookListFilterSerializer, query)
     endpoints = endpoint_list(organization_id=client.organization_id)
     if "active" in filters:
         endpoints = endpoints.filter(active=filters["active"])
-    return paginate(endpoints, filters=filters, serializer_class=WebhookOutputSerializer)
+    return paginate(endpoints, filters=filters, serializer_class=serializers.WebhookOutputSerializer)
 
 
 @operation(access=Access.WEBHOOKS)
@@ -40,15 +32,17 @@ def create_webhook(*, client, data) -> dict:
 
     The answer carries the endpoint's signing secret, shown this once: every delivery is signed with
     it (Standard Webhooks `webhook-signature`)."""
-    data = validated(WebhookCreateInputSerializer, data)
+    data = validated(serializers.WebhookCreateInputSerializer, data)
     endpoint, secret = endpoint_create(organization=client.organization, registered_by=client, **data)
-    return WebhookCreatedOutputSerializer({**WebhookOutputSerializer(endpoint).data, "secret": secret}).data
+    return serializers.WebhookCreatedOutputSerializer(
+        {**serializers.WebhookOutputSerializer(endpoint).data, "secret": secret}
+    ).data
 
 
 @operation(access=Access.WEBHOOKS)
 def get_webhook(*, client, webhook_id: str) -> dict:
     """Read an endpoint: its events, whether it is active, its failures in a row and why it was disabled."""
-    return WebhookOutputSerializer(_endpoint(client, webhook_id)).data
+    return serializers.WebhookOutputSerializer(_endpoint(client, webhook_id)).data
 
 
 @operation(access=Access.WEBHOOKS)
@@ -56,8 +50,10 @@ def update_webhook(*, client, webhook_id: str, data) -> dict:
     """Change an endpoint's URL, events, content opt-in or description, or switch it off and on.
 
     Switching a disabled endpoint back on (`active: true`) resets its failures in a row."""
-    data = validated(WebhookPatchInputSerializer, object_body(data))
-    return WebhookOutputSerializer(endpoint_update(endpoint=_endpoint(client, webhook_id), changes=data)).data
+    data = validated(serializers.WebhookPatchInputSerializer, object_body(data))
+    return serializers.WebhookOutputSerializer(
+        endpoint_update(endpoint=_endpoint(client, webhook_id), changes=data)
+    ).data
 
 
 @operation(access=Access.WEBHOOKS)
@@ -70,11 +66,11 @@ def delete_webhook(*, client, webhook_id: str) -> None:
 def list_webhook_deliveries(*, client, webhook_id: str, query) -> Page:
     """List an endpoint's deliveries, newest first: payload, attempts, status and last error."""
     endpoint = _endpoint(client, webhook_id)
-    filters = validated(DeliveryListFilterSerializer, query)
+    filters = validated(serializers.DeliveryListFilterSerializer, query)
     deliveries = delivery_list(endpoint=endpoint)
     if "status" in filters:
         deliveries = deliveries.filter(status=filters["status"])
-    return paginate(deliveries, filters=filters, serializer_class=DeliveryOutputSerializer)
+    return paginate(deliveries, filters=filters, serializer_class=serializers.DeliveryOutputSerializer)
 
 
 @operation(access=Access.WEBHOOKS)
@@ -82,4 +78,4 @@ def test_webhook(*, client, webhook_id: str) -> dict:
     """Send the endpoint a `webhook.test` event (signed and retried like any other).
 
     Answers 202 with the delivery; follow it in GET webhooks/<id>/deliveries."""
-    return DeliveryOutputSerializer(endpoint_send_test(endpoint=_endpoint(client, webhook_id))).data
+    return serializers.DeliveryOutputSerializer(endpoint_send_test(endpoint=_endpoint(client, webhook_id))).data
