@@ -10,6 +10,7 @@ from django.db import connection
 
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import enqueue
+from apps.pipeline.services.execution import BATCH_HOLD_SECONDS
 from tests.harness.processes import CeleryWorker, wait_for
 from tests.pipeline.fault_handlers import EFFECTS_TABLE, RUNS_TABLE, SLOW_SIDE_EFFECT
 
@@ -51,8 +52,14 @@ def test_two_workers_with_their_own_data_dirs_run_every_task_exactly_once(broker
             )
             workers.append(worker.start(timeout=60))
 
+        # Learning-class work, which every process may run at once (compile-class work is capped at
+        # TASK_COMPILE_MAX_RUNNING processes, one by default: all 60 tasks ran in one process then).
+        # Each task outlasts the drain's hold on a claimed batch (BATCH_HOLD_SECONDS), so a process
+        # claims one at a time and the four share the queue.
+        payload = {"first_attempt_sleep": BATCH_HOLD_SECONDS + 0.05}
         tasks = [
-            enqueue(SLOW_SIDE_EFFECT, {"first_attempt_sleep": 0.05}, organization=organization) for _ in range(TASKS)
+            enqueue(SLOW_SIDE_EFFECT, payload, organization=organization, priority=MemoryTask.Priority.LEARN)
+            for _ in range(TASKS)
         ]
         ids = [task.pk for task in tasks]
 
