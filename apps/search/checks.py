@@ -1,6 +1,5 @@
-"""`manage.py check` (and every start) refuses a cross-encoder without its model files and warns when
-query decomposition has no LLM or stored vectors were made by another embedding model. The choices
-and ranges themselves are in memory_platform.checks."""
+"""System checks of search: a cross-encoder's model files, decomposition without an LLM, vectors of
+another embedding model (choices and ranges: memory_platform.checks)."""
 
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register

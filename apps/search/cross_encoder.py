@@ -1,10 +1,5 @@
-"""The cross-encoder reranker: a (question, item) relevance model on CPU with ONNX Runtime.
-
-The operator supplies the model (RERANKER_MODEL_PATH): a directory holding `model.onnx` and its
-`tokenizer.json`, as a Hugging Face cross-encoder exported to ONNX ships them (e.g. an MS MARCO
-MiniLM cross-encoder), or the path of the `.onnx` file with `tokenizer.json` beside it. Nothing
-is downloaded: a missing file is a configuration error (`manage.py check` reports it).
-"""
+"""The cross-encoder reranker: an operator-supplied ONNX (question, item) model and its tokenizer.json
+at RERANKER_MODEL_PATH, run on CPU; nothing is downloaded (`manage.py check` reports a missing file)."""
 
 from functools import lru_cache
 from pathlib import Path

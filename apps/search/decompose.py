@@ -1,13 +1,5 @@
-"""Query decomposition: a question that needs several facts becomes several searches.
-
-"What books has Tim read?" is answered by turns from many sessions, each naming one book; no
-single ranking of the question puts them all near the top. With QUERY_DECOMPOSER=llm and an
-LLM configured, the configured OpenAI-compatible endpoint turns the question into at most
-QUERY_DECOMPOSE_MAX standalone search queries; the engine searches each (and the question
-itself), fuses the rankings and reranks the fusion against the question. A model that fails
-or answers nothing usable leaves the plain search, and the response says nothing was
-decomposed.
-"""
+"""Query decomposition (QUERY_DECOMPOSER=llm): a question needing several facts ("what books has Tim
+read?") becomes up to QUERY_DECOMPOSE_MAX searches; a model that fails leaves the plain search."""
 
 import logging
 from typing import Annotated
@@ -66,12 +58,7 @@ def decompose(query: str, *, reader) -> list[str] | None:
         # Only short plain strings that differ from the question and each other become searches:
         # the model may split the question, not inject anything else into the engine.
         text = " ".join(item.replace("\x00", " ").split())[:SUBQUERY_MAX_CHARS]
-        if text_problem(text):
-            continue  # a lone surrogate cannot reach the database
-        if (
-            text
-            and text.casefold() != query.strip().casefold()
-            and text.casefold() not in {q.casefold() for q in cleaned}
-        ):
+        seen = {query.strip().casefold(), *(q.casefold() for q in cleaned)}
+        if text and not text_problem(text) and text.casefold() not in seen:  # text_problem: a lone surrogate
             cleaned.append(text)
     return cleaned[: settings.QUERY_DECOMPOSE_MAX] or None

@@ -8,9 +8,8 @@ from apps.core.models import BaseModel
 
 
 class StagedEmbedding(BaseModel):
-    """One item's vector by `model`, computed by `reembed` before the switch. It holds no text and
-    no tenant: the rows are written into the items' own columns in one transaction once every item
-    has one, then deleted."""
+    """One item's vector by `model`, staged by `reembed` (no text, no tenant) until the switch writes it
+    into the item and deletes it."""
 
     memory_type = models.CharField(max_length=32)
     item_id = models.UUIDField()

@@ -1,9 +1,5 @@
-"""Memory types the search engine can search. Each app registers its own in AppConfig.ready().
-
-The engine builds its SQL from these descriptions, so every type gets the same four methods, and
-what a reader sees of a type is the owning app's own rule (`visible`, the condition its selectors
-filter by), compiled into the SQL of every method.
-"""
+"""Memory types the search engine can search, each registered by its own app in AppConfig.ready();
+the engine builds every method's SQL from these descriptions."""
 
 import functools
 from collections.abc import Callable
@@ -26,11 +22,8 @@ class SearchSource:
     # fields of it a search hit carries besides `id`, `memory_type` and `score`.
     output: type
     item_fields: tuple[str, ...]
-    # What a reader sees of the type: `visible(reader, user_id)` is a Q over the model (own columns
-    # and subqueries, no joins) from the owning app, the one its selectors filter by: organisation
-    # and read scopes, and whatever else hides a row there (a pending delete, a soft delete, the
-    # trust between users of a scope). `user_id` is the search's (None: no user named); most rules
-    # ignore it. The engine compiles it into the SQL of every method (apps.search.engine.scoping).
+    # What a reader sees: `visible(reader, user_id)`, the Q (own columns and subqueries, no joins) the
+    # owning app's selectors filter by, pending deletes included; `user_id` is the search's (or None).
     visible: Callable[..., Q]
     # Which of the visible items a search serves (e.g. only active skills), over the model.
     served: Q = field(default_factory=Q)
@@ -39,31 +32,26 @@ class SearchSource:
     search_vector_column: str = "search_vector"
     embedding_column: str = "embedding"
     time_column: str = "created_at"
-    # What a time window in the question ("last May", "in 2022") is matched against: the column
-    # saying when the item happened, and the `date_span` column of the days its words name. A type
-    # with neither is timeless: a window does not filter it.
+    # What a time window in the question is matched against: when the item happened, and the days its
+    # words name (`date_span`). A type with neither is timeless: a window does not filter it.
     event_time_column: str | None = None
     date_span_column: str | None = None
-    # The item's owner, which a search naming a user filters by; None for a type whose `visible`
-    # rule takes the user itself (skills: one user may be served another's).
+    # The owner a search naming a user filters by; None where `visible` takes the user (skills).
     user_column: str | None = "end_user_id"
     # Column holding the conversations.Session foreign key, when the type belongs to a session.
     session_column: str | None = None
-    # The fields whose text pg_trgm searches for the fuzzy method, joined by spaces (a trigram index
-    # on exactly that expression lets it answer: see `fuzzy_expression`).
+    # The fields pg_trgm searches, joined by spaces (a trigram index on `fuzzy_expression` answers).
     fuzzy_fields: tuple[str, ...] = ("content",)
     # Select_related paths for loading the result rows.
     select_related: tuple[str, ...] = field(default_factory=tuple)
-    # The fields a reranker reads of a candidate (apps.search.rerank.candidate_of: the time column,
-    # the session column, `seq`, `role`, `name` and what `embedding_text` reads); empty: every own
-    # field. A reranked search reads only these of its candidates, and the kept hits in full.
+    # The fields `rerank.candidate_of` reads of a candidate (empty: every own field); the kept hits
+    # are then read in full.
     candidate_fields: tuple[str, ...] = ()
     # Returns how many hits of this type a search of several types keeps at most (None: no cap).
     mixed_cap: Callable[[], int | None] | None = None
     # The text an item's vector encodes (used by the `reembed` command when the model changes).
     embedding_text: Callable | None = None
-    # Field values selecting this type's rows of a table other types share (profile and topic pages):
-    # what `reembed` stages and switches for the type, as (field, value) pairs (the source is hashable).
+    # (field, value) pairs selecting this type's rows of a shared table (profile and topic pages).
     rows: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -94,8 +82,8 @@ class SearchSource:
         return list(self.item_serializer()._readable_fields)
 
     def to_item(self, instance) -> dict:
-        """One row's item fields, as its search hits carry them: each by its field of the type's
-        output, but date-times in Python's ISO form (`+00:00`), as hits have always had them."""
+        """One row's item fields, each by the type's output field, but date-times in Python's ISO form
+        (`+00:00`), as hits have always had them."""
         item = {}
         for shown in self._item_fields:
             try:

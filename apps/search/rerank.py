@@ -1,11 +1,7 @@
-"""The rerank stage: the best RERANK_CANDIDATES fused hits of a search, reordered by a second signal.
+"""The rerank stage: the best RERANK_CANDIDATES fused hits reordered by RERANKER (none, context,
+cross-encoder or llm); a reranker that fails leaves the fused order."""
 
-One interface, `rerank(query, hits)`, behind `RERANKER`: `none` (the fused order), `context`
-(feature-based, no model), `cross-encoder` (an operator-supplied model file, see
-apps.search.cross_encoder) and `llm` (the configured OpenAI-compatible endpoint). A reranker
-that fails leaves the fused order and the response says nothing was reranked.
-"""
-
+import calendar
 import logging
 import re
 from collections import defaultdict
@@ -51,44 +47,21 @@ def candidate_of(hit) -> Candidate:
     )
 
 
-# Context reranker ------------------------------------------------------------------------------
-#
-# A turn that answers a question rarely stands alone: the turns around it and the rest of its
-# session often match the question too (the question names a topic; the answer says "yes, last
-# week"). The context score adds to each candidate's fused score (scaled so the best is 1) the
-# best fused score among its neighbouring turns and how strongly its session matches as a whole,
-# a bonus when the question names the turn's speaker ("what did Caroline…": her own turns hold
-# the answer more often than what others said of her), and one when the question names the
-# month or year the session happened in. The weights
-# were tuned on the LOCOMO dev set (bench/locomo.py), the only labelled data here: see the README
-# for the figures and the caveat.
+# Context reranker: an answering turn rarely stands alone, so each candidate's fused score (best = 1)
+# gains its neighbouring turns' best, its session's total, a bonus when the question names its
+# speaker and one when it names the session's month or year. Weights tuned on LOCOMO dev (bench/).
 CONTEXT_NEIGHBOUR_WEIGHT = 0.3
 CONTEXT_NEIGHBOUR_DISTANCE = 2
 CONTEXT_SESSION_WEIGHT = 0.2
 CONTEXT_SPEAKER_WEIGHT = 0.15
 CONTEXT_DATE_WEIGHT = 0.3
 
+# English names and abbreviations (the process keeps the C locale for LC_TIME), and "sept".
 _MONTHS = {
-    name: number
-    for number, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
+    name.lower(): number
+    for number in range(1, 13)
+    for name in (calendar.month_name[number], calendar.month_abbr[number])
+} | {"sept": 9}
 _WORD = re.compile(r"[a-z]+|\d{4}")
 _NAME_WORD = re.compile(r"\w{3,}")
 
@@ -109,11 +82,7 @@ def _date_match(candidate: Candidate, months: set[int], years: set[int]) -> floa
     when = candidate.occurred_at
     if when is None or not (months or years):
         return 0.0
-    if months and when.month not in months:
-        return 0.0
-    if years and when.year not in years:
-        return 0.0
-    return 1.0
+    return float((not months or when.month in months) and (not years or when.year in years))
 
 
 def _names_speaker(query_words: set[str], candidate: Candidate) -> float:

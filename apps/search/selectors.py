@@ -18,11 +18,8 @@ _MODELS_SQL = """
 
 
 def foreign_embedding_models() -> dict[str, list[str]]:
-    """Per memory type, the models other than the configured one that made stored vectors.
-
-    Searches rank by distance only the vectors of the query's model, so items embedded by another
-    model are found by keywords alone until `manage.py reembed` moves them.
-    """
+    """Per memory type, the models other than the configured one that made stored vectors (their items
+    are found by keywords alone until `manage.py reembed` moves them)."""
     configured = embedding_model_name()
     found = {}
     with connection.cursor() as cursor:

@@ -1,12 +1,5 @@
-"""Writes of the search app: moving stored items to another embedding model (`reembed`).
-
-Searches rank by distance only the vectors of the query's model (apps.search.engine), so a
-move never mixes two models. It runs in two steps so the current vectors keep serving until
-the new ones are complete: `source_stage` embeds, with the configured (new) model, every item
-whose vector another model made, into StagedEmbedding rows (resumable: an item already staged
-with its current text is not embedded again); `stage_swap` then writes every staged vector
-into its item in one transaction and deletes the staged rows.
-"""
+"""Moving stored items to another embedding model (`reembed`) in two steps, so the current vectors
+serve until the new ones are complete: `source_stage` embeds into StagedEmbedding, `stage_swap` switches."""
 
 import hashlib
 from collections.abc import Iterator
@@ -23,11 +16,8 @@ def _text_hash(text: str) -> str:
 
 
 def source_stage(*, source: SearchSource, batch_size: int = 256) -> Iterator[tuple[int, int, int]]:
-    """Stages a vector by the configured model for every item of a type that another model embedded.
-
-    Yields (done, total, embedded) after each batch, for a progress bar; safe to interrupt and
-    run again.
-    """
+    """Stages a vector by the configured model for every item of a type another model embedded, yielding
+    (done, total, embedded) per batch; resumable (an item staged with its current text is skipped)."""
     model = embedding_model_name()
     stale = (
         source.model.objects.filter(**dict(source.rows))
@@ -36,15 +26,8 @@ def source_stage(*, source: SearchSource, batch_size: int = 256) -> Iterator[tup
     )
     total = stale.count()
     done = embedded = 0
-    last_pk = None
-    while True:
-        page = stale.order_by("pk")
-        if last_pk is not None:
-            page = page.filter(pk__gt=last_pk)
-        batch = list(page[:batch_size])
-        if not batch:
-            break
-        last_pk = batch[-1].pk
+    batch = list(stale.order_by("pk")[:batch_size])
+    while batch:
         texts = {item.pk: source.embedding_text(item) for item in batch}
         staged = dict(
             StagedEmbedding.objects.filter(
@@ -72,13 +55,13 @@ def source_stage(*, source: SearchSource, batch_size: int = 256) -> Iterator[tup
         done += len(batch)
         embedded += len(missing)
         yield done, max(total, done), embedded
+        batch = list(stale.filter(pk__gt=batch[-1].pk).order_by("pk")[:batch_size])
 
 
 @transaction.atomic
 def stage_swap(*, sources: list[SearchSource]) -> dict[str, int]:
-    """Writes the staged vectors of the configured model into their items, all types in one
-    transaction, and deletes the staged rows of that model for those types; returns the items
-    switched per type."""
+    """Writes the configured model's staged vectors into their items in one transaction and deletes
+    the staged rows; returns the items switched per type."""
     model = embedding_model_name()
     switched = {}
     with connection.cursor() as cursor:

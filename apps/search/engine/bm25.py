@@ -5,14 +5,12 @@ from apps.search.registry import SearchSource
 
 # A query term in more than this share of a large corpus is not used to find keyword matches.
 COMMON_TERM_SHARE = 0.5
-# Through the indexes, each query term brings at most this many matches to score (and the items
-# with every term as many again): below it BM25 is exact, above it the term is common enough
-# that its IDF is low and its document frequency is estimated from the planner's statistics.
+# Through the indexes, each term brings at most this many matches (and all terms as many again): below
+# it BM25 is exact; above, the IDF is low and the document frequency comes from the planner's statistics.
 TERM_MATCHES_CAP = 300
 BM25_K1 = 1.2
 BM25_B = 0.75
-# How much an occurrence in a lower-weighted part of a document counts; A and the
-# unlabelled default D count 1.
+# An occurrence in a lower-weighted part of a document (A and the default D count 1).
 WEIGHT_B = 0.5
 WEIGHT_C = 0.25
 
@@ -25,15 +23,9 @@ _QUOTED_LEXEME = (
 def keyword_ctes(
     source: SearchSource, where: str, where_params: list, query: str, limit: int, stats, *, database: str
 ) -> tuple[str, list]:
-    """CTEs ending in `keyword(id, score)`: Okapi BM25 computed in SQL from the stored tsvectors.
-
-    Term frequency counts each lexeme's positions, weighted by their label (A or unlabelled:
-    the item itself; B, C: context such as neighbouring turns); document frequency comes from
-    the matching items that pass the same filters. With `stats` None the corpus is the
-    `visible` CTE, counted in the same statement; otherwise the GIN index finds the matches
-    and `stats` (`corpus_stats`) gives the corpus size and average length. Either way the
-    statistics are those of the corpus the caller can see.
-    """
+    """CTEs ending in `keyword(id, score)`: term frequency weighted by label (B, C: context such as
+    neighbouring turns), statistics of the corpus the caller sees: the `visible` CTE when `stats` is
+    None, else the GIN index finds the matches and `stats` (`corpus_stats`) sizes the corpus."""
     common: list[str] = []
     if stats is None:
         corpus_sql, corpus_params = (
@@ -45,16 +37,13 @@ def keyword_ctes(
         matches_params, df_params = [], []
     else:
         vector, table = source.search_vector_column, source.table
-        # Through the GIN index, a term found in most items would make every one of them a
-        # match to score, for almost nothing: its IDF is below ln 2. Such terms are left out
+        # A term in most items would make each a match to score for an IDF below ln 2: left out
         # while the query has another one.
         elements, shares = lexeme_shares(source, database=database)
         common = sorted(element for element, share in zip(elements, shares) if share > COMMON_TERM_SHARE)
         corpus_sql, corpus_params = "SELECT %s::float AS n, %s::float AS avgdl", list(stats)
-        # The matches scored are each term's first TERM_MATCHES_CAP items and as many items with
-        # every term, so the work is bounded whatever the corpus size. A term with fewer matches
-        # brings them all and its document frequency is counted; a term at the cap is found in
-        # at least that many items, and its share in the planner's statistics estimates how many.
+        # Bounded work whatever the corpus size: a term at the cap has its document frequency
+        # estimated from its share in the planner's statistics; below it, counted.
         matches_sql = f"""
             term_matches AS MATERIALIZED (
                 SELECT terms.lexeme, found.id, found.doc FROM terms, LATERAL (

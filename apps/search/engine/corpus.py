@@ -1,6 +1,5 @@
-"""What the engine knows about the corpus a caller sees: whether it is small enough to read whole
-(the scan plan), its size and average length (BM25 through the indexes), the table's most common
-lexemes, each kept a few minutes per filter set."""
+"""What the engine knows of the corpus a caller sees (small enough to scan? its size and average
+length, the table's common lexemes), each kept a few minutes per filter set."""
 
 import hashlib
 
@@ -19,14 +18,8 @@ def cache_key(kind: str, source: SearchSource, where: str, where_params: list) -
 
 
 def cached(kind: str, source: SearchSource, where: str, where_params: list, compute):
-    """A figure about the visible corpus, kept for CORPUS_STATS_SECONDS per filter set: such figures
-    move slowly, and counting them on every query would cost more than the query."""
-    key = cache_key(kind, source, where, where_params)
-    value = cache.get(key)
-    if value is None:
-        value = compute()
-        cache.set(key, value, CORPUS_STATS_SECONDS)
-    return value
+    """A slow-moving figure about the visible corpus (counting it per query would cost more than the query)."""
+    return cache.get_or_set(cache_key(kind, source, where, where_params), compute, CORPUS_STATS_SECONDS)
 
 
 def owned(source: SearchSource, filters: dict) -> bool:
@@ -38,19 +31,10 @@ def owned(source: SearchSource, filters: dict) -> bool:
 def scans(
     source: SearchSource, where: str, where_params: list, owned: bool, *, database: str = DEFAULT_DB_ALIAS
 ) -> bool:
-    """Whether the caller sees few enough items (SEARCH_SCAN_MAX_ROWS) to read them all once.
-
-    One user's items are a few hundred or thousand rows: reading them through the
-    owner's index and scoring them exactly costs far less than walking the
-    GIN posting lists and the HNSW graph of the whole table, so the latency follows the size of
-    what the caller sees, not the size of the table. Exact ranking also keeps a small tenant
-    from losing its rows in a large shared HNSW graph, where a filtered approximate scan can
-    miss them altogether.
-
-    Owned items are scanned without counting them first: the scan reports how many it read
-    (`visible_rows`), and `note_large_owner` remembers an owner with more than the limit, whose
-    next searches use the indexes. A scope is counted (up to the limit) and the count cached.
-    """
+    """Whether the caller sees few enough items (SEARCH_SCAN_MAX_ROWS) to read them all: latency then
+    follows what the caller sees, not the table, and a small tenant's rows cannot be lost in a large
+    shared HNSW graph. Owned items are scanned uncounted (`note_large_owner` learns from the scan); a
+    scope is counted up to the limit, cached."""
     cap = settings.SEARCH_SCAN_MAX_ROWS
     if owned:
         return not cache.get(cache_key(f"large:{cap}", source, where, where_params))

@@ -14,8 +14,7 @@ RRF_SEMANTIC_WEIGHT = 1.0
 
 
 def rrf_scores(rankings, *, key) -> dict:
-    """Reciprocal-rank fusion of several rankings: {key(item): (its first item, the sum of
-    1 / (RRF_K + rank) over the rankings holding it)}, in the order keys were first seen."""
+    """{key(item): (its first item, sum of 1 / (RRF_K + rank) over the rankings)}, keys in first-seen order."""
     fused: dict = {}
     for ranking in rankings:
         for rank, item in enumerate(ranking, start=1):
@@ -25,17 +24,15 @@ def rrf_scores(rankings, *, key) -> dict:
 
 
 def fused(rankings: list[list[Hit]]) -> list[Hit]:
-    """The rankings of several queries (the question and its parts) fused: an item found by several
-    of them, or near the top of one, comes first."""
+    """The rankings of several queries (the question and its parts) fused by reciprocal rank."""
     scores = rrf_scores(rankings, key=lambda hit: (hit.source.memory_type, hit.instance.pk))
     order = sorted(scores.values(), key=lambda pair: -pair[1])  # stable: ties keep the question's own order
     return capped([Hit(source=hit.source, instance=hit.instance, score=score) for hit, score in order])
 
 
 def capped(hits: list[Hit]) -> list[Hit]:
-    """Ranked among other types, a type with a `mixed_cap` keeps only its best that many hits (a page
-    summarising a person matches every question naming them, and rank 1 of a user's few pages
-    scores as high as rank 1 of their thousands of turns)."""
+    """Among other types, a type with a `mixed_cap` keeps its best that many hits (rank 1 of a user's
+    few pages scores as high as rank 1 of their thousands of turns)."""
     if len({hit.source.memory_type for hit in hits}) < 2:
         return hits  # a search of one type keeps every hit
     caps = {hit.source.memory_type: hit.source.mixed_cap() for hit in hits if hit.source.mixed_cap}

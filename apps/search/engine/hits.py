@@ -15,9 +15,8 @@ class Hit:
 
 @dataclass(frozen=True)
 class QueryVector:
-    """The query's vector (a pgvector literal) and the model that made it: only items embedded by
-    the same model are ranked by distance, so a change of model (see `reembed`) never compares
-    vectors of two models; until an item is re-embedded, keywords alone find it."""
+    """The query's vector (a pgvector literal) and its model: only items embedded by the same model are
+    ranked by distance (until `reembed` reaches an item, keywords alone find it)."""
 
     literal: str
     model: str
@@ -28,9 +27,8 @@ TIME_WINDOW_MODES = ("filter", "boost", "off")
 
 @dataclass(frozen=True)
 class TimeWindow:
-    """The days a question asks about, the words that said so, and what the search did with them:
-    `filter` (only items of those days, or naming them; timeless types unfiltered) or `boost` (those
-    items fused in as a second ranking, so they rise)."""
+    """The days a question asks about, the words that said so, and the mode: `filter` (only items of or
+    naming those days; timeless types unfiltered) or `boost` (those fused in as a second ranking)."""
 
     expression: str
     start: date
@@ -38,18 +36,12 @@ class TimeWindow:
     mode: str
 
     def as_dict(self) -> dict:
-        return {
-            "expression": self.expression,
-            "start": self.start.isoformat(),
-            "end": self.end.isoformat(),
-            "mode": self.mode,
-        }
+        return {**vars(self), "start": self.start.isoformat(), "end": self.end.isoformat()}
 
 
 class Hits(list):
-    """The hits of a search, best first, the reranker that ordered them (None: the fused order),
-    the sub-queries searched beside the question (None: the question alone) and the time window
-    the question named (None: none, or windows are off)."""
+    """The hits of a search, best first, with the reranker that ordered them, the sub-queries searched
+    beside the question and the time window it named (each None when there was none)."""
 
     def __init__(
         self,

@@ -44,9 +44,8 @@ def _merged(
     type_limits: dict | None = None,
     candidate_rows: bool = False,
 ) -> list[Hit]:
-    """The best `limit` items of each memory type (or `type_limits[type]`, when lower) for one
-    query, merged: best first with a query, newest first without. With `candidate_rows`, each item
-    holds only what a reranker reads (`completed` reads the rest)."""
+    """The best `limit` items of each memory type (or `type_limits[type]`, when lower) for one query,
+    merged: best first with a query, newest first without; `candidate_rows`: see `row_layout`."""
     sources = [SOURCES[memory_type] for memory_type in memory_types or list(SOURCES)]
     statements = [
         search_sql(
@@ -68,10 +67,8 @@ def _merged(
         )
     ]
     if not (query or "").strip():
-        hits.sort(key=lambda hit: getattr(hit.instance, hit.source.time_column), reverse=True)
-        return hits
-    hits.sort(key=lambda hit: hit.score, reverse=True)
-    return capped(hits)
+        return sorted(hits, key=lambda hit: getattr(hit.instance, hit.source.time_column), reverse=True)
+    return capped(sorted(hits, key=lambda hit: hit.score, reverse=True))
 
 
 def search(
@@ -88,19 +85,10 @@ def search(
     now: datetime | None = None,
     type_limits: dict | None = None,
 ) -> Hits:
-    """Searches several memory types and merges them, best first, up to `limit` results.
-
-    `type_limits` ({memory_type: n}) reads at most n candidates of a type, for a caller that
-    keeps no more of it than that.
-
-    With a query naming a time ("last May", "in 2022", resolved against `now`, default the present)
-    and `time_window` (default SEARCH_TIME_WINDOW) other than `off`, the window filters the items
-    or boosts those within it (TimeWindow). With a query and a decomposer (`decomposer`, default
-    QUERY_DECOMPOSER) other than `none`, each sub-query it proposes is searched too and the
-    rankings are fused. With a query and a reranker (`reranker`, default RERANKER) other than
-    `none`, the best max(limit, RERANK_CANDIDATES) hits are reordered by it, against the question,
-    before the cut.
-    """
+    """Searches several memory types and merges them, best first, up to `limit` results (at most
+    `type_limits[type]` of a type). A time the query names ("last May", against `now`) filters or
+    boosts by `time_window`; a `decomposer`'s sub-queries are searched and fused; a `reranker`
+    reorders the best max(limit, RERANK_CANDIDATES) before the cut. Defaults from settings."""
     reranker = settings.RERANKER if reranker is None else reranker
     decomposer = settings.QUERY_DECOMPOSER if decomposer is None else decomposer
     ranked = bool((query or "").strip())
@@ -134,7 +122,6 @@ def search(
 def _time_window(query: str, *, mode: str, now: datetime | None) -> TimeWindow | None:
     if mode == "off" or not (query or "").strip():
         return None
-    resolved = query_window(query, timezone.localtime(now or timezone.now()))
-    if resolved is None:
+    if (resolved := query_window(query, timezone.localtime(now or timezone.now()))) is None:
         return None
     return TimeWindow(expression=resolved.expression, start=resolved.start, end=resolved.end, mode=mode)

@@ -1,6 +1,5 @@
-"""The candidate SQL of one memory type: `SELECT id, score, visible_rows` of its best items by the
-method asked for (bm25, embedding, hybrid, fuzzy; the most recent without a query), over the
-visible items the scoping clause selects."""
+"""The candidate SQL of one memory type: `SELECT id, score, visible_rows` of its best visible items by
+the method asked for (bm25, embedding, hybrid, fuzzy; the most recent without a query)."""
 
 import functools
 
@@ -20,13 +19,8 @@ from apps.tenancy.readers import Reader
 def nearest_sql(
     source: SearchSource, where: str, where_params: list, vector: QueryVector, limit: int, scan: bool
 ) -> tuple[str, list]:
-    """`SELECT id, score, visible_rows` of the nearest items by cosine distance, among the vectors
-    of the query's model.
-
-    A scan computes every visible distance (`+ 0` keeps the planner off the approximate index).
-    Otherwise the HNSW index answers, with pgvector's iterative scans so filters still leave
-    `limit` rows.
-    """
+    """The nearest items by cosine distance among vectors of the query's model: a scan computes every
+    visible distance (`+ 0` keeps the planner off the HNSW index, which answers otherwise)."""
     table, column = source.table, source.embedding_column
     order = f"(t.{column} <=> %s::vector) + 0" if scan else f"t.{column} <=> %s::vector"
     # A scan also counts what it read (the window runs before the LIMIT).
@@ -42,10 +36,8 @@ def embedding_sql(source, where, where_params, vector: QueryVector, limit: int, 
     # An approximate scan over-fetches and the exact distances re-rank: with relaxed ordering
     # the first rows a filtered HNSW scan finds are not always the nearest.
     nearest, params = nearest_sql(source, where, where_params, vector, limit if scan else max(limit * 3, 50), scan)
-    return f"SELECT id, score, visible_rows FROM ({nearest}) nearest ORDER BY score DESC, id LIMIT %s", [
-        *params,
-        limit,
-    ]
+    sql = f"SELECT id, score, visible_rows FROM ({nearest}) nearest ORDER BY score DESC, id LIMIT %s"
+    return sql, [*params, limit]
 
 
 def hybrid_sql(source, where, where_params, query, vector, limit, scan: bool, *, database: str) -> tuple[str, list]:
@@ -109,8 +101,7 @@ def query_vector(query: str) -> QueryVector:
 
 @functools.lru_cache(maxsize=256)
 def _embedded_query(query: str, model: str) -> QueryVector:
-    """A query's vector, kept for the next search of the same words by the same model (a boosted
-    search, each memory type of a search and the rerank stage ask for it again)."""
+    """A query's vector, kept: each memory type of a search, a boosted search and the reranker ask again."""
     vector = embed_query(query)
     return QueryVector(literal="[" + ",".join(f"{value:.7g}" for value in vector) + "]", model=model)
 

@@ -1,5 +1,5 @@
-"""From SQL to hits: the statement reading a type's ranking with its result rows, the columns those
-rows carry, several statements in one round trip, and model instances built from the rows."""
+"""From SQL to hits: a type's ranking and result rows in one statement, several statements in one
+round trip, and model instances built from the rows."""
 
 import functools
 import hashlib
@@ -32,9 +32,8 @@ def search_sql(
     filters: dict,
     candidate_rows: bool = False,
 ) -> tuple[str, list]:
-    """The one statement answering a search of one memory type: the ranking, and the result rows
-    (or, with `candidate_rows`, the candidate rows of `row_layout`) read in the same round trip.
-    Rows: score, the number of items a scan read (or NULL), then the columns, best first."""
+    """The statement answering a search of one memory type: rows of score, the items a scan read (or
+    NULL) and the `row_layout` columns, best first."""
     ranking, params = ranking_sql(source, reader=reader, query=query, method=method, limit=limit, filters=filters)
     columns, joins, _ = row_layout(source, candidate_rows)
     sql = f"""
@@ -47,13 +46,9 @@ def search_sql(
 
 @functools.cache
 def row_layout(source: SearchSource, candidate_rows: bool = False) -> tuple[list[str], str, list[tuple]]:
-    """The columns a result row carries: the item's own (but its vector and tsvector, which no
-    result shows and which cost more to parse than the search) and those of its select_related
-    objects, as (select list, joins, [(relation name or None, model, fields)]).
-
-    A candidate row (`candidate_rows`) carries only what a reranker reads (the source's
-    `candidate_fields`, or else every own column) and no related rows: the hits kept after the
-    rerank are then read in full by `completed`, so a search of 50 candidates parses 10 full rows."""
+    """(select list, joins, [(relation name or None, model, fields)]) of a result row: the item's
+    columns but its vector and tsvector (costlier to parse than the search) and its select_related
+    objects'. A candidate row holds only `candidate_fields`; `completed` reads the kept hits in full."""
     skipped = {source.embedding_column, source.search_vector_column}
     own = [f for f in source.model._meta.concrete_fields if f.column not in skipped]
     if candidate_rows and source.candidate_fields:
@@ -77,9 +72,8 @@ def row_layout(source: SearchSource, candidate_rows: bool = False) -> tuple[list
 
 @functools.cache
 def _loaders(source: SearchSource, candidate_rows: bool = False) -> list[tuple]:
-    """Per group of `row_layout`: the relation (None: the item itself), its model, the attnames of
-    its columns, [(position, database converters)] of those that have converters, and where its
-    primary key stands among them."""
+    """Per `row_layout` group: its relation (None: the item), model, attnames, [(position, converters)]
+    and its primary key's position."""
     _, _, groups = row_layout(source, candidate_rows)
     return [
         (
@@ -101,14 +95,9 @@ _PLACEHOLDER = re.compile(r"%(%|s)")
 
 @functools.lru_cache(maxsize=512)
 def _prepare_sql(sql: str, types: tuple[str, ...]) -> tuple[str, str, str]:
-    """A statement's name, its PREPARE (its parameters typed as the values sent for them are, the
-    `%s` placeholders numbered) and its text as a comment for the EXECUTE (so the server's activity,
-    its logs and a captured query show what ran, with placeholders, not values), escaped for the
-    client-side binding that sends them.
-
-    The types matter: an untyped parameter is inferred from its context, which may pick another
-    function than the value would (`substring(text, $1)` takes a pattern, `substring(text, 16)` a
-    position)."""
+    """A statement's name, its PREPARE and its text as a comment for the EXECUTE (so logs show what ran,
+    without values). Parameters are typed as their values: inferred from context, `substring(text,
+    $1)` would take a pattern where `substring(text, 16)` takes a position."""
     name = "search_" + hashlib.sha256(f"{types}|{sql}".encode()).hexdigest()[:24]
     numbers = iter(range(1, sql.count("%s") + 1))
     body = _PLACEHOLDER.sub(lambda match: "%" if match.group(1) == "%" else f"${next(numbers)}", sql)
@@ -117,8 +106,7 @@ def _prepare_sql(sql: str, types: tuple[str, ...]) -> tuple[str, str, str]:
 
 
 def _types(params: list, transformer: Transformer) -> tuple[str, ...]:
-    """The type of each value as client-side binding writes it (a string or a list of strings is
-    an untyped literal, `unknown`, as in the statement it replaces)."""
+    """Each value's type as client-side binding writes it (a string is `unknown`, as it was there)."""
     types = []
     for value in params:
         items = [item for item in value if item is not None] if isinstance(value, list | tuple) else None
@@ -130,14 +118,9 @@ def _types(params: list, transformer: Transformer) -> tuple[str, ...]:
 
 
 def _as_prepared(statements: list[tuple[str, list]], raw_connection, transformer: Transformer) -> tuple[str, list, set]:
-    """The batch sending `statements` as prepared statements run with their generic plan.
-
-    PostgreSQL planned a search's statement afresh each time, for longer than it ran (1.0-1.4 ms of
-    planning against 0.7 ms of execution for a user's 50 candidates): the same statement with other
-    values is now prepared once per connection and executed with its generic plan
-    (`plan_cache_mode = force_generic_plan`, for this batch's transaction only). Which plan shape a
-    search needs (a scan of what the caller sees, or the GIN and HNSW indexes) is decided here, not
-    by the planner, so one plan per shape serves every value."""
+    """The batch sending `statements` as prepared statements run with their generic plan: planning took
+    longer than running (1.0-1.4 ms against 0.7 ms for 50 candidates), and the plan shape (scan or
+    indexes) is chosen by the engine, so one generic plan per statement serves every value."""
     known = _PREPARED.get(raw_connection)
     parts = [] if known is not None else ["DEALLOCATE ALL"]
     known = set() if known is None else known
@@ -154,14 +137,9 @@ def _as_prepared(statements: list[tuple[str, list]], raw_connection, transformer
 
 
 def result_sets(statements: list[tuple[str, list]], *, database: str = DEFAULT_DB_ALIAS) -> list[list[tuple]]:
-    """The rows of each of several statements reading result rows, sent in one round trip (a
-    search of several memory types waits for the database once, not once per type), as prepared
-    statements with their generic plan (`_as_prepared`; off with SEARCH_PREPARED_STATEMENTS=false,
-    e.g. behind a pooler that lends another server connection for each transaction).
-
-    Their timestamps are parsed by psycopg's own (compiled) loader rather than Django's, a
-    pure-Python subclass that took most of the time of reading 50 rows (3.6 ms against 0.5): the
-    same aware datetimes, in the connection's time zone, which Django sets to UTC."""
+    """The rows of several statements in one round trip, prepared (`_as_prepared`; off with
+    SEARCH_PREPARED_STATEMENTS=false, e.g. behind a transaction pooler). Timestamps go through
+    psycopg's compiled loader, not Django's pure-Python one (3.6 ms against 0.5 for 50 rows)."""
     wrapper = connections[database]
     with wrapper.cursor() as cursor:
         cursor.cursor.adapters.register_loader("timestamptz", TimestamptzLoader)
@@ -182,8 +160,7 @@ def result_sets(statements: list[tuple[str, list]], *, database: str = DEFAULT_D
 
 
 def _has_rows(cursor) -> bool:
-    """Whether the current result of a batch is rows (not a PREPARE's or a SET's status): asked of the
-    result itself, as `cursor.description` would build a column description per call."""
+    """Whether a batch's current result is rows, asked of the result (`description` builds columns)."""
     return cursor.pgresult is not None and cursor.pgresult.status == pq.ExecStatus.TUPLES_OK
 
 
@@ -191,11 +168,8 @@ _FROM_DB = Model.from_db.__func__
 
 
 def _builder(model):
-    """A function (database, attnames, values) -> instance doing what `model.from_db` does, without
-    running Model.__init__ where nothing listens to its signals: the values go into the instance's
-    __dict__ as __init__ would put them (a field not among `attnames` is deferred, as from_db leaves
-    it). __init__ assigns every concrete field one by one, which took a fifth of a search's Python
-    time for its 60 rows."""
+    """`model.from_db` without Model.__init__ (a fifth of a search's Python time for 60 rows) where
+    nothing listens to its signals: values straight into __dict__, absent fields deferred."""
     if pre_init.has_listeners(model) or post_init.has_listeners(model) or model.from_db.__func__ is not _FROM_DB:
         return model.from_db
     return functools.partial(_from_db, model)
@@ -212,10 +186,8 @@ def _from_db(model, database: str, attnames: list[str], values: list):
 def instances(
     source: SearchSource, rows, candidate_rows: bool = False, *, database: str = DEFAULT_DB_ALIAS
 ) -> list[tuple]:
-    """Model instances from `search_sql` rows, with their select_related objects attached. A related
-    row that several items share (their user, their session) is built once. A candidate row gives
-    an instance whose other fields are deferred. The instances belong to `database` (where they were
-    read), so what they load lazily is read there too."""
+    """[(instance, score)] from `search_sql` rows, related objects attached (one shared by several items
+    built once), belonging to `database` so lazy loads read there too."""
     loaders = _loaders(source, candidate_rows)
     builders = [_builder(model) for _, model, *_ in loaders]
     wrapper = connections[database]  # not the `connection` proxy, looked up on every use
@@ -249,9 +221,8 @@ def instances(
 
 
 def completed(hits: list[Hit], *, reader: Reader, user_id: str | None) -> list[Hit]:
-    """Candidate hits with their items read in full, related objects attached: a statement per
-    memory type, by primary key, in one round trip. An item deleted in between, or hidden from the
-    reader since (its session's delete accepted), is left out."""
+    """Candidate hits with their items read in full, one round trip; an item deleted or hidden from the
+    reader since (its session's delete accepted) is left out."""
     ids_by_source: dict[SearchSource, list] = {}
     for hit in hits:
         ids_by_source.setdefault(hit.source, []).append(hit.instance.pk)

@@ -1,7 +1,5 @@
-"""The WHERE clause every ranking of a memory type shares: what the reader sees of the type, by the
-owning app's own rule (SearchSource.visible, the Q its selectors filter by, compiled here into SQL
-over `t`), which of those a search serves, then the caller's filters (user, session, time, the
-question's time window). Tables and columns are named by the models, never written out."""
+"""The WHERE clause every ranking of a memory type shares: the owning app's visibility rule (the Q its
+selectors filter by) compiled to SQL over `t`, then the caller's filters; names come from the models."""
 
 import functools
 import json
@@ -20,9 +18,8 @@ from apps.tenancy.readers import Reader
 
 
 def where_sql(model, condition: Q, *, alias: str) -> tuple[str, list]:
-    """A Q over `model` as the SQL of a WHERE clause on its table aliased `alias`, with its params.
-    The condition may use the model's own columns and subqueries, not joins (the SQL it is put in
-    has no other table)."""
+    """A Q over `model` as (SQL, params) of a WHERE clause on its table aliased `alias`; it may not
+    join (the SQL it is put in has no other table)."""
     query = Query(model)
     query.add_q(condition)
     base = query.get_initial_alias()
@@ -104,18 +101,14 @@ def filters_sql(source: SearchSource, *, reader: Reader, filters: dict) -> tuple
     if clause:
         clauses.append(clause)
         params += session_params
-    if filters.get("start"):
-        clauses.append(f"t.{source.column(source.time_column)} >= %s")
-        params.append(filters["start"])
-    if filters.get("end"):
-        clauses.append(f"t.{source.column(source.time_column)} <= %s")
-        params.append(filters["end"])
-    window = filters.get("window")
-    if window:
-        clause, window_params = window_sql(source, window)
-        if clause:
-            clauses.append(clause)
-            params += window_params
+    for name, operator in (("start", ">="), ("end", "<=")):
+        if filters.get(name):
+            clauses.append(f"t.{source.column(source.time_column)} {operator} %s")
+            params.append(filters[name])
+    clause, window_params = window_sql(source, filters["window"]) if filters.get("window") else ("", [])
+    if clause:
+        clauses.append(clause)
+        params += window_params
     return " AND ".join(clauses), params
 
 
