@@ -1,5 +1,5 @@
-"""Sessions (read-only, with their transcripts) and the admin home page's card of task sessions
-awaiting distillation. Other apps add their actions on sessions through core.extensions."""
+"""Sessions in the admin (read-only, with transcripts) and the home page's card of task sessions
+awaiting distillation."""
 
 from django.contrib import admin
 from django.shortcuts import get_object_or_404

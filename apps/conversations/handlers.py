@@ -16,9 +16,7 @@ EMBED_BATCH_SIZE = 64
 
 @register_handler(EMBED_MESSAGES, priority=MemoryTask.Priority.URGENT)
 def handle_embed_messages(task) -> dict:
-    """Indexes the turns of one add: their dates (metadata and `date_span`), the neighbouring-turn
-    context for keyword search, and the embeddings. Idempotent: turns already embedded by the
-    current model are not embedded again."""
+    """Indexes the turns of one add: dates, neighbour context and embeddings (idempotent)."""
     session_id, first, last = task.payload["session"], task.payload["from_seq"], task.payload["to_seq"]
     # Under the session's lock, so a turn deleted meanwhile is not copied into a neighbour's context.
     with transaction.atomic():
@@ -31,14 +29,11 @@ def handle_embed_messages(task) -> dict:
         )
         dated = [message for message in window if first <= message.seq <= last and message_apply_dates(message)]
         changed_context = []
-        for index, message in enumerate(window):
+        by_seq = {message.seq: message for message in window}
+        for message in window:
             if not first - 1 <= message.seq <= last:
                 continue
-            previous = window[index - 1] if index > 0 and window[index - 1].seq == message.seq - 1 else None
-            following = (
-                window[index + 1] if index + 1 < len(window) and window[index + 1].seq == message.seq + 1 else None
-            )
-            context = neighbour_context(previous, following, message.metadata)
+            context = neighbour_context(by_seq.get(message.seq - 1), by_seq.get(message.seq + 1), message.metadata)
             if context != message.context:
                 message.context = context
                 changed_context.append(message)

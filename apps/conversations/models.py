@@ -121,10 +121,8 @@ class Message(BaseModel):
             ),
         ]
         indexes = [
-            # One user's turns. The user leads: its order is unrelated to the table's, so the
-            # planner reads them with a bitmap heap scan, which prefetches their scattered pages
-            # (an organisation leading looks perfectly ordered in a one-tenant table, and a plain
-            # index scan reads one page at a time: 3× slower from a cold cache at 1M turns).
+            # The user leads so the planner picks a bitmap heap scan, prefetching scattered pages (an
+            # organisation leading looks ordered in a one-tenant table: 3× slower cold at 1M turns).
             models.Index(fields=["end_user", "organization", "scope", "-occurred_at"], name="message_user_recent_idx"),
             GinIndex(fields=["content"], opclasses=["gin_trgm_ops"], name="message_content_trgm_idx"),
             *search_indexes("message"),

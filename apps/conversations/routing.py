@@ -1,6 +1,5 @@
-"""The background work a session's events route to, by session_tag. The task types and their
-idempotency keys are defined here once; the apps that do the work register handlers under these
-names and enqueue through these functions."""
+"""The background work a session's events route to, by session_tag: task types and keys defined once,
+handled by the apps that register under these names."""
 
 import logging
 
@@ -38,17 +37,15 @@ def _handled(task_type: str) -> bool:
 
 
 def _enqueue_if_handled(task_type: str, payload: dict, *, session, client=None, **options) -> MemoryTask | None:
-    """The task carries the session's organisation and scope (who may see it) and the client whose
-    request caused it, if any."""
+    """A task carrying the session's organisation and scope and the client whose request caused it."""
     if not _handled(task_type):
         return None
     return enqueue(task_type, payload, organization=session.organization, scope=session.scope, client=client, **options)
 
 
 def _enqueue_debounced(task_type: str, session, *, key: str, delay: float, client=None) -> MemoryTask | None:
-    """One pending task of this type per session, `delay` seconds out (see enqueue_debounced) while
-    the session is open and more turns may come; due at once when it is sealed, since nothing will
-    join it (a waiting one is brought forward)."""
+    """One pending task of this type per session, `delay` seconds out while it is open; due at once
+    (a waiting one brought forward) when it is sealed, since nothing will join it."""
     if not _handled(task_type):
         return None
     sealed = session.status == Session.Status.SEALED
@@ -67,9 +64,8 @@ def _enqueue_debounced(task_type: str, session, *, key: str, delay: float, clien
 
 
 def embedding_enqueue(session, *, from_seq: int, to_seq: int, client=None) -> MemoryTask | None:
-    """A conversation's turns are searched while the person talks: they are indexed before anything
-    else. A task session's turns wait behind learning: its users wait for the skill, not for its
-    tool output to be searchable (and those long turns are the costliest to embed)."""
+    """A conversation's turns are searched while the person talks: indexed first. A task session's wait
+    behind learning: its users wait for the skill, and its long tool output is costliest to embed."""
     return _enqueue_if_handled(
         EMBED_MESSAGES,
         {"session": str(session.pk), "from_seq": from_seq, "to_seq": to_seq},
@@ -90,8 +86,7 @@ def extraction_enqueue(session, *, client=None) -> MemoryTask | None:
 
 
 def projection_enqueue(session, *, client=None) -> MemoryTask | None:
-    """Entity projection reads the memories extraction learns, so it waits for extraction's debounce
-    first (and, once due, for the extraction itself: extraction_pending_until)."""
+    """Entity projection reads what extraction learns: it waits out twice extraction's debounce."""
     return _enqueue_debounced(
         PROJECT_ENTITIES,
         session,
@@ -102,8 +97,7 @@ def projection_enqueue(session, *, client=None) -> MemoryTask | None:
 
 
 def extraction_pending_until(session):
-    """When the session's memory extraction that still has work ahead of it (queued, running or
-    retrying) is due, or None when there is none."""
+    """When the session's active memory extraction is due, or None when there is none."""
     return (
         MemoryTask.objects.filter(
             task_type=EXTRACT_MEMORIES, payload__session=str(session.pk), status__in=MemoryTask.ACTIVE_STATUSES
@@ -115,9 +109,8 @@ def extraction_pending_until(session):
 
 
 def projection_pending(*, organization_id, end_user_id) -> bool:
-    """Whether an entity projection of one of the user's sessions has come due and not finished:
-    running, due, or put back to wait for its session's extraction. One still in its debounce (an
-    open session) does not count."""
+    """Whether a projection of one of the user's sessions is running, due, or waiting for its
+    extraction (not one still in its debounce)."""
     session_ids = MemoryTask.objects.filter(
         Q(status=MemoryTask.Status.RUNNING)
         | Q(status__in=MemoryTask.CLAIMABLE_STATUSES)

@@ -11,16 +11,13 @@ from apps.pipeline.models import MemoryTask
 from apps.providers.embeddings import embedding_model_name
 from apps.tenancy.readers import Reader
 
-# Visibility: what a reader sees of this app's rows, and of the rows other apps derive from them.
-# Each rule is a Q that the selectors filter by and the search engine compiles into its SQL
-# (SearchSource.visible), so the two cannot differ. A session accepted for deletion is gone from
-# its 202 on (its purge task is active), though its rows wait for the purge: so are its turns and
-# whatever the purge takes with them (provenance: what a turn of it is cited by).
+# Visibility rules: Qs the selectors filter by and the search engine compiles (SearchSource.visible),
+# so the two cannot differ. A session accepted for deletion is gone from its 202 on, with its turns
+# and what they are cited by, though the rows wait for the purge.
 
 
 def sessions_being_deleted(*, organization_id):
-    """The ids of the organisation's sessions whose purge task is active (the session's id is the
-    tail of the task's idempotency key)."""
+    """The ids of the organisation's sessions whose purge task is active (the tail of its key)."""
     return MemoryTask.objects.filter(
         organization_id=organization_id, task_type=DELETE_SESSION, status__in=MemoryTask.ACTIVE_STATUSES
     ).values(deleted_session=Cast(Substr("idempotency_key", len(session_delete_key("")) + 1), UUIDField()))
@@ -32,8 +29,7 @@ def turns_being_deleted(*, organization_id):
 
 
 def cites_turns_being_deleted(*, organization_id, field: str = "source_message_ids") -> Q:
-    """Rows whose `field` (an array of turn ids) cites a turn of a session being deleted: its purge
-    deletes them with the turn (apps.privacy.services.provenance), so they read as gone already."""
+    """Rows whose `field` (turn ids) cites a turn of a session being deleted: gone with its purge."""
     return Q(CitesAny(field, turns_being_deleted(organization_id=organization_id)))
 
 
@@ -49,23 +45,16 @@ def message_visible(reader: Reader, user_id: str | None = None) -> Q:
 def session_list(*, reader: Reader, filters: dict | None = None):
     """The sessions the reader sees, newest first; a session accepted for deletion is not among them."""
     filters = filters or {}
-    queryset = reader.objects(Session).filter(session_visible(reader)).select_related("end_user")
-    if filters.get("user_id"):
-        queryset = queryset.filter(end_user__user_id=filters["user_id"])
-    if filters.get("session_tag"):
-        queryset = queryset.filter(session_tag=filters["session_tag"])
-    if filters.get("status"):
-        queryset = queryset.filter(status=filters["status"])
-    if filters.get("start"):
-        queryset = queryset.filter(last_message_at__gte=filters["start"])
-    if filters.get("end"):
-        queryset = queryset.filter(last_message_at__lte=filters["end"])
+    lookups = {"user_id": "end_user__user_id", "start": "last_message_at__gte", "end": "last_message_at__lte"}
+    wanted = {
+        lookups.get(name, name): filters[name] for name in (*lookups, "session_tag", "status") if filters.get(name)
+    }
+    queryset = reader.objects(Session).filter(session_visible(reader), **wanted).select_related("end_user")
     return queryset.order_by("-last_message_at", "-created_at")
 
 
 class AmbiguousSession(InvalidInput):
-    """The client reads several scopes holding this user's session id and writes none of them: a 400
-    asking for `scope`."""
+    """A 400 asking for `scope`: several readable scopes hold this session id, none the client's own."""
 
     def __init__(self, session_id: str, scopes: list[str]):
         self.scopes = scopes
@@ -80,13 +69,8 @@ class AmbiguousSession(InvalidInput):
 
 
 def session_get(*, client, user_id: str, session_id: str, scope: str | None = None) -> Session:
-    """One user's session by its id, among the sessions the client reads.
-
-    Session ids are unique per user within a scope. Without `scope`, the session of the client's
-    own write scope wins, then the only readable one; raises NotFound when none is
-    readable and AmbiguousSession when several are (all of them readable, so naming them
-    leaks nothing).
-    """
+    """One user's session by its id among those the client reads: the one in `scope`, else the write
+    scope's, else the only one; NotFound, or AmbiguousSession (naming readable scopes leaks nothing)."""
     queryset = (
         session_list(reader=client.reader)
         .select_related("organization")
@@ -106,9 +90,8 @@ def session_get(*, client, user_id: str, session_id: str, scope: str | None = No
 
 
 def session_indexed_through(*, session: Session) -> int:
-    """The turn number up to which every turn of the session is indexed (its neighbours' words and
-    its vector by the configured model): searchable by every method. Equal to the last turn's
-    number once the indexing has caught up; 0 before any turn is."""
+    """The turn number up to which every turn is indexed (neighbour context, vector by the configured
+    model), so searchable by every method; 0 before any turn is."""
     pending = (
         Message.objects.filter(session=session)
         .exclude(embedding_model=embedding_model_name())

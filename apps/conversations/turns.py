@@ -1,9 +1,5 @@
-"""Turn OpenAI chat-format messages into stored turns (MIRIX #139 semantics).
-
-Tool results keep the tool's name, assistant tool calls are written into the turn's text
-and kept as JSON, content parts flatten to text, and an oversized turn is cut with a
-visible marker instead of failing the batch.
-"""
+"""OpenAI chat-format messages into stored turns: tool calls written into the text and kept as JSON,
+content parts flattened, an oversized turn cut with a visible marker instead of failing the batch."""
 
 import json
 from dataclasses import dataclass, field
@@ -144,8 +140,7 @@ class _BadMessage(Exception):
 
 
 def _checked_message(raw, *, default_occurred_at: datetime) -> tuple[ChatMessage, datetime]:
-    """One raw message validated, with its date (`default_occurred_at` when it names none);
-    _BadMessage with its problems by field."""
+    """One raw message validated, with its date; _BadMessage with its problems by field."""
     if not isinstance(raw, dict):
         raise _BadMessage({"non_field_errors": ["Each message must be a JSON object."]})
     try:  # the API's parser checked this already; commands and other callers come through here too
@@ -170,8 +165,8 @@ def _checked_message(raw, *, default_occurred_at: datetime) -> tuple[ChatMessage
 
 
 def _turn(message: ChatMessage, *, occurred_at: datetime, max_chars: int, tool_names_by_call_id: dict) -> Turn:
-    """A valid message as a stored turn. The names of the tools its calls invoke join
-    `tool_names_by_call_id`, so a later tool result of the same batch gets its tool's name."""
+    """A valid message as a stored turn; its calls' tool names join `tool_names_by_call_id` for the
+    batch's later tool results."""
     raw_calls = message.tool_calls
     if message.function_call is not None:  # the legacy single-call shape
         raw_calls = [{"type": "function", "function": message.function_call}]

@@ -1,19 +1,10 @@
-"""The writer locks: what a client erasure takes so that no background work derives anything from
-the turns it is deleting.
+"""The writer locks: one key per client (`writer:<organisation>:<client>`), held exclusively by its
+erasure, so no background work derives anything from the turns being deleted.
 
-A client writes turns into sessions of many users (its own sessions and those other clients opened),
-so the per-user locks of the work that learns from them cannot cover its erasure: it would have to
-take three locks for every user it ever wrote for. Instead each client has one key,
-`writer:<organisation>:<client>`, registered with pipeline.locks for a WorkOf's `client_ids`. An
-erasure of the client holds it exclusively from its first step to its last; work that stores
-something derived from turns calls `turns_held` in the transaction that stores it, which takes the
-key of every client that wrote one of the turns (shared, so such work never waits for other such
-work) until that transaction ends, and checks that the turns it read are all still there.
-
-Either the work commits first (and the erasure, waiting for the key, then finds what it derived
-by provenance), or the erasure holds the key (the work raises LockNotAvailable: a task waits in the
-queue and runs again), or the erasure has finished (a turn read is gone: SourcesChanged, a
-LockNotAvailable, and the next run reads what is left).
+A client writes into many users' sessions, so per-user locks cannot cover its erasure. Work storing
+something derived from turns takes, shared, the key of each client that wrote them (`turns_held`):
+either it commits first (the erasure then finds it by provenance), or it meets the erasure's lock or
+a turn gone (LockNotAvailable: the task runs again on what is left).
 """
 
 from collections.abc import Iterable
@@ -36,10 +27,9 @@ def writer_locks(work) -> list[str]:
 
 
 def turns_held(*, organization_id, turn_ids: Iterable = (), client_ids: Iterable = (), cited_ids: Iterable = ()):
-    """Inside the transaction that stores what was derived from `turn_ids` (the turns the work read):
-    holds, until that transaction ends, the writer lock of every client that wrote one of them or of
-    `cited_ids` (turns named by memories the work read, which may be gone) and of `client_ids`, and
-    raises SourcesChanged when one of the turns read is gone."""
+    """In the transaction storing what was derived from `turn_ids`: holds the writer locks of their
+    writers, of `cited_ids`' (turns memories it read name) and of `client_ids`; SourcesChanged when a
+    turn read is gone."""
     turn_ids = set(turn_ids)
     writers = set(client_ids)
     wrote = turn_ids | set(cited_ids)

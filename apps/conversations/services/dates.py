@@ -9,15 +9,12 @@ from apps.conversations.models import Message
 from apps.core.temporal import ResolvedDate, find_dates, resolve_dates, span_of
 
 DATE_KEYS = ("resolved_date", "date_end", "date_granularity", "date_expression", "resolved_dates")
-
-
 DATE_NOTE_MARK = "\u23f1"
 
 
 def context_with_dates(context: str, metadata: dict) -> str:
-    """The context plus one line naming the absolute dates the turn's relative ones refer to
-    (`metadata["resolved_dates"]`, see messages_set_dates), so keyword search finds a turn that
-    said "last month" when asked about "May 2023". Replaces an earlier such line."""
+    """The context with one line (replacing an earlier one) naming the absolute dates of the turn's
+    relative ones, so keyword search finds "last month" when asked about "May 2023"."""
     lines = [line for line in context.splitlines() if not line.startswith(DATE_NOTE_MARK)]
     dates = [entry.get("text", "") for entry in (metadata or {}).get("resolved_dates") or [] if isinstance(entry, dict)]
     if any(dates):
@@ -30,9 +27,8 @@ DATED_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
 
 
 def date_metadata(dates: list[ResolvedDate]) -> dict:
-    """A turn's DATE_KEYS for its relative dates: the first expression as the top-level keys
-    (resolved_date, date_granularity, ...); all of them, with human words for each, under
-    resolved_dates. {} for none."""
+    """A turn's DATE_KEYS: the first relative date as top-level keys, all of them (with words) under
+    resolved_dates; {} for none."""
     if not dates:
         return {}
     return {
@@ -47,8 +43,7 @@ def date_range(span) -> DateRange | None:
 
 
 def message_apply_dates(message: Message) -> bool:
-    """Sets a turn's date metadata (its relative dates resolved against its own date) and its
-    `date_span` (every date its words name) on the instance; True when either changed."""
+    """Sets a turn's date metadata and `date_span` from its words, on the instance; True if changed."""
     spoken = message.role in DATED_ROLES and message.content.strip()
     relative = resolve_dates(message.content, message.occurred_at) if spoken else []
     span = date_range(span_of(find_dates(message.content, message.occurred_at))) if spoken else None
@@ -64,8 +59,7 @@ DATED_FIELDS = ("id", "role", "content", "occurred_at", "metadata", "context", "
 
 
 def messages_normalize_dates(*, message_ids: list) -> list:
-    """Re-dates the turns from their words (message_apply_dates), under lock, writing only those
-    that changed (with the date line of their context); returns the ids of those."""
+    """Re-dates the turns from their words under lock; returns the ids of those that changed."""
     with transaction.atomic():
         messages = list(
             Message.objects.select_for_update().filter(pk__in=list(message_ids)).order_by("pk").only(*DATED_FIELDS)
@@ -78,11 +72,8 @@ def messages_normalize_dates(*, message_ids: list) -> list:
 
 
 def messages_set_dates(*, dates: dict) -> int:
-    """Stores the absolute dates of each turn's relative ones: `dates` maps a message id to its DATE_KEYS,
-    which replace the turn's earlier ones, and the turn's searchable context gets a line naming them.
-
-    The turns are re-read under lock, so what the embedding handler wrote meanwhile is kept.
-    """
+    """Stores each turn's DATE_KEYS (`dates`: by message id), replacing earlier ones, and its date line;
+    re-read under lock, so what the embedding handler wrote meanwhile is kept."""
     messages = list(
         Message.objects.select_for_update().filter(pk__in=list(dates)).order_by("pk").only("id", "metadata", "context")
     )

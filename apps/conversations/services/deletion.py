@@ -16,15 +16,13 @@ CONTEXT_MAX_CHARS = 2000
 
 
 def neighbour_context(previous: Message | None, following: Message | None, metadata: dict) -> str:
-    """A turn's stored `context`: the text of the turns right before and after it (seq ± 1), and its
-    date line. The one rule for writing it, at indexing and when a neighbour is deleted."""
+    """A turn's stored `context`: its neighbours' text (seq ± 1) and its date line; the one rule for it."""
     parts = [neighbour.embedding_text()[:CONTEXT_MAX_CHARS] for neighbour in (previous, following) if neighbour]
     return context_with_dates("\n".join(parts), metadata)
 
 
 def _refresh_neighbours(*, places: set[tuple]) -> int:
-    """Recomputes the context of the surviving turns at `places` ((session id, seq) pairs) from their
-    neighbours as they are now."""
+    """Recomputes the context of the surviving turns at `places` ((session id, seq) pairs)."""
     if not places:
         return 0
     candidates = Message.objects.filter(
@@ -49,9 +47,8 @@ def _refresh_neighbours(*, places: set[tuple]) -> int:
 
 @transaction.atomic
 def messages_delete(*, message_ids) -> dict:
-    """Deletes turns in one transaction under their sessions' locks: the turns go, the surviving turns
-    next to them get a context (and so a search vector) without their text, and each session's count
-    drops. Returns {"deleted": n, "contexts": n}."""
+    """Deletes turns under their sessions' locks: their neighbours' contexts lose their text and each
+    session's count drops. Returns {"deleted": n, "contexts": n}."""
     rows = list(Message.objects.filter(pk__in=list(message_ids)).values_list("pk", "session_id", "seq"))
     if not rows:
         return {"deleted": 0, "contexts": 0}
@@ -72,9 +69,8 @@ def messages_delete(*, message_ids) -> dict:
 
 
 def messages_prune_learned(*, cutoff: datetime, batch_size: int) -> Counter:
-    """Deletes the turns learned from before `cutoff` of sessions distilled or extracted before it,
-    batch by batch (messages_delete: the turns left next to them lose their text from their context);
-    a turn nothing learned from is never pruned. Returns the count per organisation id."""
+    """Deletes, batch by batch, the turns learned from before `cutoff` of sessions learned from before
+    it (never an unlearned turn); returns the count per organisation id."""
     learned = Session.objects.filter(Q(distilled_at__lt=cutoff) | Q(extracted_at__lt=cutoff))
     prunable = Message.objects.filter(session__in=learned.values("pk"), learned_at__isnull=False, learned_at__lt=cutoff)
     per_organization: Counter = Counter()

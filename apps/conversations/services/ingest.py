@@ -33,21 +33,15 @@ def request_fingerprint(body) -> str:
 
 
 def _session_for_add(*, client, end_user, session_id: str, session_tag: str | None, filter_tags: dict):
-    """Returns (session locked for update, created, tasks enqueued by sealing older sessions).
-
-    Everything here stays inside the client's write scope: session ids are unique per user and
-    scope, so another scope's session of the same id is neither found nor changed, and a newer
-    session seals only the older sessions of its own scope.
-    """
+    """Returns (session locked for update, created, tasks enqueued by sealing older sessions), all within
+    the client's write scope (session ids are unique per user and scope)."""
     organization = client.organization
     lookup = {"organization": organization, "end_user": end_user, "scope": client.write_scope, "session_id": session_id}
     new = Session(
         **lookup, client=client, session_tag=session_tag or settings.DEFAULT_SESSION_TAG, filter_tags=filter_tags
     )
-    # Inserted first, ON CONFLICT DO NOTHING: a new session costs this one statement and is not read
-    # back (no other transaction sees it, and no purge can name its new key); an existing one, or one a
-    # concurrent add created first (waited for), is then read and locked. Any other violation (a CHECK)
-    # is raised.
+    # Inserted first, ON CONFLICT DO NOTHING: a new session costs one statement and no read back (no purge
+    # can name its new key); an existing one, or a concurrent add's (waited for), is then read and locked.
     if insert_unless_conflict(new):
         return new, True, _seal_older_sessions(session=new, client=client)
     session = _session_locked(lookup)
@@ -63,9 +57,8 @@ def _session_for_add(*, client, end_user, session_id: str, session_tag: str | No
 
 
 def _session_locked(lookup: dict) -> Session | None:
-    """The session of `lookup`, locked for update, with the organisation and end user already in
-    hand attached (the tasks it enqueues read them); a session accepted for deletion (its purge
-    task active) is refused: the purge would take the new turns with it."""
+    """The session of `lookup`, locked, the organisation and end user in hand attached; one accepted for
+    deletion is refused (its purge would take the new turns with it)."""
     purge = MemoryTask.objects.filter(
         task_type=DELETE_SESSION,
         idempotency_key=Concat(Value(session_delete_key("")), Cast(OuterRef("pk"), CharField())),
@@ -137,13 +130,9 @@ def messages_ingest(
     idempotency_key: str | None = None,
     request_hash: str | None = None,
 ) -> dict:
-    """Stores OpenAI chat-format messages of one session as turns (see turns.py) and enqueues the
-    background work, all in one transaction; `occurred_at` dates the turns that carry no date.
-
-    Raises TurnError, naming every bad message, or a ValidationError naming a bad argument, before
-    anything is stored. Returns the response body. With an idempotency key, a replay of the same
-    request returns the first response and stores nothing; a different request under the same key
-    raises ConflictError."""
+    """Stores chat-format messages of one session as turns and enqueues their work in one transaction;
+    returns the response body. Bad input raises (TurnError, ValidationError) before anything is stored;
+    a replay under an idempotency key returns the first response, another body raises ConflictError."""
     turns = normalise_messages(
         messages, max_chars=settings.MESSAGE_MAX_CHARS, default_occurred_at=occurred_at or timezone.now()
     )
@@ -188,8 +177,7 @@ def messages_ingest(
 
 
 def _ingest_request_claim(*, client, key: str, request_hash: str | None) -> tuple[IngestRequest | None, dict | None]:
-    """Claims the idempotency key for this request: (its new record, None); or, when a request
-    already holds it, (None, that request's response) if the bodies match, else ConflictError."""
+    """(new record, None) for a fresh key; (None, first response) for a replay; ConflictError otherwise."""
     try:
         with transaction.atomic():
             return IngestRequest.objects.create(client=client, key=key, request_hash=request_hash), None
@@ -201,8 +189,7 @@ def _ingest_request_claim(*, client, key: str, request_hash: str | None) -> tupl
 
 
 def _turns_store(*, session: Session, end_user, turns: list, client, outcome: str | None, seal: bool) -> int:
-    """Appends the turns to the session (COPY) and updates its counts, outcome and, with `seal`,
-    its status in one statement; returns how many turns were stored."""
+    """Appends the turns (COPY) and updates the session's counts, outcome and status in one statement."""
     now = timezone.now()
     first_seq = session.last_seq + 1
     stored = copy_create(

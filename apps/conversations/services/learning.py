@@ -23,8 +23,7 @@ def register_learned_from(check: Callable[[Session], str]) -> None:
 
 
 def session_learned_from(session: Session) -> str:
-    """Why the session counts as learned from ("" if nothing was): the rows the apps derived from its
-    turns (skill experiences, memories, entity mentions), then the marks learning leaves on it."""
+    """Why the session counts as learned from ("" if not): rows the apps derived, then learning's marks."""
     for check in _LEARNED_FROM:
         why = check(session)
         if why:
@@ -57,9 +56,8 @@ def messages_mark_learned(
     message_ids: list | None = None,
     through_seq: int | None = None,
 ) -> datetime:
-    """Marks the session distilled or extracted (`by`) and its turns not learned from yet as learned
-    from now (all of them, or those of `message_ids`, or up to `through_seq`). Retention prunes only
-    learned turns. Call it in the transaction that stores what was learned."""
+    """Marks the session distilled or extracted and its unlearned turns (all, `message_ids`, or up to
+    `through_seq`) learned from now, in the transaction storing what was learned (retention needs it)."""
     field = LEARNED_BY[by]
     now = timezone.now()
     turns = Message.objects.filter(session=session, learned_at__isnull=True)
@@ -74,9 +72,8 @@ def messages_mark_learned(
 
 
 def session_announce_learned(*, session: Session, by: Literal["distillation", "extraction"], **counts) -> None:
-    """Tells the listeners (webhooks) that a session's learning finished: a task session distilled, or
-    a sealed conversation session with every turn extracted. Call it in the transaction that marks
-    the last turns learned. `counts`: small numbers of what was learned."""
+    """Tells listeners (webhooks) a session's learning finished, in the transaction marking its last
+    turns learned; `counts`: small numbers of what was learned."""
     emit_event(
         SESSION_LEARNED,
         organization_id=session.organization_id,
@@ -92,8 +89,7 @@ def session_announce_learned(*, session: Session, by: Literal["distillation", "e
 
 
 def messages_mark_unlearned(*, turns) -> list:
-    """Turns whose learned product was deleted (a memory that also cited a turn that went) are learned
-    from again by the next extraction; returns the ids of their sessions."""
+    """Turns whose learned product was deleted are learned from again next time; returns their sessions."""
     session_ids = list(turns.order_by().values_list("session_id", flat=True).distinct())
     turns.update(learned_at=None)
     return session_ids

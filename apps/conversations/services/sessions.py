@@ -35,14 +35,14 @@ def session_seal(*, session: Session, client=None) -> list[MemoryTask]:
 
 
 def work_after_seal(*, session: Session, client) -> list[MemoryTask]:
-    """What a session's sealing queues: distillation of a task session; a conversation's extraction
-    and projection, due at once."""
-    tasks = []
+    """What sealing queues: a task session's distillation; a conversation's extraction and projection,
+    due at once (nothing more will join them)."""
     if session.session_tag == SessionTag.TASK:
-        tasks.append(distillation_enqueue(session, client=client))
+        tasks = [distillation_enqueue(session, client=client)]
     elif session.message_count:
-        # Nothing more will join the session's waiting extraction and projection: they are due now.
-        tasks.extend([extraction_enqueue(session, client=client), projection_enqueue(session, client=client)])
+        tasks = [extraction_enqueue(session, client=client), projection_enqueue(session, client=client)]
+    else:
+        tasks = []
     return [task for task in tasks if task is not None]
 
 
@@ -57,11 +57,8 @@ TAG_WORK = {SessionTag.CONVERSATION: (EXTRACT_MEMORIES, PROJECT_ENTITIES), Sessi
 
 
 def session_retag(*, session: Session, session_tag: str, client=None) -> Session:
-    """Moves a session not yet learned from to the other tag's routing (409 naming what was learned,
-    after): the old tag's queued work for it is cancelled, the new tag's is queued (extraction and
-    projection for a conversation; distillation for a task session that is sealed). Runs under the
-    owner's work locks (those erasure takes), so no learning runs while the tag changes; 409 while
-    they are busy."""
+    """Moves a session not yet learned from to the other tag's work (the old tag's is cancelled), under
+    the owner's work locks so no learning runs meanwhile; 409 once learned from or while they are busy."""
     keys = work_lock_keys(
         WorkOf(organization_id=session.organization_id, end_user_ids=(session.end_user_id,), scopes=(session.scope,))
     )
@@ -101,8 +98,7 @@ def session_set_outcome(*, session: Session, outcome: str) -> Session:
 
 
 def session_delete_request(*, session: Session, client) -> MemoryTask:
-    """Queues the purge of one session (202 + task: a session may hold thousands of turns); the
-    handler of DELETE_SESSION (apps.privacy) runs the provenance cascade over its turns."""
+    """Queues the purge of one session (it may hold thousands of turns); apps.privacy handles it."""
     return enqueue(
         DELETE_SESSION,
         {"deleted_session": str(session.pk)},
@@ -114,9 +110,8 @@ def session_delete_request(*, session: Session, client) -> MemoryTask:
 
 
 def session_lock(*, session_id) -> None:
-    """Locks the session row for the caller's transaction: whoever writes neighbour context (indexing)
-    and whoever deletes turns (deletion, erasure, retention) take it, so a context is never computed
-    from a turn that is being deleted."""
+    """Locks the session row for the caller's transaction: indexing and every delete of turns take it,
+    so a neighbour context is never computed from a turn being deleted."""
     sessions_lock(session_ids=[session_id])
 
 
@@ -128,9 +123,8 @@ def sessions_lock(*, session_ids) -> None:
 
 
 def session_hand_over(*, session: Session) -> bool:
-    """A session whose opener is erased but which holds other clients' turns stays, theirs: it passes to
-    the client that wrote its earliest remaining turn, without the opener's filter tags. Returns False
-    when no turn is left (the caller deletes the session)."""
+    """Passes a session whose opener is erased to the writer of its earliest remaining turn, without the
+    opener's filter tags; False when no turn is left (the caller deletes it)."""
     heir = Message.objects.filter(session=session).order_by("seq").values_list("created_by_id", flat=True).first()
     if heir is None:
         return False

@@ -40,6 +40,14 @@ def trajectory_sessions(data) -> list[dict]:
     return sessions
 
 
+def _problem(exc: Exception) -> str:
+    if isinstance(exc, TurnError):
+        return str(exc.errors)
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{name}: {' '.join(texts)}" for name, texts in exc.message_dict.items())
+    return str(exc)
+
+
 class Command(BaseCommand):
     help = "Ingest a trajectory file (a JSON list of OpenAI-format sessions) as sealed sessions."
 
@@ -78,17 +86,8 @@ class Command(BaseCommand):
                     seal=True,
                     outcome=item["outcome"],
                 )
-            except TurnError as exc:
-                self.stderr.write(f"skipped {item['session_id']!r}: {exc.errors}")
-                skipped += 1
-                continue
-            except ConflictError as exc:
-                self.stderr.write(f"skipped {item['session_id']!r}: {exc}")
-                skipped += 1
-                continue
-            except ValidationError as exc:
-                problems = "; ".join(f"{name}: {' '.join(texts)}" for name, texts in exc.message_dict.items())
-                self.stderr.write(f"skipped {item['session_id']!r}: {problems}")
+            except (TurnError, ConflictError, ValidationError) as exc:
+                self.stderr.write(f"skipped {item['session_id']!r}: {_problem(exc)}")
                 skipped += 1
                 continue
             stored += body["messages_stored"]
