@@ -78,12 +78,8 @@ def _flatten_content(content) -> str | None:
 
 def _tool_call_text(call) -> tuple[dict | None, str]:
     """Returns (structured call or None when malformed, its text form)."""
-    if (
-        isinstance(call, dict)
-        and isinstance(call.get("function"), dict)
-        and isinstance(call["function"].get("name"), str)
-    ):
-        function = call["function"]
+    function = call.get("function") if isinstance(call, dict) else None
+    if isinstance(function, dict) and isinstance(function.get("name"), str):
         arguments = function.get("arguments", "")
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False, default=str)
