@@ -148,6 +148,20 @@ def _fetch(sql: str, params: list) -> list[tuple]:
         return cursor.fetchall()
 
 
+def _user_counts(key: str, sessions: str, params: list) -> dict:
+    """{key: (users, successes)} over the rows of `sessions` (key, end_user_id, session, outcome, sealed_at)."""
+    rows = _fetch(
+        f"""
+        WITH per_user AS (
+            SELECT {key}, {_PER_USER_COLUMNS} FROM ({sessions}) sessions GROUP BY {key}, end_user_id
+        )
+        SELECT {key}, count(*), count(*) FILTER (WHERE {_USER_SUCCEEDED}) FROM per_user GROUP BY {key}
+        """,
+        params,
+    )
+    return {value: (users, successes) for value, users, successes in rows}
+
+
 def _use_counts(skill_id) -> dict:
     """{version or None (all): (uses, applied)}: every retrieval, counted or not."""
     rows = _fetch(
@@ -182,23 +196,7 @@ def _user_outcomes(skill_id, *, since_version: int = 1) -> dict:
 
 def _baseline(skill: Skill) -> tuple[int, int]:
     """(users, successes) of the scope's users whose task sessions did not retrieve the skill."""
-    ((users, successes),) = _fetch(
-        f"""
-        WITH per_user AS (
-            SELECT {_PER_USER_COLUMNS} FROM (
-                SELECT s.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_SESSIONS} s
-                WHERE s.organization_id = %s AND s.scope = %s AND s.session_tag = 'task' AND s.status = 'sealed'
-                  AND {_OUTCOME}
-                  AND NOT EXISTS (SELECT 1 FROM {_USES} u WHERE u.skill_id = %s
-                                  AND u.organization_id = s.organization_id AND u.end_user_id = s.end_user_id
-                                  AND u.session_scope = s.scope AND u.session_id = s.session_id)
-            ) sessions GROUP BY end_user_id
-        )
-        SELECT count(*), count(*) FILTER (WHERE {_USER_SUCCEEDED}) FROM per_user
-        """,
-        [skill.organization_id, skill.scope, skill.pk],
-    )
-    return users, successes
+    return _scope_rates(skill.organization_id, [skill.scope], without_skill=skill.pk).get(skill.scope, (0, 0))
 
 
 def _evidence(uses: tuple, outcomes: tuple, baseline: tuple) -> Evidence:
@@ -270,38 +268,25 @@ class Adjustment:
     reason: str
 
 
-def _scope_rates(organization_id, scopes: list[str]) -> dict[str, tuple[int, int]]:
-    rows = _fetch(
-        f"""
-        WITH per_user AS (
-            SELECT scope, {_PER_USER_COLUMNS} FROM (
-                SELECT s.scope, s.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_SESSIONS} s
-                WHERE s.organization_id = %s AND s.scope = ANY(%s) AND s.session_tag = 'task'
-                  AND s.status = 'sealed' AND {_OUTCOME}
-            ) sessions GROUP BY scope, end_user_id
-        )
-        SELECT scope, count(*), count(*) FILTER (WHERE {_USER_SUCCEEDED}) FROM per_user GROUP BY scope
-        """,
-        [organization_id, scopes],
-    )
-    return {scope: (users, successes) for scope, users, successes in rows}
+def _scope_rates(organization_id, scopes: list[str], *, without_skill=None) -> dict[str, tuple[int, int]]:
+    """Of the scopes' users with sealed task sessions (none of which retrieved `without_skill`)."""
+    unretrieved = f"""AND NOT EXISTS (SELECT 1 FROM {_USES} u WHERE u.skill_id = %s
+        AND u.organization_id = s.organization_id AND u.end_user_id = s.end_user_id
+        AND u.session_scope = s.scope AND u.session_id = s.session_id)"""
+    sessions = f"""
+        SELECT s.scope, s.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_SESSIONS} s
+        WHERE s.organization_id = %s AND s.scope = ANY(%s) AND s.session_tag = 'task' AND s.status = 'sealed'
+          AND {_OUTCOME} {unretrieved if without_skill else ""}
+    """
+    return _user_counts("scope", sessions, [organization_id, scopes, *([without_skill] if without_skill else [])])
 
 
 def _skill_outcomes(skill_ids: list) -> dict:
-    rows = _fetch(
-        f"""
-        WITH per_user AS (
-            SELECT skill_id, {_PER_USER_COLUMNS} FROM (
-                SELECT DISTINCT u.skill_id, u.end_user_id, s.id AS session, s.outcome, s.sealed_at
-                FROM {_USES} u {_SESSION_JOIN}
-                WHERE u.skill_id = ANY(%s::uuid[]) AND {_COUNTED}
-            ) counted GROUP BY skill_id, end_user_id
-        )
-        SELECT skill_id, count(*), count(*) FILTER (WHERE {_USER_SUCCEEDED}) FROM per_user GROUP BY skill_id
-        """,
-        [[str(skill_id) for skill_id in skill_ids], top_ranks()],
-    )
-    return {skill_id: (users, successes) for skill_id, users, successes in rows}
+    sessions = f"""
+        SELECT DISTINCT u.skill_id, u.end_user_id, s.id AS session, s.outcome, s.sealed_at
+        FROM {_USES} u {_SESSION_JOIN} WHERE u.skill_id = ANY(%s::uuid[]) AND {_COUNTED}
+    """
+    return _user_counts("skill_id", sessions, [[str(skill_id) for skill_id in skill_ids], top_ranks()])
 
 
 def _cached_many(prefix: str, keys: list, compute) -> dict:
@@ -354,19 +339,15 @@ def ranking_adjustments(skills: list[Skill]) -> dict:
         factor, shrunk = effectiveness_factor(
             successes=successes, sessions=users, scope_rate=centre, weight=weight, prior=prior
         )
+        observed = f"{successes} of {users} users succeeded ({successes / users:.0%})"
         if factor == 1.0:
             low, high = wilson_interval(successes, users)
-            adjustments[skill.pk] = Adjustment(
-                1.0,
-                f"{successes} of {users} users succeeded ({successes / users:.0%}); not yet told apart "
-                f"from the scope's {centre:.0%} (95% interval {low:.0%}-{high:.0%})",
+            reason = f"{observed}; not yet told apart from the scope's {centre:.0%} (95% interval {low:.0%}-{high:.0%})"
+        else:
+            reason = (
+                f"{observed} against the scope's {centre:.0%}; shrunk estimate {shrunk:.0%} (prior of {prior} users)"
             )
-            continue
-        adjustments[skill.pk] = Adjustment(
-            round(factor, 4),
-            f"{successes} of {users} users succeeded ({successes / users:.0%}) against the scope's "
-            f"{centre:.0%}; shrunk estimate {shrunk:.0%} (prior of {prior} users)",
-        )
+        adjustments[skill.pk] = Adjustment(round(factor, 4), reason)
     return adjustments
 
 
