@@ -259,9 +259,6 @@ def skill_effectiveness(skill: Skill) -> dict:
     }
 
 
-# Ranking ----------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Adjustment:
     factor: float
@@ -369,9 +366,6 @@ def failure_notes(skills: list[Skill]) -> dict:
             + ("; it waits for a person's review" if skill.status == Skill.Status.PENDING_REVIEW else "")
         )
     return notes
-
-
-# The admin -----------------------------------------------------------------------------------------
 
 
 def _per_user_of_each_skill() -> str:
