@@ -1,6 +1,5 @@
-"""The streamable HTTP MCP endpoint (`/mcp`) as an ASGI application: the official SDK's transport
-behind the platform's own Host check and authentication (an API key, or an OAuth access token from the
-platform's authorization server, whose RFC 9728 metadata this application publishes)."""
+"""The streamable HTTP MCP endpoint (`/mcp`) as an ASGI application: the SDK's transport behind the
+platform's Host check and authentication (an API key or an OAuth access token, RFC 9728)."""
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
@@ -43,8 +42,7 @@ def _allowed_host(host: str) -> bool:
 
 
 def _origin(scope, headers: Headers) -> str:
-    """This server as the caller reached it (the Host header is checked first; behind a proxy uvicorn
-    takes the scheme from X-Forwarded-Proto)."""
+    """As the caller reached it: the Host header is checked first; uvicorn honours X-Forwarded-Proto."""
     return f"{scope['scheme']}://{headers['host']}"
 
 
@@ -53,15 +51,14 @@ def _quoted(value: str) -> str:
 
 
 def _bearer_token(headers: Headers) -> str | None:
-    """The token of an `Authorization: Bearer <token>` header, "" for an empty one, None for none."""
+    """ "" for an empty bearer token, None for none."""
     scheme, _, value = headers.get("authorization", "").partition(" ")
     return value.strip() if scheme.lower() == "bearer" else None
 
 
 def _challenges(exc: APIError, *, headers: Headers, metadata_url: str) -> list[tuple[str, str]]:
-    """The 401's WWW-Authenticate challenges: Bearer with the resource metadata, so an OAuth-capable
-    host finds the authorization server (MCP authorization, RFC 9728 section 5.1), and Api-Key. A
-    refused bearer token gets RFC 6750's invalid_token instead of the Api-Key challenge."""
+    """Bearer with the resource metadata, so an OAuth host finds the authorization server (RFC 9728
+    5.1), and Api-Key; a refused bearer token gets RFC 6750's invalid_token instead."""
     if _bearer_token(headers) is not None:
         error = f"error={_quoted('invalid_token')}, error_description={_quoted(exc.message)}, "
         return [("WWW-Authenticate", f"Bearer {error}resource_metadata={_quoted(metadata_url)}")]
@@ -97,10 +94,8 @@ def _authenticate(*, headers: Headers, resource: str):
 
 
 class AuthMiddleware:
-    """Every request to /mcp must carry a valid key of an active client, as every REST request does, or
-    an OAuth access token bound to one: otherwise 401 with the platform's JSON error. Then only POST
-    reaches the transport (others: 405, as the REST API answers a method it lacks after authenticating).
-    The client rides in the ASGI scope's state, where the tools read it (`ctx.request_context.request.state`)."""
+    """Authenticates /mcp as the REST API does (405 for a method but POST only after that) and puts
+    the client in the ASGI scope's state, where the tools read it."""
 
     def __init__(self, app, *, executor):
         self.app = app
@@ -135,9 +130,7 @@ class AuthMiddleware:
 
 
 def _method_not_allowed(method: str) -> JSONResponse:
-    """Stateless, the transport has no stream for server-initiated messages and no session: its GET
-    would hold an event stream open that never carries a message, and its DELETE has nothing to end.
-    The streamable HTTP spec lets a server answer GET with 405; every method but POST gets it here."""
+    """Stateless, a GET stream would never carry a message and a DELETE has no session to end."""
     return _error(
         405,
         "method_not_allowed",
@@ -152,7 +145,7 @@ async def healthz(request):
 
 
 async def protected_resource_metadata(request):
-    """RFC 9728: /mcp is protected by the platform's authorization server (OAUTH_ISSUER) with scope `mcp`."""
+    """RFC 9728: /mcp is protected by OAUTH_ISSUER with scope `mcp`."""
     origin = _origin(request.scope, request.headers)
     metadata = {
         "resource": origin + MCP_PATH,
@@ -165,8 +158,7 @@ async def protected_resource_metadata(request):
 
 
 def build_application():
-    """The ASGI application `manage.py runmcp` serves. Stateless and answering in JSON: any process
-    can take any request, and a tool's answer is one response."""
+    """Stateless and answering in JSON: any process can take any request."""
     executor = ThreadPoolExecutor(max_workers=settings.MCP_THREADS, thread_name_prefix="mcp-orm")
 
     def backend_for(ctx) -> PlatformBackend:

@@ -1,8 +1,5 @@
-"""The MCP tools' backend inside the platform: each tool calls the operation its REST endpoint calls
-(apps.<app>.operations) with the caller and the tool's arguments, so both transports check access,
-validate, answer and refuse alike. The tools come from the table in memory_platform_client.contract;
-OPERATIONS below is the one place that says which operation serves each (tests/test_contract.py
-checks it against the REST views)."""
+"""The MCP tools' backend: each tool calls the operation its REST endpoint calls, so both transports
+check access, validate, answer and refuse alike (tests/test_contract.py checks OPERATIONS)."""
 
 import asyncio
 import inspect
@@ -29,8 +26,7 @@ from apps.skills import operations as skills
 
 logger = logging.getLogger(__name__)
 
-# The operation behind each tool, the one its REST endpoint calls; where the tool's `memory_type`
-# picks the endpoint, one per type.
+# Where the tool's `memory_type` picks the endpoint, one operation per type.
 OPERATIONS = {
     "add_memory": conversations.add_memory,
     "search_memory": search.search_memory,
@@ -64,9 +60,8 @@ def operation_for(tool: Tool, arguments: dict):
 
 
 def operation_arguments(operation, tool: Tool, arguments: dict) -> dict:
-    """The operation's keyword arguments, as its REST view passes them: path arguments by name (an
-    operation named after the REST path takes `item_id`), the rest as the request's `query` or `data`.
-    A selector that picked the operation is not passed unless the operation takes it."""
+    """As its REST view passes them: path arguments by name (or wire name, e.g. `item_id`), the rest
+    as `query` or `data`; a selector that picked the operation only if the operation takes it."""
     accepted = inspect.signature(operation).parameters
     chosen_by = tool.selector.name if isinstance(OPERATIONS[tool.name], dict) else None
     keywords, fields = {}, {}
@@ -110,8 +105,7 @@ def answer(function, /, **arguments):
 
 
 def in_request_cycle(function, /, **arguments):
-    """`answer` on a worker thread, as Django runs a request: stale or broken connections are
-    dropped before and after, so CONN_MAX_AGE applies as it does for the REST API."""
+    """Drops stale connections before and after, as Django does around a request (CONN_MAX_AGE)."""
     close_old_connections()
     try:
         return answer(function, **arguments)
@@ -120,9 +114,8 @@ def in_request_cycle(function, /, **arguments):
 
 
 class PlatformBackend:
-    """The backend of one caller. With an executor, operations run on its threads (the ORM is
-    synchronous); without, on the thread of the outermost `async_to_sync` caller (in-process tests,
-    inside the test's transaction)."""
+    """Without an executor, operations run on the outermost `async_to_sync` caller's thread, inside
+    an in-process test's transaction."""
 
     def __init__(self, *, client, executor: Executor | None = None):
         self.client = client

@@ -8,10 +8,7 @@ from apps.tenancy.models import Client
 
 
 class ApplicationBinding(BaseModel):
-    """Every token of `application` acts as `client`: its organisation, scopes and permissions, never
-    more. Made when a staff member first approves the application for a client on the authorize page
-    (or by an administrator); deleting the client or its organisation deletes the binding, and a token
-    whose application has no binding, or whose client is disabled, is refused."""
+    """Every token of `application` acts as `client`, never more; a token without a binding is refused."""
 
     application = models.OneToOneField(
         settings.OAUTH2_PROVIDER_APPLICATION_MODEL, on_delete=models.CASCADE, related_name="platform_binding"

@@ -18,8 +18,7 @@ class InvalidToken(exceptions.AuthenticationFailed):
 
 
 def clients_for_approver(*, user):
-    """Active clients a staff member may let an application act as: every organisation's for a
-    superuser, their own organisation's for a staff member, none for anyone else."""
+    """Every organisation's active clients for a superuser, their own organisation's for staff."""
     clients = Client.objects.filter(status=Client.Status.ACTIVE).select_related("organization")
     if not (user.is_active and user.is_staff):
         return clients.none()
@@ -30,9 +29,8 @@ def clients_for_approver(*, user):
 
 
 def client_for_access_token(*, raw_token: str, resource: str) -> Client:
-    """The client an unexpired `mcp` access token for `resource` acts as: the client its application is
-    bound to, if that client is active. Read from the primary on every request (no cache), so a revoked
-    token, a deleted binding or a disabled client is refused from the commit on."""
+    """Read from the primary on every request (no cache): a revoked token, a deleted binding or a
+    disabled client is refused from the commit on."""
     token = (
         AccessToken.objects.using(DEFAULT_DB_ALIAS)
         .select_related("application__platform_binding__client__organization")

@@ -11,8 +11,7 @@ from apps.tenancy.models import Client
 
 @transaction.atomic
 def application_bind(*, application: Application, client: Client, user=None) -> ApplicationBinding:
-    """Binds the application to the client; binding it again to the same client is a no-op, to another
-    one is refused (unbind it first: its tokens would otherwise change tenant)."""
+    """Again to the same client is a no-op; to another is refused: its tokens would change tenant."""
     binding, created = ApplicationBinding.objects.select_for_update().get_or_create(
         application=application, defaults={"client": client, "bound_by": user}
     )
@@ -25,8 +24,7 @@ def application_bind(*, application: Application, client: Client, user=None) -> 
 
 @transaction.atomic
 def client_oauth_revoke(*, client: Client) -> int:
-    """Deletes every token, refresh token and pending code of the applications bound to the client, and
-    the bindings: its OAuth hosts must be approved again. Returns how many applications it unbound."""
+    """Its OAuth hosts must be approved again. Returns how many applications it unbound."""
     applications = Application.objects.filter(platform_binding__client=client)
     RefreshToken.objects.filter(application__in=applications).delete()
     AccessToken.objects.filter(application__in=applications).delete()
@@ -36,6 +34,5 @@ def client_oauth_revoke(*, client: Client) -> int:
 
 
 def tokens_clear_expired() -> None:
-    """django-oauth-toolkit's cleanup (its `cleartokens` command): expired access tokens without a
-    refresh token, refresh tokens past OAUTH_REFRESH_TOKEN_SECONDS or long revoked, expired codes."""
+    """django-oauth-toolkit's `cleartokens`."""
     clear_expired()

@@ -1,6 +1,5 @@
-"""The authorization server's own pages on top of django-oauth-toolkit: the authorize page, where a
-staff member approves an OAuth application and picks the platform client it acts as, and dynamic
-client registration limited to what an MCP host needs."""
+"""The authorization server's own pages on django-oauth-toolkit: the authorize page, where staff bind
+an application to a platform client, and client registration limited to what an MCP host needs."""
 
 import ipaddress
 import json
@@ -38,8 +37,7 @@ class ApproveForm(AllowForm):
 
 
 class AuthorizeView(AuthorizationView):
-    """Staff only (the admin login); the choice of client is limited to the staff member's organisation
-    (every organisation for a superuser) and, once the application is bound, to its client."""
+    """Staff only; the clients offered are the approver's (clients_for_approver), or the bound one."""
 
     template_name = "oauth/authorize.html"
     form_class = ApproveForm
@@ -116,15 +114,14 @@ def _redirect_uri_problem(uri) -> str | None:
 
 
 class RegistrationView(DynamicClientRegistrationView):
-    """RFC 7591 registration (django-oauth-toolkit's, open to anyone: a registration alone grants
-    nothing until a staff member approves it), refused for anything but the authorization-code grant
-    and https or loopback redirect URIs, with RFC 7591's JSON errors."""
+    """RFC 7591 registration, open to anyone (it grants nothing until staff approve it), for the
+    authorization-code grant and https or loopback redirect URIs only."""
 
     def post(self, request, *args, **kwargs):
         try:
             metadata = json.loads(request.body)
         except ValueError:
-            return _error("invalid_client_metadata", "The body must be a JSON object.")
+            metadata = None
         if not isinstance(metadata, dict):
             return _error("invalid_client_metadata", "The body must be a JSON object.")
         grant_types = metadata.get("grant_types", ["authorization_code"])

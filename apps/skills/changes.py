@@ -1,13 +1,10 @@
-"""What follows when a skill experience is deleted through its endpoint: the delete that apps above this
-one register from their ready(), so this app never imports them. apps.privacy registers erasure's skill
-step for one experience (a skill evolved from it alone goes, one with other sources is scrubbed and
-returned to review, then the experience goes)."""
+"""What follows when a skill experience is deleted through its endpoint: apps above this one (apps.privacy)
+register it from their ready(), so this app never imports them."""
 
 from collections.abc import Callable
 
 from django.core.exceptions import ImproperlyConfigured
 
-# `delete(experience=)`: deletes the experience and what was evolved from it.
 _EXPERIENCE_DELETES: list[Callable] = []
 
 

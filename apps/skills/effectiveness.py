@@ -1,16 +1,5 @@
-"""Whether a skill works: its uses joined to the outcomes of the task sessions they served, weighed
-per end user, the success rate with a Wilson interval, the lift against the scope's other users with
-a Newcombe interval, and the bounded ranking adjustment retrieval applies.
-
-The trust model (docs/decisions.md): one user's ten sessions are one voice. So every figure counts
-end users, not sessions: a user whose sessions retrieved the skill counts once (once per version in
-the per-version figures), with the outcome most of their sessions had (the latest on a tie). Only
-sessions in the skill's own scope count, and of each retrieval only the skills at its top
-SKILL_EVIDENCE_TOP_RANKS ranks or those the agent marked applied: a retrieval of fifty skills charges
-its outcome to the few the agent was likely to follow. The comparison group is the scope's users with
-sealed task sessions that did not retrieve the skill, each counted once the same way. Review decides
-on the evidence since a person last approved the skill (its review window).
-"""
+"""Whether a skill works: the outcomes of the task sessions its counted uses served, one voice per end
+user (docs/decisions.md), with Wilson and Newcombe intervals, review's evidence and the ranking factor."""
 
 import math
 from dataclasses import asdict, dataclass
@@ -23,8 +12,7 @@ from django.db.models import Max
 from apps.conversations.models import Session
 from apps.skills.models import Skill, SkillFeedback, SkillUse, SkillVersion
 
-# The interval's confidence (two-sided 95%: z = 1.96).
-Z = 1.959964
+Z = 1.959964  # two-sided 95%
 # Review's boundary (Evidence.harmful), chosen with bench/skill_effect.py.
 REVIEW_Z = 2.05
 REVIEW_HORIZON = 50
@@ -32,23 +20,17 @@ RANKING_CACHE_SECONDS = 30
 # A shrunk lift of this size moves a skill's ranking score most of the way to its bound (tanh).
 LIFT_SCALE = 0.25
 
-# The tables, as the models name them.
 _SESSIONS, _USES, _FEEDBACK, _SKILLS = (model._meta.db_table for model in (Session, SkillUse, SkillFeedback, Skill))
 _OUTCOME = "s.outcome IN ('success', 'failure')"
-# A use's session: same organisation, end user, scope and id, sealed as a task session.
 _SESSION_JOIN = f"""
     JOIN {_SESSIONS} s ON s.organization_id = u.organization_id AND s.end_user_id = u.end_user_id
      AND s.scope = u.session_scope AND s.session_id = u.session_id
      AND s.status = 'sealed' AND s.session_tag = 'task' AND {_OUTCOME}
 """
-# A use that counts as evidence (one parameter: SKILL_EVIDENCE_TOP_RANKS): its session is in the
-# skill's own scope (`u.scope` is the skill's), and the skill was near the top of its retrieval or the
-# agent said it followed it.
+# A retrieval of fifty skills charges its outcome only to the few the agent was likely to follow.
 _COUNTED = "u.session_scope = u.scope AND (u.rank <= %s OR u.applied_at IS NOT NULL)"
-# Per end user, from `wins` and `losses` (their sessions of each outcome) and `latest` (the outcome of
-# their latest one): whether the user counts as a success.
+# One user's ten sessions are one voice: the outcome most of them had, the latest on a tie.
 _USER_SUCCEEDED = "(wins > losses OR (wins = losses AND latest = 'success'))"
-# The per-user columns of a GROUP BY over rows with `session`, `outcome` and `sealed_at`.
 _PER_USER_COLUMNS = """
     count(DISTINCT session) FILTER (WHERE outcome = 'success') AS wins,
     count(DISTINCT session) FILTER (WHERE outcome = 'failure') AS losses,
@@ -61,7 +43,6 @@ def top_ranks() -> int:
 
 
 def wilson_interval(successes: int, trials: int, z: float = Z) -> tuple[float, float] | None:
-    """The Wilson score interval of a proportion (None without trials)."""
     if trials <= 0:
         return None
     p = successes / trials
@@ -72,12 +53,11 @@ def wilson_interval(successes: int, trials: int, z: float = Z) -> tuple[float, f
 
 
 def review_z(users: int) -> float:
-    """The width of the interval review decides on, after `users` users' outcomes (see Evidence.harmful)."""
     return REVIEW_Z * math.sqrt(max(REVIEW_HORIZON / users, 1.0))
 
 
 def newcombe_interval(s1: int, n1: int, s2: int, n2: int, z: float = Z) -> tuple[float, float] | None:
-    """Newcombe's hybrid score interval (his method 10) of p1 - p2 from two Wilson intervals."""
+    """Newcombe's hybrid score interval (his method 10) of p1 - p2."""
     first, second = wilson_interval(s1, n1, z), wilson_interval(s2, n2, z)
     if first is None or second is None:
         return None
@@ -91,9 +71,7 @@ def newcombe_interval(s1: int, n1: int, s2: int, n2: int, z: float = Z) -> tuple
 
 @dataclass
 class Evidence:
-    """What is known of one skill (or one version of it, or its review window): `users` end users
-    whose counted sessions retrieved it, each once, `successes` and `failures` of them; `sessions`
-    are those users' counted sessions, for information."""
+    """One skill's (or version's, or review window's) figures, counted in end users."""
 
     uses: int = 0
     applied: int = 0
@@ -126,16 +104,9 @@ class Evidence:
         return newcombe_interval(self.successes, self.users, self.baseline_successes, self.baseline_users, z)
 
     def harmful(self) -> bool:
-        """The lift's review interval lies below zero, over at least SKILL_REVIEW_MIN_USERS users of
-        whom at least SKILL_SHARE_MIN_USERS failed.
-
-        Review looks again after every sealed session, and each look at a 95% interval would add its
-        own chance of sending a neutral skill to review. The review interval is wider while the
-        evidence is young (an O'Brien-Fleming-shaped boundary, REVIEW_Z · sqrt(REVIEW_HORIZON / n)
-        until n reaches REVIEW_HORIZON users, REVIEW_Z after), which keeps the share of neutral
-        skills sent by REVIEW_HORIZON users near 5% (bench/skill_effect.py measures it). The count of
-        failing users is the same bar corroboration sets (apps.skills.trust): fewer users than it
-        takes to share a lesson cannot take a skill away from everyone."""
+        """Review looks after every sealed session, so its interval widens while evidence is young
+        (O'Brien-Fleming-shaped) to keep neutral skills sent to review near 5% (bench/skill_effect.py).
+        Fewer failing users than it takes to share a lesson (apps.skills.trust) cannot take it away."""
         if self.users < settings.SKILL_REVIEW_MIN_USERS or self.failures < settings.SKILL_SHARE_MIN_USERS:
             return False
         interval = self.review_interval()
@@ -153,7 +124,6 @@ class Evidence:
         }
 
     def summary(self) -> str:
-        """The figures in a sentence, for a review note."""
         interval, review = self.lift_interval(), self.review_interval()
         return (
             f"{self.successes} of {self.users} users whose task sessions retrieved it succeeded ({self.rate:.0%}; "
@@ -178,8 +148,22 @@ def _fetch(sql: str, params: list) -> list[tuple]:
         return cursor.fetchall()
 
 
+def _user_counts(key: str, sessions: str, params: list) -> dict:
+    """{key: (users, successes)} over the rows of `sessions` (key, end_user_id, session, outcome, sealed_at)."""
+    rows = _fetch(
+        f"""
+        WITH per_user AS (
+            SELECT {key}, {_PER_USER_COLUMNS} FROM ({sessions}) sessions GROUP BY {key}, end_user_id
+        )
+        SELECT {key}, count(*), count(*) FILTER (WHERE {_USER_SUCCEEDED}) FROM per_user GROUP BY {key}
+        """,
+        params,
+    )
+    return {value: (users, successes) for value, users, successes in rows}
+
+
 def _use_counts(skill_id) -> dict:
-    """{version or None (all): (uses, applied)} of one skill: every retrieval, counted or not."""
+    """{version or None (all): (uses, applied)}: every retrieval, counted or not."""
     rows = _fetch(
         f"""
         SELECT version, count(*), count(applied_at), GROUPING(version) FROM {_USES}
@@ -191,8 +175,7 @@ def _use_counts(skill_id) -> dict:
 
 
 def _user_outcomes(skill_id, *, since_version: int = 1) -> dict:
-    """{version or None (all versions from `since_version`): (sessions, users, successes)} of one skill,
-    each user counted once per version and once overall."""
+    """{version or None (all from `since_version`): (sessions, users, successes)}."""
     rows = _fetch(
         f"""
         WITH counted AS (
@@ -212,25 +195,8 @@ def _user_outcomes(skill_id, *, since_version: int = 1) -> dict:
 
 
 def _baseline(skill: Skill) -> tuple[int, int]:
-    """(users, successes) of the users of the skill's scope with sealed task sessions with an outcome
-    that did not retrieve the skill, each user counted once."""
-    ((users, successes),) = _fetch(
-        f"""
-        WITH per_user AS (
-            SELECT {_PER_USER_COLUMNS} FROM (
-                SELECT s.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_SESSIONS} s
-                WHERE s.organization_id = %s AND s.scope = %s AND s.session_tag = 'task' AND s.status = 'sealed'
-                  AND {_OUTCOME}
-                  AND NOT EXISTS (SELECT 1 FROM {_USES} u WHERE u.skill_id = %s
-                                  AND u.organization_id = s.organization_id AND u.end_user_id = s.end_user_id
-                                  AND u.session_scope = s.scope AND u.session_id = s.session_id)
-            ) sessions GROUP BY end_user_id
-        )
-        SELECT count(*), count(*) FILTER (WHERE {_USER_SUCCEEDED}) FROM per_user
-        """,
-        [skill.organization_id, skill.scope, skill.pk],
-    )
-    return users, successes
+    """(users, successes) of the scope's users whose task sessions did not retrieve the skill."""
+    return _scope_rates(skill.organization_id, [skill.scope], without_skill=skill.pk).get(skill.scope, (0, 0))
 
 
 def _evidence(uses: tuple, outcomes: tuple, baseline: tuple) -> Evidence:
@@ -248,7 +214,6 @@ def _evidence(uses: tuple, outcomes: tuple, baseline: tuple) -> Evidence:
 
 
 def skill_evidence(skill: Skill) -> tuple[Evidence, dict[int, Evidence]]:
-    """The skill's evidence overall and per version (versions that were retrieved)."""
     baseline = _baseline(skill)
     uses = _use_counts(skill.pk)
     outcomes = _user_outcomes(skill.pk)
@@ -262,9 +227,7 @@ def skill_evidence(skill: Skill) -> tuple[Evidence, dict[int, Evidence]]:
 
 
 def review_window_start(skill: Skill) -> int:
-    """The first version of the skill's review window: the one a person's latest approval made
-    (1 when nobody approved it). What was learned of earlier versions does not count towards review:
-    a person looked at it since."""
+    """Evidence before a person's latest approval does not count towards review: they looked since."""
     approved = SkillVersion.objects.filter(skill=skill, operation=SkillVersion.Operation.APPROVE).aggregate(
         version=Max("version")
     )["version"]
@@ -272,7 +235,6 @@ def review_window_start(skill: Skill) -> int:
 
 
 def review_evidence(skill: Skill) -> tuple[Evidence, int]:
-    """(the evidence review decides on, the first version of its window)."""
     since = review_window_start(skill)
     uses = _use_counts(skill.pk)
     in_window = [counts for version, counts in uses.items() if version is not None and version >= since]
@@ -282,16 +244,11 @@ def review_evidence(skill: Skill) -> tuple[Evidence, int]:
 
 
 def feedback_counts(skill: Skill) -> dict:
-    counts = dict.fromkeys(SkillFeedback.Verdict.values, 0)
-    for verdict, count in _fetch(
-        f"SELECT verdict, count(*) FROM {_FEEDBACK} WHERE skill_id = %s GROUP BY verdict", [skill.pk]
-    ):
-        counts[verdict] = count
-    return counts
+    rows = _fetch(f"SELECT verdict, count(*) FROM {_FEEDBACK} WHERE skill_id = %s GROUP BY verdict", [skill.pk])
+    return dict.fromkeys(SkillFeedback.Verdict.values, 0) | dict(rows)
 
 
 def skill_effectiveness(skill: Skill) -> dict:
-    """The `effectiveness` object of a skill's API detail."""
     overall, versions = skill_evidence(skill)
     window, since = review_evidence(skill)
     return {
@@ -302,54 +259,35 @@ def skill_effectiveness(skill: Skill) -> dict:
     }
 
 
-# Ranking ----------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Adjustment:
     factor: float
     reason: str
 
 
-def _scope_rates(organization_id, scopes: list[str]) -> dict[str, tuple[int, int]]:
-    """{scope: (users, successes)} of the users with sealed task sessions with an outcome, each once."""
-    rows = _fetch(
-        f"""
-        WITH per_user AS (
-            SELECT scope, {_PER_USER_COLUMNS} FROM (
-                SELECT s.scope, s.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_SESSIONS} s
-                WHERE s.organization_id = %s AND s.scope = ANY(%s) AND s.session_tag = 'task'
-                  AND s.status = 'sealed' AND {_OUTCOME}
-            ) sessions GROUP BY scope, end_user_id
-        )
-        SELECT scope, count(*), count(*) FILTER (WHERE {_USER_SUCCEEDED}) FROM per_user GROUP BY scope
-        """,
-        [organization_id, scopes],
-    )
-    return {scope: (users, successes) for scope, users, successes in rows}
+def _scope_rates(organization_id, scopes: list[str], *, without_skill=None) -> dict[str, tuple[int, int]]:
+    """Of the scopes' users with sealed task sessions (none of which retrieved `without_skill`)."""
+    unretrieved = f"""AND NOT EXISTS (SELECT 1 FROM {_USES} u WHERE u.skill_id = %s
+        AND u.organization_id = s.organization_id AND u.end_user_id = s.end_user_id
+        AND u.session_scope = s.scope AND u.session_id = s.session_id)"""
+    sessions = f"""
+        SELECT s.scope, s.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_SESSIONS} s
+        WHERE s.organization_id = %s AND s.scope = ANY(%s) AND s.session_tag = 'task' AND s.status = 'sealed'
+          AND {_OUTCOME} {unretrieved if without_skill else ""}
+    """
+    return _user_counts("scope", sessions, [organization_id, scopes, *([without_skill] if without_skill else [])])
 
 
 def _skill_outcomes(skill_ids: list) -> dict:
-    """{skill id: (users, successes)} over every version, each user counted once."""
-    rows = _fetch(
-        f"""
-        WITH per_user AS (
-            SELECT skill_id, {_PER_USER_COLUMNS} FROM (
-                SELECT DISTINCT u.skill_id, u.end_user_id, s.id AS session, s.outcome, s.sealed_at
-                FROM {_USES} u {_SESSION_JOIN}
-                WHERE u.skill_id = ANY(%s::uuid[]) AND {_COUNTED}
-            ) counted GROUP BY skill_id, end_user_id
-        )
-        SELECT skill_id, count(*), count(*) FILTER (WHERE {_USER_SUCCEEDED}) FROM per_user GROUP BY skill_id
-        """,
-        [[str(skill_id) for skill_id in skill_ids], top_ranks()],
-    )
-    return {skill_id: (users, successes) for skill_id, users, successes in rows}
+    sessions = f"""
+        SELECT DISTINCT u.skill_id, u.end_user_id, s.id AS session, s.outcome, s.sealed_at
+        FROM {_USES} u {_SESSION_JOIN} WHERE u.skill_id = ANY(%s::uuid[]) AND {_COUNTED}
+    """
+    return _user_counts("skill_id", sessions, [[str(skill_id) for skill_id in skill_ids], top_ranks()])
 
 
 def _cached_many(prefix: str, keys: list, compute) -> dict:
-    """{key: value} read from the cache, the missing ones computed in one call and kept briefly:
-    evidence moves with sealed sessions, not with every retrieval."""
+    """Kept briefly: evidence moves with sealed sessions, not with every retrieval."""
     cache_keys = {f"effectiveness:{prefix}:{key}": key for key in keys}
     found = {cache_keys[cache_key]: value for cache_key, value in cache.get_many(list(cache_keys)).items()}
     missing = [key for key in keys if key not in found]
@@ -364,10 +302,8 @@ def _cached_many(prefix: str, keys: list, compute) -> dict:
 def effectiveness_factor(
     *, successes: int, sessions: int, scope_rate: float, weight: float, prior: float
 ) -> tuple[float, float]:
-    """(the ranking factor, the shrunk success rate): the rate of `successes` in `sessions` outcomes
-    (one per user) shrunk towards the scope's by a prior worth `prior` outcomes, its difference from
-    the scope's through tanh, within 1 ± weight; 1 while the Wilson interval of the skill's own rate
-    still holds the scope's rate."""
+    """(factor, shrunk rate): the rate shrunk towards the scope's by `prior` outcomes, its lift through
+    tanh within 1 ± weight; 1 while the skill's Wilson interval still holds the scope's rate."""
     shrunk = (successes + prior * scope_rate) / (sessions + prior)
     low, high = wilson_interval(successes, sessions) or (0.0, 1.0)
     if low <= scope_rate <= high:
@@ -378,14 +314,7 @@ def effectiveness_factor(
 
 
 def ranking_adjustments(skills: list[Skill]) -> dict:
-    """{skill id: Adjustment}: a factor within 1 ± SKILL_EFFECTIVENESS_WEIGHT on the relevance score.
-
-    The skill's success rate (one outcome per user, as everywhere here) is shrunk towards its scope's
-    rate by a prior worth SKILL_EFFECTIVENESS_PRIOR_SESSIONS outcomes, so a new skill starts at factor
-    1 and a handful of outcomes moves it little; the factor is 1 + weight · tanh(shrunk lift /
-    LIFT_SCALE). A skill whose success rate's Wilson interval still holds the scope's rate keeps
-    factor 1: relevance comes first.
-    """
+    """{skill id: Adjustment}: a factor within 1 ± SKILL_EFFECTIVENESS_WEIGHT on the relevance score."""
     weight = settings.SKILL_EFFECTIVENESS_WEIGHT
     if not skills:
         return {}
@@ -407,25 +336,20 @@ def ranking_adjustments(skills: list[Skill]) -> dict:
         factor, shrunk = effectiveness_factor(
             successes=successes, sessions=users, scope_rate=centre, weight=weight, prior=prior
         )
+        observed = f"{successes} of {users} users succeeded ({successes / users:.0%})"
         if factor == 1.0:
             low, high = wilson_interval(successes, users)
-            adjustments[skill.pk] = Adjustment(
-                1.0,
-                f"{successes} of {users} users succeeded ({successes / users:.0%}); not yet told apart "
-                f"from the scope's {centre:.0%} (95% interval {low:.0%}-{high:.0%})",
+            reason = f"{observed}; not yet told apart from the scope's {centre:.0%} (95% interval {low:.0%}-{high:.0%})"
+        else:
+            reason = (
+                f"{observed} against the scope's {centre:.0%}; shrunk estimate {shrunk:.0%} (prior of {prior} users)"
             )
-            continue
-        adjustments[skill.pk] = Adjustment(
-            round(factor, 4),
-            f"{successes} of {users} users succeeded ({successes / users:.0%}) against the scope's "
-            f"{centre:.0%}; shrunk estimate {shrunk:.0%} (prior of {prior} users)",
-        )
+        adjustments[skill.pk] = Adjustment(round(factor, 4), reason)
     return adjustments
 
 
 def failure_notes(skills: list[Skill]) -> dict:
-    """{skill id: a sentence on the failures of the users whose sessions retrieved it}, for the skills
-    with failures: what evolution reads as `worth_avoiding` context when it edits them."""
+    """{skill id: a sentence on its failing users}: evolution's `worth_avoiding` context."""
     if not skills:
         return {}
     outcomes = _skill_outcomes([skill.pk for skill in skills])
@@ -444,23 +368,18 @@ def failure_notes(skills: list[Skill]) -> dict:
     return notes
 
 
-# The admin -----------------------------------------------------------------------------------------
-
-
 def _per_user_of_each_skill() -> str:
-    """A subquery of the per-user outcomes of the skill of the changelist row (the outer query's skill table)."""
+    """Per-user outcomes of the changelist row's skill (the outer query's skill table)."""
     return f"""(SELECT {_PER_USER_COLUMNS} FROM (
         SELECT DISTINCT u.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_USES} u {_SESSION_JOIN}
         WHERE u.skill_id = {_SKILLS}.id AND {_COUNTED}) counted GROUP BY end_user_id) per_user"""
 
 
 def users_sql() -> tuple[str, list]:
-    """(SQL, params): per skill, the users whose counted sessions retrieved it, for a sortable column."""
     return f"(SELECT count(*) FROM {_per_user_of_each_skill()})", [top_ranks()]
 
 
 def success_rate_sql() -> tuple[str, list]:
-    """(SQL, params): per skill, the share of those users who succeeded."""
     return (
         f"(SELECT avg(CASE WHEN {_USER_SUCCEEDED} THEN 1.0 ELSE 0.0 END) FROM {_per_user_of_each_skill()})",
         [top_ranks()],
@@ -468,8 +387,7 @@ def success_rate_sql() -> tuple[str, list]:
 
 
 def outcomes_over_time(skill: Skill, *, weeks: int = 12) -> list[tuple]:
-    """[(week start, successes, failures)] of the counted sessions that retrieved the skill, by the week
-    they were sealed, the last `weeks` weeks that had any."""
+    """[(week start, successes, failures)] of its counted sessions, the last `weeks` weeks that had any."""
     rows = _fetch(
         f"""
         SELECT date_trunc('week', s.sealed_at) AS week, count(DISTINCT s.id) FILTER (WHERE s.outcome = 'success'),

@@ -19,7 +19,6 @@ def handle_distill_session(task) -> dict:
         result = session_distill_locked(session=session, task=task)
     except ConflictError as exc:  # not a sealed task session: retrying would not change that
         return {"skipped": str(exc), "experiences": 0}
-    # The session's outcome is new evidence about the skills it retrieved.
     result["sent_to_review"] = [str(skill.pk) for skill in skills_review_effectiveness(session=session)]
     return result
 
@@ -28,7 +27,6 @@ def handle_distill_session(task) -> dict:
 def handle_evolve_skills(task) -> dict:
     organization, scope = task.organization, task.payload["scope"]
     result = skills_evolve_locked(organization=organization, scope=scope, task=task)
-    # More experiences wait and this run made progress: continue in a follow-up task.
     if result["remaining"] and (result["consumed"] or result["superseded"]):
         result["follow_up_task"] = str(evolve_enqueue(organization=organization, scope=scope).pk)
     return result

@@ -72,31 +72,30 @@ def _intraline(old: str, new: str) -> tuple[SafeString, SafeString]:
     return mark_safe("".join(left)), mark_safe("".join(right))
 
 
+def _fold_row(skipped: int) -> DiffRow:
+    return DiffRow("fold", None, mark_safe(f"… {skipped} unchanged line(s)"), None, mark_safe(""))
+
+
 def _fold(rows: list[DiffRow]) -> list[DiffRow]:
-    """Keeps CONTEXT_LINES of unchanged lines around each change."""
     changed = [index for index, row in enumerate(rows) if row.kind != "equal"]
     keep = {index for c in changed for index in range(c - CONTEXT_LINES, c + CONTEXT_LINES + 1)}
     folded, skipped = [], 0
     for index, row in enumerate(rows):
-        if index in keep:
-            if skipped:
-                folded.append(DiffRow("fold", None, mark_safe(f"… {skipped} unchanged line(s)"), None, mark_safe("")))
-                skipped = 0
-            folded.append(row)
-        else:
+        if index not in keep:
             skipped += 1
+            continue
+        if skipped:
+            folded.append(_fold_row(skipped))
+            skipped = 0
+        folded.append(row)
     if skipped:
-        folded.append(DiffRow("fold", None, mark_safe(f"… {skipped} unchanged line(s)"), None, mark_safe("")))
+        folded.append(_fold_row(skipped))
     return folded
 
 
 def side_by_side(old: str, new: str) -> list[DiffRow]:
     """Line-level side-by-side rows with character-level marks inside replaced lines."""
-    old_lines, new_lines = old.splitlines() or [""], new.splitlines() or [""]
-    if not old:
-        old_lines = []
-    if not new:
-        new_lines = []
+    old_lines, new_lines = old.splitlines(), new.splitlines()
     rows = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes():
         if tag == "equal":
@@ -115,8 +114,7 @@ def side_by_side(old: str, new: str) -> list[DiffRow]:
 
 
 def snapshot_changes(previous: dict, current: dict) -> list[FieldChange]:
-    """The fields that differ between two snapshots, in a stable order; the first version is
-    compared with an empty snapshot."""
+    """The first version is compared with an empty snapshot."""
     changes = []
     for name in DIFF_FIELDS:
         old, new = previous.get(name), current.get(name)
@@ -135,13 +133,12 @@ def _evidence(experiences: list[SkillExperience], seq_by_message: dict) -> list[
             else None
         )
         seqs = sorted({seq_by_message[pk] for pk in experience.source_message_ids if pk in seq_by_message})
+        evidence = experience.evidence if isinstance(experience.evidence, dict) else {}
         items.append(
             Evidence(
                 experience=experience,
-                quote=str(experience.evidence.get("quote", "")) if isinstance(experience.evidence, dict) else "",
-                signal_type=str(experience.evidence.get("signal_type", ""))
-                if isinstance(experience.evidence, dict)
-                else "",
+                quote=str(evidence.get("quote", "")),
+                signal_type=str(evidence.get("signal_type", "")),
                 transcript_url=transcript_url,
                 turns=[(seq, f"{transcript_url}#turn-{seq}") for seq in seqs] if transcript_url else [],
             )
@@ -150,7 +147,7 @@ def _evidence(experiences: list[SkillExperience], seq_by_message: dict) -> list[
 
 
 def message_seqs(*, organization_id, message_ids) -> dict:
-    """Maps stored message ids to their turn numbers; pruned or erased turns are simply absent."""
+    """{message id: turn number}; pruned or erased turns are absent."""
     if not message_ids:
         return {}
     return dict(

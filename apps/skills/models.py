@@ -56,8 +56,7 @@ class SkillExperience(BaseModel):
     # Ordered tool names the lesson is about (a workflow's tool-call sequence, or the failing tool).
     action_signature = ArrayField(models.CharField(max_length=128), default=list, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    # Why the screen flagged it (names of patterns, never the text), and who released it: a person's
-    # approval stands in for corroboration by other end users.
+    # Pattern names, never the text; a person's approval stands in for corroboration by other users.
     flags = ArrayField(models.CharField(max_length=32), default=list, blank=True)
     approved_by = models.CharField(max_length=255, blank=True, default="")
     created_by = models.ForeignKey("tenancy.Client", on_delete=models.CASCADE, related_name="+")
@@ -141,7 +140,6 @@ class Skill(BaseModel):
         output_field=SearchVectorField(),
         db_persist=True,
     )
-    # One vector of description and instructions.
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=128, blank=True, default="")
 
@@ -164,8 +162,7 @@ class Skill(BaseModel):
         ]
         indexes = [
             models.Index(fields=["organization", "scope", "status"], name="skill_scope_status_idx"),
-            # The admin changelist's order (scope, name) within an organisation: a page is read
-            # from the index instead of sorting every skill.
+            # The admin changelist's order: a page is read from the index instead of sorting every skill.
             models.Index(fields=["organization", "scope", "name"], name="skill_admin_order_idx"),
             # The review queue's order (status descending: pending_review first, then newest).
             models.Index(fields=["organization", "status", "updated_at"], name="skill_review_order_idx"),
@@ -218,12 +215,8 @@ class SkillVersion(BaseModel):
 
 
 class SkillUse(BaseModel):
-    """One skill served by one retrieval, append-only: the evidence effectiveness is computed from.
-
-    A use names the task session it served by its id, as the agent sent it: the session usually
-    does not exist yet when the agent retrieves at the start of its task. Its outcome is the
-    session's once sealed (apps.skills.effectiveness joins on the session's natural key), so an
-    outcome set or corrected later counts without rewriting any use."""
+    """One skill served by one retrieval, append-only. It names its session by id, not a foreign key: the
+    session rarely exists yet when the agent retrieves, and a later outcome counts without a rewrite."""
 
     organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="+")
     scope = models.CharField(max_length=64, help_text="The skill's scope.")

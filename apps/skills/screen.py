@@ -1,6 +1,5 @@
-"""The screen a lesson passes before it may become skill text: text from a user or a tool's output
-that reads like instructions aimed at the model, a link, or a secret is flagged for a person's
-review instead of being served. It names what it found (pattern names), never the text."""
+"""The screen a lesson passes before it may become skill text: instructions aimed at the model, a
+link or a secret is flagged for a person's review, by pattern name, never the text."""
 
 import re
 
@@ -49,19 +48,16 @@ def _has_card_number(text: str) -> bool:
     return any(_luhn(re.sub(r"[ -]", "", match.group())) for match in _CARD_CANDIDATE.finditer(text))
 
 
+_FLAGS = {
+    "instruction": _INSTRUCTION.search,
+    "url": _URL.search,
+    "card_number": _has_card_number,
+    "api_key": _API_KEY.search,
+    "credential": _CREDENTIAL.search,
+}
+
+
 def screen_flags(*texts: str) -> list[str]:
-    """What the texts hold that must not be served without a person's review, as sorted pattern
-    names: `instruction`, `url`, `card_number`, `api_key`, `credential`. Empty: nothing found."""
+    """The sorted names of the patterns the texts hold; empty: nothing found."""
     text = "\n".join(texts)
-    flags = set()
-    if _INSTRUCTION.search(text):
-        flags.add("instruction")
-    if _URL.search(text):
-        flags.add("url")
-    if _has_card_number(text):
-        flags.add("card_number")
-    if _API_KEY.search(text):
-        flags.add("api_key")
-    if _CREDENTIAL.search(text):
-        flags.add("credential")
-    return sorted(flags)
+    return sorted(name for name, found in _FLAGS.items() if found(text))

@@ -11,14 +11,12 @@ from apps.tenancy.readers import Reader
 
 
 def skill_served(reader: Reader, user_id: str | None = None) -> Q:
-    """The skills in the reader's scopes served to `user_id` (None: the shared ones): the search
-    visibility of `procedural` (apps.skills.trust)."""
+    """The search visibility of `procedural`: served to `user_id` (None: the shared ones)."""
     return reader.condition() & served_q(organization_id=reader.organization_id, user_id=user_id)
 
 
 def experience_visible(reader: Reader, user_id: str | None = None) -> Q:
-    """The experiences the reader sees (the search visibility of `experience`; `user_id` is not part
-    of it): not one of a session being deleted, nor one citing its turns (its purge takes them)."""
+    """The search visibility of `experience` (ignoring `user_id`): none of or citing a session being deleted."""
     organization_id = reader.organization_id
     return (
         reader.condition()
@@ -28,8 +26,7 @@ def experience_visible(reader: Reader, user_id: str | None = None) -> Q:
 
 
 def with_retrievals(queryset):
-    """Annotates `retrieval_count` and `last_retrieved_at`, counted from the skill's uses (retrieval
-    appends uses and updates no skill row)."""
+    """Counted from the skill's uses: retrieval updates no skill row."""
     uses = SkillUse.objects.filter(skill=OuterRef("pk")).order_by().values("skill")
     return queryset.annotate(
         retrieval_count=Coalesce(Subquery(uses.annotate(n=Count("*")).values("n"), output_field=IntegerField()), 0),
@@ -38,8 +35,7 @@ def with_retrievals(queryset):
 
 
 def skill_list(*, reader: Reader, filters: dict | None = None):
-    """Skills in the reader's scopes. Archived skills appear only when asked for by status; with a
-    user_id, only the skills that user is served (apps.skills.trust)."""
+    """Archived skills only when asked for by status; with a user_id, only those that user is served."""
     filters = filters or {}
     queryset = with_retrievals(reader.rows(Skill).select_related("end_user").defer("embedding", "search_vector"))
     if filters.get("status"):
@@ -96,9 +92,7 @@ def experience_list(*, reader: Reader, filters: dict | None = None):
 
 
 def feedback_session(*, reader: Reader, skill: Skill, user_id: str, session_id: str, write_scope: str | None = None):
-    """The session a verdict on `skill` names: the session `session_id` of `user_id` among those the
-    reader reads, preferring the skill's scope, then the caller's `write_scope`; None when there is
-    none or it is ambiguous (the id in several other scopes)."""
+    """Preferring the skill's scope, then `write_scope`; None when there is none or it is ambiguous."""
     sessions = list(
         session_list(reader=reader).filter(end_user__user_id=user_id, session_id=session_id).select_related("end_user")
     )
@@ -110,8 +104,7 @@ def feedback_session(*, reader: Reader, skill: Skill, user_id: str, session_id: 
 
 
 def session_distilled_into(session) -> str:
-    """Registered with apps.conversations' learned-from checks: why the session counts as learned from
-    by skills ("" if it does not)."""
+    """Registered with apps.conversations' learned-from checks ("" if not learned from)."""
     if SkillExperience.objects.filter(session_id=session.pk).exists():
         return "skill experiences were distilled from it"
     return ""

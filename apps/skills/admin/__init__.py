@@ -1,4 +1,3 @@
-"""Curation of skill memory in the admin, one module a concern. Importing the package (Django's admin
-autodiscovery does) registers the model admins, the dashboard cards and the sessions' action."""
+"""Curation of skill memory in the admin; importing the package registers the admins and extensions."""
 
 from apps.skills.admin import dashboard, experiences, skills  # noqa: F401  (registration on import)

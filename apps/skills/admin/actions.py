@@ -7,8 +7,7 @@ from apps.skills.services.review import person_actor
 
 
 class ServiceActions:
-    """Admin actions that run a service on each selected object, as `service(<item_argument>=object,
-    actor=the person, ...)`; a refusal is a warning, not an error."""
+    """`service(<item_argument>=object, actor=the person, ...)`; a refusal is a warning, not an error."""
 
     item_argument = ""
     item_label = ""
@@ -26,7 +25,6 @@ class ServiceActions:
 
 
 def service_action(service, verb: str, description: str):
-    """A ServiceActions admin's action, for staff who may change the objects: `service` on each selected one."""
 
     @admin.action(description=description, permissions=["change"])
     def action(self, request, queryset):

@@ -36,16 +36,8 @@ def experiences_card(*, user, organization):
     pending = (
         of_organization(SkillExperience.objects, organization).filter(status=SkillExperience.Status.PENDING).count()
     )
-    return (
-        "Experiences",
-        [
-            Tile(
-                "Pending evolution",
-                pending,
-                admin_url("admin:skills_skillexperience_changelist", status__exact="pending"),
-            ),
-        ],
-    )
+    url = admin_url("admin:skills_skillexperience_changelist", status__exact="pending")
+    return "Experiences", [Tile("Pending evolution", pending, url)]
 
 
 @admin.action(description="Distil now (sealed task sessions)", permissions=["change"])

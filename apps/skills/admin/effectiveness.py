@@ -13,8 +13,7 @@ def _interval(pair) -> str:
 
 
 def effectiveness_panel(skill: Skill):
-    """The figures and an inline SVG of successes (green) over failures (red) per week: no script,
-    nothing loaded from elsewhere."""
+    """An inline SVG: no script, nothing loaded from elsewhere."""
     figures = skill_effectiveness(skill)
     weeks = outcomes_over_time(skill)
     tallest = max((successes + failures for _, successes, failures in weeks), default=0)

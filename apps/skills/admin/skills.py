@@ -1,4 +1,5 @@
-"""The skills' admin: a review queue, person edits recorded as versions, the version history with\nits diffs and lineage down to transcript turns. Every write goes through a service."""
+"""The skills' admin: a review queue, person edits recorded as versions, the version history with
+its diffs and lineage down to transcript turns. Every write goes through a service."""
 
 from django import forms
 from django.contrib import admin, messages
@@ -32,8 +33,6 @@ from apps.tenancy.admin_base import HistoryInline, OrganizationScopedAdmin, Scop
 
 # Large columns a list never shows: loading them for 100 rows would dominate the page.
 HEAVY_SKILL_COLUMNS = ("embedding", "search_vector", "instructions", "examples")
-
-
 REVIEW_QUEUE_URL_NAME = "skills_skill_review_queue"
 
 
@@ -162,8 +161,7 @@ class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
 
     def get_ordering(self, request):
         if _is_review_queue(request):
-            # Status descending puts pending_review first (then archived, then active), newest
-            # first within each, and an index serves it: a page never sorts every skill.
+            # Status descending puts pending_review first; an index serves it (skill_review_order_idx).
             return ["-status", "-updated_at"]
         return super().get_ordering(request)
 
@@ -175,7 +173,6 @@ class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
         ]
 
     def review_queue_view(self, request):
-        """The changelist, skills pending review first; filters, search and actions work as usual."""
         return self.changelist_view(request, extra_context={"title": "Skill review queue", "review_queue": True})
 
     def changelist_view(self, request, extra_context=None):
@@ -200,7 +197,6 @@ class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
         )
 
     def get_queryset(self, request):
-        # Counted from the uses and the sessions they served (sortable columns of the changelist).
         return with_retrievals(super().get_queryset(request)).annotate(
             outcome_users=RawSQL(*users_sql(), output_field=IntegerField()),
             success_rate=RawSQL(*success_rate_sql(), output_field=FloatField()),
@@ -225,7 +221,7 @@ class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
         return format_html('<a href="{}">versions</a>', reverse("admin:skills_skill_versions", args=[skill.pk]))
 
     def save_model(self, request, obj, form, change):
-        """A person's edit becomes a version through the service; the form's instance is never saved."""
+        """The form's instance is never saved: the service records the edit as a version."""
         original = self.get_queryset(request).get(pk=obj.pk)
         changes = {name: form.cleaned_data[name] for name in form.changed_data if name in EDITABLE_FIELDS}
         version = original.version

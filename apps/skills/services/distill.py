@@ -41,7 +41,6 @@ def check_distillable(session: Session) -> None:
 
 
 def distill_request(*, session: Session, client=None) -> MemoryTask:
-    """An on-demand distillation: queues the same idempotent task that sealing queues."""
     check_distillable(session)
     if session.distilled_at is not None:
         raise ConflictError(
@@ -51,7 +50,7 @@ def distill_request(*, session: Session, client=None) -> MemoryTask:
 
 
 def _existing_skills(session: Session) -> list[dict]:
-    """The skills the session's user is served: the distiller's prompt shows no other user's."""
+    """The distiller's prompt shows no skill of another user's."""
     return list(
         with_retrievals(Skill.objects.filter(organization_id=session.organization_id, scope=session.scope))
         .filter(visible_q(session.end_user_id))
@@ -73,18 +72,14 @@ def _is_duplicate_workflow(session: Session, lesson) -> bool:
 
 
 def _screened(lesson) -> dict:
-    """A lesson whose text (what evolution copies into skills) reads like instructions to the model,
-    holds a link or a secret waits for a person instead of evolving."""
+    """Evolution copies a lesson's text into skills: one that reads like instructions to the model,
+    holds a link or a secret waits for a person."""
     flags = screen_flags(lesson.title, lesson.content)
     return {"flags": flags, "status": SkillExperience.Status.FLAGGED} if flags else {}
 
 
 def session_distill(*, session: Session, task=None) -> dict:
-    """Distils one sealed task session; the session is marked distilled only once its experiences are stored.
-
-    Run it under DISTILL_LOCKS.key_of(session) (the handler does). Idempotent: an already
-    distilled session is skipped.
-    """
+    """Idempotent; run it under DISTILL_LOCKS.key_of(session) (the handler does)."""
     check_distillable(session)
     if session.distilled_at is not None:
         return {"skipped": "already distilled", "experiences": 0}
@@ -97,17 +92,15 @@ def session_distill(*, session: Session, task=None) -> dict:
         distiller = f"llm:{settings.LLM_MODEL}"
     else:
         lessons, distiller = rule_lessons(session=session, messages=messages), "rules"
-    duplicates = 0
-    kept = []
-    for lesson in lessons:
-        if (
+    kept = [
+        lesson
+        for lesson in lessons
+        if not (
             lesson.action_signature
             and lesson.experience_type == ExperienceType.WORTH_LEARNING
             and _is_duplicate_workflow(session, lesson)
-        ):
-            duplicates += 1
-        else:
-            kept.append(lesson)
+        )
+    ]
     experiences = [
         SkillExperience(
             organization_id=session.organization_id,
@@ -149,14 +142,14 @@ def session_distill(*, session: Session, task=None) -> dict:
         "distiller": distiller,
         "experiences": len(experiences),
         "flagged": len(experiences) - len(learnable),
-        "duplicates": duplicates,
+        "duplicates": len(lessons) - len(kept),
         "problems": problems,
         "evolve_task": str(evolve_task.pk) if evolve_task else None,
     }
 
 
 def session_distill_locked(*, session: Session, task=None) -> dict:
-    """session_distill under the per-user advisory lock; raises LockNotAvailable so the pipeline retries."""
+    """Raises LockNotAvailable so the pipeline retries."""
     with advisory_lock(DISTILL_LOCKS.key_of(session), wait=False):
         session.refresh_from_db(fields=["distilled_at", "status", "outcome"])
         return session_distill(session=session, task=task)

@@ -8,13 +8,11 @@ from apps.tenancy.models import EndUser
 
 
 def client_actor(client) -> str:
-    """How a client appears as the actor of feedback, next to "admin:alice"."""
     return f"client:{client.name}"
 
 
 def skill_uses_apply(*, skill: Skill, client, user_id: str, session_id: str) -> dict:
-    """Marks the skill's uses in the client's task session `session_id` of `user_id` as applied (the
-    uses keep the time they were first marked)."""
+    """Uses already marked keep the time they were first marked."""
     uses = SkillUse.objects.filter(
         skill=skill,
         organization_id=client.organization_id,
@@ -39,8 +37,7 @@ def skill_uses_apply(*, skill: Skill, client, user_id: str, session_id: str) -> 
 def skill_feedback_record(
     *, skill: Skill, verdict: str, reason: str, client=None, actor: str = "", session=None
 ) -> SkillFeedback:
-    """One verdict on the skill's current version, from a client (an agent) or a person (`actor`),
-    for a task `session` (a conversations Session the caller reads; its end user is the feedback's)."""
+    """A verdict on the current version from a client (an agent) or a person (`actor`)."""
     return SkillFeedback.objects.create(
         organization_id=skill.organization_id,
         scope=skill.scope,

@@ -62,12 +62,8 @@ class LessonsAnswer(BaseModel):
 
 
 def validate_lessons(data: dict, *, messages) -> tuple[list[Lesson], list[str]]:
-    """Lessons from a distiller's answer (LessonsAnswer) and the reasons any were refused.
-
-    The model refuses unknown enums and missing texts or numbers; here numbers are clamped and
-    texts capped. A quote that does not occur in the transcript cannot carry an explicit signal:
-    the lesson is kept as `inferred` with low credibility, so the model cannot invent a user's critique.
-    """
+    """(lessons, why any were refused). A quote not in the transcript cannot carry an explicit signal:
+    it is kept as `inferred` with low credibility, so the model cannot invent a user's critique."""
     items = data.get("lessons")
     if not isinstance(items, list):
         return [], ['The answer has no "lessons" list.']
@@ -91,7 +87,6 @@ def validate_lessons(data: dict, *, messages) -> tuple[list[Lesson], list[str]]:
         credibility = clamp_unit(item.credibility)
         if signal_type == SignalType.INFERRED:
             credibility = min(credibility, INFERRED_MAX_CREDIBILITY)
-
         lessons.append(
             Lesson(
                 experience_type=item.experience_type,

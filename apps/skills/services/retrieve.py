@@ -1,6 +1,5 @@
-"""Act-time retrieval: the top-k active skills for a task, in the caller's read scopes, ranked by
-relevance with a bounded adjustment for what each skill's outcomes show; each skill served is
-recorded as a use (append-only: nothing on the read path updates a skill row)."""
+"""Act-time retrieval: the top-k skills for a task, ranked by relevance with a bounded adjustment
+for their outcomes; each served is recorded as a use (the read path updates no skill row)."""
 
 from dataclasses import dataclass
 
@@ -43,20 +42,14 @@ def _end_user(*, client, user_id: str | None, session_id: str | None):
 
 
 def skills_rank(*, reader: Reader, task: str, k: int, user_id: str | None = None) -> list[Retrieved]:
-    """The best k skills by hybrid search over name, description, triggers and instructions, each
-    relevance score times its effectiveness factor (apps.skills.effectiveness.ranking_adjustments).
-
-    With a user_id: the scope's shared skills and those that user taught; without: the shared
-    skills only (apps.skills.trust).
-    """
-    filters = {"user_id": user_id} if user_id else {}
+    """The best k by hybrid relevance times the effectiveness factor; without a user_id, shared skills only."""
     hits = search_source(
         PROCEDURAL,
         reader=reader,
         query=task,
         method="hybrid",
         limit=max(CANDIDATE_FACTOR * k, MIN_CANDIDATES),
-        filters=filters,
+        filters={"user_id": user_id} if user_id else {},
     )
     adjustments = ranking_adjustments([skill for skill, _ in hits])
     return sorted(
@@ -68,8 +61,7 @@ def skills_rank(*, reader: Reader, task: str, k: int, user_id: str | None = None
 def skills_retrieve(
     *, client, task: str, k: int, user_id: str | None = None, session_id: str | None = None
 ) -> list[Retrieved]:
-    """skills_rank for a client, each skill returned recorded as a SkillUse, tied to the task session
-    `session_id` of `user_id` in the client's write scope when one is named."""
+    """skills_rank, each skill returned recorded as a SkillUse of the named session, if any."""
     end_user = _end_user(client=client, user_id=user_id, session_id=session_id)
     ranked = skills_rank(reader=client.reader, task=task, k=k, user_id=user_id)
     SkillUse.objects.bulk_create(

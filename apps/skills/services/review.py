@@ -19,17 +19,19 @@ from apps.skills.services.skills import (
 
 
 def person_actor(user) -> str:
-    """How a person appears in a version's `actor`, next to "evolution:rules" and friends."""
     return f"admin:{user.get_username()}"
 
 
-def skill_approve(*, skill: Skill, actor: str, reason: str = "") -> Skill:
-    """Makes a skill held for review live, for every user of its scope: a person's approval stands
-    in for corroboration by other end users (a user's own skill stays theirs)."""
+def _require_pending_review(skill: Skill, done: str) -> None:
     if skill.status != Skill.Status.PENDING_REVIEW:
         raise ConflictError(
-            f"{skill.name} is {skill.get_status_display().lower()}; only skills pending review are approved."
+            f"{skill.name} is {skill.get_status_display().lower()}; only skills pending review are {done}."
         )
+
+
+def skill_approve(*, skill: Skill, actor: str, reason: str = "") -> Skill:
+    """A person's approval stands in for corroboration by other end users (a user's own skill stays theirs)."""
+    _require_pending_review(skill, "approved")
     return skill_update(
         skill=skill,
         changes={},
@@ -42,7 +44,6 @@ def skill_approve(*, skill: Skill, actor: str, reason: str = "") -> Skill:
 
 
 def skill_share_by_person(*, skill: Skill, actor: str, reason: str = "") -> Skill:
-    """A person serves a live skill that too few end users taught to every user of its scope."""
     if skill.status == Skill.Status.ARCHIVED:
         raise ConflictError(f"{skill.name} is archived; restore it before sharing it.")
     if skill.end_user_id is not None:
@@ -53,11 +54,8 @@ def skill_share_by_person(*, skill: Skill, actor: str, reason: str = "") -> Skil
 
 
 def skill_reject(*, skill: Skill, actor: str, reason: str) -> Skill:
-    """Turns down a skill held for review; it is archived, not deleted, so the decision stays on record."""
-    if skill.status != Skill.Status.PENDING_REVIEW:
-        raise ConflictError(
-            f"{skill.name} is {skill.get_status_display().lower()}; only skills pending review are rejected."
-        )
+    """Archived, not deleted, so the decision stays on record."""
+    _require_pending_review(skill, "rejected")
     if not reason.strip():
         raise ConflictError("A rejection needs a reason.")
     return skill_update(
@@ -71,27 +69,28 @@ def skill_reject(*, skill: Skill, actor: str, reason: str) -> Skill:
 
 
 def skill_archive_by_person(*, skill: Skill, actor: str, reason: str = "") -> Skill:
-    """Retires a live skill; it is no longer retrieved but its history stays."""
     if skill.status == Skill.Status.ARCHIVED:
         raise ConflictError(f"{skill.name} is already archived.")
     return skill_archive(skill=skill, actor=actor, reason=reason or "Archived by a person.")
 
 
 def skill_edit_by_person(*, skill: Skill, changes: dict, actor: str, reason: str = "") -> Skill:
-    """A person's edit of the skill's text; an edit that changes nothing stores nothing."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise ConflictError(f"These fields are not editable: {', '.join(sorted(unknown))}.")
     return skill_update(skill=skill, changes=changes, actor=actor, reason=reason or "Edited by a person.")
 
 
-def experience_approve(*, experience: SkillExperience, actor: str) -> SkillExperience:
-    """A person lets a held or flagged lesson evolve as if enough end users had taught it; the next
-    evolution of its scope applies it."""
+def _require_held_or_flagged(experience: SkillExperience, done: str) -> None:
     if experience.status not in (SkillExperience.Status.HELD, SkillExperience.Status.FLAGGED):
         raise ConflictError(
-            f"{experience.title} is {experience.get_status_display().lower()}; only held or flagged lessons are approved."
+            f"{experience.title} is {experience.get_status_display().lower()}; only held or flagged lessons are {done}."
         )
+
+
+def experience_approve(*, experience: SkillExperience, actor: str) -> SkillExperience:
+    """The lesson evolves as if enough end users had taught it, at the next evolution of its scope."""
+    _require_held_or_flagged(experience, "approved")
     experience.status = SkillExperience.Status.PENDING
     experience.approved_by = actor
     experience.save(update_fields=["status", "approved_by", "updated_at"])
@@ -100,11 +99,7 @@ def experience_approve(*, experience: SkillExperience, actor: str) -> SkillExper
 
 
 def experience_reject(*, experience: SkillExperience, actor: str) -> SkillExperience:
-    """A person turns a held or flagged lesson down: it is superseded and never evolves."""
-    if experience.status not in (SkillExperience.Status.HELD, SkillExperience.Status.FLAGGED):
-        raise ConflictError(
-            f"{experience.title} is {experience.get_status_display().lower()}; only held or flagged lessons are rejected."
-        )
+    _require_held_or_flagged(experience, "rejected")
     experience.status = SkillExperience.Status.SUPERSEDED
     experience.save(update_fields=["status", "updated_at"])
     return experience
@@ -114,10 +109,8 @@ EFFECTIVENESS_ACTOR = "review:effectiveness"
 
 
 def skills_review_effectiveness(*, session) -> list[Skill]:
-    """Sends to review each active skill the sealed task `session` is evidence for (of its scope, near
-    the top of its retrieval or marked applied: apps.skills.effectiveness) whose evidence now says it
-    hurts (Evidence.harmful, over its review window), with the figures as the version's reason.
-    Nothing is deleted: a person approves it back or rejects it. Returns the skills sent."""
+    """Sends to review each active skill the sealed `session` counts for whose evidence now says it
+    hurts (Evidence.harmful); nothing is deleted: a person approves it back or rejects it."""
     skills = Skill.objects.filter(
         status=Skill.Status.ACTIVE,
         scope=session.scope,
@@ -139,7 +132,6 @@ def skills_review_effectiveness(*, session) -> list[Skill]:
 
 
 def skills_held_by_evidence(*, organization):
-    """The organisation's skills that their outcomes sent to review and nobody has touched since."""
     return Skill.objects.filter(
         organization=organization,
         status=Skill.Status.PENDING_REVIEW,
@@ -149,10 +141,8 @@ def skills_held_by_evidence(*, organization):
 
 
 def skills_review_reassess(*, organization) -> list[Skill]:
-    """Puts back in service each skill its outcomes sent to review whose evidence no longer says it
-    hurts: after an erasure took some users' evidence away (a skill sent only by what the erased user
-    did is active again). A skill a person or an erasure touched since waits for a person. Returns
-    the skills put back."""
+    """After an erasure took evidence away: a skill sent to review only by what the erased user did is
+    active again; one a person or an erasure touched since waits for a person."""
     restored = []
     for skill in skills_held_by_evidence(organization=organization):
         evidence, _ = review_evidence(skill)

@@ -1,9 +1,5 @@
-"""The offline distiller (after Agent Workflow Memory's rule-based induction).
-
-A tool error followed later by a successful call of the same tool is a `worth_avoiding`
-lesson with the error as `tool_error` evidence; a session whose outcome is `success` is a
-`worth_learning` workflow lesson carrying its tool-call sequence (its action signature).
-"""
+"""The offline distiller (after Agent Workflow Memory's rule-based induction): a tool error later
+fixed is a `worth_avoiding` lesson, a successful session a `worth_learning` workflow lesson."""
 
 import json
 import re
@@ -65,7 +61,7 @@ def _result_text(message) -> str:
 
 
 def tool_calls(messages) -> list[ToolCall]:
-    """Calls in order, each paired with its result turn (by tool_call_id, else the next result of that tool)."""
+    """Calls in order, each paired with its result turn (by tool_call_id, else by tool name)."""
     calls: list[ToolCall] = []
     by_id: dict[str, ToolCall] = {}
     for message in messages:
@@ -203,7 +199,6 @@ def rule_lessons(*, session, messages) -> list[Lesson]:
 
 
 def workflow_steps(content: str) -> list[str]:
-    """The numbered steps of a workflow lesson's content."""
     return [line.strip() for line in content.splitlines() if re.match(r"^\s*\d+\. ", line)]
 
 

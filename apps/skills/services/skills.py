@@ -1,6 +1,7 @@
 """Writes of skills. Every change is a SkillVersion with the full snapshot, the actor, a reason
 and the experiences that caused it."""
 
+import itertools
 import re
 
 from django.conf import settings
@@ -25,10 +26,11 @@ def skill_slug(text: str) -> str:
 
 
 def skill_snapshot(skill: Skill) -> dict:
-    snapshot = {name: getattr(skill, name) for name in SNAPSHOT_FIELDS}
-    snapshot["end_user"] = skill.end_user.user_id if skill.end_user_id else None
-    snapshot["version"] = skill.version
-    return snapshot
+    return {
+        **{name: getattr(skill, name) for name in SNAPSHOT_FIELDS},
+        "end_user": skill.end_user.user_id if skill.end_user_id else None,
+        "version": skill.version,
+    }
 
 
 # SKILL_REVIEW_MODE: `auto` puts evolved skills live; `manual` holds them in pending_review.
@@ -36,7 +38,6 @@ REVIEW_MODES = ("auto", "manual")
 
 
 def evolved_status() -> str:
-    """SKILL_REVIEW_MODE=manual holds evolved creations and edits for a person's approval."""
     return Skill.Status.PENDING_REVIEW if settings.SKILL_REVIEW_MODE == "manual" else Skill.Status.ACTIVE
 
 
@@ -49,17 +50,15 @@ def _unique_name(*, organization, scope: str, name: str, exclude_pk=None) -> str
     )
     if name not in taken:
         return name
-    number = 2
-    while True:
+    for number in itertools.count(2):
         suffix = f"-{number}"
         candidate = name[: SKILL_NAME_MAX_LENGTH - len(suffix)] + suffix
         if candidate not in taken:
             return candidate
-        number += 1
 
 
 def _embed(skill: Skill, vector: list | None = None) -> None:
-    """The skill's vector: `vector` when the caller embedded its text before its transaction."""
+    """`vector` when the caller embedded the text before its transaction."""
     (skill.embedding,) = [vector] if vector is not None else embed_texts([skill.embedding_text()])
     skill.embedding_model = embedding_model_name()
 
@@ -92,9 +91,8 @@ def skill_create(
     embedding: list | None = None,
     shared: bool | None = None,
 ) -> Skill:
-    """A new skill. Unless `shared` says otherwise, one learned from experiences is served to every
-    user of the scope only once their users corroborate it (apps.skills.trust), until then to those
-    users; one without experiences (a person's or an import's) is shared unless it has an end user."""
+    """One learned from experiences is shared once its teachers corroborate it (apps.skills.trust);
+    one without (a person's or an import's) is shared unless it has an end user."""
     check_fields({name: value for name, value in fields.items() if name in EDITABLE_FIELDS})
     taught_by = teachers(experiences)
     if shared is None:
@@ -131,9 +129,7 @@ def skill_update(
     embedding: list | None = None,
     shared: bool | None = None,
 ) -> Skill:
-    """Applies field changes as a new version; a change that changes nothing stores nothing.
-    `embedding`, if given, is the vector of the changed text, embedded before the caller's transaction.
-    The experiences' users join the skill's supporters; once they corroborate it, it is shared."""
+    """A new version, or nothing when nothing changes; once its supporters corroborate it, it is shared."""
     changed = {
         name: value for name, value in changes.items() if name in EDITABLE_FIELDS and getattr(skill, name) != value
     }
@@ -169,7 +165,6 @@ def skill_update(
 
 
 def skill_share(*, skill: Skill, actor: str, reason: str) -> Skill:
-    """Serves the skill to every user of its scope (a person's approval, or corroboration)."""
     return skill_update(
         skill=skill, changes={}, actor=actor, reason=reason, shared=True, operation=SkillVersion.Operation.SHARE
     )
@@ -190,8 +185,7 @@ def skill_archive(*, skill: Skill, actor: str, reason: str, experiences=()) -> S
 
 @transaction.atomic
 def skill_return_to_review(*, skill: Skill, changes: dict, actor: str, reason: str) -> Skill:
-    """Hands a skill back to a person as a recorded version, even when no text changes (e.g. one
-    of its sources was erased). An archived skill stays archived."""
+    """A recorded version even when no text changes (e.g. a source was erased); archived stays archived."""
     status = Skill.Status.ARCHIVED if skill.status == Skill.Status.ARCHIVED else Skill.Status.PENDING_REVIEW
     version = skill.version
     skill = skill_update(skill=skill, changes=changes, actor=actor, reason=reason, status=status)
@@ -207,9 +201,7 @@ SKILL_EVENTS = {Skill.Status.ACTIVE: SKILL_EVOLVED, Skill.Status.PENDING_REVIEW:
 
 
 def skill_announce(*, skill: Skill) -> None:
-    """Tells the listeners (webhooks) about a new version of a skill that evolution or its outcomes
-    made: in service (`skill.evolved`) or waiting for a person (`skill.review_needed`). Call it in
-    the transaction that stores the version."""
+    """Tells the webhooks of a version evolution or outcomes made; call it in the transaction that stores it."""
     event_type = SKILL_EVENTS.get(skill.status)
     if event_type is None:
         return
@@ -222,5 +214,5 @@ def skill_announce(*, skill: Skill) -> None:
 
 
 def skill_delete(*, skill: Skill) -> None:
-    """A caller's explicit delete: the skill and its history go (its experiences stay)."""
+    """The skill and its history go; its experiences stay."""
     skill.delete()

@@ -29,20 +29,14 @@ def render_line(message, *, max_message_chars: int) -> tuple[str, bool]:
 
 
 def render_transcript(messages, *, max_message_chars: int, max_total_chars: int) -> RenderedTranscript:
-    """Every turn (tool calls and results included) as `[seq] role: text`.
-
-    A turn longer than max_message_chars keeps its head and says how much was cut. When the
-    whole text is longer than max_total_chars, whole turns are dropped from the middle (the
-    request at the start and the outcome at the end carry most of the signal) and a marker
-    says how many.
-    """
+    """Every turn as `[seq] role: text`. Over budget, whole turns are dropped from the middle: the
+    request at the start and the outcome at the end carry most of the signal."""
     rendered = [render_line(message, max_message_chars=max_message_chars) for message in messages]
     lines = [line for line, _ in rendered]
     truncated = sum(1 for _, was_cut in rendered if was_cut)
     total = sum(len(line) + 1 for line in lines)
     if total <= max_total_chars:
         return RenderedTranscript("\n".join(lines), truncated, 0)
-
     reserve = len(elision_marker(len(lines), total)) + 2
     budget = max(0, max_total_chars - reserve)
     head, tail = [], []

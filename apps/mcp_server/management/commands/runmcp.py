@@ -32,8 +32,7 @@ class Command(BaseCommand):
             # Worker processes attach to this process's embedded PostgreSQL (if any) instead of owning it.
             start_embedded_database()
             os.environ.setdefault(ATTACH_ENV, "1")
-        # uvicorn stops gracefully on SIGTERM, then raises it again with the handler it found: let that
-        # be a normal exit, so atexit hooks run (they stop an embedded PostgreSQL this process started).
+        # uvicorn re-raises SIGTERM after a graceful stop: exit normally so atexit stops an embedded PostgreSQL.
         signal.signal(signal.SIGTERM, _exit)
         self.stdout.write(f"MCP endpoint: http://{bind}/mcp", ending="\n")
         self.stdout.flush()
@@ -44,9 +43,8 @@ class Command(BaseCommand):
             workers=workers,
             lifespan="on",
             access_log=True,
-            # No logging setup of uvicorn's own: its records go to Django's handlers, whose filter
-            # keeps user content out of the logs (apps.core.logs).
+            # Django's handlers filter user content out of the logs (apps.core.logs).
             log_config=None,
-            # Behind a reverse proxy the client address comes from X-Forwarded-For, as gunicorn does.
+            # X-Forwarded-For behind a reverse proxy, as gunicorn does.
             proxy_headers=True,
         )

@@ -171,8 +171,7 @@ def llm_operations(
     )
     system = EVOLVER_PROMPT.replace("BUDGET", str(budget))
     room = room_for(system, "Existing skills:\n\n\nNew experiences:\n")
-    # Every experience is shown (those left out would count as consumed), each within its share of
-    # two thirds of the room; the skills fill what is left, most retrieved first.
+    # Every experience is shown (one left out would count as consumed); the skills fill what is left.
     share = max(20, room * 2 // 3 // max(1, len(labels)) - 1)
     failures = failure_notes(skills)
     experiences_text = "\n".join(
@@ -188,7 +187,7 @@ def llm_operations(
     skills_by_name, lines = {}, []
     for skill in skills:
         fields = {"name": skill.name, "description": skill.description[:300], "triggers": skill.triggers}
-        if skill.pk in failures:  # its recorded failures, as worth_avoiding context for the next version
+        if skill.pk in failures:
             fields["worth_avoiding"] = failures[skill.pk]
         base = estimate_tokens(json.dumps({**fields, "instructions": ""}, ensure_ascii=False)) + 1
         line = json.dumps(

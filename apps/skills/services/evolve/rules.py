@@ -1,6 +1,5 @@
-"""The rule-based evolver: workflow lessons become workflow skills (a known action signature gains
-a trigger and an example), lessons worth avoiding become caveats of the skills that use the tool
-once enough end users corroborate them (apps.skills.trust)."""
+"""The rule-based evolver: workflow lessons become workflow skills, lessons worth avoiding become
+caveats of the skills that use the tool once enough end users corroborate them (apps.skills.trust)."""
 
 import re
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ _DIGITS = re.compile(r"\d+")
 
 @dataclass
 class Draft:
-    """The changes one run makes to one skill (new when skill is None), written as one version."""
+    """One run's changes to one skill (new when skill is None), written as one version."""
 
     skill: Skill | None
     fields: dict
@@ -58,7 +57,7 @@ def _workflow_fields(signature: list[str], steps: list[str], request: str) -> di
 
 
 def _add_caveat(instructions: str, line: str) -> str | None:
-    """The instructions with one more caveat line, or None when it is already there or the list is full."""
+    """None when the caveat is already there (up to its numbers) or the list is full."""
     key = _DIGITS.sub("#", line.lower())
     body, _, caveats = instructions.partition(f"\n\n{CAVEATS_HEADER}\n")
     existing = [item for item in caveats.splitlines() if item.startswith("- ")]
@@ -76,9 +75,7 @@ def _caveat_line(experience: SkillExperience) -> str:
 
 
 def copied_texts(experience: SkillExperience) -> list[str]:
-    """The texts of an experience the rule evolver copies into a skill, cut as it cuts them: the
-    request (into the description, the triggers and the examples), the caveat line and the title
-    (into the version's reason). Erasure scrubs them."""
+    """The texts of an experience the rule evolver copies into a skill, cut as it cuts them: erasure scrubs them."""
     request = workflow_request(experience.content)
     return [
         experience.title,
@@ -89,8 +86,7 @@ def copied_texts(experience: SkillExperience) -> list[str]:
 
 
 class _TitleGroups:
-    """Workflow groups by the embedding of their titles, for lessons whose exact action
-    signature matches nothing (the same procedure reached with a different tool sequence)."""
+    """Workflows by title embedding: the same procedure may be reached with a different tool sequence."""
 
     def __init__(self, *, workflows: list[Skill], experiences: list[SkillExperience]):
         titles = [workflow_title(skill.action_signature) for skill in workflows]
@@ -114,8 +110,7 @@ class _TitleGroups:
 
 
 def _caveat_groups(pending: list[SkillExperience]) -> list[list[SkillExperience]]:
-    """Lessons worth avoiding grouped by the caveat they would add (one tool, one caveat line up to
-    its numbers): the users of a group are the users who corroborate that caveat."""
+    """Lessons worth avoiding by the caveat they would add: a group's users corroborate that caveat."""
     groups: dict[tuple, list] = {}
     for experience in pending:
         if experience.experience_type == ExperienceType.WORTH_AVOIDING and experience.action_signature:
@@ -125,8 +120,7 @@ def _caveat_groups(pending: list[SkillExperience]) -> list[list[SkillExperience]
 
 
 def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], budget: int) -> tuple[dict, set, set]:
-    """Drafts keyed by skill (id or new name), the ids of experiences that added nothing, and the
-    ids of those held until more end users corroborate them (apps.skills.trust)."""
+    """(drafts keyed by skill id or new name, ids of experiences that added nothing, ids of those held)."""
     live = list(
         with_retrievals(Skill.objects.filter(organization=organization, scope=scope, end_user__isnull=True))
         .exclude(status=Skill.Status.ARCHIVED)
@@ -148,9 +142,6 @@ def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], bud
 
 
 class _RuleRun:
-    """One rule_drafts run: the drafts it builds (at most `budget`), and the lessons it found
-    superseded or held."""
-
     def __init__(self, *, live: list[Skill], budget: int):
         self.live, self.budget = live, budget
         self.drafts: dict[str, Draft] = {}
@@ -165,26 +156,18 @@ class _RuleRun:
         return self.drafts[key]
 
     def add_workflow_lesson(self, experience: SkillExperience, *, workflows: dict, similar: _TitleGroups) -> None:
-        """A workflow lesson supports the workflow skill of its action signature (or of a title that
-        says the same thing), adding its request as a trigger and an example; or drafts a new one."""
         signature = tuple(experience.action_signature)
+        request = workflow_request(experience.content)
         skill = workflows.get(signature)
         key = str(skill.pk) if skill else "new:" + "/".join(signature)
         if skill is None and key not in self.drafts:
-            # No workflow with this exact signature: join one whose title says the same thing.
             key, skill = similar.match(experience, default=(key, None))
         similar.add(experience, key=key, skill=skill)
-        fields = (
-            None
-            if skill
-            else _workflow_fields(
-                list(signature), workflow_steps(experience.content), workflow_request(experience.content)
-            )
-        )
+        fields = None if skill else _workflow_fields(list(signature), workflow_steps(experience.content), request)
         draft = self.draft_for(key, skill, fields)
         if draft is None:
             return  # over budget: stays pending
-        request = workflow_request(experience.content)[:TRIGGER_MAX_CHARS]
+        request = request[:TRIGGER_MAX_CHARS]
         triggers = list(draft.get("triggers") or [])
         if not request or request in triggers:
             self.superseded.add(experience.pk)
@@ -211,8 +194,7 @@ class _RuleRun:
         )
 
     def caveat_targets(self, tool: str) -> list[tuple[str, Skill | None]]:
-        """Where a caveat about `tool` goes: the live workflows calling it (most retrieved first), then
-        this run's new workflows calling it; failing both, the tool's guide (new if there is none)."""
+        """The live workflows calling `tool` (most retrieved first), this run's new ones; else its guide."""
         targets = [
             (str(skill.pk), skill)
             for skill in self.live
@@ -237,8 +219,7 @@ class _RuleRun:
         return [(str(guide.pk) if guide else f"new:guide:{tool}", guide)]
 
     def add_caveat_group(self, group: list[SkillExperience]) -> None:
-        """Lessons worth avoiding that add one caveat: it joins up to MAX_CAVEAT_TARGETS skills whose
-        audience the lessons may reach; otherwise they are held (too few users) or superseded."""
+        """The caveat joins skills whose audience the lessons may reach; else they are held or superseded."""
         tool = group[0].action_signature[0]
         targets = self.caveat_targets(tool)[:MAX_CAVEAT_TARGETS]
         used = untrusted = False
@@ -271,7 +252,6 @@ class _RuleRun:
 
 
 def _guide_fields(tool: str) -> dict:
-    """A new guide skill holding the pitfalls of one tool."""
     return {
         "name": skill_slug(f"{tool}-pitfalls"),
         "description": f"Known pitfalls of calling {_humanise(tool)} and how to avoid them.",

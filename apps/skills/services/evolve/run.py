@@ -1,7 +1,5 @@
-"""One evolution run and its queueing. The plan (the evolver's changes and the embeddings of every
-text they change) is made outside any transaction, so a slow model or embedding endpoint holds no
-row lock; the plan is then committed in one short transaction, which skips a skill changed
-meanwhile (its experiences stay pending for the next run)."""
+"""One evolution run and its queueing. The plan is made outside any transaction, so a slow model
+holds no row lock, then committed in one that skips a skill changed meanwhile."""
 
 import logging
 from dataclasses import dataclass, field
@@ -27,7 +25,7 @@ EVOLVE_SKILLS = "evolve_skills"
 
 
 def evolve_key(*, organization, scope: str) -> str:
-    """Names one organisation and scope's evolution: the idempotency key of its waiting task and its lock."""
+    """The idempotency key of its waiting task and its lock."""
     return _evolve_key(organization.pk, scope)
 
 
@@ -76,8 +74,7 @@ def pending_experiences(*, organization, scope: str) -> list[SkillExperience]:
 
 @dataclass
 class Change:
-    """One version the run writes: a creation (skill None), an edit of `skill`, or a merge into it
-    that archives `merged` first. `embedding` is the vector of the text it leaves, when that changes."""
+    """A creation (skill None), an edit of `skill`, or a merge into it that archives `merged` first."""
 
     skill: Skill | None
     fields: dict
@@ -109,39 +106,24 @@ def _operation_changes(operations: list) -> list[Change]:
             continue
         experiences = operation["experiences"]
         reason = "; ".join(experience.title for experience in experiences)[:2000]
+        merged = []
         if operation["op"] == "create":
-            changes.append(
-                Change(skill=None, fields=operation["fields"], experiences=experiences, reason=reason, kind="created")
-            )
+            skill, fields, kind = None, operation["fields"], "created"
         elif operation["op"] == "edit":
-            changes.append(
-                Change(
-                    skill=operation["skill"],
-                    fields=operation["changes"],
-                    experiences=experiences,
-                    reason=reason,
-                    kind="edited",
-                )
-            )
+            skill, fields, kind = operation["skill"], operation["changes"], "edited"
         else:
-            target, *others = operation["sources"]
-            changes.append(
-                Change(
-                    skill=target,
-                    fields=dict(operation["fields"]),
-                    experiences=experiences,
-                    kind="merged",
-                    merged=others,
-                    reason=f"merge of {', '.join(source.name for source in operation['sources'])}: {reason}",
-                )
-            )
+            skill, *merged = operation["sources"]
+            fields, kind = dict(operation["fields"]), "merged"
+            reason = f"merge of {', '.join(source.name for source in operation['sources'])}: {reason}"
+        changes.append(
+            Change(skill=skill, fields=fields, experiences=experiences, reason=reason, kind=kind, merged=merged)
+        )
     return changes
 
 
 def _trusted(changes: list[Change]) -> tuple[list[Change], set]:
-    """(changes that may be served, ids of experiences held): a new skill is served to its teachers;
-    a change of an existing skill (which may be served to anyone later) waits until enough end users
-    corroborate it (apps.skills.trust). The rule evolver applies the same rule to each lesson as it drafts."""
+    """(changes that may be served, ids of experiences held): a new skill is served only to its teachers,
+    but a change of an existing one may reach anyone, so it waits for corroboration (apps.skills.trust)."""
     kept, held = [], set()
     for change in changes:
         if change.skill is None or may_reach(experiences=change.experiences, audience_ids=None):
@@ -152,8 +134,7 @@ def _trusted(changes: list[Change]) -> tuple[list[Change], set]:
 
 
 def _embed_changes(changes: list[Change]) -> None:
-    """The vector of each change's resulting text, in the order the changes apply (two changes of
-    one skill build on each other), before the transaction."""
+    """In the order the changes apply: two changes of one skill build on each other."""
     texts, changed = {}, []
     for change in changes:
         if change.skill is None:
@@ -170,8 +151,7 @@ def _embed_changes(changes: list[Change]) -> None:
 
 
 def _current(changes: list[Change]) -> tuple[list[Change], list[Change]]:
-    """(changes to apply, changes skipped): the skills they touch, locked and read again; a change
-    of a skill whose version moved since planning (a person edited it) is skipped."""
+    """(changes to apply, changes skipped): a skill whose version moved since planning is skipped."""
     planned = {skill.pk: skill for change in changes for skill in [change.skill, *change.merged] if skill is not None}
     locked = {skill.pk: skill for skill in Skill.objects.select_for_update().filter(pk__in=list(planned))}
     moved = {pk for pk, skill in planned.items() if pk not in locked or locked[pk].version != skill.version}
@@ -239,7 +219,7 @@ def _experience_ids(changes: list[Change]) -> set:
 
 
 def skills_evolve(*, organization, scope: str, task=None) -> dict:
-    """One evolution run for an organisation and scope. Run it under evolve_key (the handler does)."""
+    """Run it under evolve_key (the handler does)."""
     pending = pending_experiences(organization=organization, scope=scope)
     if not pending:
         return {"experiences": 0, "consumed": 0, "superseded": 0, "held": 0, "remaining": 0}
