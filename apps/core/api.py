@@ -10,19 +10,12 @@ from apps.core.permissions import IsActiveClient
 
 # Request headers whose values are stored (the body, query and path are checked for every view).
 STORED_HEADERS = ("Idempotency-Key",)
-
-
 SEALED_METHODS = ("get_queryset", "get_object")
 
 
 class ClientAPIView(APIView):
-    """A view method marked `@serves(operation)` passes `self.client` and the request's input to the
-    operation and renders what it returns; the operation checks access, validates and scopes.
-
-    A view that reads rows itself implements `scoped_queryset(client=...)` and reads through
-    `get_queryset` and `get_object` (a missing, malformed or foreign id: the same 404); overriding
-    those two is refused when the class is created, so no view can bypass the hook.
-    """
+    """A `@serves(operation)` method hands `self.client` and the input to the operation. A view reading
+    rows itself implements `scoped_queryset(client=...)`; overriding SEALED_METHODS is refused."""
 
     permission_classes = [IsActiveClient]
 
@@ -61,8 +54,7 @@ class ClientAPIView(APIView):
 
 
 def check_request_text(request, *, path_parameters: dict) -> None:
-    """Path parameters, query parameters and stored headers may not hold what PostgreSQL cannot
-    store (NUL) or UTF-8 cannot encode (lone surrogates): a 400 naming each one, before any query."""
+    """A 400 naming each path or query parameter or stored header holding NUL or a lone surrogate."""
     candidates = [(name, [value]) for name, value in path_parameters.items()]
     candidates += list(request.query_params.lists())
     candidates += [(name, [request.headers[name]]) for name in STORED_HEADERS if name in request.headers]
@@ -70,10 +62,8 @@ def check_request_text(request, *, path_parameters: dict) -> None:
 
 
 def serves(operation, *, example: str, body: dict | None = None):
-    """Marks a view method as the REST adapter of `operation`: the view checks the operation's access
-    before anything else (as the operation itself does), and the OpenAPI schema documents it with
-    the operation's docstring (summary, then description) and the example request (`example`, the
-    method and path with a query; `body`, its JSON body)."""
+    """Marks a view method as the REST adapter of `operation`, documented in the schema by the operation's
+    docstring and the example request (`example`: method and path; `body`: its JSON body)."""
 
     def mark(handler):
         handler.operation, handler.example, handler.example_body = operation, example, body
@@ -87,11 +77,8 @@ def operation_of(view, method: str):
 
 
 class InputSerializer(serializers.Serializer):
-    """Input serializers refuse fields they do not know, so a typo is an error, not a no-op.
-
-    `from_query` (a class attribute, or a keyword for serializers that read a body and a query
-    string alike) lets apps.core.fields take the text form of integers, booleans and objects.
-    """
+    """Refuses unknown fields, so a typo is an error. `from_query` lets apps.core.fields take the text
+    form of integers, booleans and objects."""
 
     from_query = False
 

@@ -1,8 +1,5 @@
-"""Inserts without the ORM's per-row work. Rows written with COPY: what `bulk_create` does, in one round
-trip that sends the values as data, so neither Django nor PostgreSQL builds and parses a statement as
-long as the rows, and Django builds no instance of them. One instance inserted unless it conflicts,
-saying whether it was stored, so nothing has to be read back. Ingest (apps.conversations) writes turns this way; import
-(apps.portability) prepares values with the same `preparer`."""
+"""Inserts without the ORM's per-row work: rows by COPY (`bulk_create` in one round trip, no instances),
+and one instance unless it conflicts, saying whether it was stored."""
 
 from contextlib import nullcontext
 from functools import partial
@@ -17,21 +14,8 @@ from django.utils import timezone
 # Fields whose Python value (a str, number, bool or UUID) is what the database is sent: the rest (JSON,
 # times, vectors, arrays) go through the field's own get_db_prep_save, as a model's save would.
 SENT_AS_IS = frozenset(
-    (
-        "CharField",
-        "SlugField",
-        "TextField",
-        "BooleanField",
-        "IntegerField",
-        "PositiveIntegerField",
-        "PositiveSmallIntegerField",
-        "BigIntegerField",
-        "SmallIntegerField",
-        "FloatField",
-        "UUIDField",
-        "ForeignKey",
-        "OneToOneField",
-    )
+    "CharField SlugField TextField BooleanField IntegerField PositiveIntegerField PositiveSmallIntegerField"
+    " BigIntegerField SmallIntegerField FloatField UUIDField ForeignKey OneToOneField".split()
 )
 
 
@@ -47,11 +31,8 @@ def preparer(field: Field):
 
 
 def copy_create(model, rows: list[dict]) -> int:
-    """Inserts new rows of `model`, each a dict of field attribute names and Python values, as `bulk_create`
-    would insert instances, without building them: a field a row leaves out takes its default (a callable
-    one, such as a UUID key, called per row) and the creation and update times take now; generated
-    columns are left to the database. A refused row (a constraint) raises the same `IntegrityError` as an
-    INSERT, and nothing of the batch is stored. Returns the number of rows written."""
+    """Inserts rows (dicts by attribute name) as `bulk_create` would, defaults filled per row; a refused
+    row raises IntegrityError and stores nothing of the batch. Returns the number of rows written."""
     if not rows:
         return 0
     fields = [field for field in model._meta.concrete_fields if not field.generated]
@@ -81,9 +62,8 @@ def copy_create(model, rows: list[dict]) -> int:
 
 
 def insert_unless_conflict(instance) -> bool:
-    """Inserts a new instance unless a unique constraint already holds its values (`INSERT … ON CONFLICT
-    DO NOTHING RETURNING`, in one round trip): whether it was stored. A concurrent insert of the same
-    values is waited for, as by `bulk_create(ignore_conflicts=True)`; other violations (a CHECK) raise."""
+    """`INSERT … ON CONFLICT DO NOTHING RETURNING`: whether it was stored. A concurrent insert of the same
+    values is waited for; other violations (a CHECK) raise."""
     model = type(instance)
     query = InsertQuery(model, on_conflict=OnConflict.IGNORE)
     query.insert_values([field for field in model._meta.concrete_fields if not field.generated], [instance])

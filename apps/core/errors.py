@@ -1,10 +1,5 @@
-"""One error family for every operation, and one JSON shape for every API error:
-{"error": {"status", "code", "message", "details"}}.
-
-Services and operations raise `ApplicationError`s. Each transport maps them once: REST in
-`api_exception_handler` (DRF's exception handler), MCP in apps.mcp_server.backend. Exceptions of
-DRF and Django that reach a transport are first made members of the family by `as_application_error`.
-"""
+"""One error family raised by every operation, mapped once per transport (REST here, MCP in
+apps.mcp_server.backend) to one JSON shape: {"error": {"status", "code", "message", "details"}}."""
 
 import logging
 
@@ -25,9 +20,6 @@ NOT_FOUND_MESSAGE = "Not found."
 
 
 class ApplicationError(Exception):
-    """An answer other than success: its HTTP status, a stable code, a message naming what was wrong
-    and, for invalid input, per-field `details`."""
-
     status = 400
     code = "error"
     default_message = "The request could not be done."
@@ -116,7 +108,7 @@ def not_found_response() -> JsonResponse:
 
 
 def _flatten(detail, prefix="") -> list[str]:
-    """Turn nested error details into "field.sub: message" lines."""
+    """Nested error details as "field.sub: message" lines."""
     if isinstance(detail, dict):
         lines = []
         for key, value in detail.items():
@@ -165,8 +157,7 @@ def as_application_error(exc: Exception) -> ApplicationError | None:
 
 
 def api_exception_handler(exc, context):
-    """REST's mapping of the family (DRF's EXCEPTION_HANDLER). DRF's own handler still runs for the
-    headers it sets (WWW-Authenticate, Retry-After, Allow) and to roll back the atomic request."""
+    """DRF's EXCEPTION_HANDLER. DRF's own still runs, for its headers and to roll back the atomic request."""
     if isinstance(exc, DATABASE_UNAVAILABLE):
         # Not a bug but an outage: one line with the error class; the connection is replaced on the next request.
         request = context.get("request")

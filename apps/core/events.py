@@ -20,8 +20,7 @@ EVENT_TYPES = (SKILL_EVOLVED, SKILL_REVIEW_NEEDED, SESSION_LEARNED, ERASURE_FINI
 
 @dataclass(frozen=True)
 class Event:
-    """One occurrence. `data` holds ids and small facts only; `content` what a person or an agent
-    wrote or the platform learned (a skill's text), sent only to listeners that opted in to it."""
+    """`data` holds ids and small facts only; `content` what was written or learned, sent only on opt-in."""
 
     type: str
     organization_id: uuid.UUID
@@ -41,7 +40,6 @@ def register_event_listener(listener: Callable[[Event], None]) -> None:
 
 
 def emit_event(event_type: str, *, organization_id, data: dict, content: dict | None = None) -> Event:
-    """Announces an event to every registered listener (none: nothing happens)."""
     if event_type not in EVENT_TYPES:
         raise ValueError(f"Unknown event type {event_type!r}")
     event = Event(type=event_type, organization_id=organization_id, data=data, content=content or {})

@@ -5,13 +5,9 @@ from django.db.models import BooleanField, Expression, F, QuerySet, Subquery
 
 
 class CitesAny(Expression):
-    """Whether an array of ids (`array`, a field name) holds one of the ids a subquery selects.
-
-    Each row's array is unnested and its ids probed against the subquery's ids, hashed once per
-    statement (an `&&` against an array of them would compare every pair, for every row). `IS TRUE`
-    keeps the planner from turning the IN into a join run again for each row, which it prefers for
-    the usual empty subquery; a hashed subplan is built once and probed. The leading EXISTS, computed
-    once, skips the per-row work altogether when the subquery selects nothing (the usual case)."""
+    """Whether an array field holds one of the ids a subquery selects. The ids are hashed once (`&&`
+    would compare every pair); `IS TRUE` keeps the planner from a per-row join; the leading EXISTS skips
+    the per-row work when the subquery selects nothing (the usual case)."""
 
     output_field = BooleanField()
 

@@ -1,7 +1,5 @@
-"""How an app adds to the admin of another without the other knowing it: actions on its models and
-groups of tiles on the admin home page. Apps register them from their admin modules, as they
-register beat schedules (core.schedules) and pipeline handlers (pipeline.registry). And the frame of
-the admin's own pages beyond Django's (`admin_page`)."""
+"""How an app adds to another's admin without the other knowing it: actions on its models, groups of tiles
+on the admin home page, and the frame of the admin's own pages (`admin_page`)."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +28,6 @@ def admin_url(name: str, **params) -> str:
 
 
 def admin_page(model_admin, request, template: str, *, title: str, **context) -> TemplateResponse:
-    """`template` in the admin's frame (site context, the model's options) with `context`."""
     frame = {**model_admin.admin_site.each_context(request), "opts": model_admin.model._meta, "title": title}
     return TemplateResponse(request, template, {**frame, **context})
 

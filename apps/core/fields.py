@@ -1,9 +1,5 @@
-"""Input fields that accept what the OpenAPI schema says and nothing else.
-
-DRF's own fields are lenient (`"5"` is an integer, `"yes"` a boolean, `5` a string); these take the
-JSON type the schema names from a body, and the text form from a query string, where everything is
-text. A serializer says which it reads with `from_query` (see apps.core.api.InputSerializer).
-"""
+"""Input fields that accept what the OpenAPI schema says and nothing else: the JSON type it names from a
+body (DRF would take `"5"` as an integer), the text form from a query string (`from_query`)."""
 
 import re
 
@@ -109,8 +105,7 @@ class DateTimeField(serializers.DateTimeField):
 
 
 class TagsField(serializers.DictField):
-    """Tags: a flat JSON object of strings, numbers, booleans or nulls, in a body or as JSON text in a
-    query string (`filter_tags={"team":"a"}`)."""
+    """A flat JSON object of scalars, in a body or as JSON text in a query string."""
 
     default_error_messages = {"not_a_dict": "Must be a JSON object."}
 
@@ -130,7 +125,7 @@ class TagsField(serializers.DictField):
 
 
 class MemoryTypeField(serializers.ChoiceField):
-    """The type of every memory a serializer renders (a constant, named in the schema as an enum of one)."""
+    """A constant, named in the schema as an enum of one."""
 
     def __init__(self, memory_type: str):
         super().__init__(choices=[memory_type], source="*")

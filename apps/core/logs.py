@@ -1,17 +1,5 @@
-"""Log lines carry ids, routes and error classes, never user content, yet say what failed.
-
-Exception messages are where user values leak (a database error quotes the row it refused, a
-validation error the value it disliked), and so are request paths (session and user ids). The
-filter below is installed on every log handler (settings.LOGGING, Celery's handlers): it withholds
-exception messages in tracebacks and in arguments, and writes the route a request matched instead
-of its path.
-
-Messages are decided by their source, not withheld wholesale: the failures of the machinery itself
-(the broker, the database connection, a timeout, the configuration, a dependency's own attribute
-error) describe hosts, sockets and code, never a request's data, and an operator needs them to see
-why a worker or a request failed. Those keep their message (READABLE); every other exception, above
-all a database error about a row (it quotes the values) or a validation error, shows its class only.
-"""
+"""The log filter on every handler: log lines carry ids, routes and error classes, never user content
+(exception messages are withheld unless their source is the machinery, request paths become routes)."""
 
 import logging
 import traceback
@@ -24,19 +12,19 @@ ASGI_ROUTES = ("/mcp", "/healthz")
 def request_route(request) -> str:
     """The URL pattern a request matched ("/api/v1/sessions/<str:session_id>/"), never its path."""
     match = getattr(request, "resolver_match", None)
-    if match is None:
-        match = _resolve(getattr(request, "path_info", ""))
-    return f"/{match.route}" if match is not None and match.route else "(no route)"
+    return _route(_resolve(getattr(request, "path_info", "")) if match is None else match)
 
 
 def path_route(path: str) -> str:
-    match = _resolve(path)
+    return _route(_resolve(path))
+
+
+def _route(match) -> str:
     return f"/{match.route}" if match is not None and match.route else "(no route)"
 
 
 def asgi_route(path_and_query: str) -> str:
-    """The route of a request the MCP server (uvicorn) answered: its path when it is one of the
-    server's own (/mcp, /healthz), never the query string."""
+    """The path of a request uvicorn answered when it is one of ASGI_ROUTES, never the query string."""
     path = path_and_query.split("?", 1)[0]
     return path if path.rstrip("/") in ASGI_ROUTES else "(no route)"
 
@@ -55,8 +43,8 @@ def error_class(exc: BaseException) -> str:
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
-# Exception classes (and their subclasses) whose message is the library's own description of a
-# connection, a timeout or the configuration. Named, not imported: each library is optional here.
+# Exceptions (and subclasses) whose message describes a connection, a timeout or the configuration,
+# never a request's data, and which an operator needs. Named, not imported: each library is optional.
 READABLE = frozenset(
     {
         "builtins.ConnectionError",  # ConnectionRefusedError, ConnectionResetError, BrokenPipeError …
@@ -96,8 +84,7 @@ def _raised_in_dependency(exc: BaseException) -> bool:
 
 
 def readable_message(exc: BaseException) -> str | None:
-    """The exception's message when its source makes it safe to log (see the module), else None.
-    Only the first line: a database server's DETAIL and HINT lines may quote a row."""
+    """The message when its source makes it safe to log; only the first line (DETAIL and HINT may quote a row)."""
     names = _class_names(exc)
     if names & READABLE or (names & READABLE_FROM_DEPENDENCIES and _raised_in_dependency(exc)):
         message = str(exc).strip().split("\n", 1)[0]
@@ -111,8 +98,7 @@ def exception_line(exc: BaseException) -> str:
 
 
 def describe_exception(exc: BaseException) -> str:
-    """A traceback with every frame (file, line, function, code) and every chained exception's
-    class; messages only where their source makes them readable."""
+    """A traceback of every chained exception, with messages only where readable_message allows."""
     chain, seen, current = [], set(), exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
@@ -145,8 +131,6 @@ def _safe(value):
 
 
 class RedactUserContent(logging.Filter):
-    """Rewrites each record so that what the handler writes holds no user content (see the module)."""
-
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and record.exc_info[1] is not None:
             record.exc_text = describe_exception(record.exc_info[1])

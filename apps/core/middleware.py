@@ -74,8 +74,7 @@ class JSONErrorsForAPIMiddleware:
 
 
 class RefuseUnstorableQueryMiddleware:
-    """Outside the API (whose views name each bad parameter themselves), a query string holding what
-    PostgreSQL cannot compare against (NUL) is a 400 before any view runs: admin filters like
+    """Outside the API, a query string holding NUL is a 400 before any view runs: admin filters like
     `?status__exact=%00` would otherwise reach a query and answer 500."""
 
     def __init__(self, get_response):

@@ -19,7 +19,7 @@ class BaseModel(models.Model):
 
 
 def update_row(row: BaseModel, **fields) -> None:
-    """Sets `fields` and `updated_at` on `row` and writes only those columns, in one UPDATE."""
+    """Writes only `fields` and `updated_at`, in one UPDATE."""
     fields["updated_at"] = timezone.now()
     for name, value in fields.items():
         setattr(row, name, value)
@@ -27,8 +27,7 @@ def update_row(row: BaseModel, **fields) -> None:
 
 
 def search_indexes(prefix: str) -> list:
-    """The indexes every searchable table has alike: GIN on `search_vector` (full text) and HNSW
-    (cosine) on `embedding`, named `<prefix>_search_vector_idx` and `<prefix>_embedding_hnsw_idx`."""
+    """GIN on `search_vector` and HNSW (cosine) on `embedding`, as every searchable table has them."""
     return [
         GinIndex(fields=["search_vector"], name=f"{prefix}_search_vector_idx"),
         HnswIndex(
@@ -42,8 +41,7 @@ def search_indexes(prefix: str) -> list:
 
 
 class SessionTag(models.TextChoices):
-    """What a session is (conversations.Session.session_tag): task sessions are distilled into skills,
-    conversation sessions into episodic and semantic memories. Search filters by it too."""
+    """Task sessions are distilled into skills, conversation sessions into episodic and semantic memories."""
 
     TASK = "task", "Task"
     CONVERSATION = "conversation", "Conversation"

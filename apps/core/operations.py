@@ -1,9 +1,5 @@
-"""One body per operation. Each endpoint's behaviour is one function (`apps/<app>/operations.py`)
-that takes the caller (`client`) and its input as sent, checks the caller's access, validates the
-input with the operation's input serializer, calls services and selectors, and returns the output
-as plain data. REST views and MCP tools are thin adapters around it, so both transports validate,
-refuse and answer alike; errors are members of apps.core.errors' family, mapped once per transport.
-"""
+"""One body per operation: each endpoint's behaviour is one function (`apps/<app>/operations.py`) taking
+the caller and its input; REST views and MCP tools are thin adapters around it."""
 
 import enum
 import functools
@@ -41,8 +37,7 @@ ACCESS_REFUSALS = {
 
 
 def require(client, access: Access) -> None:
-    """403 unless the client may do what `access` names; checked before any lookup, so a refused
-    caller learns nothing about which items exist."""
+    """403 unless the client may; checked before any lookup, so a refused caller learns nothing of what exists."""
     if access in ACCESS_REFUSALS:
         allowed, message = ACCESS_REFUSALS[access]
         if not allowed(client):
@@ -50,8 +45,7 @@ def require(client, access: Access) -> None:
 
 
 def operation(*, access: Access = Access.READ):
-    """Marks a function as an operation: its access is checked first, whoever calls it, and is
-    readable by the transports (`function.access`) for their own documentation."""
+    """Marks a function as an operation whose access is checked first, whoever calls it (`function.access`)."""
 
     def decorate(function):
         @functools.wraps(function)
@@ -69,8 +63,7 @@ def operation(*, access: Access = Access.READ):
 
 
 def validated(serializer_class, data, **options) -> dict:
-    """The serializer's validated data, or InvalidInput naming each bad field. A missing body (None,
-    e.g. a JSON `null`) is an empty one; MCP leaves unset arguments out (memory_platform_client.mcp_server.tools)."""
+    """The serializer's validated data, or InvalidInput naming each bad field; a missing body is an empty one."""
     serializer = serializer_class(data=data if data is not None else {}, **options)
     if not serializer.is_valid():
         raise InvalidInput(serializer.errors)
@@ -78,16 +71,14 @@ def validated(serializer_class, data, **options) -> dict:
 
 
 def object_body(data):
-    """The body of an endpoint whose fields are all optional: a JSON null is refused by name rather
-    than taken for an empty object (which `validated` does for a missing body)."""
+    """For an all-optional body: a JSON null is refused rather than taken for an empty object."""
     if data is None:
         raise InvalidInput({"non_field_errors": ["Expected a JSON object, not null."]})
     return data
 
 
 def check_parameters(candidates) -> None:
-    """(name, [values]) pairs of values that name what to look up (ids in a path, query strings):
-    InvalidInput naming each that PostgreSQL could not store (NUL) or UTF-8 could not encode."""
+    """InvalidInput naming each of the (name, [values]) pairs holding NUL or a lone surrogate."""
     errors = {}
     for name, values in candidates:
         if name_problem(name, kind="A parameter name"):

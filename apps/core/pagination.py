@@ -64,8 +64,6 @@ class Page:
 
 
 def paginate(queryset, *, filters: dict, serializer_class) -> Page:
-    """The page a list's validated filters ask for: `limit`/`offset`, or their aliases
-    `page_size`/`page` (from 1)."""
     limit = filters.get("limit") or filters.get("page_size") or DEFAULT_LIMIT
     offset = (filters["page"] - 1) * limit if "page" in filters else filters.get("offset", 0)
     count = queryset.count()
@@ -74,8 +72,7 @@ def paginate(queryset, *, filters: dict, serializer_class) -> Page:
 
 
 def paginated_read(client, query, *, filters, select, output) -> Page:
-    """A list operation's body: the query validated by the `filters` serializer, and the page it asks
-    for of `select(reader=..., filters=...)` rendered by `output`, read on a replica when there is one."""
+    """A list operation's body: the page of `select(reader=, filters=)` the query asks for, on a replica if any."""
     values = validated(filters, query)
     return read_on_replica(
         client, lambda reader: paginate(select(reader=reader, filters=values), filters=values, serializer_class=output)
@@ -83,15 +80,14 @@ def paginated_read(client, query, *, filters, select, output) -> Page:
 
 
 class Pagination(LimitOffsetPagination):
-    """The page's links and the OpenAPI shape of a list (views name it as `pagination_class`); the
-    page itself is cut by `paginate` from the validated filters."""
+    """The page's links and the OpenAPI shape of a list; `paginate` cuts the page itself."""
 
     default_limit = DEFAULT_LIMIT
     max_limit = MAX_LIMIT
 
     def _canonical(self, url):
         """Links carry `limit` and `offset` only, whichever spelling the request used."""
-        for alias in ("page", "page_size"):
+        for alias in PAGE_ALIASES:
             if url is not None:
                 url = remove_query_param(url, alias)
         return url
@@ -104,7 +100,6 @@ class Pagination(LimitOffsetPagination):
 
 
 def paged_response(request, page):
-    """A list operation's Page as the REST API answers it: count, next and previous links, results."""
     paginator = Pagination()
     paginator.request, paginator.limit, paginator.offset, paginator.count = request, page.limit, page.offset, page.count
     return paginator.get_paginated_response(page.results)

@@ -7,8 +7,7 @@ from apps.core.validation import InputError, loads
 
 
 class StrictJSONParser(JSONParser):
-    """Refuses NaN, Infinity and numbers that overflow to it, NUL, lone surrogates and nesting deeper
-    than JSON_MAX_DEPTH, each with a 400 naming the field, instead of storing them or crashing."""
+    """A 400 naming the field for what apps.core.validation.loads refuses, instead of storing it or crashing."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         encoding = get_encoding(parser_context or {})

@@ -3,8 +3,7 @@ from rest_framework.permissions import BasePermission
 
 
 class IsActiveClient(BasePermission):
-    """Every API request names its client; what the client may do is each operation's access
-    (apps.core.operations.Access)."""
+    """What the client may do is each operation's access (apps.core.operations.Access)."""
 
     def has_permission(self, request, view):
         if request.user is None:

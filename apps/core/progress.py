@@ -13,8 +13,7 @@ def show_progress(label: str, done: int, total: int) -> None:
 
 
 def wrote_json(command, options: dict, data, **dumps) -> bool:
-    """Writes `data` as the command's JSON answer (`json.dumps(data, **dumps)`) when `--json` was given;
-    says whether it did."""
+    """Writes `data` as the command's JSON answer when `--json` was given; says whether it did."""
     if options["json"]:
         command.stdout.write(json.dumps(data, **dumps))
     return options["json"]

@@ -1,8 +1,5 @@
-"""Redis clients for the URLs the settings name (REDIS_URL, CELERY_BROKER_URL, RATE_LIMIT_REDIS_URL…):
-one server (`redis://`, `rediss://`, `unix://`), or Redis Sentinels in the form Celery reads,
-`sentinel://host:26379/0;sentinel://host2:26379/0`, asked for the current primary of
-REDIS_SENTINEL_MASTER, and asked again after a failover. The database number and the password
-(of the primary, not of the Sentinels) come from the first address, as Celery takes them."""
+"""Redis clients for the URLs the settings name: one server, or Sentinels in Celery's form
+(`sentinel://host:26379/0;sentinel://host2:26379/0`) asked for REDIS_SENTINEL_MASTER after every failover."""
 
 from urllib.parse import unquote, urlsplit
 
@@ -19,7 +16,7 @@ def is_sentinel_url(url: str) -> bool:
 
 
 def sentinel_addresses(url: str) -> tuple[list[tuple[str, int]], dict]:
-    """The (host, port) of each Sentinel of a `sentinel://` URL, and the primary's `db` and `password`."""
+    """The (host, port) of each Sentinel, and the primary's `db` and `password` from the first, as Celery."""
     addresses, options = [], {}
     for position, part in enumerate(chunk for chunk in url.split(";") if chunk.strip()):
         parsed = urlsplit(part.strip())
@@ -35,8 +32,7 @@ def sentinel_addresses(url: str) -> tuple[list[tuple[str, int]], dict]:
 
 
 def redis_client(url: str, *, socket_timeout: float, socket_connect_timeout: float) -> redis.Redis:
-    """A client of the Redis `url` names; for Sentinels, a client of the current primary that
-    follows a failover (each new connection asks the Sentinels where the primary is)."""
+    """For Sentinels, each new connection asks them where the primary is."""
     timeouts = {"socket_timeout": socket_timeout, "socket_connect_timeout": socket_connect_timeout}
     if not is_sentinel_url(url):
         return redis.Redis.from_url(url, **timeouts)

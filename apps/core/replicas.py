@@ -1,26 +1,5 @@
-"""Read replicas (DATABASE_REPLICA_URLS): which copy of the database a read operation reads from.
-
-A read operation asks `read_alias(client)` once and reads everything from that alias (the reader
-carries it: `client.reader.on(alias)`); `read_on_replica` also retries the work on the primary
-when the replica fails under it. An alias is a replica only while it answers and is within
-REPLICA_MAX_LAG_SECONDS of the primary; otherwise, or with no replica configured, it is
-`default`, never an error.
-
-Lag: each process samples how far the primary has flushed its WAL (all a replica can have been sent)
-every REPLICA_CHECK_SECONDS; a replica that has replayed the position of a sample taken t seconds ago
-is at most t seconds stale. An idle primary flushes nothing new, so its replica stays current however
-long ago its last transaction was (its replay timestamp would say otherwise), and WAL without commits
-(vacuum, checkpoints) does not make a replica look behind either.
-
-Read-your-writes: every write operation of a client records, after its commit, the primary's WAL
-insert position (not its write position: with `synchronous_commit = off` a commit may still sit in
-the WAL buffers) in Redis (`note_write`); that client's reads go to a replica only once it has replayed
-that position, so a search right after `memory/add` sees the turns it added. With Redis
-unanswering, reads go to the primary (a position could not be recorded, or cannot be read).
-
-`PrimaryWritesRouter` keeps every write and every migration on `default`, also for rows read from a
-replica, and lets rows from any copy relate to each other (they are the same rows).
-"""
+"""Read replicas (DATABASE_REPLICA_URLS): which copy of the database a read reads from, by measured lag
+and each client's last write position (read-your-writes); `default` whenever in doubt, never an error."""
 
 import collections
 import logging
@@ -28,7 +7,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from django.conf import settings
@@ -58,7 +37,7 @@ T = TypeVar("T")
 
 
 class PrimaryWritesRouter:
-    """Writes and migrations go to the primary; reads go where the caller's queryset says (`using`)."""
+    """Rows from any copy may relate: they are the same rows."""
 
     def db_for_read(self, model, **hints):
         return None  # Django's default: the queryset's `using`, else the related instance's database
@@ -78,7 +57,7 @@ def replica_aliases() -> list[str]:
 
 
 def lsn_number(text: str | None) -> int | None:
-    """A WAL position (`16/B374D848`) as a number, for comparing and storing."""
+    """A WAL position (`16/B374D848`) as a number."""
     if not text:
         return None
     high, low = text.split("/")
@@ -107,8 +86,8 @@ def reset() -> None:
 
 
 def _sample_primary(now: float) -> None:
-    """Notes how far the primary has flushed its WAL (all a replica can have been sent), at most once per
-    REPLICA_CHECK_SECONDS per process, keeping the samples of the last REPLICA_MAX_LAG_SECONDS and a bit."""
+    """Samples how far the primary has flushed its WAL (all a replica can have been sent), at most once
+    per REPLICA_CHECK_SECONDS; WAL without commits (vacuum, checkpoints) then never looks like lag."""
     with _lock:
         if _primary_samples and now - _primary_samples[-1][0] < settings.REPLICA_CHECK_SECONDS:
             return
@@ -145,8 +124,7 @@ def mark_down(alias: str) -> None:
 
 
 def _measure(alias: str, now: float) -> ReplicaState | None:
-    """What the replica has replayed and how far behind it is now; None (and marked down) when it
-    does not answer."""
+    """None (and marked down) when the replica does not answer."""
     _sample_primary(now)  # the primary down is the primary's outage, not the replica's
     try:
         with connections[alias].cursor() as cursor:
@@ -161,18 +139,17 @@ def _measure(alias: str, now: float) -> ReplicaState | None:
     with _lock:
         state = _states.setdefault(alias, ReplicaState())
         state.checked_at, state.replayed, state.lag_seconds = now, replayed, lag
-        return ReplicaState(state.checked_at, state.down_until, state.replayed, state.lag_seconds)
+        return replace(state)
 
 
 def _state(alias: str, now: float, *, fresh: bool = False) -> ReplicaState | None:
-    """The replica's last measurement, measured again when older than REPLICA_CHECK_SECONDS (or
-    `fresh`); None while it is down."""
+    """The last measurement, renewed when older than REPLICA_CHECK_SECONDS (or `fresh`); None while down."""
     with _lock:
         state = _states.get(alias)
         if state is not None and now < state.down_until:
             return None
         if state is not None and not fresh and now - state.checked_at < settings.REPLICA_CHECK_SECONDS:
-            return ReplicaState(state.checked_at, state.down_until, state.replayed, state.lag_seconds)
+            return replace(state)
     return _measure(alias, now)
 
 
@@ -181,25 +158,19 @@ def _written_position(client) -> int | None:
     if client is None:
         return 0
     replies = request_redis.run(lambda pipeline: pipeline.get(WRITTEN_KEY.format(client_id=client.pk)))
-    if replies is None:
-        return None
-    return int(replies[0] or 0)
+    return None if replies is None else int(replies[0] or 0)
 
 
 def primary_position() -> int:
-    """The primary's WAL insert position now: every commit that returned is at or before it, flushed
-    or not (with `synchronous_commit = off` it may not be yet)."""
+    """The insert position, not the write one: with `synchronous_commit = off` a commit may still be unflushed."""
     with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
         cursor.execute("SELECT pg_current_wal_insert_lsn()::text")
         return lsn_number(cursor.fetchone()[0])
 
 
 def read_alias(client=None, *, up_to_date: bool = False, wait_seconds: float = 0.0) -> str:
-    """The database alias a read of `client` (None: of no particular client) goes to: a replica that
-    answers, is within REPLICA_MAX_LAG_SECONDS and has replayed the client's last write (and, when
-    `up_to_date`, everything committed before this call); else `default`. With `wait_seconds`, a
-    background job waits that long at most for a replica to replay that before it settles for the
-    primary."""
+    """A replica that answers, is within REPLICA_MAX_LAG_SECONDS and has replayed the client's last write
+    (and, when `up_to_date`, everything committed before this call), waiting up to `wait_seconds`; else `default`."""
     aliases = replica_aliases()
     if not aliases:
         return DEFAULT_DB_ALIAS
@@ -226,9 +197,7 @@ def read_alias(client=None, *, up_to_date: bool = False, wait_seconds: float = 0
 
 
 def with_fallback(alias: str, work: Callable[[str], T]) -> T:
-    """`work(alias)`; if `alias` is a replica that fails under it (stopped, restarted, its connection
-    lost, a query cancelled by replay), `work("default")` instead: the caller sees the primary's
-    answer, never the replica's error."""
+    """`work(alias)`, or `work("default")` if the replica fails under it (stopped, a query cancelled by replay)."""
     if alias == DEFAULT_DB_ALIAS:
         return work(alias)
     try:
@@ -243,14 +212,12 @@ def with_fallback(alias: str, work: Callable[[str], T]) -> T:
 
 
 def read_on_replica(client, work: Callable[..., T]) -> T:
-    """`work(reader)` with the client's reader on the alias `read_alias(client)` chooses (the work
-    reads everything through that reader), done again on the primary if the replica fails under it."""
+    """`work(reader)` with the client's reader on `read_alias(client)`, again on the primary if that fails."""
     return with_fallback(read_alias(client), lambda alias: work(client.reader.on(alias)))
 
 
 def note_write(client) -> None:
-    """Records, once the current transaction commits, the primary's WAL position for the client's
-    next reads (read-your-writes). Nothing to do without replicas."""
+    """Records the primary's WAL position after the commit, for the client's next reads (read-your-writes)."""
     if client is None or not replica_aliases():
         return
     transaction.on_commit(lambda: _record_write(client.pk))

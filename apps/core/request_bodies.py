@@ -1,18 +1,5 @@
-"""Request bodies are read in full before the application runs, and only a few requests of a
-process run the application at once.
-
-A slow client must not hold what other tenants need: under gunicorn's gevent worker
-(gunicorn.conf.py) reading a trickled body costs a greenlet, and it must arrive within
-REQUEST_BODY_TIMEOUT_SECONDS (408 otherwise); only then does the request take one of the
-WEB_REQUESTS_PER_WORKER slots in which Django runs and holds a database connection. Nor may a
-greedy one: requests carrying the same API key hold at most WEB_REQUESTS_PER_KEY of those slots.
-
-Bodies sent with `Transfer-Encoding: chunked` (no Content-Length): Django reads exactly
-CONTENT_LENGTH bytes, so a chunked body would be read as empty and answered with a misleading
-"field required". When the server has already de-chunked the body and marks the end of the stream
-(`wsgi.input_terminated`, as gunicorn does), it is read here, up to the body limit, and handed on
-with its length; a server that cannot do that is answered 411.
-"""
+"""WSGI middleware: a body is read in full (de-chunked, within REQUEST_BODY_TIMEOUT_SECONDS) before Django
+runs, so a slow client holds no slot; few requests per process and per API key run the application at once."""
 
 import contextlib
 import hashlib
@@ -50,7 +37,6 @@ def _deadline(seconds: float):
 
 
 def _read(stream, limit: int) -> bytes:
-    """Up to `limit` bytes, or to the end of the stream."""
     parts, size = [], 0
     while size < limit:
         part = stream.read(min(READ_SIZE, limit - size))
@@ -62,8 +48,6 @@ def _read(stream, limit: int) -> bytes:
 
 
 class RequestBodies:
-    """WSGI middleware around the Django application."""
-
     def __init__(self, application, *, slots: int, slots_per_key: int):
         self.application = application
         self.slots = threading.BoundedSemaphore(slots)
@@ -73,8 +57,7 @@ class RequestBodies:
 
     @contextlib.contextmanager
     def _key_slot(self, environ):
-        """One of the caller's own slots: a client sending many requests at once queues behind
-        itself, never taking every slot of the process from other tenants."""
+        """A client sending many requests at once queues behind itself, not other tenants."""
         key = environ.get("HTTP_AUTHORIZATION") or environ.get("HTTP_X_API_KEY")
         if not key:
             yield
@@ -96,6 +79,7 @@ class RequestBodies:
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
         length = environ.get("CONTENT_LENGTH") or ""
+        # Django reads exactly CONTENT_LENGTH bytes: a chunked body would read as empty ("field required").
         if chunked and not length and not environ.get("wsgi.input_terminated"):
             return _json_response(
                 start_response,

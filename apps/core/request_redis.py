@@ -1,11 +1,5 @@
-"""The Redis a request asks on its way in (`RATE_LIMIT_REDIS_URL`): rate-limit counts. Every web
-and MCP process shares it. (Cached API keys do not depend on it: apps.tenancy.keycache.) It may be
-Sentinels (apps.core.redis_clients): after a failover the next connection finds the new primary.
-
-Short timeouts (RATE_LIMIT_TIMEOUT_SECONDS), and after a failure it is not asked again for
-RATE_LIMIT_RETRY_SECONDS: an outage costs a process one timeout per interval, not one per request.
-An unanswered question means no limit; one warning says so.
-"""
+"""The Redis requests ask on their way in (RATE_LIMIT_REDIS_URL, rate-limit counts): short timeouts, and
+after a failure not asked for RATE_LIMIT_RETRY_SECONDS, so an outage costs one timeout per interval."""
 
 import logging
 import threading
@@ -37,8 +31,7 @@ def _redis() -> redis.Redis:
 
 
 def run(commands: Callable[[redis.client.Pipeline], None]) -> list | None:
-    """The replies of the commands `commands` queues on a pipeline (one round trip), or None when
-    Redis did not answer now or recently."""
+    """The replies of the commands queued on one pipeline, or None when Redis did not answer now or recently."""
     global _skip_until
     if time.monotonic() < _skip_until:
         return None

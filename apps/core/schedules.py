@@ -26,8 +26,7 @@ def schedules_upsert(*, using: str = DEFAULT_DB_ALIAS) -> list[str]:
 
 
 def schedules_after_migrate(*, using: str, apps=global_apps, **kwargs) -> None:
-    """post_migrate receiver (after `migrate`, and after `flush` without `apps`): upserts the
-    schedules once django-celery-beat's tables exist."""
+    """post_migrate receiver (`flush` sends it without `apps`)."""
     try:
         apps.get_model("django_celery_beat", "PeriodicTask")
     except LookupError:  # a partial migrate that has not reached django-celery-beat yet

@@ -1,6 +1,5 @@
-"""The OpenAPI schema tells the truth: every status an operation can answer, with the error shape,
-and request schemas that state the rules apps.core.validation enforces (what the schema allows is
-accepted, what it forbids is refused; schemathesis checks both in the suite)."""
+"""The OpenAPI schema: every status an operation can answer, with the error shape, and request schemas
+that state the rules apps.core.validation enforces (schemathesis checks both ways in the suite)."""
 
 import inspect
 
@@ -103,11 +102,8 @@ def with_storage_rules(schema: dict, *, date_format: str | None = None) -> dict:
 
 
 def add_storable_json_component(result, generator, request, public):
-    """drf-spectacular postprocessing hook: the recursive StorableJSON component.
-
-    Its depth limit (JSON_MAX_DEPTH over the whole body) is stated in words: written out as one
-    component per level, the schema grows past what validators and generators can walk.
-    """
+    """drf-spectacular postprocessing hook: the recursive StorableJSON component. Its depth limit is
+    stated in words: one component per level grows past what validators and generators can walk."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas[STORABLE_JSON] = {
         "description": f"Any JSON value; the whole body nests at most JSON_MAX_DEPTH ({validation.max_depth()}) "
@@ -138,8 +134,7 @@ PATH_TAGS = (
 
 
 class PlatformAutoSchema(AutoSchema):
-    """Operations are grouped by PATH_TAGS, summarised and described by the docstring of the operation
-    they serve (apps.core.api.serves), with its example request."""
+    """Tags by PATH_TAGS; summary, description and example from the operation served (apps.core.api.serves)."""
 
     def _handler(self):
         return getattr(self.view, self.method.lower(), None)

@@ -1,52 +1,18 @@
-"""Deterministic temporal normalisation: relative date expressions in a turn ("yesterday",
-"last week", "two days ago", "next month") resolved to absolute periods against the turn's date,
-and (find_dates) the dates a text names outright ("in 2022", "May 3, 2023", "in June").
-
-Pure functions, no Django: every result is a period (first day, last day, granularity) so
-"last week" is the whole week, not a guess at one day within it. Weeks start on Monday. The
-write side (stored turns and memories) and the read side (a question's time window) share them.
-"""
+"""Date expressions in a text ("last week", "in 2022") resolved to periods (first day, last day,
+granularity) against a reference date; pure functions shared by stored turns and question windows."""
 
 import calendar
 import re
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 DAY, WEEK, MONTH, YEAR = "day", "week", "month", "year"
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-MONTHS = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
-NUMBER_WORDS = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "a couple of": 2,
-    "couple of": 2,
-}
+MONTHS = tuple("january february march april may june july august september october november december".split())
+_COUNTS = "one two three four five six seven eight nine ten eleven twelve".split()
+NUMBER_WORDS = {"a": 1, "an": 1, "a couple of": 2, "couple of": 2} | {word: n for n, word in enumerate(_COUNTS, 1)}
 
 
 @dataclass(frozen=True)
@@ -65,7 +31,6 @@ class ResolvedDate:
         }
 
     def describe(self) -> str:
-        """Human words for the period: "7 May 2023", "the week of 1 May 2023", "May 2023", "2023"."""
         return describe_period(self.start, self.granularity)
 
 
@@ -82,7 +47,7 @@ def describe_period(start: date, granularity: str) -> str:
 
 
 def add_months(day: date, months: int) -> date:
-    """The same day `months` later (or earlier), clamped to the end of a shorter month."""
+    """Clamped to the end of a shorter month."""
     index = day.year * 12 + day.month - 1 + months
     year, month = divmod(index, 12)
     return date(year, month + 1, min(day.day, calendar.monthrange(year, month + 1)[1]))
@@ -107,12 +72,11 @@ def year_period(day: date) -> tuple[date, date, str]:
 
 
 def weekend_period(saturday: date) -> tuple[date, date, str]:
-    """A weekend is its own two-day period, reported with week granularity (it is part of one week)."""
+    """Two days, reported with week granularity (a weekend is part of one week)."""
     return saturday, saturday + timedelta(days=1), WEEK
 
 
 def shifted(reference: date, unit: str, amount: int) -> tuple[date, date, str]:
-    """The period of `unit` that contains the reference date moved by `amount` units."""
     if unit == DAY:
         return day_period(reference + timedelta(days=amount))
     if unit == WEEK:
@@ -140,12 +104,11 @@ def _number(match) -> int:
     return int(text) if text.isdigit() else NUMBER_WORDS[text]
 
 
-def _ago(match, reference: date):
-    return shifted(reference, match.group("unit").lower(), -_number(match))
+def _counted(sign: int):
+    def resolve(match, reference: date):
+        return shifted(reference, match.group("unit").lower(), sign * _number(match))
 
-
-def _ahead(match, reference: date):
-    return shifted(reference, match.group("unit").lower(), _number(match))
+    return resolve
 
 
 def _relative_unit(direction: int):
@@ -156,21 +119,20 @@ def _relative_unit(direction: int):
 
 
 def _previous_weekday(match, reference: date):
-    """ "last Saturday": the most recent Saturday strictly before the reference day."""
+    """Strictly before the reference day."""
     target = WEEKDAYS.index(match.group("weekday").lower())
     back = (reference.weekday() - target) % 7 or 7
     return day_period(reference - timedelta(days=back))
 
 
 def _next_weekday(match, reference: date):
-    """ "next Friday": the first Friday strictly after the reference day."""
+    """Strictly after the reference day."""
     target = WEEKDAYS.index(match.group("weekday").lower())
     ahead = (target - reference.weekday()) % 7 or 7
     return day_period(reference + timedelta(days=ahead))
 
 
 def _this_weekday(match, reference: date):
-    """ "this Friday": the Friday of the reference day's week (Monday to Sunday)."""
     target = WEEKDAYS.index(match.group("weekday").lower())
     return day_period(reference + timedelta(days=target - reference.weekday()))
 
@@ -179,17 +141,13 @@ def _saturday_of_week(reference: date) -> date:
     return reference - timedelta(days=reference.weekday()) + timedelta(days=5)
 
 
-def _last_weekend(match, reference: date):
-    """The weekend of the previous week: on a Monday that is two days ago."""
-    return weekend_period(_saturday_of_week(reference) - timedelta(days=7))
+def _weekend(weeks: int):
+    """The weekend of the week `weeks` from the reference's ("last weekend" on a Monday: two days ago)."""
 
+    def resolve(match, reference: date):
+        return weekend_period(_saturday_of_week(reference) + timedelta(weeks=weeks))
 
-def _this_weekend(match, reference: date):
-    return weekend_period(_saturday_of_week(reference))
-
-
-def _next_weekend(match, reference: date):
-    return weekend_period(_saturday_of_week(reference) + timedelta(days=7))
+    return resolve
 
 
 def _past_weekend(match, reference: date):
@@ -204,21 +162,17 @@ def _month_number(match) -> int | None:
     return None if name == "may" else MONTHS.index(name.lower()) + 1
 
 
-def _last_month_name(match, reference: date):
-    """ "last May": the most recent May before the reference month."""
-    month = _month_number(match)
-    if month is None:
-        return None
-    year = reference.year if month < reference.month else reference.year - 1
-    return month_period(date(year, month, 1))
+def _month_name(direction: int):
+    """ "last May" / "next May": the nearest May strictly before / after the reference month."""
 
+    def resolve(match, reference: date):
+        month = _month_number(match)
+        if month is None:
+            return None
+        this_year = (month - reference.month) * direction > 0
+        return month_period(date(reference.year if this_year else reference.year + direction, month, 1))
 
-def _next_month_name(match, reference: date):
-    month = _month_number(match)
-    if month is None:
-        return None
-    year = reference.year if month > reference.month else reference.year + 1
-    return month_period(date(year, month, 1))
+    return resolve
 
 
 def _fixed_days(offset: int):
@@ -237,23 +191,29 @@ RULES = [
     (r"(?:earlier |later )?today", _fixed_days(0)),
     (r"tonight", _fixed_days(0)),
     (r"this " + _PART_OF_DAY, _fixed_days(0)),
-    (_NUMBER + r" " + _UNIT + r" ago", _ago),
-    (r"(?:in|within) " + _NUMBER + r" " + _UNIT, _ahead),
-    (_NUMBER + r" " + _UNIT + r" (?:from now|later on|from today)", _ahead),
+    (_NUMBER + r" " + _UNIT + r" ago", _counted(-1)),
+    (r"(?:in|within) " + _NUMBER + r" " + _UNIT, _counted(1)),
+    (_NUMBER + r" " + _UNIT + r" (?:from now|later on|from today)", _counted(1)),
     (r"(?:last|previous|the previous|the last) " + _UNIT.replace("s?", ""), _relative_unit(-1)),
     (r"(?:earlier |later )?this " + _UNIT.replace("s?", ""), _relative_unit(0)),
     (r"(?:next|the next|the following|the coming|the upcoming) " + _UNIT.replace("s?", ""), _relative_unit(1)),
     (r"(?:last|this past|the past|this last) " + _WEEKDAY, _previous_weekday),
     (r"(?:next|the coming|this coming) " + _WEEKDAY, _next_weekday),
     (r"this " + _WEEKDAY, _this_weekday),
-    (r"(?:last|this past|the past) weekend", _last_weekend),
-    (r"this weekend", _this_weekend),
-    (r"(?:next|the coming|this coming) weekend", _next_weekend),
+    (r"(?:last|this past|the past) weekend", _weekend(-1)),
+    (r"this weekend", _weekend(0)),
+    (r"(?:next|the coming|this coming) weekend", _weekend(1)),
     (r"over the weekend", _past_weekend),
-    (r"last " + _MONTH, _last_month_name),
-    (r"next " + _MONTH, _next_month_name),
+    (r"last " + _MONTH, _month_name(-1)),
+    (r"next " + _MONTH, _month_name(1)),
 ]
-_COMPILED = [(re.compile(r"(?<![\w-])" + pattern + r"(?![\w-])", re.IGNORECASE), resolve) for pattern, resolve in RULES]
+
+
+def _compiled(rules):
+    return [(re.compile(r"(?<![\w-])" + pattern + r"(?![\w-])", re.IGNORECASE), resolve) for pattern, resolve in rules]
+
+
+_COMPILED = _compiled(RULES)
 
 
 # Dates named outright. A year is 1900-2099 and needs a preposition or a month beside it ("in 2022",
@@ -268,10 +228,8 @@ def _nearest_year(reference: date, month: int, day: int = 1) -> int:
     """The year that puts month/day nearest to the reference date (the past on a tie)."""
     candidates = []
     for year in (reference.year - 1, reference.year, reference.year + 1):
-        try:
+        with suppress(ValueError):
             candidates.append((abs((date(year, month, min(day, 28 if month == 2 else day)) - reference).days), -year))
-        except ValueError:
-            continue
     return -min(candidates)[1]
 
 
@@ -309,17 +267,12 @@ ABSOLUTE_RULES = [
     ),
     (r"(?:in|of|during|since|until|through|from|by|year|early|late|mid|mid-) " + _YEAR, _named_year),
 ]
-_ABSOLUTE_COMPILED = [
-    (re.compile(r"(?<![\w-])" + pattern + r"(?![\w-])", re.IGNORECASE), resolve) for pattern, resolve in ABSOLUTE_RULES
-]
+_ABSOLUTE_COMPILED = _compiled(ABSOLUTE_RULES)
 
 
 def resolve_dates(text: str, reference: date | datetime) -> list[ResolvedDate]:
-    """Every relative date expression in `text`, resolved against `reference`, in reading order.
-
-    A datetime reference is read on its own calendar day (convert it to the speaker's time zone
-    first when that is known). Text without such expressions gives [].
-    """
+    """Every relative date expression in `text`, in reading order; a datetime reference is read on its
+    own calendar day (convert it to the speaker's time zone first when that is known)."""
     return _resolve(_COMPILED, text, reference)
 
 
@@ -330,7 +283,6 @@ def find_dates(text: str, reference: date | datetime) -> list[ResolvedDate]:
 
 
 def span_of(dates: list[ResolvedDate]) -> tuple[date, date] | None:
-    """The first and last day of the periods together (None for none)."""
     if not dates:
         return None
     return min(item.start for item in dates), max(item.end for item in dates)

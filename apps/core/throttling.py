@@ -1,12 +1,5 @@
-"""Per-client rate limits: at most `Client.requests_per_minute` API requests a minute (empty =
-API_REQUESTS_PER_MINUTE; 0 = no limit), counted in Redis so every web and MCP process shares one
-count. Over the limit: 429 with `Retry-After` and a JSON error naming the limit.
-
-A fixed one-minute window per client, counted with one atomic INCR: concurrent requests of one
-burst cannot all read the same old count. Redis unreachable: requests are let through (the limit
-protects the service; an outage of its counter must not take the API down with it), and Redis is
-not asked again for RATE_LIMIT_RETRY_SECONDS.
-"""
+"""Per-client rate limits (`Client.requests_per_minute`, else API_REQUESTS_PER_MINUTE; 0 = none) in a
+fixed one-minute window, one atomic INCR in the shared Redis; unreachable Redis lets requests through."""
 
 import time
 
@@ -32,7 +25,6 @@ class RateLimited(exceptions.Throttled):
 
 
 def client_limit(client) -> int:
-    """Requests per minute the client may make; 0 = no limit."""
     own = getattr(client, "requests_per_minute", None)
     return settings.API_REQUESTS_PER_MINUTE if own is None else own
 
@@ -45,16 +37,11 @@ def rate_limit_check(*, client) -> None:
     window = int(time.time() // WINDOW_SECONDS)
     key = f"rate-limit:{client.pk}:{window}"
     replies = request_redis.run(lambda pipeline: pipeline.incr(key).expire(key, WINDOW_SECONDS + 1))
-    if replies is None:
-        return
-    count = replies[0]
-    if count > limit:
+    if replies is not None and replies[0] > limit:
         raise RateLimited(limit=limit, wait=max(1.0, (window + 1) * WINDOW_SECONDS - time.time()))
 
 
 class ClientRateThrottle(BaseThrottle):
-    """The REST API's throttle: requests of an authenticated client count against its limit."""
-
     def allow_request(self, request, view):
         client = request.user
         if client is not None and getattr(client, "is_authenticated", False) and hasattr(client, "requests_per_minute"):

@@ -1,6 +1,5 @@
-"""Where a unit of background work spends its time. The pipeline opens an account for each task it
-runs; the slow dependencies (the embedding model, the chat model, lock waits) add their seconds to
-the current account, if there is one, and the task row keeps the totals (`MemoryTask.timings`)."""
+"""Where a unit of background work spends its time: slow dependencies add their seconds to the current
+account, which the pipeline opens per task and keeps in `MemoryTask.timings`."""
 
 import time
 from contextlib import contextmanager

@@ -1,10 +1,5 @@
-"""What may reach the database, checked once at every edge (API, commands, services).
-
-PostgreSQL text and jsonb cannot hold NUL, UTF-8 cannot encode a lone surrogate, JSON nested
-without bound exhausts the parser's stack, NaN and Infinity are not JSON, and a date whose UTC
-form falls outside Python's calendar cannot be read back. Each rule here turns one of those into
-an error that names the field; nothing is silently rewritten.
-"""
+"""What may reach the database (no NUL, lone surrogates, NaN, unbounded nesting or out-of-window dates),
+checked at every edge with an error naming the field; nothing is silently rewritten."""
 
 import json
 import math
@@ -83,11 +78,8 @@ def _path(at) -> str:
 
 
 def check_json(value, *, field: str = "", depth: int = 0) -> None:
-    """Walks a decoded JSON value without recursion: string keys and values, numbers, depth.
-
-    `depth` is how deep `value` already sits in the document it belongs to. A place's dotted path is
-    spelled out only for the error (most values are fine, and every string of a request is walked).
-    """
+    """Walks a decoded JSON value without recursion; `depth` is how deep `value` already sits. A
+    place's dotted path is spelled out only for an error: every string of a request is walked."""
     limit = max_depth()
     forbidden = FORBIDDEN_CHARACTERS.search
     stack = [(value, field, depth)]
@@ -129,10 +121,8 @@ def _finite_float(text):
 
 
 def loads(text: str | bytes, *, field: str = "", check_values: bool = True):
-    """json.loads, refusing NaN, Infinity, overflowing numbers, NUL, lone surrogates and deep nesting.
-
-    `check_values=False` leaves strings and depth to the caller (a file of many sessions is read
-    whole and each session is checked, and skipped, on its own)."""
+    """json.loads, refusing NaN, Infinity, overflowing numbers, NUL, lone surrogates and deep nesting;
+    `check_values=False` leaves strings and depth to the caller."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -154,9 +144,7 @@ def loads(text: str | bytes, *, field: str = "", check_values: bool = True):
 
 
 def _plainly_valid(text: str) -> bool:
-    """Whether the JSON text `loads` parsed can only decode to values check_json accepts: no
-    forbidden character raw or escaped, and fewer objects and arrays than the depth limit (numbers
-    were checked as they were parsed). Most documents are, and skip the walk over every value."""
+    """Whether the text can only decode to values check_json accepts, so most documents skip the walk."""
     return (
         text.count("{") + text.count("[") <= max_depth()
         and FORBIDDEN_CHARACTERS.search(text) is None
@@ -176,8 +164,7 @@ def check_tags(tags, *, field: str) -> dict:
 
 
 def check_fields(values: dict) -> None:
-    """For services: every value of a dict of fields (strings, JSON) may be stored; a Django
-    ValidationError naming the field otherwise (a 400 from the API, a form error in the admin)."""
+    """For services: a Django ValidationError naming the first field that may not be stored."""
     try:
         for name, value in values.items():
             check_json(value, field=name)
@@ -186,8 +173,7 @@ def check_fields(values: dict) -> None:
 
 
 class JSONFormField(forms.JSONField):
-    """The admin's JSON inputs, under the same rules as the API's (Django's own accepts NaN and
-    crashes on deep nesting)."""
+    """The API's rules for the admin's JSON inputs (Django's own accepts NaN and crashes on deep nesting)."""
 
     def to_python(self, value):
         if self.disabled or value in self.empty_values or isinstance(value, (list, dict, int, float)):

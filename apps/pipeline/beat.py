@@ -1,7 +1,5 @@
-"""The beat scheduler: django-celery-beat's database scheduler, plus a heartbeat row written
-from the scheduler loop itself, so a beat that stopped ticking shows in /readyz and the admin, and
-a lock that makes beat a singleton: one beat per database sends the periodic tasks, any other
-stands by and takes over when that one stops."""
+"""The beat scheduler: django-celery-beat's, plus a heartbeat row written from its loop (a stopped beat shows
+in /readyz) and a standing lock so one beat per database sends while any other stands by."""
 
 import logging
 import socket
@@ -43,7 +41,6 @@ class HeartbeatScheduler(DatabaseScheduler):
         return interval
 
     def _holds_the_lock(self) -> bool:
-        """Whether this beat may send: it holds the beat lock, or takes it now that it is free."""
         if self._active and self._lock.held():
             return True
         if self._active:

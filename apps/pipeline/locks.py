@@ -31,13 +31,8 @@ def _try(cursor, function: str, lock_id: int) -> bool:
 
 @contextmanager
 def advisory_lock(key: str, *, wait: bool = True, timeout: float | None = None, shared: bool = False):
-    """Holds a session-level advisory lock on `key` for the duration of the block.
-
-    With wait=False it raises LockNotAvailable at once when another session holds it, so
-    a task can fail fast and be retried by the pipeline instead of tying up a worker; with a
-    `timeout` (seconds) it waits at most that long (a request that must not hang). `shared`
-    locks coexist with each other and exclude an exclusive one (erasure's).
-    """
+    """A session-level advisory lock for the block. wait=False raises LockNotAvailable at once (a task is
+    retried rather than tie up a worker); `timeout` bounds the wait; `shared` ones exclude only an exclusive one."""
     lock_id, suffix = _lock_id(key), "_shared" if shared else ""
     with connection.cursor() as cursor:
         if wait and timeout is None:
@@ -69,8 +64,7 @@ def advisory_locks(keys: Iterable[str], *, wait: bool = True, timeout: float | N
 
 
 def advisory_xact_lock(key: str) -> None:
-    """Takes an exclusive advisory lock on `key` until the current transaction ends, waiting for it:
-    for short critical sections that must see what the previous holder committed."""
+    """Until the transaction ends: for short critical sections that must see what the previous holder committed."""
     if not connection.in_atomic_block:
         raise RuntimeError("advisory_xact_lock needs a transaction: the lock ends with it")
     with connection.cursor() as cursor, timed("lock_wait"):
@@ -78,9 +72,8 @@ def advisory_xact_lock(key: str) -> None:
 
 
 def advisory_xact_lock_shared(key: str) -> None:
-    """Takes a shared advisory lock on `key` until the current transaction ends (commit or rollback),
-    without waiting: LockNotAvailable when an exclusive holder (an erasure) has it. For work that must
-    hold it until what it wrote is committed, not merely until its block ends."""
+    """Until the transaction ends, without waiting (LockNotAvailable under an erasure): for work that must
+    hold it until what it wrote is committed."""
     if not connection.in_atomic_block:
         raise RuntimeError("advisory_xact_lock_shared needs a transaction: the lock ends with it")
     with connection.cursor() as cursor:
@@ -93,16 +86,15 @@ _LOCK_KEEPALIVES = (("tcp_keepalives_idle", 10), ("tcp_keepalives_interval", 5),
 
 
 class StandingLock:
-    """An advisory lock a process holds for as long as it lives, on a database connection of its own:
-    Django's connection of the thread may be closed and reopened (close_old_connections, an outage)
-    without letting the lock go. Ending the process (or losing its connection) frees it at once."""
+    """An advisory lock held for the process's life on a connection of its own, which Django's
+    close_old_connections cannot close; ending the process (or losing the connection) frees it."""
 
     def __init__(self, key: str, *, using: str = DEFAULT_DB_ALIAS):
         self.key, self.using = key, using
         self._connection = None
 
     def acquire(self) -> bool:
-        """Takes the lock if it is free, without waiting; True while this process holds it."""
+        """Without waiting; True while this process holds it."""
         if self.held():
             return True
         self._connection = connections.create_connection(self.using)
@@ -120,8 +112,7 @@ class StandingLock:
         return False
 
     def held(self) -> bool:
-        """Whether the lock is still this process's: its connection still answers (a session lock
-        lives exactly as long as its session)."""
+        """Whether its connection still answers: a session lock lives exactly as long as its session."""
         if self._connection is None:
             return False
         try:
@@ -133,7 +124,6 @@ class StandingLock:
             return False
 
     def release(self) -> None:
-        """Closes the lock's connection, which ends the session and frees the lock."""
         if self._connection is not None:
             try:
                 self._connection.close()
@@ -144,8 +134,7 @@ class StandingLock:
 
 @dataclass(frozen=True)
 class WorkOf:
-    """Whose work a lock guards: an organisation, some of its end users, some of its scopes, and the
-    clients whose written turns the work reads (a client erasure names its client here)."""
+    """Whose work a lock guards; `client_ids` are those whose written turns it reads (a client erasure's)."""
 
     organization_id: object
     end_user_ids: tuple = ()
@@ -158,16 +147,14 @@ _WORK_LOCKS: list[Callable[[WorkOf], Iterable[str]]] = []
 
 
 def register_work_locks(keys: Callable[[WorkOf], Iterable[str]]) -> None:
-    """`keys(work)` names the advisory locks the app's tasks take for that organisation's users and
-    scopes (the same keys its handlers pass to advisory_lock)."""
+    """`keys(work)` names the advisory locks the app's handlers take for that work."""
     if keys not in _WORK_LOCKS:
         _WORK_LOCKS.append(keys)
 
 
 @dataclass(frozen=True)
 class UserLocks:
-    """Work that runs one at a time per end user: its advisory lock for one user (`key`, `key_of` an
-    item they own such as a session) and those of a WorkOf (`of_work`, for register_work_locks)."""
+    """The advisory lock of work that runs one at a time per end user."""
 
     prefix: str
 

@@ -92,8 +92,7 @@ class MemoryTask(BaseModel):
 
 
 class ProcessHeartbeat(models.Model):
-    """The last sign of life of a beat or worker process, written by the process itself, so an
-    operator can see that the machinery runs without asking the broker."""
+    """Written by the beat or worker process itself, so the machinery's health needs no broker."""
 
     class Kind(models.TextChoices):
         BEAT = "beat", "Beat"

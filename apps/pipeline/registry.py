@@ -12,9 +12,8 @@ REQUESTER_ONLY: set[str] = set()
 
 
 class NotYet(Exception):  # noqa: N818  (not a failure: the task waits and runs again)
-    """Raised by a handler that cannot do its work yet (a lock another task holds, input another task
-    is still producing): the task goes back to the queue `retry_in` seconds out (default
-    TASK_NOT_YET_SECONDS) without spending an attempt."""
+    """A handler cannot work yet (a lock held, input still being produced): the task is queued again
+    `retry_in` seconds out (default TASK_NOT_YET_SECONDS) without spending an attempt."""
 
     def __init__(self, message: str = "", *, retry_in: float | None = None):
         super().__init__(message)
@@ -28,15 +27,9 @@ def register_handler(
     requester_only: bool = False,
     backoff: tuple[str, str] | None = None,
 ):
-    """Decorator: `@register_handler("embed_messages", priority=MemoryTask.Priority.URGENT) def
-    handle(task): ...` returns a JSON-able result. Due tasks are claimed by priority (default
-    COMPILE), then by due time; enqueue may set another priority for one task.
-
-    `requester_only`: the tasks are the requesting client's alone (an export's), not visible to
-    readers of their scope or, for organisation-wide work, to clients with can_erase.
-
-    `backoff`: the names of the settings (base, cap) its failed attempts back off by, instead of
-    TASK_RETRY_BASE_SECONDS and TASK_RETRY_MAX_SECONDS (a webhook retries sooner than a model call)."""
+    """Decorator of a handler `handle(task)` returning a JSON-able result, claimed at `priority` (default
+    COMPILE). `requester_only`: its tasks are the requesting client's alone (an export's); `backoff`:
+    the (base, cap) setting names its retries back off by (a webhook retries sooner than a model call)."""
 
     def decorator(function):
         if task_type in HANDLERS and HANDLERS[task_type] is not function:
@@ -65,5 +58,4 @@ def priority_of(task_type: str, default: int) -> int:
 
 
 def backoff_of(task_type: str) -> tuple[str, str]:
-    """The names of the settings a failed task of this type backs off by: (base, cap)."""
     return BACKOFFS.get(task_type, ("TASK_RETRY_BASE_SECONDS", "TASK_RETRY_MAX_SECONDS"))

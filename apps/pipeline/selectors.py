@@ -9,10 +9,8 @@ from apps.pipeline.registry import REQUESTER_ONLY
 
 
 def task_list(*, client):
-    """Tasks the client may see (tasks carry ids, never memory text): in its organisation, those
-    working in a scope it reads, those its own requests created or were answered with, and, for a
-    client allowed to erase, the organisation-wide ones (erasures, which have no scope). Tasks of a
-    requester-only type (exports) are seen by their requester alone."""
+    """In its organisation: tasks in a scope it reads (and, with can_erase, scopeless ones), except
+    requester-only types, and those its requests created or were answered with."""
     shared = Q(scope__in=client.read_scopes)
     if client.can_erase:
         shared |= Q(scope__isnull=True)
@@ -25,8 +23,7 @@ def task_list(*, client):
 
 
 def queue_status() -> dict:
-    """The backlog, platform-wide: tasks due now and how long the oldest has waited, tasks waiting
-    for their time (debounce, retry backoff) and tasks running. One statement over the claim index."""
+    """The backlog, platform-wide, in one statement over the claim index."""
     now = timezone.now()
     due = Q(status__in=MemoryTask.CLAIMABLE_STATUSES, run_after__lte=now)
     counts = MemoryTask.objects.filter(status__in=MemoryTask.ACTIVE_STATUSES).aggregate(
@@ -41,8 +38,7 @@ def queue_status() -> dict:
 
 
 def machinery_status() -> dict:
-    """How long ago beat ticked and a worker reported, each `ok`, `stale` (silent longer than
-    PROCESS_STALE_AFTER_SECONDS) or `never`, with the number of processes currently alive."""
+    """How long ago beat ticked and a worker reported, each `ok`, `stale` or `never`, and how many are alive."""
     now = timezone.now()
     fresh_after = now - timedelta(seconds=settings.PROCESS_STALE_AFTER_SECONDS)
     rows = {
@@ -68,8 +64,7 @@ def machinery_status() -> dict:
 
 
 def heartbeat_fresh(*, kind: str, host: str) -> bool:
-    """Whether a process of `kind` on `host` (beat records the host name, a worker its Celery node
-    name, "celery@host") has recorded a heartbeat within PROCESS_STALE_AFTER_SECONDS."""
+    """Within PROCESS_STALE_AFTER_SECONDS; beat records the host name, a worker its node name "celery@host"."""
     fresh_after = timezone.now() - timedelta(seconds=settings.PROCESS_STALE_AFTER_SECONDS)
     return ProcessHeartbeat.objects.filter(
         Q(hostname=host) | Q(hostname__endswith=f"@{host}"), kind=kind, seen_at__gte=fresh_after

@@ -9,8 +9,7 @@ from apps.pipeline import services
 
 @shared_task(name="pipeline.run_memory_task", bind=True)
 def run_memory_task(self, task_id: str | None = None):
-    """Runs the task named (if still due), then drains the due queue (services.tasks_drain). An eager
-    run (no broker) runs the named task only, inside the caller's request."""
+    """An eager run (no broker) runs the named task only, inside the caller's request."""
     if self.request.is_eager:
         return services.task_execute(task_id=task_id, worker=services.worker_name()) if task_id else "not-claimed"
     # Workers reuse connections across tasks (CELERY_DB_REUSE_MAX); replace a broken or expired one.

@@ -1,13 +1,5 @@
-"""Embedding providers: the only place that turns text into vectors.
-
-Every vector has EMBEDDING_DIMENSIONS (384) dimensions so one pgvector column and one HNSW
-index serve every provider; the model name is stored next to each vector, so switching
-models is a re-embed, not a migration.
-
-Stored items are embedded as passages (`embed_texts`) and search queries as queries
-(`embed_query`): asymmetric models such as E5 are trained with a different prefix for each,
-and a query embedded as a passage ranks worse. Symmetric models embed both the same way.
-"""
+"""Embedding providers, the only place text becomes vectors: EMBEDDING_DIMENSIONS for every model (one
+pgvector column); items embed as passages, searches as queries (asymmetric models such as E5)."""
 
 import hashlib
 import math
@@ -110,7 +102,6 @@ def _embed(texts: list[str], *, queries: bool) -> list[list[float]]:
 
 
 def embed_texts(texts: list[str]) -> list[list[float]]:
-    """Embeds stored items (passages) with the configured provider."""
     if not texts:
         return []
     with timed("embedding"):
@@ -118,7 +109,6 @@ def embed_texts(texts: list[str]) -> list[list[float]]:
 
 
 def embed_query(text: str) -> list[float]:
-    """Embeds one search query with the configured provider (with the query prefix where the model has one)."""
     with timed("embedding"):
         (vector,) = _embed([text], queries=True)
     return vector

@@ -1,10 +1,5 @@
-"""The LLM provider: the OpenAI-compatible client and JSON chat completions with usage accounting.
-
-Retries with exponential backoff on 429, 5xx and connection errors come from the openai
-SDK (`max_retries`); every completed call records its token usage. Each call names the shape of
-its answer (a pydantic model), sent as a JSON Schema (`LLM_STRUCTURED_OUTPUT`), and its prompt is
-kept within `LLM_MAX_PROMPT_TOKENS` (apps.providers.tokens).
-"""
+"""The LLM provider: JSON chat completions on an OpenAI-compatible endpoint (retries by the SDK), each
+answer's shape sent as a JSON Schema, with token usage recorded."""
 
 import json
 import logging
@@ -93,12 +88,8 @@ def _subschemas(node: dict):
 
 
 def answer_schema(answer: type[BaseModel]) -> tuple[dict, bool]:
-    """The JSON Schema of an answer model as sent to the model, and whether it can be strict.
-
-    Strict mode (OpenAI's, followed by vLLM and llama.cpp) wants every object closed, every
-    property required (an optional `X | None` field is already nullable, a field with another
-    default must be written out) and `anyOf` for a union; an object with free-form content (a
-    `dict` field) cannot be closed, and its schema is sent without `strict`."""
+    """The answer model's JSON Schema as sent, and whether it can be strict: strict mode wants every object
+    closed and fully required, so a free-form `dict` field makes the schema non-strict."""
     schema = answer.model_json_schema()
     nodes = list(_subschemas(schema))
     strict = all(
@@ -161,8 +152,8 @@ def validation_problems(exc: ValidationError) -> str:
 
 
 def kept(kind: type) -> BeforeValidator:
-    """For a list in an answer: keep only its entries of this JSON type (bool is not a number), so a
-    stray entry is left out rather than spoiling the answer (a schema-less endpoint may send one)."""
+    """Keeps only a list's entries of this JSON type (bool is not a number): a stray one (from a
+    schema-less endpoint) is left out rather than spoiling the answer."""
 
     def keep(values):
         if not isinstance(values, list):
@@ -173,9 +164,7 @@ def kept(kind: type) -> BeforeValidator:
 
 
 def parse_items(item, values) -> tuple[list[tuple[int, object]], list[tuple[int, str]]]:
-    """Each value of a list in an answer as `item` (a model, or a union of models), one by one (a
-    bad item does not spoil the others): the (index, item) that fit and the (index, problem) of
-    those that do not."""
+    """Each value as `item`, one by one so a bad one spoils nothing: (index, item) and (index, problem) lists."""
     adapter = TypeAdapter(item)
     parsed, problems = [], []
     for index, value in enumerate(values):
@@ -225,16 +214,8 @@ def chat_json(
     timeout: float | None = None,
     max_retries: int | None = None,
 ) -> dict:
-    """Sends a chat completion that must answer with a JSON object of the shape `answer` and
-    returns that object (and, into `usage` when given, its prompt and completion token counts).
-    Callers parse it with `parse_answer` / `parse_items`, then check what a schema cannot say.
-
-    A prompt over LLM_MAX_PROMPT_TOKENS loses the tail of its last message (callers split long
-    inputs before this). Raises LLMError when the endpoint fails after the SDK's retries,
-    LLMOutputError when the answer is not a JSON object; usage is recorded whenever the endpoint
-    answered. `timeout` and `max_retries` override the settings for a caller that someone is
-    waiting on (a search).
-    """
+    """The JSON object a chat completion answers in the shape `answer` (token counts into `usage`);
+    an over-long prompt loses the tail of its last message. `timeout`/`max_retries` override the settings."""
     import openai
 
     client = openai_client()

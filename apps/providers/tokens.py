@@ -1,33 +1,5 @@
-"""Token counts without a tokenizer, for every prompt and context block: an estimate that is never
-below the count of the encoders measured, and the budgets built on it.
-
-No tokenizer is downloaded, and the model behind an OpenAI-compatible endpoint is unknown, so the
-count is a bound rather than a tokenizer's. The text is cut into pieces, each counted on its own:
-- a run of ASCII letters: one token per 4 letters, rounded up (" the" 1, " restaurant" 3); a run
-  that follows no space (it starts the text or a line, or follows punctuation or a digit) costs one
-  more, and its first letter when a capital is a token of its own ("the" 2, "Bye!" 4, "see ya" 3,
-  "Caroline" 4): vocabularies hold words with their leading space and split the others,
-  capitalised ones most;
-- a run of digits: one token per 2 digits, rounded up ("2023" 2);
-- a line break: one token; a single space: none; any other run of spaces and tabs: one;
-- any other ASCII character (punctuation, control): one token each;
-- a non-ASCII character: its UTF-8 length minus one, at least one ("é" 1, "王" 2, "🎉" 3).
-The count of a text joined from lines is the sum of the lines plus one per line break, so a
-context block can be filled line by line.
-
-Measured (`python -m bench tokens`, bench/README.md "tokens") against cl100k_base and o200k_base
-(GPT) and multilingual-e5-small's SentencePiece tokenizer, on every LOCOMO dev turn, every
-tau-bench dev message, prompt-sized chunks of both and context-sized blocks of LOCOMO turn lines:
-never below any of the three on any text; on prompt-sized chunks 1.50 / 1.56 / 1.34 times their
-counts on LOCOMO and 1.63 / 1.63 / 1.34 on tau-bench, on blocks 1.25 / 1.28 / 1.35. A short text
-is where it is tight (a greeting of capitalised names); a prompt of N estimated tokens is about
-0.6 to 0.8 N real ones.
-
-Every LLM call goes through `apps.providers.llm.chat_json`, which cuts the tail of the last message
-when a prompt would exceed `LLM_MAX_PROMPT_TOKENS`; callers with long inputs split them first with
-`token_batches` (extraction, the contradiction lint) or trim them with `fit_text` (distiller,
-evolver, profile compiler, reranker, decomposer, the context block), so that cut is a last resort.
-"""
+"""Token counts without a tokenizer: an estimate never below cl100k_base's, o200k_base's or e5's on the
+texts measured (`python -m bench tokens`), and the prompt budgets built on it."""
 
 import re
 from collections.abc import Callable, Iterable
@@ -62,9 +34,7 @@ def estimate_tokens(text: str) -> int:
 
 
 def _prefix_within(text: str, budget: int) -> int:
-    """The length of the longest prefix of `text` counting at most `budget` tokens: a prefix counts
-    every token that starts inside it (a run cut short still counts its started chunk), so the cut
-    falls where the first token beyond the budget starts."""
+    """The longest prefix counting at most `budget` tokens: it ends where the first token beyond starts."""
     total = 0
     for match in _PIECES.finditer(text):
         wide = match.group(1)
@@ -102,15 +72,13 @@ def prompt_budget() -> int:
 
 
 def room_for(*fixed: str) -> int:
-    """Tokens left for variable input in a prompt of one system and one user message whose fixed
-    text is `fixed` (instructions, headings)."""
+    """Tokens left for variable input in a system-and-user prompt whose fixed text is `fixed`."""
     return prompt_budget() - PROMPT_OVERHEAD_TOKENS - 2 * MESSAGE_OVERHEAD_TOKENS - sum(map(estimate_tokens, fixed))
 
 
 def token_batches(items: Iterable, *, cost: Callable[[object], int], budget: int, max_items: int = 0) -> list[list]:
-    """Consecutive items in batches whose costs add up to at most `budget` (and at most `max_items`
-    items, when given). An item that alone costs more than the budget is a batch of its own: the
-    caller trims it (with `fit_text`) before rendering."""
+    """Consecutive items in batches costing at most `budget` (and of at most `max_items`); an item over
+    the budget is a batch of its own, for the caller to trim."""
     batches: list[list] = []
     current: list = []
     spent = 0
@@ -127,8 +95,7 @@ def token_batches(items: Iterable, *, cost: Callable[[object], int], budget: int
 
 
 def fit_prompt(messages: list[dict]) -> tuple[list[dict], int]:
-    """The prompt cut to fit the budget (the last message's text loses its tail) and how many
-    tokens were cut; the prompt as it is when it fits."""
+    """The prompt with its last message's tail cut to fit the budget, and how many tokens were cut."""
     over = prompt_tokens(messages) - prompt_budget()
     if over <= 0 or not messages:
         return messages, 0

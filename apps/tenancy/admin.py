@@ -60,23 +60,16 @@ class ClientAdmin(OrganizationScopedAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
+        chosen = {name: getattr(obj, name) for name in CLIENT_SETTINGS if name not in ("status", "read_scopes")}
         client, raw_key = client_create(
-            organization=obj.organization,
-            name=obj.name,
-            write_scope=obj.write_scope,
-            read_scopes=obj.read_scopes or None,
-            can_erase=obj.can_erase,
-            can_export=obj.can_export,
-            can_manage_webhooks=obj.can_manage_webhooks,
-            requests_per_minute=obj.requests_per_minute,
+            organization=obj.organization, name=obj.name, read_scopes=obj.read_scopes or None, **chosen
         )
         obj.pk = client.pk
         obj._state.adding = False
         request.issued_api_keys = [(client, raw_key)]
 
     def response_add(self, request, obj, post_url_continue=None):
-        """The new key is the answer to the POST itself, never a message: Django's messages travel in
-        a cookie (or the session table), and a key must not be stored anywhere but in the user's hands."""
+        """The new key is the answer to the POST, never a message: messages travel in a cookie or the session table."""
         return self._issued_keys_page(request, request.issued_api_keys)
 
     @admin.action(description="Revoke all API keys of the selected clients")
@@ -113,17 +106,8 @@ class StaffMembershipAdmin(admin.ModelAdmin):
     list_display = ["user", "organization"]
     list_select_related = ["user", "organization"]
 
-    def has_module_permission(self, request):
+    def _superusers_only(self, request, obj=None):
         return request.user.is_superuser
 
-    def has_view_permission(self, request, obj=None):
-        return request.user.is_superuser
-
-    def has_change_permission(self, request, obj=None):
-        return request.user.is_superuser
-
-    def has_add_permission(self, request):
-        return request.user.is_superuser
-
-    def has_delete_permission(self, request, obj=None):
-        return request.user.is_superuser
+    has_module_permission = has_view_permission = has_change_permission = _superusers_only
+    has_add_permission = has_delete_permission = _superusers_only

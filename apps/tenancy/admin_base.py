@@ -14,8 +14,7 @@ def staff_organization(request):
 
 
 class ScopeFilter(admin.SimpleListFilter):
-    """Scopes named by the organisation's clients: a short list from a small table, where
-    DISTINCT over a large table of skills or memories would scan every row."""
+    """Scopes named by the organisation's clients: DISTINCT over a large table of memories would scan every row."""
 
     title = "scope"
     parameter_name = "scope"
@@ -24,11 +23,9 @@ class ScopeFilter(admin.SimpleListFilter):
         from apps.tenancy.models import Client
 
         clients = Client.objects.exclude(write_scope__isnull=True)
-        organization = staff_organization(request)
         if not request.user.is_superuser:
-            clients = clients.filter(organization=organization)
-        scopes = sorted(set(clients.values_list("write_scope", flat=True)))
-        return [(scope, scope) for scope in scopes]
+            clients = clients.filter(organization=staff_organization(request))
+        return [(scope, scope) for scope in sorted(set(clients.values_list("write_scope", flat=True)))]
 
     def queryset(self, request, queryset):
         return queryset.filter(scope=self.value()) if self.value() else queryset

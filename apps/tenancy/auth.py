@@ -18,8 +18,7 @@ def raw_key_from_headers(*, authorization: str, x_api_key: str) -> str | None:
 
 
 def client_for_raw_key(raw_key: str):
-    """(client, api_key) for a valid key of an active client; otherwise AuthenticationFailed.
-    The REST API and the MCP endpoint both authenticate through here."""
+    """(client, api_key) of an active client, else AuthenticationFailed; for REST and MCP alike."""
     found = client_for_api_key(raw_key=raw_key)
     if found is None:
         raise exceptions.AuthenticationFailed("Invalid or revoked API key.")

@@ -6,7 +6,6 @@ from apps.tenancy.models import Organization
 
 
 def organization_named(name: str) -> Organization:
-    """The organisation named `name`, or a CommandError saying there is none."""
     organization = Organization.objects.filter(name=name).first()
     if organization is None:
         raise CommandError(f"No organisation named {name!r}.")

@@ -1,28 +1,5 @@
-"""Authenticated API keys kept per process, so a request reads no key, client or organisation rows,
-and dropped by every process at once when anything a key may do changes.
-
-An entry holds the client and key rows read for a key prefix, stamped with the tenancy generation:
-the token of the one TenancyGeneration row, replaced inside the transaction of every save or delete
-of an organisation, client or key (the models' signals, connected in `TenancyConfig.ready`) and of
-every bulk revocation (`client_revoke_keys`). A request reads the token first (one primary-key read
-on the primary database, no ORM) and serves its entry only while the token is the one the entry was
-stamped with and the entry is younger than API_KEY_CACHE_SECONDS; otherwise it reads the rows again.
-
-The bound: the new token commits in the same transaction as the change, so a request whose token
-read starts after a revocation has committed reads the key again and refuses it, in every process;
-no process accepts a revoked key after the revocation's commit. Redis plays no part, so neither a
-process in its Redis back-off, nor a Redis that is down, restarted empty or restored from an older
-snapshot, can keep or bring back a revoked key. The token is read before the rows, so a change
-committed while they are read leaves the entry with an old token.
-
-Inside a transaction the token is replaced before the change's rows are written (pre_save,
-pre_delete): every transaction that changes tenancy rows takes the generation row's lock first, so
-two of them cannot deadlock on it. A save outside any transaction commits on its own; the token is
-replaced right after it (post_save, post_delete), which drops anything read meanwhile. The services
-that weaken a key (`api_key_revoke`, `client_revoke_keys`, `client_set_status`) are transactions.
-A write on these tables that sends no model signal (a queryset update or delete, raw SQL) must call
-`invalidate()` in its transaction, before it writes. API_KEY_CACHE_SECONDS=0 turns the cache off.
-"""
+"""Authenticated API keys cached per process while the TenancyGeneration token they were stamped with is
+the committed one; every tenancy change replaces it in its transaction, so no process keeps a revoked key."""
 
 import copy
 import threading
@@ -92,19 +69,20 @@ def store(prefix: str, hashed_key: str, generation, client, api_key) -> None:
 
 
 def invalidate(*, using: str = DEFAULT_DB_ALIAS) -> None:
-    """Every process drops its cached keys when the current transaction commits (at once outside one)."""
+    """Every process drops its cached keys when the current transaction commits. A write that sends no
+    model signal (a queryset update, raw SQL) must call this in its transaction, before it writes."""
     with connections[using].cursor() as cursor:
         cursor.execute(_REPLACE)
 
 
 def before_tenancy_change(sender, using: str = DEFAULT_DB_ALIAS, **kwargs) -> None:
-    """Receiver of pre_save and pre_delete for Organization, Client and ClientAPIKey."""
+    """pre_save/pre_delete: in a transaction the generation row is locked first, so two cannot deadlock on it."""
     if connections[using].in_atomic_block:
         invalidate(using=using)
 
 
 def after_tenancy_change(sender, using: str = DEFAULT_DB_ALIAS, **kwargs) -> None:
-    """Receiver of post_save and post_delete for Organization, Client and ClientAPIKey."""
+    """post_save/post_delete: a save outside a transaction commits alone; the token replaced after it."""
     if not connections[using].in_atomic_block:
         invalidate(using=using)
 

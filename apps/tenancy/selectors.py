@@ -21,15 +21,12 @@ def hash_api_key(raw_key: str) -> str:
 def split_api_key(raw_key: str) -> str | None:
     """Keys look like `mp_<prefix>_<secret>`; returns the prefix or None when malformed."""
     parts = raw_key.split("_", 2)
-    if len(parts) != 3 or parts[0] != "mp" or len(parts[1]) != KEY_PREFIX_LENGTH:
-        return None
-    return parts[1]
+    return parts[1] if len(parts) == 3 and parts[0] == "mp" and len(parts[1]) == KEY_PREFIX_LENGTH else None
 
 
 def client_for_api_key(*, raw_key: str) -> tuple[Client, ClientAPIKey] | None:
-    """The client and key of an unrevoked key, from this process's cache while the tenancy
-    generation allows it (apps.tenancy.keycache), else from the primary database (a replica behind
-    it could still show a revoked key)."""
+    """From this process's cache while the tenancy generation allows, else from the primary (a replica
+    behind it could still show a revoked key)."""
     prefix = split_api_key(raw_key)
     if prefix is None:
         return None

@@ -55,8 +55,7 @@ def client_create(
     can_manage_webhooks: bool = False,
     requests_per_minute: int | None = None,
 ) -> tuple[Client, str]:
-    """Creates a client and its first API key. Without read_scopes it reads its own write scope;
-    it may erase only when can_erase is given, export only when can_export is, manage webhooks only when can_manage_webhooks is; without requests_per_minute it has the default limit."""
+    """Creates a client and its first API key; without read_scopes it reads its own write scope."""
     name = name.strip()
     if not name:
         raise ValidationError("Client name must not be empty.")

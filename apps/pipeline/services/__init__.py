@@ -1,6 +1,5 @@
-"""The durable task pipeline: enqueue inside the caller's transaction, claim, run, retry, recover.
-
-One module a concern; this package names what other apps, commands and tests call."""
+"""The durable task pipeline (enqueue in the caller's transaction, claim, run, retry, recover): what other
+apps, commands and tests call."""
 
 from apps.pipeline.services.broker import republish_due_tasks
 from apps.pipeline.services.execution import task_execute, task_run_here, tasks_drain

@@ -29,8 +29,7 @@ ERROR_MAX_CHARS = 4000
 
 
 def retry_delay(attempts: int, task_type: str | None = None) -> float:
-    """Exponential backoff with full jitter in its upper half, capped; by the settings the task type
-    registered (apps.pipeline.registry.backoff_of), TASK_RETRY_BASE_SECONDS and _MAX_SECONDS by default."""
+    """Capped exponential backoff, jittered in its upper half, by the settings the task type registered."""
     base, cap = (getattr(settings, name) for name in backoff_of(task_type or ""))
     ceiling = min(cap, base * 2 ** max(0, attempts - 1))
     return random.uniform(ceiling / 2, ceiling)
@@ -51,10 +50,8 @@ COMPILE_CAP_LOCK = "pipeline:compile-cap"
 
 
 def _compile_filter(*, worker: str, now) -> str:
-    """The claim's extra condition: none while compile-class work (priority COMPILE and less urgent)
-    may be taken; otherwise only more urgent work. Compile-class work may be taken while fewer than
-    TASK_COMPILE_MAX_RUNNING other processes run some (0: no cap); a row whose heartbeat is older than
-    TASK_STALE_AFTER_SECONDS (its process died) does not count. Call inside the claim's transaction."""
+    """The claim's extra condition: only work more urgent than COMPILE once TASK_COMPILE_MAX_RUNNING other
+    live processes run compile-class work (0: no cap). Call inside the claim's transaction."""
     cap = settings.TASK_COMPILE_MAX_RUNNING
     if not cap:
         return ""
@@ -72,12 +69,9 @@ def _compile_filter(*, worker: str, now) -> str:
 
 
 def _claim(*, worker: str, narrowed_by: str, **params) -> list[MemoryTask]:
-    """Moves the due, claimable rows that `narrowed_by` (SQL after the WHERE: a condition, an order, a
-    limit) selects to running, in one statement; rows another worker is claiming are skipped, never
-    waited for. Compile-class rows only while the cap allows (_compile_filter).
-
-    Times come from the application clock, like run_after, so a task is never "not yet
-    due" because the database clock disagrees."""
+    """Moves the due rows `narrowed_by` (SQL after the WHERE) selects to running in one statement,
+    skipping rows another worker is claiming. Times come from the application clock, like run_after,
+    so a task is never "not yet due" because the database clock disagrees."""
     table, now = MemoryTask._meta.db_table, timezone.now()
     with transaction.atomic():
         return list(
@@ -99,23 +93,18 @@ def _claim(*, worker: str, narrowed_by: str, **params) -> list[MemoryTask]:
 
 
 def task_claim(*, task_id, worker: str) -> MemoryTask | None:
-    """Atomically moves one due, claimable row to running; None if it is not ours to run (a
-    compile-class row while TASK_COMPILE_MAX_RUNNING other processes run compile-class work stays due)."""
+    """None if it is not ours to run (a compile-class row over the compile cap stays due)."""
     claimed = _claim(worker=worker, narrowed_by="AND id = %(id)s", id=str(task_id))
     return claimed[0] if claimed else None
 
 
 def tasks_claim_due(*, worker: str, limit: int) -> list[MemoryTask]:
-    """Claims up to `limit` due tasks in one statement, the most urgent first (priority, then due
-    time). Under the compile cap this process may take several compile-class rows: it runs its batch
-    one task at a time."""
     claimed = _claim(worker=worker, narrowed_by="ORDER BY priority, run_after LIMIT %(limit)s", limit=limit)
     return sorted(claimed, key=lambda task: (task.priority, task.run_after))
 
 
 def _tasks_release(tasks: list[MemoryTask]) -> None:
-    """Gives claimed tasks that have not started back to the queue, as they were: the attempt is not
-    spent, and another worker (woken by one message) may take them at once."""
+    """Gives claimed tasks that have not started back to the queue, the attempt not spent."""
     MemoryTask.objects.filter(
         pk__in=[task.pk for task in tasks], status=MemoryTask.Status.RUNNING, claimed_by=tasks[0].claimed_by
     ).update(status=MemoryTask.Status.QUEUED, attempts=F("attempts") - 1, claimed_by="", updated_at=timezone.now())
@@ -174,8 +163,6 @@ _heartbeats = _Heartbeats()
 
 
 class _SQLTimer:
-    """connection.execute_wrapper: the seconds the handler spent in the database."""
-
     def __init__(self):
         self.seconds = 0.0
 
@@ -189,8 +176,7 @@ class _SQLTimer:
 
 @contextmanager
 def _timed_attempt(task: MemoryTask):
-    """Adds one attempt's seconds (in the handler, and in SQL, embedding, model calls and lock waits
-    within it) to task.timings, which _finish writes with the outcome."""
+    """Adds one attempt's seconds (handler, SQL, model calls, lock waits) to task.timings."""
     sql, started = _SQLTimer(), time.perf_counter()
     with timing.account() as spent, connection.execute_wrapper(sql):
         try:
@@ -201,6 +187,10 @@ def _timed_attempt(task: MemoryTask):
             for key, seconds in spent.items():
                 timings[key] = round(timings.get(key, 0.0) + seconds, 4)
             timings["_attempt_s"] = spent["handler_s"]
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"[:ERROR_MAX_CHARS]
 
 
 def _finish(task: MemoryTask, **fields) -> bool:
@@ -216,7 +206,6 @@ def _finish(task: MemoryTask, **fields) -> bool:
 
 
 def task_execute(*, task_id, worker: str) -> str:
-    """Claims and runs one task. Returns what happened, for logs and tests."""
     task = task_claim(task_id=task_id, worker=worker)
     if task is None:
         return "not-claimed"
@@ -224,8 +213,7 @@ def task_execute(*, task_id, worker: str) -> str:
 
 
 def _run_claimed(task: MemoryTask) -> str:
-    """Runs a task this worker claimed: `succeeded`, `failed` (it retries after a backoff), `dead`
-    (out of attempts) or `deferred` (its handler raised NotYet: back in the queue, no attempt spent)."""
+    """Returns `succeeded`, `failed` (retries after a backoff), `dead` or `deferred` (NotYet: no attempt spent)."""
     _heartbeats.add(task.pk)
     try:
         with _timed_attempt(task):
@@ -241,7 +229,7 @@ def _run_claimed(task: MemoryTask) -> str:
         return "deferred"
     except Exception as exc:
         _heartbeats.remove(task.pk)
-        error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"[:ERROR_MAX_CHARS]
+        error = _error_text(exc)
         now = timezone.now()
         task.timings["failed_s"] = task.timings.get("failed_s", 0.0) + task.timings.pop("_attempt_s", 0.0)
         if task.attempts >= task.max_attempts:
@@ -267,11 +255,8 @@ BATCH_HOLD_SECONDS = 0.25
 
 
 def tasks_drain(*, worker: str, first_task_id=None) -> dict:
-    """What one Celery message does: runs the task it names if that is still due, then every due task,
-    most urgent first, claimed in batches (growing while tasks are quick, one at a time once one is
-    slow), until none is due or TASK_DRAIN_SECONDS have passed; then one message carries on. A
-    message whose task another drain already ran costs one claim that finds nothing. Returns the
-    number of tasks per outcome."""
+    """What one Celery message does: runs the task it names, then every due task in batches (growing
+    while tasks are quick) until none is due or TASK_DRAIN_SECONDS pass. Returns counts per outcome."""
     outcomes: Counter[str] = Counter()
     deadline = time.monotonic() + settings.TASK_DRAIN_SECONDS
     if first_task_id is not None:
@@ -296,9 +281,8 @@ def tasks_drain(*, worker: str, first_task_id=None) -> dict:
 
 
 def task_run_here(task_type: str, payload: dict, *, organization=None, scope: str | None = None, body) -> MemoryTask:
-    """Runs work in this process (a management command) as a task row, so its result is recorded like a
-    worker's: the row is created running and claimed here, heart-beats while `body(task)` runs and ends
-    succeeded with its result, or dead with the error (re-raised; one attempt, recovery never requeues it)."""
+    """Runs `body(task)` in this process (a management command) as a claimed, one-attempt task row, so its
+    result or error (re-raised) is recorded like a worker's."""
     now = timezone.now()
     task = MemoryTask.objects.create(
         task_type=task_type,
@@ -316,8 +300,7 @@ def task_run_here(task_type: str, payload: dict, *, organization=None, scope: st
     try:
         result = body(task)
     except BaseException as exc:
-        error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"[:ERROR_MAX_CHARS]
-        _finish(task, status=MemoryTask.Status.DEAD, error=error, finished_at=timezone.now())
+        _finish(task, status=MemoryTask.Status.DEAD, error=_error_text(exc), finished_at=timezone.now())
         raise
     finally:
         _heartbeats.remove(task.pk)

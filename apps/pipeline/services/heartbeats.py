@@ -20,7 +20,6 @@ def worker_name() -> str:
 
 
 def heartbeat_record(*, kind: str, hostname: str, started_at) -> None:
-    """Upserts the heartbeat of this process (one row per kind and host name) in one statement."""
     now = timezone.now()
     ProcessHeartbeat.objects.bulk_create(
         [ProcessHeartbeat(kind=kind, hostname=hostname, pid=os.getpid(), started_at=started_at, seen_at=now)],
@@ -31,8 +30,7 @@ def heartbeat_record(*, kind: str, hostname: str, started_at) -> None:
 
 
 def worker_heartbeats_start(*, hostname: str) -> threading.Thread:
-    """Records a worker's heartbeat every TASK_HEARTBEAT_SECONDS from a daemon thread of its main
-    process, whatever its pool is doing; a database outage is logged and retried, never fatal."""
+    """From a daemon thread of the main process, whatever its pool is doing; an outage is never fatal."""
     started_at = timezone.now()
 
     def beat():

@@ -24,12 +24,8 @@ def enqueue(
     max_attempts: int | None = None,
     priority: int | None = None,
 ) -> MemoryTask:
-    """Inserts the task row in the current transaction; after commit its id goes to Celery.
-    `priority` overrides the one its handler was registered with.
-
-    With an idempotency key that an active task of the same type already holds, that task
-    is returned and nothing new is stored (inside one transaction and across concurrent ones).
-    """
+    """Inserts the task row in the current transaction; after commit its id goes to Celery. An active
+    task of the type already holding `idempotency_key` is returned instead, also across transactions."""
     if idempotency_key:
         holder = _active_with_key(task_type, idempotency_key)
         if holder is not None:
@@ -64,8 +60,8 @@ def enqueue(
 
 
 def enqueue_debounced(task_type: str, payload: dict, *, key: str, delay: float, **options) -> MemoryTask:
-    """One waiting task per `key`, `delay` seconds out: later requests join it. While it runs (it may
-    have read its input already), at most one follow-up waits. `options` are enqueue's."""
+    """One waiting task per `key`, `delay` seconds out, that later requests join; while it runs (it may
+    have read its input already), at most one follow-up waits."""
     run_after = timezone.now() + timedelta(seconds=delay)
     task = enqueue(task_type, payload, idempotency_key=key, run_after=run_after, **options)
     if task.status == MemoryTask.Status.RUNNING:
@@ -74,7 +70,7 @@ def enqueue_debounced(task_type: str, payload: dict, *, key: str, delay: float, 
 
 
 def _handed_to(task: MemoryTask, client) -> MemoryTask:
-    """The caller's request is answered with a task another request created: the caller may read it."""
+    """The caller is answered with a task another request created: it may read it."""
     if client is not None and client.pk != task.client_id and client.pk not in task.handed_to:
         MemoryTask.objects.filter(pk=task.pk).exclude(handed_to__contains=[client.pk]).update(
             handed_to=Func(

@@ -41,8 +41,7 @@ def recover_stale_tasks() -> dict:
 
 
 def prune_finished_tasks() -> int:
-    """Deletes succeeded and cancelled rows after TASK_RETENTION_DAYS; dead rows stay for operators.
-    Heartbeats of processes silent that long (retired workers) go with them."""
+    """Deletes succeeded and cancelled rows, and heartbeats, after TASK_RETENTION_DAYS; dead rows stay."""
     cutoff = timezone.now() - timedelta(days=settings.TASK_RETENTION_DAYS)
     deleted, _ = MemoryTask.objects.filter(
         status__in=[MemoryTask.Status.SUCCEEDED, MemoryTask.Status.CANCELLED], finished_at__lt=cutoff

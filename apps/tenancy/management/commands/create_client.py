@@ -51,17 +51,9 @@ class Command(BaseCommand):
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
-        created = {
-            "id": str(client.id),
-            "organization": organization.name,
-            "name": client.name,
-            "write_scope": client.write_scope,
-            "read_scopes": client.read_scopes,
-            "can_erase": client.can_erase,
-            "can_export": client.can_export,
-            "can_manage_webhooks": client.can_manage_webhooks,
-            "api_key": raw_key,
-        }
+        shown = ("name", "write_scope", "read_scopes", "can_erase", "can_export", "can_manage_webhooks")
+        created = {"id": str(client.id), "organization": organization.name}
+        created |= {name: getattr(client, name) for name in shown} | {"api_key": raw_key}
         if wrote_json(self, options, created):
             return
         self.stdout.write(self.style.SUCCESS(f"Created client {client.name} ({client.id}) in {organization.name}"))
