@@ -1,6 +1,5 @@
-"""Curation of compiled memory: pages (people's and topics') with their revisions as diffs and their
-sources linked to the transcript turns, entities, and lint findings as a review queue; end users get
-an action that compiles their topic pages. Staff see their organisation only."""
+"""Curation of compiled memory: pages with revision diffs and sources linked to turns, entities, lint findings
+as a review queue, and an end-user action that compiles topic pages. Staff see their organisation only."""
 
 from django.contrib import admin, messages
 from django.urls import reverse

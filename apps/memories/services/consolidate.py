@@ -345,15 +345,6 @@ def _merge(group: list[Item], *, task_id) -> None:
     cascade_edit(memory=survivor, memory_type=memory_type)
 
 
-def _retire(current: Item, superseded: Item, why: str, *, task_id) -> None:
-    memory_soft_delete(
-        memory=superseded.memory,
-        actor=ACTOR,
-        reason=f"consolidation: superseded by {current.memory.pk} ({why})",
-        task_id=task_id,
-    )
-
-
 def memories_consolidate(
     *,
     organization,
@@ -408,7 +399,8 @@ def memories_consolidate(
                 )
                 report.retired += 1
                 if not dry_run:
-                    _retire(current, superseded, why, task_id=task_id)
+                    reason = f"consolidation: superseded by {current.memory.pk} ({why})"
+                    memory_soft_delete(memory=superseded.memory, actor=ACTOR, reason=reason, task_id=task_id)
         report.users += 1
         if progress:
             progress(done + 1, len(owners))

@@ -348,14 +348,11 @@ def _operation(
             raise Rejected(f"id {str(answer.id)[:64]!r} is not among the {memory_type} candidates shown")
         if target.pk in claimed:
             raise Rejected(f"memory {answer.id!r} is already changed by an earlier operation of this answer")
-    cited = _cited(answer, by_seq)
-    if operation in ("add", "update") and not cited:
-        raise Rejected("cites none of the new turns")
-    fields = (
-        _fields(memory_type, answer, cited, problems, adding=operation == "add")
-        if operation in ("add", "update")
-        else {}
-    )
+    cited, fields = _cited(answer, by_seq), {}
+    if operation in ("add", "update"):
+        if not cited:
+            raise Rejected("cites none of the new turns")
+        fields = _fields(memory_type, answer, cited, problems, adding=operation == "add")
     if operation == "update":
         fields = {name: value for name, value in fields.items() if getattr(target, name) != value}
         if not fields:

@@ -76,7 +76,7 @@ def profile_evidence(*, entity: Entity) -> list[Evidence]:
     evidence = []
     for message in messages:
         mention = by_type[ItemType.MESSAGE][message.pk]
-        where = f"{message.session.session_id} #{message.seq}"
+        turn = {"at": message.occurred_at, "where": f"{message.session.session_id} #{message.seq}", "seq": message.seq}
         for position, sentence in enumerate(_SENTENCES.split(message.content)):
             sentence = sentence.strip()
             if len(sentence) < 8:
@@ -89,16 +89,7 @@ def profile_evidence(*, entity: Entity) -> list[Evidence]:
                 section = None
             if section:
                 evidence.append(
-                    Evidence(
-                        ItemType.MESSAGE,
-                        str(message.pk),
-                        section,
-                        _quote(sentence),
-                        message.occurred_at,
-                        where,
-                        seq=message.seq,
-                        position=-position,
-                    )
+                    Evidence(ItemType.MESSAGE, str(message.pk), section, _quote(sentence), **turn, position=-position)
                 )
     for item_type, model in ((ItemType.EPISODIC, EpisodicMemory), (ItemType.SEMANTIC, SemanticMemory)):
         for memory in model.objects.filter(pk__in=list(by_type[item_type]), deleted_at__isnull=True):
