@@ -236,8 +236,7 @@ def context_build(
             method=None,
             limit=settings.CONTEXT_CANDIDATES,
             filters=filters,
-            # Among other types a search keeps only its best SEARCH_PROFILE_HITS pages: reading
-            # CONTEXT_CANDIDATES of them (whole pages) is work thrown away.
+            # A mixed search keeps only SEARCH_PROFILE_HITS pages: reading more whole pages is wasted work.
             type_limits={"profile": settings.SEARCH_PROFILE_HITS},
         )
         time_window = hits.time_window.as_dict() if hits.time_window else None

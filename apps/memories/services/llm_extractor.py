@@ -176,8 +176,7 @@ def render_prompt(*, session, turns: list[ExtractionTurn], candidates: Candidate
         "New turns ([turn number] date time speaker: text <<resolved relative dates>>):\n"
         + "\n".join(_turn_line(turn, room) for turn in turns),
     ]
-    # The memories shown are those that fit, alternately episodic and semantic, most similar first;
-    # the others leave `candidates`, so no operation can name them.
+    # Shown: those that fit, alternating types, most similar first; the rest leave `candidates`, so none is named.
     left = room_for(SYSTEM_PROMPT, _HEADINGS, session.session_id, head[1])
     shown: dict[str, dict[str, str]] = {EPISODIC: {}, SEMANTIC: {}}
     by_type = [(memory_type, candidates.of_type(memory_type)) for memory_type in (EPISODIC, SEMANTIC)]

@@ -124,18 +124,13 @@ def _session_items(session: Session) -> tuple[list[Message], list]:
         .only("id", "seq", "role", "name", "content", "occurred_at", "session_id")
         .order_by("seq")
     )
+    owner = {"organization_id": session.organization_id, "end_user_id": session.end_user_id, "scope": session.scope}
     ids = [message.pk for message in messages]
-    memories = []
-    for model in (EpisodicMemory, SemanticMemory):
-        memories += list(
-            model.objects.filter(
-                organization_id=session.organization_id,
-                end_user_id=session.end_user_id,
-                scope=session.scope,
-                deleted_at__isnull=True,
-                source_message_ids__overlap=ids,
-            )
-        )
+    memories = [
+        memory
+        for model in (EpisodicMemory, SemanticMemory)
+        for memory in model.objects.filter(**owner, deleted_at__isnull=True, source_message_ids__overlap=ids)
+    ]
     return messages, memories
 
 
