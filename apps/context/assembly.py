@@ -145,27 +145,18 @@ class Block:
         self.items[item.section].append(item)
         return True
 
-    def ordered(self) -> list[Item]:
-        ordered = []
-        for section, items in self.items.items():
-            if section in ("events", "turns"):
-                items = sorted(items, key=lambda item: item.sort_key)
-            ordered += items
-        return ordered
-
     def render(self) -> tuple[str, list[Item]]:
-        lines, ordered, ref = [], [], 0
-        for section in SECTIONS:
-            items = [item for item in self.ordered() if item.section == section]
+        lines, ordered = [], []
+        for section, items in self.items.items():
             if not items:
                 continue
+            if section in ("events", "turns"):
+                items = sorted(items, key=lambda item: item.sort_key)
             if lines:
                 lines.append("")
             lines.append(f"## {SECTIONS[section]}")
-            for item in items:
-                ref += 1
-                lines.append(item.render(ref))
-                ordered.append(item)
+            lines += [item.render(len(ordered) + number) for number, item in enumerate(items, 1)]
+            ordered += items
         return "\n".join(lines), ordered
 
 

@@ -61,9 +61,8 @@ class ProfileAdmin(ReadOnlyAdmin):
 
     @admin.display(description="revisions (each against the one before)")
     def history(self, profile):
-        revisions = list(profile.revisions.order_by("number"))
         blocks, previous = [], ""
-        for revision in revisions:
+        for revision in profile.revisions.order_by("number"):
             rows = format_html_join(
                 "",
                 "<tr style='{}'><td>{}</td><td>{}</td></tr>",

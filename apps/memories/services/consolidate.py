@@ -139,16 +139,10 @@ def _vectors(items: list[Item]) -> np.ndarray:
     return matrix / np.where(norms == 0, 1, norms)
 
 
-@dataclass
-class Pairs:
-    duplicates: list = field(default_factory=list)
-    conflicts: list = field(default_factory=list)  # (left, right, why)
-
-
-def _pairs(items: list[Item]) -> Pairs:
-    found = Pairs()
+def _compare(items: list[Item], *, duplicates: list, conflicts: list) -> None:
+    """Adds one block's duplicate pairs to `duplicates` and its (left, right, why) conflicts to `conflicts`."""
     if len(items) < 2:
-        return found
+        return
     cosine = _vectors(items) @ _vectors(items).T
     min_cosine, min_text = settings.CONSOLIDATE_MIN_COSINE, settings.CONSOLIDATE_MIN_TEXT_SIMILARITY
     for i, left in enumerate(items):
@@ -158,10 +152,9 @@ def _pairs(items: list[Item]) -> Pairs:
                 continue
             why = _conflict(left, right)
             if why:
-                found.conflicts.append((left, right, why))
+                conflicts.append((left, right, why))
             elif left.normalized == right.normalized or cosine[i, j] >= min_cosine:
-                found.duplicates.append((left, right))
-    return found
+                duplicates.append((left, right))
 
 
 def _groups(pairs: list[tuple[Item, Item]]) -> list[list[Item]]:
@@ -290,9 +283,7 @@ def _owner_plan(*, organization, scope: str, end_user_id, task, report: Report) 
             blocks.setdefault(item.block, []).append(item)
         conflicts = []
         for block in blocks.values():
-            pairs = _pairs(block)
-            merge_pairs += pairs.duplicates
-            conflicts += pairs.conflicts
+            _compare(block, duplicates=merge_pairs, conflicts=conflicts)
         if conflicts and llm_enabled():
             verdicts = _judge(conflicts, organization=organization, task=task, report=report)
         else:
