@@ -140,7 +140,8 @@ def _vectors(items: list[Item]) -> np.ndarray:
 
 
 def _compare(items: list[Item], *, duplicates: list, conflicts: list) -> None:
-    """Adds one block's duplicate pairs to `duplicates` and its (left, right, why) conflicts to `conflicts`."""
+    """Within one block (a subject, a day): pairs sharing most content words are conflicts when `_conflict` says so,
+    else duplicates when their text is equal or their vectors close; (left, right[, why]) go to the lists."""
     if len(items) < 2:
         return
     cosine = _vectors(items) @ _vectors(items).T

@@ -106,17 +106,13 @@ def find_candidates(*, session, turns: list[ExtractionTurn]) -> Candidates:
     # A reader of exactly the session's scope: memories are written there, so only they may be changed.
     reader = Reader(organization_id=session.organization_id, read_scopes=(session.scope,))
     filters = {"user_id": session.end_user.user_id}
+    options = {"method": "hybrid", "limit": settings.EXTRACTION_CANDIDATES_PER_TURN, "filters": filters}
+    queries = [(turn.message.content or "")[:SEARCH_QUERY_MAX_CHARS] for turn in turns]
     candidates = Candidates()
-    per_turn = settings.EXTRACTION_CANDIDATES_PER_TURN
     for source in (EPISODIC_SOURCE, SEMANTIC_SOURCE):
         rankings = [
-            [
-                memory
-                for memory, _ in search_source(
-                    source, reader=reader, query=query, method="hybrid", limit=per_turn, filters=filters
-                )
-            ]
-            for query in ((turn.message.content or "")[:SEARCH_QUERY_MAX_CHARS] for turn in turns)
+            [memory for memory, _ in search_source(source, reader=reader, query=query, **options)]
+            for query in queries
             if query.strip()
         ]
         # A memory close to several turns comes first.

@@ -1,5 +1,5 @@
 """Writes of episodic and semantic memories, each change a history row with the value before and after it.
-The API's delete is privacy.services.provenance.memory_forget, which finds what consolidation merged here."""
+The API's delete is apps.privacy.services.provenance.memory_forget, which finds what consolidation merged here."""
 
 import re
 from collections.abc import Iterable
