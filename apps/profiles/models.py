@@ -126,8 +126,7 @@ class Edge(models.Model):
 
 
 class Profile(Owned):
-    """A compiled page of one user's memory: a person's (`person`, one per entity) or a topic's
-    (`topic`, one per cluster of related items); its text is searchable like any memory."""
+    """A compiled page of one user's memory: a person's (one per entity) or a topic's (one per cluster of items)."""
 
     class Kind(models.TextChoices):
         PERSON = "person", "Person"
