@@ -129,11 +129,10 @@ class LintFindingAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Resolve the selected findings")
     def resolve(self, request, queryset):
-        resolved = 0
-        for finding in queryset.filter(status=LintFinding.Status.OPEN):
+        findings = list(queryset.filter(status=LintFinding.Status.OPEN))
+        for finding in findings:
             finding_resolve(finding=finding, actor=f"admin:{request.user.get_username()}")
-            resolved += 1
-        self.message_user(request, f"Resolved {resolved} finding(s).", messages.SUCCESS)
+        self.message_user(request, f"Resolved {len(findings)} finding(s).", messages.SUCCESS)
 
 
 @admin.action(description="Compile the topic pages of the selected users (in the background)")
