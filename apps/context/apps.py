@@ -2,8 +2,7 @@ from django.apps import AppConfig
 
 
 class ContextConfig(AppConfig):
-    """Prompt-ready context in one call (POST memory/context): what every other app learned about a
-    user, ranked by one search and fitted to a token budget."""
+    """Prompt-ready context in one call (POST memory/context), ranked by one search and fitted to a budget."""
 
     name = "apps.context"
     verbose_name = "Prompt-ready context"

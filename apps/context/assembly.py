@@ -1,10 +1,5 @@
-"""Prompt-ready context for one user within a token budget: who the user is, the people, facts
-and dated events that bear on the latest message, the earlier turns that do, and for a task
-session the skills to use. Every line carries a reference `[n]` to an item with its id and type.
-
-One search (the engine's, with its reranker, in the reader's scopes) ranks every candidate;
-the block is filled in that order while it fits, and shown in a fixed order of sections (events
-and turns by date). Tokens are counted by apps.providers.tokens; the budget is never exceeded.
+"""Prompt-ready context for one user within a token budget, every line referencing an item: one search ranks
+the candidates, the block is filled in that order while it fits, and the budget is never exceeded.
 """
 
 from dataclasses import dataclass, field
@@ -28,13 +23,7 @@ SECTIONS = {
     "turns": "Earlier conversation",
     "skills": "Skills for this task",
 }
-SECTION_OF_TYPE = {
-    "profile": "people",
-    "semantic": "facts",
-    "episodic": "events",
-    "message": "turns",
-    "procedural": "skills",
-}
+SECTION_OF_TYPE = dict(zip(CONTEXT_TYPES, ("people", "facts", "events", "turns", "skills"), strict=True))
 # Shares of the budget one item may take at most: the user's page, another person's page, a skill, anything else.
 # The user's page is a header: at a quarter it cost LOCOMO questions evidence turns (bench/README.md, "context").
 USER_PAGE_SHARE = 0.1
@@ -61,16 +50,11 @@ class Item:
         return f"[{ref}] {self.body}"
 
 
+_DATE_FORMATS = {"year": "%Y", "month": "%Y-%m", "day": "%Y-%m-%d", "week": "%Y-%m-%d"}
+
+
 def _when(value: datetime | None, granularity: str = "exact") -> str:
-    if value is None:
-        return ""
-    if granularity == "year":
-        return f"{value:%Y}"
-    if granularity == "month":
-        return f"{value:%Y-%m}"
-    if granularity in ("day", "week"):
-        return f"{value:%Y-%m-%d}"
-    return f"{value:%Y-%m-%d %H:%M}"
+    return "" if value is None else format(value, _DATE_FORMATS.get(granularity, "%Y-%m-%d %H:%M"))
 
 
 def _one_line(text: str) -> str:
@@ -131,8 +115,7 @@ def _item(section: str, memory_type: str, instance, score, cap: int) -> Item | N
 
 
 class Block:
-    """The items chosen so far and what the rendered block would cost: each non-empty section
-    adds its heading line and, after the first, a blank line; lines are joined by line breaks."""
+    """The items chosen so far and what the rendered block (headings, blank lines between sections) would cost."""
 
     def __init__(self, max_tokens: int):
         self.max_tokens = max_tokens
@@ -162,27 +145,18 @@ class Block:
         self.items[item.section].append(item)
         return True
 
-    def ordered(self) -> list[Item]:
-        ordered = []
-        for section, items in self.items.items():
-            if section in ("events", "turns"):
-                items = sorted(items, key=lambda item: item.sort_key)
-            ordered += items
-        return ordered
-
     def render(self) -> tuple[str, list[Item]]:
-        lines, ordered, ref = [], [], 0
-        for section in SECTIONS:
-            items = [item for item in self.ordered() if item.section == section]
+        lines, ordered = [], []
+        for section, items in self.items.items():
             if not items:
                 continue
+            if section in ("events", "turns"):
+                items = sorted(items, key=lambda item: item.sort_key)
             if lines:
                 lines.append("")
             lines.append(f"## {SECTIONS[section]}")
-            for item in items:
-                ref += 1
-                lines.append(item.render(ref))
-                ordered.append(item)
+            lines += [item.render(len(ordered) + number) for number, item in enumerate(items, 1)]
+            ordered += items
         return "\n".join(lines), ordered
 
 
@@ -196,8 +170,7 @@ class Context:
 
 
 def _user_page(reader: Reader, user_id: str):
-    """The user's own page: their entity's (the unnamed speaker of their turns), else the page of
-    the name their latest `user` turn is spoken under. One row is read, not every page of theirs."""
+    """The user's own entity's page, else that of the name their latest `user` turn is spoken under (one row read)."""
     pages = (
         reader.rows(SOURCES["profile"].model)
         .select_related("end_user", "entity")
@@ -229,15 +202,11 @@ def context_build(
     task_session: bool = False,
     session_filter: str | None = None,
 ) -> Context:
-    """The block for `query` (the latest message) within `max_tokens` estimated tokens.
-
-    `memory_types` limits what is used (default all of CONTEXT_TYPES); skills are shown for a
-    task session, or when asked for by type. `session_filter` limits turns and memories to one session id.
-    """
+    """The block for `query` (the latest message) within `max_tokens`; skills are shown for a task session,
+    or when asked for by type. `session_filter` limits turns and memories to one session id."""
     types = [memory_type for memory_type in CONTEXT_TYPES if memory_types is None or memory_type in memory_types]
     block = Block(max_tokens)
-    page = None
-    time_window = None
+    page = time_window = None
     if "profile" in types:
         page = _user_page(reader, user_id)
         if page is not None:
@@ -258,8 +227,7 @@ def context_build(
             method=None,
             limit=settings.CONTEXT_CANDIDATES,
             filters=filters,
-            # Among other types a search keeps only its best SEARCH_PROFILE_HITS pages: reading
-            # CONTEXT_CANDIDATES of them (whole pages) is work thrown away.
+            # A mixed search keeps only SEARCH_PROFILE_HITS pages: reading more whole pages is wasted work.
             type_limits={"profile": settings.SEARCH_PROFILE_HITS},
         )
         time_window = hits.time_window.as_dict() if hits.time_window else None

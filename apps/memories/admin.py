@@ -24,8 +24,7 @@ class SemanticMemoryChangeInline(ChangeInline):
 
 
 class MemoryAdmin(ReadOnlyAdmin):
-    """Memories come from extraction and change only through it (so every change has history);
-    staff read them and may delete them outright."""
+    """Memories change only through extraction, so every change has history; staff read them and may delete them."""
 
     list_select_related = ["organization", "end_user"]
     date_hierarchy = "created_at"

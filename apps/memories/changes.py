@@ -1,7 +1,5 @@
-"""What follows when a memory is deleted, edited or merged away by this app (its endpoints, consolidation):
-steps that apps above it register from their ready(), so this app never imports them. apps.privacy
-registers the provenance cascade: a deleted memory takes what was compiled from it along, an edited one
-has its pages recompiled."""
+"""What follows when a memory is deleted, edited or merged away here: steps that apps above register from
+their ready() (apps.privacy's provenance cascade), so this app never imports them."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,14 +9,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 @dataclass(frozen=True)
 class MemoryChange:
-    """One app's steps, each optional:
-
-    - `delete(memory=, actor=)` deletes the memory (with the memories consolidation merged with it) and
-      what derives from it, raising apps.pipeline.locks.LockNotAvailable when learning holds its owner's
-      work for longer than DELETE_WAIT_SECONDS (nothing is deleted then);
-    - `edited(memory=, memory_type=)`: the memory's text changed;
-    - `removed(organization=)`: memories of the organisation were merged away or retired.
-    """
+    """One app's optional steps: `delete(memory=, actor=)` deletes it, its merge group and what derives from them
+    (LockNotAvailable when learning holds the owner too long); `edited(memory=, memory_type=)`: its text
+    changed; `removed(organization=)`: memories were merged away or retired."""
 
     delete: Callable | None = None
     edited: Callable | None = None

@@ -137,8 +137,7 @@ class SemanticMemory(Memory):
 
 
 class MemoryChange(BaseModel):
-    """One change of a memory: the value before and after it, who made it and why (NetBox's
-    ObjectChange pre/post data). The diff is computed for display."""
+    """One change of a memory: the value before and after it, who made it and why; a diff is computed for display."""
 
     class Operation(models.TextChoices):
         ADD = "add", "Add"

@@ -1,9 +1,5 @@
-"""The memory endpoints' operations (REST: apps.memories.views; MCP: apps.mcp_server): episodic and
-semantic memories read, listed, stored, edited with history and deleted, and consolidation.
-
-Rights: reads need the memory in a scope the client reads; writes need a write scope (read-only clients
-are refused before any lookup) and the memory in that scope. A foreign id, a malformed id and a missing
-one are the same 404."""
+"""The memory endpoints' operations (REST: apps.memories.views; MCP: apps.mcp_server). Writes need a write
+scope (read-only clients are refused before any lookup); a foreign, malformed or missing id is the same 404."""
 
 import functools
 

@@ -7,23 +7,26 @@ from apps.memories.services.memories import EPISODIC, SEMANTIC, embedding_text, 
 from apps.search.registry import SearchSource, register_source
 
 COMMON_FIELDS = ("summary", "details", "source_message_ids", "user_id", "scope", "created_at", "updated_at")
-
+# What both memory types' sources share.
+COMMON = {
+    "visible": memory_live,
+    "default_method": "hybrid",
+    "date_span_column": "date_span",
+    "user_column": "end_user_id",
+    "select_related": ("end_user",),
+}
 
 EPISODIC_SOURCE = SearchSource(
     memory_type="episodic",
     model=EpisodicMemory,
     output=EpisodicMemoryOutputSerializer,
     item_fields=("occurred_at", "time_granularity", "actor", "event_type", *COMMON_FIELDS),
-    visible=memory_live,
-    default_method="hybrid",
     # Time range filters ask when the event happened, not when it was remembered.
     time_column="occurred_at",
     event_time_column="occurred_at",
-    date_span_column="date_span",
-    user_column="end_user_id",
     fuzzy_fields=("summary",),
-    select_related=("end_user",),
     embedding_text=lambda memory: embedding_text(EPISODIC, memory_snapshot(memory)),
+    **COMMON,
 )
 
 SEMANTIC_SOURCE = SearchSource(
@@ -31,14 +34,10 @@ SEMANTIC_SOURCE = SearchSource(
     model=SemanticMemory,
     output=SemanticMemoryOutputSerializer,
     item_fields=("name", "source", *COMMON_FIELDS),
-    visible=memory_live,
-    default_method="hybrid",
     time_column="updated_at",
-    date_span_column="date_span",
-    user_column="end_user_id",
     fuzzy_fields=("name", "summary"),
-    select_related=("end_user",),
     embedding_text=lambda memory: embedding_text(SEMANTIC, memory_snapshot(memory)),
+    **COMMON,
 )
 
 

@@ -11,14 +11,12 @@ from apps.tenancy.readers import Reader
 
 
 def memory_readable(reader: Reader) -> Q:
-    """The memories the reader may read by id: soft-deleted ones included (a caller may still erase
-    one for good), but not one learned from a session being deleted, whose purge takes it."""
+    """Readable by id, soft-deleted included (a caller may still erase one), but not from a session being deleted."""
     return reader.condition() & ~cites_turns_being_deleted(organization_id=reader.organization_id)
 
 
 def memory_live(reader: Reader, user_id: str | None = None) -> Q:
-    """The memories the reader sees in lists and searches (the search visibility of `episodic` and
-    `semantic`; `user_id` is not part of it): readable and not soft-deleted."""
+    """The search visibility of memories (`user_id` is not part of it): readable and not soft-deleted."""
     return memory_readable(reader) & Q(deleted_at__isnull=True)
 
 
@@ -38,8 +36,7 @@ def memory_history(*, memory):
 
 
 def memory_list(*, reader: Reader, memory_type: str, filters: dict):
-    """One user's live memories of a type, newest first (events by when they happened), filtered by
-    subject (a fact's name or an event's actor, case-insensitive), time window and text."""
+    """One user's live memories of a type, newest first, filtered by subject, time window and text."""
     episodic = memory_type == "episodic"
     queryset = (
         reader.objects(EpisodicMemory if episodic else SemanticMemory)
@@ -76,8 +73,7 @@ def memory_owners(*, organization_id, scope: str):
 
 
 def session_extracted_into(session) -> str:
-    """Registered with apps.conversations' learned-from checks: why the session counts as learned from
-    by memories ("" if it does not)."""
+    """A learned-from check of apps.conversations: why the session counts as learned from ("" if not)."""
     turns = ArraySubquery(Message.objects.filter(session_id=session.pk).values("pk"))
     for memory_type, model in (("episodic", EpisodicMemory), ("semantic", SemanticMemory)):
         if model.objects.filter(end_user_id=session.end_user_id, source_message_ids__overlap=turns).exists():

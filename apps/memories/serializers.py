@@ -1,6 +1,5 @@
-"""The shapes of the memory endpoints: what each operation takes (validated the same for REST and MCP)
-and what it answers. The output of the episodic and semantic memory types is defined once: their
-endpoints, their search hits (apps.memories.search) and MCP render them with it."""
+"""The memory endpoints' shapes, validated the same for REST and MCP; each memory type's output is defined once,
+for its endpoints, its search hits and MCP."""
 
 from rest_framework import serializers
 

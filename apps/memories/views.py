@@ -89,8 +89,9 @@ class MemoryHistoryView(ClientAPIView):
         )
 
 
-def _typed_views(memory_type: str, output, create, patch) -> tuple[type, type, type]:
+def _typed_views(memory_type: str) -> tuple[type, type, type]:
     """One memory type's list, detail and history views, their schemas naming its own shapes."""
+    output, create, patch = operations.MEMORY_SHAPES[memory_type]
     attributes = {"memory_type": memory_type, "__module__": __name__}
     name = memory_type.capitalize()
     list_view = extend_schema_view(
@@ -105,15 +106,5 @@ def _typed_views(memory_type: str, output, create, patch) -> tuple[type, type, t
     return list_view, detail_view, type(f"{name}MemoryHistoryView", (MemoryHistoryView,), attributes)
 
 
-EpisodicMemoryListView, EpisodicMemoryDetailView, EpisodicMemoryHistoryView = _typed_views(
-    "episodic",
-    serializers.EpisodicMemoryOutputSerializer,
-    serializers.EpisodicMemoryCreateInputSerializer,
-    serializers.EpisodicMemoryPatchInputSerializer,
-)
-SemanticMemoryListView, SemanticMemoryDetailView, SemanticMemoryHistoryView = _typed_views(
-    "semantic",
-    serializers.SemanticMemoryOutputSerializer,
-    serializers.SemanticMemoryCreateInputSerializer,
-    serializers.SemanticMemoryPatchInputSerializer,
-)
+EpisodicMemoryListView, EpisodicMemoryDetailView, EpisodicMemoryHistoryView = _typed_views("episodic")
+SemanticMemoryListView, SemanticMemoryDetailView, SemanticMemoryHistoryView = _typed_views("semantic")

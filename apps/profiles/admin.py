@@ -1,6 +1,5 @@
-"""Curation of compiled memory: pages (people's and topics') with their revisions as diffs and their
-sources linked to the transcript turns, entities, and lint findings as a review queue; end users get
-an action that compiles their topic pages. Staff see their organisation only."""
+"""Curation of compiled memory: pages with revision diffs and sources linked to turns, entities, lint findings
+as a review queue, and an end-user action that compiles topic pages. Staff see their organisation only."""
 
 from django.contrib import admin, messages
 from django.urls import reverse
@@ -62,9 +61,8 @@ class ProfileAdmin(ReadOnlyAdmin):
 
     @admin.display(description="revisions (each against the one before)")
     def history(self, profile):
-        revisions = list(profile.revisions.order_by("number"))
         blocks, previous = [], ""
-        for revision in revisions:
+        for revision in profile.revisions.order_by("number"):
             rows = format_html_join(
                 "",
                 "<tr style='{}'><td>{}</td><td>{}</td></tr>",
@@ -131,11 +129,10 @@ class LintFindingAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Resolve the selected findings")
     def resolve(self, request, queryset):
-        resolved = 0
-        for finding in queryset.filter(status=LintFinding.Status.OPEN):
+        findings = list(queryset.filter(status=LintFinding.Status.OPEN))
+        for finding in findings:
             finding_resolve(finding=finding, actor=f"admin:{request.user.get_username()}")
-            resolved += 1
-        self.message_user(request, f"Resolved {resolved} finding(s).", messages.SUCCESS)
+        self.message_user(request, f"Resolved {len(findings)} finding(s).", messages.SUCCESS)
 
 
 @admin.action(description="Compile the topic pages of the selected users (in the background)")

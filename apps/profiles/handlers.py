@@ -32,16 +32,13 @@ def handle_project_entities(task) -> dict:
         return session_project(session=session)
 
 
-# How long a compile gives way to the owner's projections before it runs anyway (a user whose
-# sessions never stop arriving still gets pages).
+# How long a compile gives way to projections before it runs anyway (a user always talking still gets pages).
 COMPILE_YIELDS_FOR_SECONDS = 300
 
 
 def _yield_to_projections(task, *, organization_id, end_user_id) -> None:
-    """Pages are compiled from what projection writes, under the same lock: while a projection of the
-    owner's sessions has come due (also one put back to wait for its extraction), a compile now would
-    hold that lock against it and then be redone, so it waits, for at most COMPILE_YIELDS_FOR_SECONDS
-    after it was first due."""
+    """Pages are compiled from what projection writes, under the same lock: a compile while a projection is due
+    would hold the lock against it and then be redone, so it waits (up to COMPILE_YIELDS_FOR_SECONDS)."""
     first_due = parse_datetime(task.timings.get("first_due_at", "")) or task.run_after
     if (timezone.now() - first_due).total_seconds() > COMPILE_YIELDS_FOR_SECONDS:
         return
@@ -66,8 +63,6 @@ def handle_lint_profiles(task) -> dict:
 
 @register_handler(COMPILE_TOPICS)
 def handle_compile_topics(task) -> dict:
-    """The result (scopes, owners, pages created/updated/unchanged/archived, noise, tokens, seconds)
-    is the task's result."""
     organization = Organization.objects.filter(pk=task.payload["organization"]).first()
     if organization is None:
         return {"skipped": "organisation no longer exists"}

@@ -1,8 +1,5 @@
-"""Compiled memory: the people (and places, organisations) a user's memory names, where they are
-mentioned, who is seen with whom, a profile page per person with provenance, and lint findings.
-
-Everything belongs to one (organisation, scope, end user): a "Caroline" in two users' memories
-may be two people, and erasing a user takes all of it with them.
+"""Compiled memory: the entities a user's memory names, their mentions and co-occurrences, pages with provenance
+and lint findings; all of it belongs to one (organisation, scope, end user), and goes with them.
 """
 
 from django.conf import settings
@@ -20,8 +17,6 @@ QUOTE_MAX_CHARS = 500
 
 
 class ItemType(models.TextChoices):
-    """The kinds of stored item a mention or a profile line can cite."""
-
     MESSAGE = "message", "Message"
     EPISODIC = "episodic", "Episodic memory"
     SEMANTIC = "semantic", "Semantic memory"
@@ -131,8 +126,7 @@ class Edge(models.Model):
 
 
 class Profile(Owned):
-    """A compiled page of one user's memory: a person's (`person`, one per entity) or a topic's
-    (`topic`, one per cluster of related items); its text is searchable like any memory."""
+    """A compiled page of one user's memory: a person's (one per entity) or a topic's (one per cluster of items)."""
 
     class Kind(models.TextChoices):
         PERSON = "person", "Person"
@@ -212,9 +206,7 @@ class ProfileRevision(BaseModel):
 
     class Meta:
         ordering = ["-number"]
-        constraints = [
-            models.UniqueConstraint(fields=["profile", "number"], name="profile_revision_number_unique"),
-        ]
+        constraints = [models.UniqueConstraint(fields=["profile", "number"], name="profile_revision_number_unique")]
 
 
 class LintFinding(BaseModel):

@@ -47,12 +47,8 @@ def get_profile_findings(*, client, profile_id: str) -> dict:
     """What lint found about a profile page (stale, orphan, contradiction)."""
     profile = _profile(client, profile_id)
     findings = LintFinding.objects.filter(profile=profile).order_by("status", "-created_at", "id")
-    return serializers.ProfileFindingsOutputSerializer(
-        {
-            "profile_id": profile.pk,
-            "findings": serializers.LintFindingOutputSerializer(findings, many=True).data,
-        }
-    ).data
+    rendered = serializers.LintFindingOutputSerializer(findings, many=True).data
+    return serializers.ProfileFindingsOutputSerializer({"profile_id": profile.pk, "findings": rendered}).data
 
 
 @operation()
@@ -86,14 +82,9 @@ def compile_topics(*, client, data) -> dict:
     task = topics_compile_request(
         organization=client.organization, scope=client.write_scope, end_user=end_user, client=client
     )
-    return serializers.TopicCompileOutputSerializer(
-        {
-            "scope": client.write_scope,
-            "user_id": end_user.user_id if end_user else None,
-            "task_id": task.pk,
-            "task_status": task.status,
-        }
-    ).data
+    user_id = end_user.user_id if end_user else None
+    body = {"scope": client.write_scope, "user_id": user_id, "task_id": task.pk, "task_status": task.status}
+    return serializers.TopicCompileOutputSerializer(body).data
 
 
 @operation(access=Access.WRITE)

@@ -1,5 +1,5 @@
-"""Compiled pages as memory types of the one search engine: a person's page (`profile`) and a
-topic's page (`topic`), two kinds of one table, each with its own cap in a mixed search."""
+"""Compiled pages as search memory types: `profile` (a person's) and `topic`, two kinds of one table,
+each with its own cap in a mixed search."""
 
 from django.conf import settings
 from django.db.models import Q
@@ -10,18 +10,7 @@ from apps.profiles.serializers import ProfileOutputSerializer
 from apps.search.registry import SearchSource, register_source
 
 # `sources`: what the page quotes, so a caller can cite the turns and memories behind a hit.
-PAGE_FIELDS = (
-    "name",
-    "markdown",
-    "revision",
-    "entity_id",
-    "sources",
-    "user_id",
-    "scope",
-    "compiled_at",
-    "created_at",
-    "updated_at",
-)
+PAGE_FIELDS = tuple("name markdown revision entity_id sources user_id scope compiled_at created_at updated_at".split())
 
 
 def _page_source(memory_type: str, kind: Profile.Kind, mixed_cap) -> SearchSource:

@@ -9,9 +9,8 @@ from apps.tenancy.readers import Reader
 
 
 def profile_visible(reader: Reader, user_id: str | None = None) -> Q:
-    """The pages the reader sees (the search visibility of `profile` and `topic`; `user_id` is not
-    part of it). A page quoting a session being deleted is still read until the purge clears it for
-    recompiling: finding such pages means following their sources, too costly for every search."""
+    """The search visibility of pages (`user_id` is not part of it). A page quoting a session being deleted is read
+    until the purge clears it: following every page's sources is too costly for every search."""
     return reader.condition()
 
 
@@ -63,8 +62,7 @@ def write_scope_users(*, client):
 
 
 def session_projected_into(session) -> str:
-    """Registered with apps.conversations' learned-from checks: why the session counts as learned from
-    by compiled memory ("" if it does not)."""
+    """A learned-from check of apps.conversations: why the session counts as learned from ("" if not)."""
     if Mention.objects.filter(session_id=session.pk).exists():
         return "entities were projected from it"
     return ""

@@ -80,23 +80,20 @@ class EntityOutputSerializer(serializers.Serializer):
     edges = serializers.SerializerMethodField()
 
     def get_edges(self, entity) -> list[dict]:
-        edges = [(edge, edge.target) for edge in entity.edges_out.all()] + [
-            (edge, edge.source) for edge in entity.edges_in.all()
-        ]
+        edges = [(edge, edge.target) for edge in entity.edges_out.all()]
+        edges += [(edge, edge.source) for edge in entity.edges_in.all()]
         edges.sort(key=lambda pair: (-pair[0].weight, pair[1].name))
-        return EdgeSerializer(
-            [
-                {
-                    "entity_id": other.pk,
-                    "name": other.name,
-                    "kind": other.kind,
-                    "weight": edge.weight,
-                    "evidence": edge.evidence,
-                }
-                for edge, other in edges
-            ],
-            many=True,
-        ).data
+        rows = [
+            {
+                "entity_id": other.pk,
+                "name": other.name,
+                "kind": other.kind,
+                "weight": edge.weight,
+                "evidence": edge.evidence,
+            }
+            for edge, other in edges
+        ]
+        return EdgeSerializer(rows, many=True).data
 
 
 class TopicCompileInputSerializer(InputSerializer):

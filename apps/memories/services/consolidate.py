@@ -1,14 +1,5 @@
-"""Consolidation of a user's (or a whole scope's) episodic and semantic memories, run by an operator:
-near-duplicates and paraphrases are merged into one survivor, contradicting facts are resolved by the
-LLM (the superseded one retired) or, offline, flagged for review. Nothing is deleted: a merged or
-retired memory is soft-deleted with a history row naming the survivor, the survivor's history row
-names what it absorbed, and its sources become the union of theirs (lineage to the turns).
-
-Offline the decision is deterministic: two memories of one owner and type are duplicates when they
-are about the same thing (a fact's subject, an event's day), their vectors are close
-(`CONSOLIDATE_MIN_COSINE`) and they share most of their content words
-(`CONSOLIDATE_MIN_TEXT_SIMILARITY`, Dice over word stems), and neither states something the other
-does not: a negation, a number or a name only one side has is a conflict, never a merge.
+"""Operator-run consolidation of episodic and semantic memories: duplicates merge into a survivor,
+contradictions are retired by the LLM or, offline, flagged; nothing is deleted, only soft-deleted with history.
 """
 
 import logging
@@ -60,8 +51,6 @@ _STOPWORDS = frozenset(
 
 @dataclass(frozen=True)
 class Item:
-    """One memory as consolidation compares it."""
-
     memory: object
     memory_type: str
     block: str
@@ -105,8 +94,7 @@ def _statement(memory, memory_type: str) -> str:
 
 
 def _item(memory, memory_type: str) -> Item:
-    text = memory.summary
-    words = _WORD.findall(text)
+    words = _WORD.findall(memory.summary)
     lowered = [word.lower() for word in words]
     if memory_type == SEMANTIC:
         block = " ".join(_WORD.findall(memory.name.lower()))
@@ -132,7 +120,7 @@ def _dice(left: frozenset, right: frozenset) -> float:
 
 
 def _conflict(left: Item, right: Item) -> str:
-    """Why two similar statements may say different things ("" when nothing tells them apart)."""
+    # A negation, a number or a name only one side has is a conflict, never a merge.
     if left.negated != right.negated:
         return "one of them is negated"
     if left.numbers and right.numbers and left.numbers != right.numbers:
@@ -143,8 +131,7 @@ def _conflict(left: Item, right: Item) -> str:
 
 
 def _vectors(items: list[Item]) -> np.ndarray:
-    dimensions = settings.EMBEDDING_DIMENSIONS
-    matrix = np.zeros((len(items), dimensions), dtype=np.float32)
+    matrix = np.zeros((len(items), settings.EMBEDDING_DIMENSIONS), dtype=np.float32)
     for row, item in enumerate(items):
         if item.memory.embedding is not None:
             matrix[row] = np.asarray(item.memory.embedding, dtype=np.float32)
@@ -152,31 +139,23 @@ def _vectors(items: list[Item]) -> np.ndarray:
     return matrix / np.where(norms == 0, 1, norms)
 
 
-@dataclass
-class Pairs:
-    duplicates: list = field(default_factory=list)
-    conflicts: list = field(default_factory=list)  # (left, right, why)
-
-
-def _pairs(items: list[Item]) -> Pairs:
-    """Compares the memories of one block (same subject or same day) two by two."""
-    found = Pairs()
+def _compare(items: list[Item], *, duplicates: list, conflicts: list) -> None:
+    """Within one block (a subject, a day): pairs sharing most content words are conflicts when `_conflict` says so,
+    else duplicates when their text is equal or their vectors close; (left, right[, why]) go to the lists."""
     if len(items) < 2:
-        return found
+        return
     cosine = _vectors(items) @ _vectors(items).T
     min_cosine, min_text = settings.CONSOLIDATE_MIN_COSINE, settings.CONSOLIDATE_MIN_TEXT_SIMILARITY
     for i, left in enumerate(items):
         for j in range(i + 1, len(items)):
             right = items[j]
-            text = _dice(left.stems, right.stems)
-            if text < min_text:
+            if _dice(left.stems, right.stems) < min_text:
                 continue
             why = _conflict(left, right)
             if why:
-                found.conflicts.append((left, right, why))
+                conflicts.append((left, right, why))
             elif left.normalized == right.normalized or cosine[i, j] >= min_cosine:
-                found.duplicates.append((left, right))
-    return found
+                duplicates.append((left, right))
 
 
 def _groups(pairs: list[tuple[Item, Item]]) -> list[list[Item]]:
@@ -240,9 +219,7 @@ JUDGE_PROMPT = (
 
 
 def _judge(conflicts: list, *, organization, task, report: Report) -> list[tuple[Item, Item, str, str]]:
-    """The model's verdict on each conflicting pair: ("duplicate" | "supersedes" | "compatible", and for
-    "supersedes" which of the two is current). A failed call leaves its pairs flagged. Pairs go in
-    batches that fit LLM_MAX_PROMPT_TOKENS, each pair trimmed to a share of it."""
+    """(left, right, "duplicate" | "supersedes" | "flag", why); for "supersedes" left is current. A failed call flags."""
     room = room_for(JUDGE_PROMPT)
     lines = [
         (
@@ -307,9 +284,7 @@ def _owner_plan(*, organization, scope: str, end_user_id, task, report: Report) 
             blocks.setdefault(item.block, []).append(item)
         conflicts = []
         for block in blocks.values():
-            pairs = _pairs(block)
-            merge_pairs += pairs.duplicates
-            conflicts += pairs.conflicts
+            _compare(block, duplicates=merge_pairs, conflicts=conflicts)
         if conflicts and llm_enabled():
             verdicts = _judge(conflicts, organization=organization, task=task, report=report)
         else:
@@ -362,15 +337,6 @@ def _merge(group: list[Item], *, task_id) -> None:
     cascade_edit(memory=survivor, memory_type=memory_type)
 
 
-def _retire(current: Item, superseded: Item, why: str, *, task_id) -> None:
-    memory_soft_delete(
-        memory=superseded.memory,
-        actor=ACTOR,
-        reason=f"consolidation: superseded by {current.memory.pk} ({why})",
-        task_id=task_id,
-    )
-
-
 def memories_consolidate(
     *,
     organization,
@@ -380,10 +346,8 @@ def memories_consolidate(
     task=None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict:
-    """Consolidates one user's memories in a scope (`end_user`), or every user's there. Each user is
-    done under their extraction lock (the lock erasure also takes), so it races neither; a busy lock
-    raises LockNotAvailable and the pipeline retries. Returns the report (what was, or with `dry_run`
-    would be, merged, retired and flagged)."""
+    """Consolidates `end_user`'s memories in a scope, or every user's there, and returns the report.
+    Each user is done under their extraction lock (erasure takes it too); a busy one raises and the pipeline retries."""
     started = time.monotonic()
     report = Report(dry_run=dry_run, scope=scope)
     if end_user is not None:
@@ -427,7 +391,8 @@ def memories_consolidate(
                 )
                 report.retired += 1
                 if not dry_run:
-                    _retire(current, superseded, why, task_id=task_id)
+                    reason = f"consolidation: superseded by {current.memory.pk} ({why})"
+                    memory_soft_delete(memory=superseded.memory, actor=ACTOR, reason=reason, task_id=task_id)
         report.users += 1
         if progress:
             progress(done + 1, len(owners))
@@ -438,8 +403,7 @@ def memories_consolidate(
 
 
 def consolidation_request(*, organization, scope: str, end_user=None, dry_run: bool, client=None):
-    """Queues a consolidation (202 + task): a scope may hold many users' memories. A repeat of the same
-    request while one is waiting or running joins it."""
+    """Queues a consolidation (202 + task); a repeat while one is waiting or running joins it."""
     owner = str(end_user.pk) if end_user is not None else None
     return enqueue(
         CONSOLIDATE_MEMORIES,

@@ -1,11 +1,5 @@
-"""The re-runnable date pass (`manage.py normalize_dates`, the `normalize_dates` task): every stored
-turn (of both session tags) and every live memory of an organisation, or of one scope or user,
-re-dated from its words with the current resolver (apps.core.temporal).
-
-Batch by batch, each in its own transaction, in primary-key order: memory stays bounded, an
-interrupted run keeps what it wrote, and running it again resumes, since a row whose dates are
-already what the resolver gives is not written. A second run therefore changes nothing and says so;
-after a resolver upgrade it rewrites exactly the rows whose dates moved.
+"""The re-runnable date pass: turns and live memories re-dated from their words, batch by batch in key order,
+so an interrupted run keeps what it wrote and a rerun writes only the rows whose dates moved.
 """
 
 from collections.abc import Callable
@@ -55,8 +49,7 @@ def dates_normalize(
     batch_size: int = 500,
     on_progress: Callable[[str, int, int], None] | None = None,
 ) -> dict:
-    """Re-dates the turns and memories (in an organisation, or one scope or user of it); returns per
-    type how many rows were read and changed, and the ids of the first CHANGED_IDS_SHOWN changed.
+    """Re-dates turns and memories; returns per type the rows read and changed, and the first changed ids.
     `on_progress(type, done, total)` is called after each batch."""
     passes = (
         (MESSAGE, Message, lambda ids: messages_normalize_dates(message_ids=ids)),

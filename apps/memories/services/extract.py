@@ -32,8 +32,6 @@ from apps.providers.llm import llm_enabled
 logger = logging.getLogger(__name__)
 
 SPOKEN_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
-
-
 EXTRACT_LOCKS = UserLocks("extract")  # registered in MemoriesConfig.ready
 
 
@@ -46,12 +44,15 @@ def _turns(messages: list[Message]) -> list[ExtractionTurn]:
     ]
 
 
+def _tally() -> dict:
+    return {"added": 0, "updated": 0, "deleted": 0, "unchanged": 0}
+
+
 def _actor() -> str:
     return f"extraction:llm:{settings.LLM_MODEL}"
 
 
 def _written(operation: Operation, vectors: dict, task_id) -> dict:
-    """What an add and an update store alike."""
     return {
         "fields": operation.fields,
         "source_message_ids": operation.source_message_ids,
@@ -74,9 +75,11 @@ def _locked_target(operation: Operation):
     return model.objects.select_for_update().filter(pk=operation.target.pk, deleted_at__isnull=True).first()
 
 
+_TEXT_FIELDS = ("actor", "event_type", "name", "summary", "details")
+
+
 def _embed_changes(plan: Plan) -> dict:
-    """Vectors of the memories an add or update will write, by id(operation); computed before the
-    transaction so no row lock is held across an embedding call."""
+    """Vectors of what adds and updates will write, by id(operation); computed before any row is locked."""
     vectors = {}
     for memory_type in (EPISODIC, SEMANTIC):
         of_type = [
@@ -84,26 +87,20 @@ def _embed_changes(plan: Plan) -> dict:
             for operation in plan.operations
             if operation.memory_type == memory_type and operation.operation in ("add", "update")
         ]
-        texts = []
-        for operation in of_type:
-            current = (
-                {}
-                if operation.target is None
-                else {
-                    name: getattr(operation.target, name)
-                    for name in ("actor", "event_type", "name", "summary", "details")
-                    if hasattr(operation.target, name)
-                }
-            )
-            texts.append({**current, **operation.fields})
+        # An add has no target (None has none of these fields): its text is its fields alone.
+        texts = [
+            {
+                **{name: getattr(op.target, name) for name in _TEXT_FIELDS if hasattr(op.target, name)},
+                **op.fields,
+            }
+            for op in of_type
+        ]
         vectors.update(zip(map(id, of_type), memory_embed(memory_type, texts)))
     return vectors
 
 
 def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors: dict, task) -> dict:
-    counts = {
-        memory_type: {"added": 0, "updated": 0, "deleted": 0, "unchanged": 0} for memory_type in (EPISODIC, SEMANTIC)
-    }
+    counts = {memory_type: _tally() for memory_type in (EPISODIC, SEMANTIC)}
     task_id = getattr(task, "pk", None)
     for operation in plan.operations:
         tally = counts[operation.memory_type]
@@ -137,18 +134,13 @@ def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors
 
 
 def _extraction_finished(session: Session) -> bool:
-    """Whether the session is sealed and every one of its turns has been learned from."""
     sealed = Session.objects.filter(pk=session.pk, status=Session.Status.SEALED).exists()
     return sealed and not messages_not_learned(session=session).exists()
 
 
 def session_extract(*, session: Session, task=None) -> dict:
-    """Learns from the session's turns not learned from yet, batch by batch; each batch is marked
-    learned from in the transaction that stores what it gave.
-
-    Run it under EXTRACT_LOCKS.key_of(session) (the handler does). An unreachable LLM raises (the task
-    retries); the batches already stored stay stored.
-    """
+    """Learns from the session's unlearned turns batch by batch, each marked learned where its memories are stored.
+    Run it under EXTRACT_LOCKS.key_of(session); an unreachable LLM raises (the task retries), stored batches stay."""
     if session.session_tag != SessionTag.CONVERSATION:
         return {"skipped": f"a {session.session_tag} session is not extracted", "turns": 0}
     pending = list(messages_not_learned(session=session))
@@ -157,8 +149,8 @@ def session_extract(*, session: Session, task=None) -> dict:
         "extractor": f"llm:{settings.LLM_MODEL}" if use_llm else "rules",
         "turns": 0,
         "dates_resolved": 0,
-        EPISODIC: {"added": 0, "updated": 0, "deleted": 0, "unchanged": 0},
-        SEMANTIC: {"added": 0, "updated": 0, "deleted": 0, "unchanged": 0},
+        EPISODIC: _tally(),
+        SEMANTIC: _tally(),
         "rejected": [],
         "problems": [],
     }
@@ -169,11 +161,9 @@ def session_extract(*, session: Session, task=None) -> dict:
         vectors = _embed_changes(plan)
         batch_ids = [message.pk for message in batch]
         with transaction.atomic():
-            # The session row first, then its turns: the order indexing takes them in (embed_messages),
-            # so the two cannot deadlock over a turn both write.
+            # The session row, then its turns: indexing's order (embed_messages), so the two cannot deadlock.
             session_lock(session_id=session.pk)
-            # Until this commits, no erasure of a client that wrote these turns can run (and one that
-            # ran since they were read is seen: a turn is gone, the task retries).
+            # Until this commits no erasure of these turns' writers can run (one since makes the task retry).
             turns_held(organization_id=session.organization_id, turn_ids=batch_ids)
             if not messages_lock_unlearned(message_ids=batch_ids):
                 result["problems"].append("some turns were learned from by another run meanwhile; batch skipped")

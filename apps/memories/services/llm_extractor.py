@@ -1,9 +1,5 @@
-"""The LLM extractor: new turns (with their dates) and the user's most similar memories go in;
-add / update / delete / none operations come back and are validated before anything is applied.
-
-Validation is strict and never raises on a strange answer: an operation that is unknown, names
-an id that was not among the candidates shown (another user's, a made-up one, a deleted one),
-cites none of the new turns or lacks required fields is rejected and reported, never applied.
+"""The LLM extractor: new turns and the user's most similar memories go in; add / update / delete / none
+operations come back, and any that name an unshown id, cite no new turn or lack fields are rejected, never applied.
 """
 
 import re
@@ -102,29 +98,21 @@ class Plan:
     problems: list[str] = field(default_factory=list)
 
 
-# Candidates --------------------------------------------------------------------------------
-
-
 def find_candidates(*, session, turns: list[ExtractionTurn]) -> Candidates:
-    """The user's live memories in the session's scope most similar to each new turn, through the
-    shared search engine (so scoping is the engine's, not a second copy of it)."""
+    """The user's live memories most similar to each new turn, through the shared search engine (and its scoping)."""
     from apps.memories.search import EPISODIC_SOURCE, SEMANTIC_SOURCE
     from apps.search.engine import rrf_scores, search_source
 
     # A reader of exactly the session's scope: memories are written there, so only they may be changed.
     reader = Reader(organization_id=session.organization_id, read_scopes=(session.scope,))
     filters = {"user_id": session.end_user.user_id}
+    options = {"method": "hybrid", "limit": settings.EXTRACTION_CANDIDATES_PER_TURN, "filters": filters}
+    queries = [(turn.message.content or "")[:SEARCH_QUERY_MAX_CHARS] for turn in turns]
     candidates = Candidates()
-    per_turn = settings.EXTRACTION_CANDIDATES_PER_TURN
     for source in (EPISODIC_SOURCE, SEMANTIC_SOURCE):
         rankings = [
-            [
-                memory
-                for memory, _ in search_source(
-                    source, reader=reader, query=query, method="hybrid", limit=per_turn, filters=filters
-                )
-            ]
-            for query in ((turn.message.content or "")[:SEARCH_QUERY_MAX_CHARS] for turn in turns)
+            [memory for memory, _ in search_source(source, reader=reader, query=query, **options)]
+            for query in queries
             if query.strip()
         ]
         # A memory close to several turns comes first.
@@ -133,9 +121,6 @@ def find_candidates(*, session, turns: list[ExtractionTurn]) -> Candidates:
         for _, (memory, _) in best[: settings.EXTRACTION_MAX_CANDIDATES]:
             candidates.add(memory)
     return candidates
-
-
-# Prompt ------------------------------------------------------------------------------------
 
 
 def _turn_line(turn: ExtractionTurn, max_tokens: int) -> str:
@@ -170,8 +155,7 @@ def _turns_room() -> int:
 
 
 def extraction_batches(messages: list, turns: dict) -> list[list]:
-    """The messages in batches of at most EXTRACTION_MAX_TURNS whose turns (`turns`: message id →
-    ExtractionTurn, the spoken ones) fit the prompt's share for new turns."""
+    """Batches of at most EXTRACTION_MAX_TURNS messages whose turns (message id → ExtractionTurn) fit their share."""
     room = _turns_room()
     return token_batches(
         messages,
@@ -188,8 +172,7 @@ def render_prompt(*, session, turns: list[ExtractionTurn], candidates: Candidate
         "New turns ([turn number] date time speaker: text <<resolved relative dates>>):\n"
         + "\n".join(_turn_line(turn, room) for turn in turns),
     ]
-    # The memories shown are those that fit, alternately episodic and semantic, most similar first;
-    # the others leave `candidates`, so no operation can name them.
+    # Shown: those that fit, alternating types, most similar first; the rest leave `candidates`, so none is named.
     left = room_for(SYSTEM_PROMPT, _HEADINGS, session.session_id, head[1])
     shown: dict[str, dict[str, str]] = {EPISODIC: {}, SEMANTIC: {}}
     by_type = [(memory_type, candidates.of_type(memory_type)) for memory_type in (EPISODIC, SEMANTIC)]
@@ -203,13 +186,11 @@ def render_prompt(*, session, turns: list[ExtractionTurn], candidates: Candidate
     candidates.by_key = {
         key: memory for key, memory in candidates.by_key.items() if any(key in s for s in shown.values())
     }
-    sections = list(head)
-    for memory_type, lines in shown.items():
-        sections.append(f"Existing {memory_type} memories:\n" + ("\n".join(lines.values()) or "(none)"))
+    sections = head + [
+        f"Existing {memory_type} memories:\n" + ("\n".join(lines.values()) or "(none)")
+        for memory_type, lines in shown.items()
+    ]
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(sections)}]
-
-
-# Validation --------------------------------------------------------------------------------
 
 
 class Rejected(Exception):
@@ -259,7 +240,6 @@ ANSWERS = {EPISODIC: EpisodicAnswer, SEMANTIC: SemanticAnswer}
 
 
 def _text(item: MemoryOperationAnswer, name: str, max_length: int, *, required: bool = False) -> str | None:
-    """A trimmed string field, cut to its column's size; None when absent."""
     value = (getattr(item, name) or "").strip()
     if not value:
         if required:
@@ -273,8 +253,7 @@ def _midnight(day: date) -> datetime:
 
 
 def parse_occurred_at(value, *, reference: datetime) -> tuple[datetime, str] | None:
-    """An absolute time and its granularity from an ISO date or datetime, "YYYY-MM", "YYYY", or a
-    relative expression resolved against the reference (the date of the turn that said it)."""
+    """(time, granularity) from an ISO date or datetime, "YYYY-MM", "YYYY", or a relative expression."""
     if not isinstance(value, str) or not value.strip():
         return None
     value = value.strip()
@@ -302,8 +281,7 @@ def _cited(item: MemoryOperationAnswer, by_seq: dict) -> list[ExtractionTurn]:
 
 
 def _episodic_time(item: EpisodicAnswer, cited: list[ExtractionTurn], problems: list[str], *, required: bool) -> dict:
-    """occurred_at as the model gave it, else the first date resolved in the cited turns, else the
-    first cited turn's own date (an event is remembered on the day it was told, at the least)."""
+    """occurred_at as given, else the first date resolved in the cited turns, else the first cited turn's date."""
     reference = cited[0].message.occurred_at
     parsed = parse_occurred_at(item.occurred_at, reference=reference)
     if parsed is None and item.occurred_at:
@@ -365,14 +343,11 @@ def _operation(
             raise Rejected(f"id {str(answer.id)[:64]!r} is not among the {memory_type} candidates shown")
         if target.pk in claimed:
             raise Rejected(f"memory {answer.id!r} is already changed by an earlier operation of this answer")
-    cited = _cited(answer, by_seq)
-    if operation in ("add", "update") and not cited:
-        raise Rejected("cites none of the new turns")
-    fields = (
-        _fields(memory_type, answer, cited, problems, adding=operation == "add")
-        if operation in ("add", "update")
-        else {}
-    )
+    cited, fields = _cited(answer, by_seq), {}
+    if operation in ("add", "update"):
+        if not cited:
+            raise Rejected("cites none of the new turns")
+        fields = _fields(memory_type, answer, cited, problems, adding=operation == "add")
     if operation == "update":
         fields = {name: value for name, value in fields.items() if getattr(target, name) != value}
         if not fields:
@@ -390,7 +365,6 @@ def _operation(
 
 
 def parse_operations(data, *, turns: list[ExtractionTurn], candidates: Candidates) -> Plan:
-    """Validates the model's answer into operations that are safe to apply, and what was rejected."""
     plan = Plan()
     if not isinstance(data, dict):
         plan.problems.append("the answer is not a JSON object")
@@ -426,8 +400,7 @@ def parse_operations(data, *, turns: list[ExtractionTurn], candidates: Candidate
 
 
 def llm_plan(*, session, turns: list[ExtractionTurn], task=None) -> Plan:
-    """Asks the model. An unreachable endpoint raises LLMError (the task retries); an answer that is
-    not JSON is an empty plan with the problem noted."""
+    """An unreachable endpoint raises LLMError (the task retries); an answer that is not JSON is an empty plan."""
     candidates = find_candidates(session=session, turns=turns)
     prompt = render_prompt(session=session, turns=turns, candidates=candidates)
     try:

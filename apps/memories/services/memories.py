@@ -1,6 +1,5 @@
-"""Writes of episodic and semantic memories. Every change by extraction is a history row with the
-value before and after it. The API's delete is the provenance cascade of one memory
-(apps.privacy.services.provenance.memory_forget), which finds what consolidation merged with it here."""
+"""Writes of episodic and semantic memories, each change a history row with the value before and after it.
+The API's delete is apps.privacy.services.provenance.memory_forget, which finds what consolidation merged here."""
 
 import re
 from collections.abc import Iterable
@@ -36,15 +35,13 @@ MERGED_INTO = "consolidation merged this memory into"
 
 
 def merged_into_reason(survivor_pk) -> str:
-    """The reason of the history row of a memory consolidation merged into `survivor_pk`: how a
-    survivor's merged duplicates are found again (memory_merge_group)."""
+    """The history reason by which memory_merge_group finds a survivor's merged duplicates again."""
     return f"{MERGED_INTO} {survivor_pk}"
 
 
 def memory_merge_group(memory) -> list:
-    """The memory with every memory consolidation merged into it and every memory it was merged into,
-    transitively: consolidation judged them one memory (a survivor's details hold its duplicates'), so
-    they are deleted together. Soft-deleted members included; the memory itself first."""
+    """The memory first, then all it was merged with, transitively and soft-deleted included: consolidation judged
+    them one memory (a survivor's details hold its duplicates'), so they are deleted together."""
     model, changes = type(memory), CHANGE_MODELS[memory_type_of(memory)]
     group, frontier = {str(memory.pk): memory}, [memory.pk]
     while frontier:
@@ -64,17 +61,14 @@ def memory_merge_group(memory) -> list:
         found = model.objects.filter(
             pk__in=sorted(linked - set(group)), organization_id=memory.organization_id, end_user_id=memory.end_user_id
         )
-        frontier = []
-        for member in found:
-            group[str(member.pk)] = member
-            frontier.append(member.pk)
+        group.update({str(member.pk): member for member in found})
+        frontier = [member.pk for member in found]
     return list(group.values())
 
 
 def memories_held(*, organization_id, memories: Iterable = (), turn_ids: Iterable = ()) -> None:
-    """conversations.writers.turns_held for work that read memories as well as turns: the writers of
-    the turns the memories cite (and their creators) are held too, and SourcesChanged is raised when
-    one of the memories is gone. Call it in the transaction that stores what was derived."""
+    """turns_held for work that also read memories (their creators and cited turns' writers are held too);
+    raises SourcesChanged when one is gone. Call it in the transaction that stores what was derived."""
     memories = list(memories)
     by_type: dict[str, set] = {}
     cited, creators = set(), set()
@@ -106,8 +100,7 @@ def embedding_text(memory_type: str, fields: dict) -> str:
 
 
 def memory_date_span(memory, *, said_at=None):
-    """The days a memory's words name ("last May", "in 2022"), read as of `said_at` (when its source
-    turns were said; looked up when not given, falling back to when the memory was written)."""
+    """The days a memory's words name ("last May"), as of `said_at` (its source turns' time by default)."""
     text = f"{memory.summary}\n{memory.details}"
     if said_at is None and memory.source_message_ids:
         said_at = (
@@ -120,8 +113,7 @@ def memory_date_span(memory, *, said_at=None):
 
 
 def memories_normalize_dates(*, memory_type: str, memory_ids: list) -> list:
-    """Re-dates the memories from their words (memory_date_span), under lock, writing only those that
-    changed; returns their ids. Their text and history are untouched: the span is derived."""
+    """Re-dates the memories from their words under lock; returns the ids changed. History is untouched (derived)."""
     with transaction.atomic():
         memories = list(
             MODELS[memory_type]
@@ -174,8 +166,7 @@ def memory_create(
 
 
 def memory_store(*, memory_type: str, client, end_user, fields: dict, actor: str, reason: str = ""):
-    """A memory stated directly (by an agent or the person), with no model involved: stored in the
-    client's write scope, embedded now, with its first history row naming `actor`."""
+    """A memory stated directly (no model involved), in the client's write scope, with its first history row."""
     (embedding,) = memory_embed(memory_type, [fields])
     owner = (client.organization_id, client.write_scope, end_user.pk, client.pk)
     with transaction.atomic():
@@ -183,8 +174,7 @@ def memory_store(*, memory_type: str, client, end_user, fields: dict, actor: str
 
 
 def memory_edit(*, memory, fields: dict, actor: str, reason: str = ""):
-    """Changes a memory's own fields at a caller's request: re-embedded from its new text, recorded
-    as an update by `actor`. Its sources stay what they were."""
+    """Changes a memory's fields at a caller's request, re-embedded and recorded; its sources stay the same."""
     memory_type = memory_type_of(memory)
     (embedding,) = memory_embed(memory_type, [{**memory_snapshot(memory), **fields}])
     return memory_update(
@@ -263,8 +253,7 @@ def memories_purge_deleted() -> dict:
 
 
 def items_held(*, organization_id, items: Iterable[tuple[str, object]]) -> None:
-    """memories_held for work that read items by (type, id): "message" for a turn, "episodic" or
-    "semantic" for a memory (compiled pages' evidence)."""
+    """memories_held for work that read items by (type, id), like compiled pages' evidence."""
     turn_ids, memory_ids = set(), {}
     for item_type, item_id in items:
         if item_type in MODELS:

@@ -1,11 +1,5 @@
-"""Profile compilation: one page per person of a user's memory, every line traceable to an item.
-
-Offline (`LLM_PROVIDER=rules`) the page is deterministic: what the person said about themself,
-grouped by kind (preferences, relationships, plans, activities, constraints, facts), what the
-memories say about them and what others said of them, newest first, each line quoting its
-source sentence. With an LLM the page is written from at most PROFILE_MAX_EVIDENCE numbered
-items, and only the items it says it used are kept as sources. Every compile that changes the
-page is a new revision; an unchanged page is left alone.
+"""Profile compilation: one page per person of a user's memory, every line traceable to an item; written by
+rules offline, by the LLM from numbered evidence otherwise, and a new revision only when it changed.
 """
 
 import re
@@ -29,42 +23,16 @@ from apps.providers.tokens import estimate_tokens, room_for
 
 RULES_MODEL = "rules"
 # First-person statements and the kind of fact they state, checked in this order.
-KINDS = (
-    (
-        "Preferences",
-        re.compile(
-            r"\b(?:i|we)\s+(?:really\s+|also\s+|just\s+)?(?:love|like|enjoy|prefer|adore|hate|dislike|can't stand)\b|\bmy favou?rite\b|\bi'm (?:a (?:big )?fan|into|passionate)\b",
-            re.I,
-        ),
-    ),
-    (
-        "Relationships",
-        re.compile(
-            r"\bmy (?:wife|husband|partner|boyfriend|girlfriend|kids?|children|son|daughter|mom|mum|mother|dad|father|parents?|sister|brother|siblings?|family|friends?|grand\w+|aunt|uncle|cousin|colleague|boss|dog|cat|pets?)\b",
-            re.I,
-        ),
-    ),
-    (
-        "Constraints",
-        re.compile(r"\b(?:i|we) (?:can't|cannot|don't|do not|never|am allergic|'m allergic)\b|\ballergic\b", re.I),
-    ),
-    (
-        "Plans",
-        re.compile(
-            r"\b(?:i|we)(?:'m| am| are|'re)? (?:going to|gonna|planning|plan|hoping|hope|want|will|'ll)\b|\bi'll\b|\bnext (?:week|month|year)\b",
-            re.I,
-        ),
-    ),
-    (
-        "Activities",
-        re.compile(
-            r"\b(?:i|we)(?:'ve| have)? (?:been|started|joined|go|went|do|did|took|take|play|played|run|ran|paint|painted|volunteer\w*|attend\w*|work(?:ed)? on)\b",
-            re.I,
-        ),
-    ),
+_KIND_PATTERNS = {
+    "Preferences": r"\b(?:i|we)\s+(?:really\s+|also\s+|just\s+)?(?:love|like|enjoy|prefer|adore|hate|dislike|can't stand)\b|\bmy favou?rite\b|\bi'm (?:a (?:big )?fan|into|passionate)\b",
+    "Relationships": r"\bmy (?:wife|husband|partner|boyfriend|girlfriend|kids?|children|son|daughter|mom|mum|mother|dad|father|parents?|sister|brother|siblings?|family|friends?|grand\w+|aunt|uncle|cousin|colleague|boss|dog|cat|pets?)\b",
+    "Constraints": r"\b(?:i|we) (?:can't|cannot|don't|do not|never|am allergic|'m allergic)\b|\ballergic\b",
+    "Plans": r"\b(?:i|we)(?:'m| am| are|'re)? (?:going to|gonna|planning|plan|hoping|hope|want|will|'ll)\b|\bi'll\b|\bnext (?:week|month|year)\b",
+    "Activities": r"\b(?:i|we)(?:'ve| have)? (?:been|started|joined|go|went|do|did|took|take|play|played|run|ran|paint|painted|volunteer\w*|attend\w*|work(?:ed)? on)\b",
     # Any other first-person statement is a fact about the speaker.
-    ("Facts", re.compile(r"\b(?:i|i'm|i've|i'd|we|my|our)\b", re.I)),
-)
+    "Facts": r"\b(?:i|i'm|i've|i'd|we|my|our)\b",
+}
+KINDS = tuple((kind, re.compile(pattern, re.I)) for kind, pattern in _KIND_PATTERNS.items())
 SECTION_ORDER = [kind for kind, _ in KINDS] + ["From memories", "What others said"]
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 
@@ -108,7 +76,7 @@ def profile_evidence(*, entity: Entity) -> list[Evidence]:
     evidence = []
     for message in messages:
         mention = by_type[ItemType.MESSAGE][message.pk]
-        where = f"{message.session.session_id} #{message.seq}"
+        turn = {"at": message.occurred_at, "where": f"{message.session.session_id} #{message.seq}", "seq": message.seq}
         for position, sentence in enumerate(_SENTENCES.split(message.content)):
             sentence = sentence.strip()
             if len(sentence) < 8:
@@ -121,16 +89,7 @@ def profile_evidence(*, entity: Entity) -> list[Evidence]:
                 section = None
             if section:
                 evidence.append(
-                    Evidence(
-                        ItemType.MESSAGE,
-                        str(message.pk),
-                        section,
-                        _quote(sentence),
-                        message.occurred_at,
-                        where,
-                        seq=message.seq,
-                        position=-position,
-                    )
+                    Evidence(ItemType.MESSAGE, str(message.pk), section, _quote(sentence), **turn, position=-position)
                 )
     for item_type, model in ((ItemType.EPISODIC, EpisodicMemory), (ItemType.SEMANTIC, SemanticMemory)):
         for memory in model.objects.filter(pk__in=list(by_type[item_type]), deleted_at__isnull=True):
@@ -167,8 +126,7 @@ COMPILE_PROMPT = (
 
 
 def _numbered(evidence: list[Evidence], *, prompt: str, head: str) -> list[str]:
-    """The evidence as numbered lines, in its order, as many as fit LLM_MAX_PROMPT_TOKENS beside the
-    system `prompt` and the user message's `head`."""
+    """The evidence as numbered lines, as many as fit LLM_MAX_PROMPT_TOKENS beside `prompt` and `head`."""
     left, lines = room_for(prompt, head), []
     for number, item in enumerate(evidence, 1):
         line = f"[{number}] ({item.at:%Y-%m-%d}) {item.quote}"
@@ -180,8 +138,7 @@ def _numbered(evidence: list[Evidence], *, prompt: str, head: str) -> list[str]:
 
 
 def evidence_page(*, prompt: str, head: str, evidence: list[Evidence], answer, organization, task, purpose: str):
-    """A page (profile or topic) the model writes from the numbered evidence that fits the prompt's
-    budget: its parsed `answer`, the evidence items it says it used, how many it was shown, the usage."""
+    """A page the model writes from numbered evidence: its `answer`, the items it used, how many it saw, the usage."""
     lines = _numbered(evidence, prompt=prompt, head=head)
     usage: dict = {}
     data = chat_json(
@@ -216,22 +173,19 @@ def _embed(profile: Profile) -> None:
 
 
 def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") -> dict:
-    """Compiles the page of one entity. The LLM and the embedding run before the transaction
-    that stores the result, so no row is locked across a network call."""
+    """Compiles one entity's page; the LLM and the embedding run before the transaction, locking no row meanwhile."""
     evidence = profile_evidence(entity=entity)
     if not evidence:
         profile = Profile.objects.filter(entity=entity).first()
         return page_archive(profile=profile) if profile else {"profile": None, "changed": False}
     evidence = evidence[: settings.PROFILE_MAX_EVIDENCE]
-    model, usage, used = RULES_MODEL, {}, evidence
+    markdown, model, usage, used = _rules_page(entity, evidence), RULES_MODEL, {}, evidence
     if llm_enabled():
         try:
             markdown, used, usage = _llm_page(entity, evidence, task)
             model = usage.get("model") or settings.LLM_MODEL
         except LLMOutputError:
-            markdown, reason = _rules_page(entity, evidence), f"{reason}; the model's answer was unusable, rules page"
-    else:
-        markdown = _rules_page(entity, evidence)
+            reason = f"{reason}; the model's answer was unusable, rules page"
     sources = sources_of(used)
     candidate = Profile(name=entity.name, markdown=markdown)
     _embed(candidate)
@@ -239,14 +193,9 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
         entity = Entity.objects.select_for_update().get(pk=entity.pk)
         # Every item shown (an LLM page may use what it does not cite), held until the page is stored.
         items_held(organization_id=entity.organization_id, items=[(e.item_type, e.item_id) for e in evidence])
-        profile = Profile.objects.filter(entity=entity).first()
-        if profile is None:
-            profile = Profile(
-                entity=entity,
-                organization_id=entity.organization_id,
-                scope=entity.scope,
-                end_user_id=entity.end_user_id,
-            )
+        profile = Profile.objects.filter(entity=entity).first() or Profile(
+            entity=entity, organization_id=entity.organization_id, scope=entity.scope, end_user_id=entity.end_user_id
+        )
         changed = page_store(
             profile=profile, candidate=candidate, sources=sources, model=model, usage=usage, reason=reason
         )
@@ -265,9 +214,8 @@ def sources_of(used: list[Evidence]) -> dict[tuple, dict]:
 
 
 def page_store(*, profile: Profile, candidate: Profile, sources: dict, model: str, usage: dict, reason: str) -> bool:
-    """Stores a compiled page of any kind (inside the caller's transaction): a new revision with its
-    sources when the name, text or sources changed, else nothing; either way the page is active and
-    its stale and orphan findings are resolved. Returns whether a revision was written."""
+    """Stores a compiled page in the caller's transaction: a new revision only when name, text or sources changed;
+    either way the page is active and its stale and orphan findings resolved. Returns whether it changed."""
     current = {} if profile._state.adding else {(s.item_type, str(s.item_id)): s.quote for s in profile.sources.all()}
     if (
         not profile._state.adding
@@ -308,9 +256,8 @@ def page_store(*, profile: Profile, candidate: Profile, sources: dict, model: st
 def page_archive(
     *, profile: Profile, detail: str = "Nothing this page could quote is left; the page was archived."
 ) -> dict:
-    """Nothing left to quote: the page is archived (and hidden from search), its text cleared. The
-    archive is the `orphan` finding's outcome, so it is recorded as one; a `stale` finding open on
-    the page (a recompile that found nothing left) is resolved by it."""
+    """Archives the page (hidden from search), its text cleared. The archive is the `orphan` finding's outcome,
+    so it is recorded as one, and it resolves an open `stale` finding."""
     with transaction.atomic():
         profile = Profile.objects.select_for_update().filter(pk=profile.pk).first()
         if profile is None:
@@ -334,8 +281,7 @@ def _resolve(profile: Profile, *, kinds: list[str], by: str = "recompile") -> No
 
 
 def profiles_clear_for_recompile(*, profile_ids: list, reason: str) -> int:
-    """Erasure took some of these pages' sources: their text (which may quote them) is cleared at
-    once, a `stale` finding records why, and each is recompiled from what remains."""
+    """Erasure took some of these pages' sources: their text, which may quote them, is cleared and recompiled."""
     profiles = list(Profile.objects.filter(pk__in=profile_ids).select_related("organization", "end_user"))
     for profile in profiles:
         with transaction.atomic():

@@ -1,15 +1,9 @@
-"""Entity projection: the people, places and organisations one user's memory names, the items
-that mention them, and who is seen with whom.
-
-Offline the names come from speakers (a turn's `name`; an unnamed `user` turn is the end user
-themself) and a conservative proper-noun rule; with an LLM, the extracted memories' subjects
-(`name` of a semantic memory, `actor` of an episodic one) add theirs. A name is an organisation
-when its last word says so ("Stanford University") or the words before it do ("works at
-Northwind"), a place when it mostly follows "in", "to", "visited", and otherwise a person. Projection of a session
-replaces that session's mentions, so running it again changes nothing.
+"""Entity projection: the people, places and organisations one user's memory names, the items that
+mention them, and who is seen with whom; projecting a session replaces its mentions, so it is idempotent.
 """
 
 import re
+from collections import Counter
 from datetime import timedelta
 
 from django.conf import settings
@@ -67,9 +61,8 @@ def _speaker(message: Message, user_id: str) -> str | None:
 
 
 def _candidates(text: str) -> list[tuple[str, str | None]]:
-    """(name, cue) for each capitalised word not opening a sentence, the cue being what the words
-    before it say it is (`organization` after "works at", `place` after "in", else None); two such
-    words in a row are one name (a first and a last name, or "Northwind Bank")."""
+    """(name, cue) for each capitalised word not opening a sentence, cue being `organization` after "works at",
+    `place` after "in", else None; two such words in a row are one name ("Northwind Bank")."""
     found: list[tuple[str, str | None]] = []
     previous_end = None
     for match in _CAPITALISED.finditer(text):
@@ -131,30 +124,23 @@ def _session_items(session: Session) -> tuple[list[Message], list]:
         .only("id", "seq", "role", "name", "content", "occurred_at", "session_id")
         .order_by("seq")
     )
+    owner = {"organization_id": session.organization_id, "end_user_id": session.end_user_id, "scope": session.scope}
     ids = [message.pk for message in messages]
-    memories = []
-    for model in (EpisodicMemory, SemanticMemory):
-        memories += list(
-            model.objects.filter(
-                organization_id=session.organization_id,
-                end_user_id=session.end_user_id,
-                scope=session.scope,
-                deleted_at__isnull=True,
-                source_message_ids__overlap=ids,
-            )
-        )
+    memories = [
+        memory
+        for model in (EpisodicMemory, SemanticMemory)
+        for memory in model.objects.filter(**owner, deleted_at__isnull=True, source_message_ids__overlap=ids)
+    ]
     return messages, memories
 
 
 @transaction.atomic
 def session_project(*, session: Session) -> dict:
-    """Replaces the mentions of one session's turns and of the memories learned from them, then
-    recomputes the owner's edges and mention counts; returns the entities whose mentions changed."""
+    """Replaces the mentions of a session's turns and of the memories learned from them, then recomputes edges."""
     owner = {"organization_id": session.organization_id, "scope": session.scope, "end_user_id": session.end_user_id}
     user_id = session.end_user.user_id
     messages, memories = _session_items(session)
-    # Until this commits, no erasure of a client that wrote what was read can run (and one that ran
-    # since is seen: something read is gone, the task retries).
+    # Until this commits no erasure of what was read can run (one that ran since makes the task retry).
     memories_held(
         organization_id=session.organization_id, memories=memories, turn_ids=[message.pk for message in messages]
     )
@@ -182,13 +168,9 @@ def session_project(*, session: Session) -> dict:
     # Mentions of this session's items, replaced wholesale.
     pattern = _alias_pattern(aliases)
     item_ids = [message.pk for message in messages] + [memory.pk for memory in memories]
-    before = dict(
-        Mention.objects.filter(item_id__in=item_ids, entity__end_user_id=session.end_user_id)
-        .values_list("entity_id")
-        .annotate(n=Count("pk"))
-        .order_by()
-    )
-    Mention.objects.filter(item_id__in=item_ids, entity__end_user_id=session.end_user_id).delete()
+    existing = Mention.objects.filter(item_id__in=item_ids, entity__end_user_id=session.end_user_id)
+    before = dict(existing.values_list("entity_id").annotate(n=Count("pk")).order_by())
+    existing.delete()
     mentions = []
     seq_of = {message.pk: message.seq for message in messages}
     for message in messages:
@@ -228,9 +210,7 @@ def session_project(*, session: Session) -> dict:
     Mention.objects.bulk_create(mentions)
     owner_edges_recompute(end_user_id=session.end_user_id, organization_id=session.organization_id, scope=session.scope)
 
-    after: dict = {}
-    for mention in mentions:
-        after[mention.entity_id] = after.get(mention.entity_id, 0) + 1
+    after = Counter(mention.entity_id for mention in mentions)
     changed = sorted(
         str(entity_id) for entity_id in set(before) | set(after) if before.get(entity_id) != after.get(entity_id)
     )
@@ -291,10 +271,8 @@ def owner_edges_recompute(*, organization_id, scope: str, end_user_id) -> None:
 
 
 def profile_compile_enqueue(*, entity_id, organization, scope: str, new_mentions: int = 0) -> MemoryTask:
-    """Debounced by age and by count: the first change schedules a compile
-    PROFILE_COMPILE_DEBOUNCE_SECONDS later and every change arriving meanwhile joins it (the
-    idempotency key is taken while it waits); once the waiting compile has gathered
-    PROFILE_COMPILE_AFTER_MENTIONS new mentions, it runs at once."""
+    """Debounced: changes join a compile waiting PROFILE_COMPILE_DEBOUNCE_SECONDS, which runs at once
+    when it has gathered PROFILE_COMPILE_AFTER_MENTIONS new mentions."""
     task = enqueue_debounced(
         COMPILE_PROFILE,
         {"entity": str(entity_id)},
@@ -330,8 +308,7 @@ def profiles_lint_enqueue(*, organization=None) -> MemoryTask:
 
 
 def new_items_since(*, organization_id, scope: str, end_user_id) -> tuple[int, object]:
-    """Spoken turns and memories the owner gained since their topics were last compiled (all of
-    them if never), and when that was."""
+    """Spoken turns and memories the owner gained since their topics were last compiled, and when that was."""
     owner = {"organization_id": organization_id, "scope": scope, "end_user_id": end_user_id}
     state = TopicState.objects.filter(**owner).first()
     since = {"created_at__gt": state.compiled_at} if state else {}
@@ -342,9 +319,8 @@ def new_items_since(*, organization_id, scope: str, end_user_id) -> tuple[int, o
 
 
 def topics_due_enqueue(*, organization, scope: str, end_user_id) -> MemoryTask | None:
-    """The count-and-age trigger of one owner's topic pages: once TOPIC_COMPILE_MIN_ITEMS new items
-    have arrived since the last compile, a compile waits until TOPIC_COMPILE_AFTER_DAYS after that
-    compile (or after now, if there was none); TOPIC_COMPILE_AFTER_ITEMS new items run it at once."""
+    """After TOPIC_COMPILE_MIN_ITEMS new items, a compile waits until TOPIC_COMPILE_AFTER_DAYS after the last
+    one (or now); TOPIC_COMPILE_AFTER_ITEMS new items run it at once."""
     new, compiled_at = new_items_since(organization_id=organization.pk, scope=scope, end_user_id=end_user_id)
     if new < settings.TOPIC_COMPILE_MIN_ITEMS:
         return None
@@ -364,8 +340,7 @@ def topics_due_enqueue(*, organization, scope: str, end_user_id) -> MemoryTask |
 
 
 def topics_compile_request(*, organization, scope: str | None = None, end_user=None, client=None) -> MemoryTask:
-    """A compile someone asked for (the endpoint, the admin, a stale topic page): it runs at once;
-    while one for the same target waits, asking again returns that one."""
+    """A compile someone asked for runs at once; asking again while one for the same target waits joins it."""
     payload = {"organization": str(organization.pk)}
     if scope:
         payload["scope"] = scope

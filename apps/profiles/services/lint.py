@@ -1,11 +1,5 @@
-"""Lint of compiled pages, computed with SQL joins over their provenance.
-
-- `stale`: some items a page quotes are gone (erased, pruned, deleted) → a finding, and a recompile;
-- `orphan`: every item it quotes is gone → a finding, and the page is archived;
-- `contradiction`: only with an LLM and PROFILE_LINT_CONTRADICTIONS on: two pages of the same
-  user that the model says contradict each other → a finding for review. Never offline.
-Mentions of items that are gone are deleted and their owners' edges rebuilt.
-"""
+"""Lint of compiled pages by SQL joins over their provenance: `stale` and `orphan` pages (some or all quoted
+items gone) are recompiled or archived; with an LLM, contradicting pages of one user are flagged."""
 
 import itertools
 import logging
@@ -111,8 +105,7 @@ def _issues(pages) -> tuple[list[dict], int]:
 
 
 def profiles_lint(*, organization_id=None, profile: Profile | None = None, task=None) -> dict:
-    """One lint pass of the compiled pages of one organisation, of all, or of one page: the counts
-    of what it found now, and the list of every open issue of the pages it linted."""
+    """Lints one organisation's pages, all, or one page: counts of what it found, and the open issues."""
     counts = {"stale": 0, "orphan": 0, "contradiction": 0, "recompiles": 0}
     if profile is not None:
         organization_id = profile.organization_id
@@ -156,8 +149,7 @@ LINT_PROMPT = (
 
 
 def _page_groups(owned: list[Profile]) -> list[list[tuple[Profile, str]]]:
-    """The pages to show together, each call within the prompt's budget: all of them when they
-    fit, else every pair of groups of half the room (so every two pages meet in some call)."""
+    """The pages to show together: all when they fit, else every pair of half-room groups, so every two meet."""
     room = room_for(LINT_PROMPT)
     pages = [(page, fit_text(page.markdown, room // 2 - 8)) for page in owned]
     groups = token_batches(pages, cost=lambda pair: estimate_tokens(pair[1]) + 8, budget=room // 2)
@@ -167,9 +159,7 @@ def _page_groups(owned: list[Profile]) -> list[list[tuple[Profile, str]]]:
 
 
 def _contradictions(organization_id, *, task, profile=None) -> int:
-    """Asks the model, per user, whether any two of their active pages contradict each other (with
-    one page: whether it contradicts another of its owner's)."""
-    found = 0
+    """Asks the model, per user, whether any two of their active pages (or `profile` and another) contradict."""
     pages = Profile.objects.filter(status=Profile.Status.ACTIVE).select_related("organization")
     if organization_id:
         pages = pages.filter(organization_id=organization_id)
@@ -178,12 +168,12 @@ def _contradictions(organization_id, *, task, profile=None) -> int:
     by_owner: dict = {}
     for page in pages.order_by("name"):
         by_owner.setdefault((page.organization_id, page.scope, page.end_user_id), []).append(page)
-    for owned in by_owner.values():
-        if len(owned) < 2:
-            continue
-        for shown in _page_groups(owned):
-            found += _check_pages(shown, task=task)
-    return found
+    return sum(
+        _check_pages(shown, task=task)
+        for owned in by_owner.values()
+        if len(owned) >= 2
+        for shown in _page_groups(owned)
+    )
 
 
 def _check_pages(shown: list[tuple[Profile, str]], *, task) -> int:
@@ -211,26 +201,20 @@ def _check_pages(shown: list[tuple[Profile, str]], *, task) -> int:
 
 def finding_resolve(*, finding: LintFinding, actor: str) -> LintFinding:
     if finding.status == LintFinding.Status.OPEN:
-        finding.status, finding.resolved_by, finding.resolved_at = (
-            LintFinding.Status.RESOLVED,
-            actor[:255],
-            timezone.now(),
-        )
+        finding.status = LintFinding.Status.RESOLVED
+        finding.resolved_by, finding.resolved_at = actor[:255], timezone.now()
         finding.save(update_fields=["status", "resolved_by", "resolved_at", "updated_at"])
     return finding
 
 
 def profiles_mark_stale(*, item_type: str, item_id, detail: str) -> int:
-    """A page quoting an item that changed is out of date: a `stale` finding (unless one is open)
-    and a recompile, for every active page quoting it; returns how many pages."""
-    pages = (
+    """Every active page quoting an item that changed gets a `stale` finding and a recompile; returns how many."""
+    pages = list(
         Profile.objects.filter(status=Profile.Status.ACTIVE, sources__item_type=item_type, sources__item_id=item_id)
         .select_related("organization", "end_user")
         .distinct()
     )
-    count = 0
     for profile in pages:
         _finding(profile, LintFinding.Kind.STALE, detail)
         page_recompile_enqueue(profile=profile)
-        count += 1
-    return count
+    return len(pages)

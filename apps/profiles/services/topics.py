@@ -1,22 +1,5 @@
-"""Topic pages: one user's learned memories and turns grouped into topics, each compiled into a
-page with its sources, like a person's page (same table, revisions, sources, lint and erasure).
-
-Grouping is DBSCAN over the items' vectors: two items are neighbours when their cosine distance is
-at most ε, an item with TOPIC_CLUSTER_MIN_ITEMS neighbours (itself included) is a core, and a topic
-is the cores reachable from one another with their neighbours; the rest is noise. The vectors are
-centred on the scope's mean turn first: every text a model embeds shares one direction (e5 puts
-unrelated turns at cosine 0.85), and removing it spreads the distances. How far they spread still
-depends on the model (two turns on one topic sit near 0.45 with e5, near 0.65 with feature
-hashing), so ε is read from each owner's own items: the TOPIC_CLUSTER_EPS_PERCENTILE-th percentile
-of their core distances (how far each item's TOPIC_CLUSTER_MIN_ITEMS-th nearest item is, itself
-counted), so about that share of the items are cores whatever the model; TOPIC_CLUSTER_EPS, when
-set, is used instead. Offline the label is the cluster's most distinctive words (how often a word
-appears in the cluster against how rare it is in the owner's other items) and the page quotes the
-items nearest the cluster's centre, newest first. With an LLM the page and its title are written
-from the same numbered items and only the items it says it used are sources.
-
-A compile matches each new cluster to the topic page that already quotes most of its items, so a
-page keeps its id and history while its topic grows; a page whose cluster is gone is archived.
+"""Topic pages: one user's memories and turns grouped by DBSCAN into topics, each compiled into a page
+with its sources like a person's; a page keeps its id while its cluster lives, and is archived after.
 """
 
 import json
@@ -85,8 +68,7 @@ class Item:
 
 
 def owner_items(*, organization_id, scope: str, end_user_id) -> tuple[list[Item], np.ndarray]:
-    """The owner's embedded memories and spoken turns (small talk left out), newest
-    TOPIC_MAX_ITEMS first, with their vectors."""
+    """The owner's embedded memories and spoken turns (no small talk), newest TOPIC_MAX_ITEMS first, with vectors."""
     owner = {"organization_id": organization_id, "scope": scope, "end_user_id": end_user_id}
     rows: list[tuple[Item, list]] = []
     limit = settings.TOPIC_MAX_ITEMS
@@ -108,12 +90,8 @@ def owner_items(*, organization_id, scope: str, end_user_id) -> tuple[list[Item]
             continue
         speaker = f"{message.name}, " if message.name else ""
         where = f"{speaker}{message.session.session_id} #{message.seq}"
-        rows.append(
-            (
-                Item(ItemType.MESSAGE, str(message.pk), message.content, message.occurred_at, where, message.seq),
-                message.embedding,
-            )
-        )
+        item = Item(ItemType.MESSAGE, str(message.pk), message.content, message.occurred_at, where, message.seq)
+        rows.append((item, message.embedding))
     rows.sort(key=lambda row: (row[0].at, row[0].seq, row[0].item_id), reverse=True)
     rows = rows[:limit]
     vectors = np.array([row[1] for row in rows], dtype=np.float32).reshape(len(rows), -1)
@@ -121,9 +99,8 @@ def owner_items(*, organization_id, scope: str, end_user_id) -> tuple[list[Item]
 
 
 def scope_mean(*, organization_id, scope: str) -> np.ndarray | None:
-    """The mean vector of the scope's newest TOPIC_MAX_ITEMS turns, all users together: the direction
-    every text shares, estimated from more than one user's topics (a user who only ever talks about
-    one thing would lose that topic to their own mean)."""
+    """The mean of the scope's newest turns, all users together: every text a model embeds shares one direction
+    (e5 puts unrelated turns at 0.85). One user's own mean would erase the topic they only ever talk about."""
     table = Message._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
@@ -143,16 +120,14 @@ def _centred(vectors: np.ndarray, mean: np.ndarray | None) -> np.ndarray:
 
 
 def core_distances(similarities: np.ndarray, *, min_items: int) -> np.ndarray:
-    """Each row's cosine distance to its min_items-th nearest row, itself counted: the smallest ε
-    at which it is a core (DBSCAN's k-distance, k = min_items)."""
+    """Each row's cosine distance to its min_items-th nearest row, itself counted (DBSCAN's k-distance)."""
     rank = min_items - 1
     return 1 + np.partition(-similarities, rank, axis=1)[:, rank]
 
 
 def derived_eps(similarities: np.ndarray, *, min_items: int, percentile: float) -> float:
-    """ε from the items themselves: the `percentile`-th percentile of their core distances, so about
-    that share of them are cores, within EPS_BOUNDS (below, only paraphrases would meet; above,
-    items that share nothing past the common direction would)."""
+    """The `percentile`-th percentile of the core distances, within EPS_BOUNDS: how far distances spread
+    depends on the embedding model, so ε comes from the items and about that share of them are cores."""
     eps = float(np.percentile(core_distances(similarities, min_items=min_items), percentile))
     return round(min(max(eps, EPS_BOUNDS[0]), EPS_BOUNDS[1]), 4)
 
@@ -160,10 +135,8 @@ def derived_eps(similarities: np.ndarray, *, min_items: int, percentile: float) 
 def clusters_of(
     vectors: np.ndarray, *, min_items: int, eps: float | None = None, mean: np.ndarray | None = None
 ) -> tuple[list[list[int]], float | None]:
-    """DBSCAN with cosine distance on vectors centred on `mean` (their own, if None): lists of row
-    indices, largest first (rows in no list are noise), and the ε used: `eps`, or if None one derived
-    from the rows (`derived_eps`, TOPIC_CLUSTER_EPS_PERCENTILE); None when there are fewer rows than
-    min_items. Quadratic in the rows, which TOPIC_MAX_ITEMS bounds."""
+    """DBSCAN by cosine distance on vectors centred on `mean`: row lists, largest first (the rest is noise),
+    and the ε used (derived when `eps` is None). Quadratic in the rows, which TOPIC_MAX_ITEMS bounds."""
     if len(vectors) < min_items:
         return [], eps
     unit = _centred(vectors, mean)
@@ -195,8 +168,7 @@ def _words(text: str) -> set[str]:
 
 
 def topic_label(members: list[Item], everything: list[Item]) -> str:
-    """The cluster's most distinctive words: share of its items using a word, times the word's
-    inverse frequency among all the owner's items; ties broken alphabetically."""
+    """The cluster's most distinctive words: their share of its items times their IDF over all the owner's items."""
     inside = Counter(word for item in members for word in _words(item.text))
     overall = Counter(word for item in everything for word in _words(item.text))
     scored = sorted(
@@ -214,8 +186,7 @@ def _evidence(members: list[Item], vectors: np.ndarray) -> list[Evidence]:
     """At most TOPIC_MAX_EVIDENCE items, those nearest the cluster's centre, newest first."""
     centre = vectors.mean(axis=0)
     nearest = np.argsort(-(vectors @ centre), kind="stable")[: settings.TOPIC_MAX_EVIDENCE]
-    chosen = [members[i] for i in nearest]
-    chosen.sort(key=lambda item: (item.at, item.seq, item.item_id), reverse=True)
+    chosen = sorted((members[i] for i in nearest), key=lambda item: (item.at, item.seq, item.item_id), reverse=True)
     return [Evidence(item.item_type, item.item_id, "Topic", _quote(item.text), item.at, item.where) for item in chosen]
 
 
@@ -270,8 +241,7 @@ def _match(clusters: list[set[str]], pages: list[Profile]) -> dict[int, Profile]
 
 
 def owner_topics_compile(*, end_user: EndUser, scope: str, task=None, reason: str = "compile") -> dict:
-    """Compiles one owner's topic pages; returns what it did (the ε it clustered with, pages
-    created, updated, unchanged, archived, items left as noise, tokens)."""
+    """Compiles one owner's topic pages; returns the ε used and the counts of what it did."""
     started = timezone.now()
     organization = end_user.organization
     items, vectors = owner_items(organization_id=organization.pk, scope=scope, end_user_id=end_user.pk)
@@ -325,22 +295,11 @@ def owner_topics_compile(*, end_user: EndUser, scope: str, task=None, reason: st
 
 
 # What an organisation's compile adds up over its owners (each owner's ε is their own).
-SUMMED = (
-    "items",
-    "topics",
-    "created",
-    "updated",
-    "unchanged",
-    "archived",
-    "noise",
-    "prompt_tokens",
-    "completion_tokens",
-)
+SUMMED = tuple("items topics created updated unchanged archived noise prompt_tokens completion_tokens".split())
 
 
 def topics_compile(*, organization, scope: str | None = None, end_user=None, task=None, lock=None) -> dict:
-    """Compiles the topic pages of every owner of the organisation (or of one scope, or one user):
-    the Astrocyte-style result, with the scopes compiled, pages, noise, tokens and seconds.
+    """Compiles the topic pages of every owner of the organisation (or of one scope, or one user).
     `lock(end_user)` returns a context manager held around each owner's compile."""
     from contextlib import nullcontext
 
