@@ -1,5 +1,4 @@
 """Exports: what a selection (an organisation, a scope, an end user, a client) holds, streamed into an archive.
-
 A subject's archive is exactly what erasing them would delete, and carries no one else's words (_Quotes)."""
 
 from dataclasses import dataclass

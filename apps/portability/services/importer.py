@@ -42,7 +42,6 @@ TEXT_LIMITS = {
 class _Table:
     kind: k.Kind
     columns: tuple[str, ...]
-    column_set: frozenset
     cleaned: tuple[Field, ...]
     # In the order of the COPY and the INSERT; `prepared` holds each one's preparer (None: as it is).
     written: tuple[Field, ...]
@@ -61,7 +60,6 @@ class _Table:
         return cls(
             kind=kind,
             columns=columns,
-            column_set=frozenset(columns),
             cleaned=tuple(
                 f
                 for f in fields
@@ -162,9 +160,8 @@ class _Import:
     def _end_users(self):
         for batch in self._natural_rows(k.END_USERS, "user_id"):
             wanted = {row["user_id"]: row for _, row in batch}
-            existing = dict(
-                EndUser.objects.filter(organization=self.organization, user_id__in=wanted).values_list("user_id", "pk")
-            )
+            known = EndUser.objects.filter(organization=self.organization, user_id__in=wanted)
+            existing = dict(known.values_list("user_id", "pk"))
             EndUser.objects.bulk_create(
                 [
                     EndUser(id=self.remap(row["id"]), organization=self.organization, user_id=user_id)
@@ -173,9 +170,7 @@ class _Import:
                 ],
                 ignore_conflicts=True,
             )
-            existing = dict(
-                EndUser.objects.filter(organization=self.organization, user_id__in=wanted).values_list("user_id", "pk")
-            )
+            existing = dict(known.values_list("user_id", "pk"))
             for _, row in batch:
                 self.users[str(row["id"])] = existing[row["user_id"]]
             self._count(k.END_USERS, len(batch))
@@ -269,7 +264,7 @@ class _Import:
         was_cut = self._limited(kind, values)
         if not self.trust:
             self._distrusted(kind, values)
-        recompute = self._vector(values, vector) if "embedding" in table.column_set else False
+        recompute = self._vector(values, vector) if "embedding" in table.columns else False
         if was_cut and values.get("embedding") is not None:  # the vector encodes the whole text
             values["embedding"], recompute = None, True
         return values, recompute

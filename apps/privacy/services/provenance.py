@@ -1,5 +1,4 @@
 """Provenance: what the platform derived from which turns, and the one cascade for "these turns are gone".
-
 Erasure, turn and session deletion all call these steps; retention runs only the last two."""
 
 import re
@@ -146,9 +145,9 @@ def _sql(queryset) -> tuple[str, list]:
     return sql, list(params)
 
 
-def _batches(queryset, batch_size: int | None = None):
+def _batches(queryset):
     """Selected again each time: what is done drops out."""
-    batch_size = batch_size or settings.ERASURE_BATCH_SIZE
+    batch_size = settings.ERASURE_BATCH_SIZE
     while True:
         ids = list(queryset.values_list("pk", flat=True)[:batch_size])
         if ids:
@@ -157,10 +156,10 @@ def _batches(queryset, batch_size: int | None = None):
             return
 
 
-def delete_in_batches(queryset, *, batch_size: int | None = None) -> int:
+def delete_in_batches(queryset) -> int:
     """Each batch its own short transaction; returns how many rows of its model went."""
     model, label, total = queryset.model, queryset.model._meta.label, 0
-    for ids in _batches(queryset, batch_size):
+    for ids in _batches(queryset):
         with transaction.atomic():
             _, per_model = model.objects.filter(pk__in=ids).delete()
         total += per_model.get(label, 0)

@@ -1,5 +1,4 @@
 """Verification of an erasure: what is left of a subject, per table, as text anywhere, and in Redis.
-
 By provenance with the purge's own querysets; by a fingerprint of the subject's words, taken before the purge."""
 
 import base64
@@ -226,9 +225,8 @@ def _said_by_others(*, organization, needle: str, exclude_turns: QuerySet) -> bo
     )
 
 
-def text_residue(*, organization, needles: set[str], sessions: list | None = None, exclude_turns=None) -> dict:
+def text_residue(*, organization, needles: set[str], sessions: list, exclude_turns: QuerySet) -> dict:
     """{"table.column": rows holding a run of the subject's words}; turns are read only in `sessions`."""
-    exclude_turns = exclude_turns if exclude_turns is not None else Message.objects.none()
     found: dict[str, int] = {}
     confirmed: dict[str, bool] = {}
     if not needles:
@@ -236,7 +234,7 @@ def text_residue(*, organization, needles: set[str], sessions: list | None = Non
     for model, columns, path in derived_text_tables():
         rows = model.objects.filter(**{path: organization})
         if model is Message:
-            rows = rows.filter(session_id__in=sessions or []).exclude(pk__in=exclude_turns.values("pk"))
+            rows = rows.filter(session_id__in=sessions).exclude(pk__in=exclude_turns.values("pk"))
         for values in rows.values_list(*columns).iterator(chunk_size=2000):
             for column, value in zip(columns, values):
                 words = [word for text in _strings(value) for word in [*_words(text), "\x00"]]
