@@ -184,33 +184,7 @@ API_KEYS = Kind("api_keys", ClientAPIKey, exclude=("hashed_key",), importable=Fa
 TASKS = Kind("tasks", MemoryTask, importable=False)
 LLM_USAGE = Kind("llm_usage", LLMUsage, importable=False)
 
-KINDS = [
-    END_USERS,
-    CLIENTS,
-    SESSIONS,
-    MESSAGES,
-    EXPERIENCES,
-    SKILLS,
-    SKILL_VERSIONS,
-    SKILL_LINEAGE,
-    SKILL_USES,
-    SKILL_FEEDBACK,
-    EPISODIC,
-    EPISODIC_CHANGES,
-    SEMANTIC,
-    SEMANTIC_CHANGES,
-    ENTITIES,
-    MENTIONS,
-    EDGES,
-    PROFILES,
-    PROFILE_SOURCES,
-    PROFILE_REVISIONS,
-    LINT_FINDINGS,
-    TOPIC_STATES,
-    INGEST_REQUESTS,
-    API_KEYS,
-    TASKS,
-    LLM_USAGE,
-]
+# Every kind above, in the order defined: the import order.
+KINDS = [value for value in list(globals().values()) if isinstance(value, Kind)]
 # Matched by natural key (user id, client name) before the other kinds, which name them.
 NATURAL = (END_USERS, CLIENTS)

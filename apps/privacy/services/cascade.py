@@ -17,8 +17,7 @@ from apps.skills.models import SkillExperience
 
 logger = logging.getLogger(__name__)
 
-# `step(*, organization, user_id, scope) -> {name: count}`, registered by apps above privacy from their
-# ready(): rows of that end user in that scope were deleted, and copies the app keeps of them must go.
+# `step(*, organization, user_id, scope) -> {name: count}` from apps above privacy: copies of deleted rows go.
 COPY_STEPS: list = []
 
 
