@@ -1,12 +1,5 @@
 """The archive format: a zip of JSON Lines files, one per kind of row, and a manifest.
-
-`manifest.json` names the format and its version, the platform version, the embedding model and
-dimensions the vectors were computed with, what was selected, and for every file its row count,
-size and SHA-256. Rows are written as they are read (bounded memory), and read back the same way.
-An archive is written readable by its owner only (0600). A read refuses an archive whose stated
-sizes exceed the manifest's or the IMPORT_MAX_* caps before anything is inflated.
-docs/api.md ("Archive format") is the reference.
-"""
+docs/api.md ("Archive format") is the reference."""
 
 import base64
 import hashlib
@@ -29,10 +22,8 @@ MANIFEST = "manifest.json"
 MAX_LINE_BYTES = 8 * 1024 * 1024
 # The manifest is read before the caps it states can be checked: it has a small cap of its own.
 MAX_MANIFEST_BYTES = 1024 * 1024
-# Files smaller than this are not held to IMPORT_MAX_COMPRESSION_RATIO: a few repetitive rows compress
-# well and inflating them costs nothing.
+# Smaller files are not held to IMPORT_MAX_COMPRESSION_RATIO: a few repetitive rows compress well, harmlessly.
 RATIO_CHECKED_FROM_BYTES = 1024 * 1024
-# An archive has one file per kind of row and its manifest; anything beyond this many is not one.
 MAX_MEMBERS = 64
 
 
@@ -44,7 +35,7 @@ def platform_version() -> str:
 
 
 def vector_encode(vector) -> str:
-    """A vector as base64 of little-endian float32: a quarter of its size as a JSON list of numbers."""
+    """Base64 of little-endian float32: a quarter of its size as a JSON list of numbers."""
     return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
 
 
@@ -67,10 +58,8 @@ def _default(value):
 
 
 class ArchiveWriter:
-    """Writes one file per kind into a zip, hashing and counting as it goes; the manifest last."""
-
     def __init__(self, path):
-        # Created 0600 (an archive holds people's data); an existing file is emptied and made 0600 too.
+        # An archive holds people's data: 0600, an existing file's mode included.
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.fchmod(descriptor, 0o600)
         self.file = os.fdopen(descriptor, "wb")
@@ -107,7 +96,7 @@ class ArchiveWriter:
 
 
 class ArchiveError(ValueError):
-    """A refused archive: `location` names the file (and line, and field) that was wrong."""
+    """`location` names the file (and line, and field) that was wrong."""
 
     def __init__(self, location: str, message: str):
         super().__init__(f"{location}: {message}" if location else message)
@@ -116,14 +105,8 @@ class ArchiveError(ValueError):
 
 
 class ArchiveReader:
-    """Opens an archive and checks, before a byte is inflated, that its files are the manifest's and
-    their sizes are what the manifest states and within the caps; `verify` then checks every
-    file's checksum and count before a row is used.
-
-    The zip's stated size of a file bounds what reading it can inflate (zipfile stops there and
-    refuses a file whose data does not match it), so checking the stated sizes first refuses a
-    zip bomb at the cost of reading its directory. `max_bytes`, `max_file_bytes` and `max_ratio`
-    are the total and per-file uncompressed caps and the largest uncompressed / compressed ratio."""
+    """Checks the zip's stated sizes before a byte is inflated: zipfile reads no more than a file's stated size,
+    so this refuses a zip bomb at the cost of reading its directory. `verify` checks checksums and counts."""
 
     def __init__(self, path, *, max_bytes: int, max_file_bytes: int, max_ratio: float):
         self.path = str(path)
@@ -140,7 +123,6 @@ class ArchiveReader:
             raise
 
     def _check_sizes(self, *, max_bytes: int, max_file_bytes: int, max_ratio: float) -> None:
-        """The zip directory's stated sizes, against the caps: nothing is inflated yet."""
         members = self.zip.infolist()
         if len(members) > MAX_MEMBERS:
             raise ArchiveError(self.path, f"{len(members)} files: an archive holds at most {MAX_MEMBERS}.")
@@ -222,7 +204,6 @@ class ArchiveReader:
             raise ArchiveError(name, f"Cannot be read ({type(exc).__name__}).") from None
 
     def verify(self) -> None:
-        """Every file's checksum and row count, as the manifest states them."""
         for name, entry in self.manifest["files"].items():
             digest, rows = hashlib.sha256(), 0
             for _, line in self._lines(name):
@@ -249,7 +230,6 @@ class ArchiveReader:
                 yield number, line
 
     def rows(self, name: str):
-        """(line number, decoded object) of a file, refusing anything but a JSON object per line."""
         if name not in self.manifest["files"]:
             return
         for number, line in self._lines(name):

@@ -1,10 +1,5 @@
-"""Every kind of row an archive holds: its file, its model, and how its references are rewritten
-when it is imported. The order of KINDS is the import order (parents before children).
-
-A row is written with every concrete column of its model but the organisation (the importer's
-own), generated search vectors and secrets. Importing rewrites every id into the target
-organisation's namespace (`remap`), so ids in JSON values and id arrays move with their rows.
-"""
+"""Every kind of row an archive holds: its file, its model, and how its references are rewritten on import.
+The order of KINDS is the import order (parents before children)."""
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,8 +24,7 @@ class Kind:
     model: type
     # Foreign keys (attnames) to the model of the parent and what a missing parent means.
     parents: dict[str, tuple[type, str]] = field(default_factory=dict)
-    # Columns a row shares with the parent a foreign key names (its owner, its scope): an archive
-    # whose row differs from its parent there is refused (a turn is its session's user's, in its scope).
+    # Columns a row shares with the parent a foreign key names (its owner, its scope); a difference is refused.
     same_as_parent: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # UUID columns and UUID arrays holding ids of other rows (not foreign keys).
     id_columns: tuple[str, ...] = ()
@@ -59,7 +53,7 @@ class Kind:
 
     @property
     def keeps_ids(self) -> bool:
-        """UUID rows keep their (remapped) id; rows with a serial id get a new one (unique keys dedupe them)."""
+        """Rows with a serial id get a new one (unique keys dedupe them)."""
         return self.model._meta.pk.get_internal_type() == "UUIDField"
 
 
@@ -67,9 +61,7 @@ def _remap_items(items, remap, keys=("item_id", "session_id")):
     if not isinstance(items, list):
         return items
     return [
-        {**item, **{key: remap(item[key]) for key in keys if isinstance(item, dict) and item.get(key)}}
-        if isinstance(item, dict)
-        else item
+        {**item, **{key: remap(item[key]) for key in keys if item.get(key)}} if isinstance(item, dict) else item
         for item in items
     ]
 
@@ -82,8 +74,6 @@ def _remap_change(values, remap):
 
 
 def _remap_items_in(column: str) -> Callable:
-    """A remap_json that rewrites the item references of the list in `column`."""
-
     def remap_json(values, remap):
         values[column] = _remap_items(values.get(column), remap)
 
@@ -136,7 +126,6 @@ SKILL_FEEDBACK = Kind(
 
 
 def _memory_kinds(name: str, model, change_model) -> tuple[Kind, Kind]:
-    """A memory type's rows and their change history."""
     memories = Kind(
         f"{name}_memories",
         model,
@@ -195,33 +184,7 @@ API_KEYS = Kind("api_keys", ClientAPIKey, exclude=("hashed_key",), importable=Fa
 TASKS = Kind("tasks", MemoryTask, importable=False)
 LLM_USAGE = Kind("llm_usage", LLMUsage, importable=False)
 
-KINDS = [
-    END_USERS,
-    CLIENTS,
-    SESSIONS,
-    MESSAGES,
-    EXPERIENCES,
-    SKILLS,
-    SKILL_VERSIONS,
-    SKILL_LINEAGE,
-    SKILL_USES,
-    SKILL_FEEDBACK,
-    EPISODIC,
-    EPISODIC_CHANGES,
-    SEMANTIC,
-    SEMANTIC_CHANGES,
-    ENTITIES,
-    MENTIONS,
-    EDGES,
-    PROFILES,
-    PROFILE_SOURCES,
-    PROFILE_REVISIONS,
-    LINT_FINDINGS,
-    TOPIC_STATES,
-    INGEST_REQUESTS,
-    API_KEYS,
-    TASKS,
-    LLM_USAGE,
-]
+# Every kind above, in the order defined: the import order.
+KINDS = [value for value in list(globals().values()) if isinstance(value, Kind)]
 # Matched by natural key (user id, client name) before the other kinds, which name them.
 NATURAL = (END_USERS, CLIENTS)

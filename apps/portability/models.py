@@ -39,8 +39,7 @@ class ExportRequest(BaseModel):
     error = models.CharField(max_length=255, blank=True, default="", help_text="The exception type only, never data.")
     finished_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
-    # Bumped by every erasure in the organisation while the export is queued or running: an archive
-    # written across a bump may hold rows the erasure deleted, so it is written again.
+    # Bumped by every erasure while the export is being written: an archive written across a bump is written again.
     generation = models.PositiveIntegerField(default=0)
     # False for archives written before the people were recorded: any erasure deletes them.
     people_recorded = models.BooleanField(default=False)
@@ -66,9 +65,7 @@ class ExportRequest(BaseModel):
 
 
 class ExportPerson(models.Model):
-    """An end user or a client some of whose rows an export's archive holds (its end_users and
-    clients files, and the owners of the items its profile lines quote): erasing one of them
-    deletes the archive. Kept only while the archive exists."""
+    """Someone whose rows an export's archive holds: erasing them deletes it. Kept only while the archive exists."""
 
     class Kind(models.TextChoices):
         USER = "user", "End user"

@@ -1,8 +1,5 @@
 """The export endpoints' operations (REST: apps.portability.views).
-
-Exports are a permission of their own (can_export), not a read: they reach every scope of the
-organisation. It is checked before anything is looked up. An export and its archive are the
-requesting client's alone."""
+Exports need can_export, not a read: they reach every scope. An export is the requesting client's alone."""
 
 from apps.core.errors import ConflictError, NotFound
 from apps.core.operations import Access, check_ids, get_or_404, operation, validated

@@ -22,8 +22,7 @@ class ErasureRequest(BaseModel):
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed (will retry)"
 
-    # At most one queued or running erasure per subject; a failed one is retried by its task, and
-    # a second request meanwhile is harmless (a purge is idempotent and takes the same locks).
+    # One per subject; a second request while one has failed is harmless (a purge is idempotent, same locks).
     ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
 
     organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="erasure_requests")

@@ -1,8 +1,5 @@
 """The erasure endpoints' operations (REST: apps.privacy.views; MCP: apps.mcp_server).
-
-Erasure is a permission of its own (can_erase), not a write: it reaches every scope of the
-organisation. It is checked before the subject is looked up, so refused callers learn nothing
-about which subjects exist."""
+can_erase is checked before the subject is looked up, so refused callers learn nothing about which exist."""
 
 from apps.conversations.selectors import message_list
 from apps.core.errors import ConflictError

@@ -1,5 +1,5 @@
-"""Beat entry point: the daily retention run goes through the pipeline, so it is retried,
-recorded (its counts are the task's result) and never runs twice at once."""
+"""Beat entry point: the daily retention run goes through the pipeline, so it is retried, recorded and never
+runs twice at once."""
 
 from celery import shared_task
 

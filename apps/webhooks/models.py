@@ -53,8 +53,7 @@ class WebhookEndpoint(BaseModel):
 
 
 class WebhookDelivery(BaseModel):
-    """One event sent to one endpoint, with its attempts. The payload is what was (or will be) POSTed:
-    ids only unless the endpoint opted in to content. Errors name a status or an exception type only."""
+    """One event sent to one endpoint; errors name a status or an exception type only."""
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending (being sent or retried)"

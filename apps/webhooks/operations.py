@@ -1,8 +1,5 @@
 """The webhook endpoints' operations (REST: apps.webhooks.views).
-
-Managing webhooks is a permission of its own (can_manage_webhooks), checked before anything is
-looked up: an endpoint receives events of every scope of the organisation, so it belongs to the
-organisation and every client allowed to manage webhooks sees all of its endpoints."""
+An endpoint receives events of every scope, so every client with can_manage_webhooks sees all of them."""
 
 from apps.core.operations import Access, check_ids, get_or_404, object_body, operation, validated
 from apps.core.pagination import Page, paginate

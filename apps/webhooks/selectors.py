@@ -4,8 +4,7 @@ from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
 
 
 def endpoint_list(*, organization_id):
-    """An organisation's endpoints. They receive events of every scope, so they belong to the
-    organisation, not to a scope: any client allowed to manage webhooks sees them all."""
+    """They receive events of every scope, so they belong to the organisation, not to a scope."""
     return WebhookEndpoint.objects.filter(organization_id=organization_id)
 
 

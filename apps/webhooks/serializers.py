@@ -14,8 +14,7 @@ URL_MAX_LENGTH = 2000
 
 
 def http_url(value: str) -> None:
-    """An http or https URL with a host, as the HTTP client that delivers will parse it (so a URL the
-    API accepts is one a delivery can be sent to)."""
+    """Parsed as the delivering HTTP client parses it, so a URL the API accepts is one a delivery can reach."""
     try:
         url = httpx2.URL(value)
     except httpx2.InvalidURL:

@@ -1,5 +1,4 @@
-"""Writes of webhooks: endpoints, the deliveries an event creates (in the event's transaction), and
-one delivery attempt (run by the deliver_webhook task)."""
+"""Writes of webhooks: endpoints, the deliveries an event creates, and one delivery attempt."""
 
 import json
 import logging
@@ -29,17 +28,13 @@ RETRYABLE_STATUSES = (408, 429)
 
 
 class DeliveryFailed(Exception):
-    """An attempt failed in a way worth retrying (the pipeline backs the task off). Its message names a
-    status code or an exception type, never what the receiver answered."""
-
-
-# Endpoints -----------------------------------------------------------------------------------------
+    """Worth retrying; the message names a status code or an exception type, never what the receiver answered."""
 
 
 def endpoint_create(
     *, organization, registered_by, url: str, events: list[str], include_content: bool = False, description: str = ""
 ) -> tuple[WebhookEndpoint, str]:
-    """A new active endpoint and its signing secret (returned once; the caller shows it once)."""
+    """The secret is returned once; the caller shows it once."""
     secret = secret_generate()
     endpoint = WebhookEndpoint.objects.create(
         organization=organization,
@@ -54,7 +49,7 @@ def endpoint_create(
 
 
 def endpoint_update(*, endpoint: WebhookEndpoint, changes: dict) -> WebhookEndpoint:
-    """Changes an endpoint. Setting `active` back on (after it was disabled) forgets its failures."""
+    """Setting `active` back on forgets its failures."""
     for name in ("url", "description", "include_content"):
         if name in changes:
             setattr(endpoint, name, changes[name])
@@ -71,11 +66,8 @@ def endpoint_update(*, endpoint: WebhookEndpoint, changes: dict) -> WebhookEndpo
 
 
 def endpoint_delete(*, endpoint: WebhookEndpoint) -> None:
-    """The endpoint and its delivery log go; its deliveries still queued find nothing and stop."""
+    """Its deliveries still queued find nothing and stop."""
     endpoint.delete()
-
-
-# Deliveries ----------------------------------------------------------------------------------------
 
 
 def event_payload(event: Event, *, include_content: bool) -> dict:
@@ -92,7 +84,7 @@ def event_payload(event: Event, *, include_content: bool) -> dict:
 
 
 def delivery_enqueue(*, endpoint: WebhookEndpoint, event: Event) -> WebhookDelivery:
-    """The delivery row and its task, in the caller's transaction (the task is published on commit)."""
+    """In the caller's transaction (the task is published on commit)."""
     delivery_id = uuid.uuid4()
     task = enqueue(
         DELIVER_WEBHOOK,
@@ -113,8 +105,7 @@ def delivery_enqueue(*, endpoint: WebhookEndpoint, event: Event) -> WebhookDeliv
 
 
 def event_deliveries_create(event: Event) -> list[WebhookDelivery]:
-    """The event listener: one delivery per active endpoint of the event's organisation subscribed to
-    its type, stored and enqueued in the emitter's transaction."""
+    """The event listener, in the emitter's transaction."""
     endpoints = WebhookEndpoint.objects.filter(
         organization_id=event.organization_id, active=True, events__contains=[event.type]
     ).select_related("organization")
@@ -123,7 +114,6 @@ def event_deliveries_create(event: Event) -> list[WebhookDelivery]:
 
 @transaction.atomic
 def endpoint_send_test(*, endpoint: WebhookEndpoint) -> WebhookDelivery:
-    """A `webhook.test` event delivered to this endpoint only, like any other (signed, retried)."""
     event = Event(type=TEST_EVENT, organization_id=endpoint.organization_id, data={"endpoint_id": str(endpoint.pk)})
     return delivery_enqueue(endpoint=endpoint, event=event)
 
@@ -146,7 +136,7 @@ def _http() -> httpx2.Client:
 
 
 def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
-    """One POST of the delivery's payload, signed now: (status code or None, error without content)."""
+    """(status code or None, error without content)."""
     body = json.dumps(delivery.payload, separators=(",", ":"), ensure_ascii=False).encode()
     headers = {
         "Content-Type": "application/json",
@@ -165,8 +155,7 @@ def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
 
 
 def _endpoint_failed(endpoint: WebhookEndpoint) -> None:
-    """A delivery failed for good: one more failure in a row; at WEBHOOK_DISABLE_AFTER_FAILURES the
-    endpoint is disabled (its waiting deliveries are then cancelled as they come up)."""
+    """At WEBHOOK_DISABLE_AFTER_FAILURES in a row the endpoint is disabled; its waiting deliveries then cancel."""
     WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
         consecutive_failures=F("consecutive_failures") + 1, updated_at=timezone.now()
     )
@@ -182,9 +171,7 @@ def _endpoint_failed(endpoint: WebhookEndpoint) -> None:
 
 
 def delivery_attempt(*, delivery: WebhookDelivery, final: bool) -> dict:
-    """Sends the delivery once. Success resets its endpoint's failures. A network error, a 5xx, 408
-    or 429 raises DeliveryFailed so the pipeline retries with backoff, unless this is the `final`
-    attempt; any other answer, or the final attempt, fails the delivery (and counts against its endpoint)."""
+    """A retryable failure raises DeliveryFailed so the pipeline backs off; any other, or a `final` one, fails it."""
     if delivery.status != WebhookDelivery.Status.PENDING:
         return {"status": delivery.status}
     endpoint = delivery.endpoint
@@ -220,8 +207,6 @@ def delivery_run(*, delivery_id, final: bool) -> dict:
     return delivery_attempt(delivery=delivery, final=final)
 
 
-# Erasure and retention -----------------------------------------------------------------------------
-
 # Where a payload names an end user or a client, by event type: (data key, subject kind).
 SUBJECT_KEYS = {
     "user": [("user_id", None), ("subject_id", "user"), ("value", "user")],
@@ -230,8 +215,7 @@ SUBJECT_KEYS = {
 
 
 def purge_deliveries(subject, erasure_id) -> dict:
-    """The erasure step of webhooks: the delivery log's payloads that name the erased end user or client
-    (a session learned of theirs, an earlier erasure or export of them) are deleted, sent or not."""
+    """Deliveries naming the erased end user or client go, sent or not."""
     named = Q()
     for key, kind in SUBJECT_KEYS[subject.kind]:
         condition = Q(**{f"payload__data__{key}": subject.subject_id})
@@ -244,8 +228,7 @@ def purge_deliveries(subject, erasure_id) -> dict:
 
 
 def deliveries_prune() -> int:
-    """Deletes deliveries finished (delivered, failed or cancelled) more than
-    WEBHOOK_DELIVERY_RETENTION_DAYS ago; pending ones stay."""
+    """Finished deliveries older than WEBHOOK_DELIVERY_RETENTION_DAYS go; pending ones stay."""
     cutoff = timezone.now() - timedelta(days=settings.WEBHOOK_DELIVERY_RETENTION_DAYS)
     deleted, _ = (
         WebhookDelivery.objects.exclude(status=WebhookDelivery.Status.PENDING).filter(updated_at__lt=cutoff).delete()

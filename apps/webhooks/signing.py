@@ -1,5 +1,4 @@
-"""Standard Webhooks signatures: `webhook-signature: v1,<base64 HMAC-SHA256>` over
-"{webhook-id}.{webhook-timestamp}.{body}", keyed by the base64-decoded part of a `whsec_` secret.
+"""Standard Webhooks signatures (`webhook-signature: v1,<base64 HMAC-SHA256>`), keyed by a `whsec_` secret.
 Receivers can verify with any Standard Webhooks library or the recipe in docs/api.md."""
 
 import base64

@@ -1,10 +1,5 @@
-"""Exports: what a selection (an organisation, a scope, an end user, a client) holds, streamed
-into an archive file one batch of rows at a time.
-
-An end user's or a client's archive is exactly what erasing them would delete: its querysets
-are the erasure's own (apps.privacy.services.subjects.Subject), plus the compiled rows that go
-with the subject's entities and profiles by cascade. It carries no one else's words (_Quotes).
-"""
+"""Exports: what a selection (an organisation, a scope, an end user, a client) holds, streamed into an archive.
+A subject's archive is exactly what erasing them would delete, and carries no one else's words (_Quotes)."""
 
 from dataclasses import dataclass
 from functools import reduce
@@ -44,7 +39,7 @@ ORGANIZATION, SCOPE = "organization", "scope"
 
 @dataclass(frozen=True)
 class Selection:
-    """What to export. `subject` is set for an end user or a client (their erasure's definition)."""
+    """`subject` is set for an end user or a client (their erasure's definition)."""
 
     organization: Organization
     kind: str = ORGANIZATION
@@ -170,17 +165,13 @@ class Selection:
         }
 
 
-# The archive's file of each type of item a profile page quotes.
 QUOTED_KINDS = {ItemType.MESSAGE: k.MESSAGES, ItemType.EPISODIC: k.EPISODIC, ItemType.SEMANTIC: k.SEMANTIC}
 
 
 @dataclass(frozen=True)
 class _Quotes:
-    """A subject's archive carries no one else's words. Its profile rows may quote another person's
-    items (a page of the subject's compiled from a group conversation; another person's page quoting
-    the subject, which erasure deletes and so the archive lists): a quote travels only with the item
-    it quotes, and a citation of any other item stays as a reference (its type and id) without its
-    quote. A revision of a page that is not the subject's carries no text."""
+    """A subject's profile rows may quote another person's items: a quote travels only with the item it quotes,
+    and a revision of a page that is not the subject's carries no text."""
 
     items: dict[str, QuerySet]  # item type -> the archive's items of that type
     pages: QuerySet  # the archive's profiles: the subject's own pages
@@ -225,7 +216,6 @@ class _Quotes:
                 yield row
 
     def _archived(self, cited: list[tuple]) -> set[tuple[str, str]]:
-        """Which of the cited (item type, id) are items of this archive."""
         kept = set()
         for item_type, items in self.items.items():
             ids = {item_id for cited_type, item_id in cited if cited_type == item_type and is_uuid(item_id)}
@@ -239,7 +229,6 @@ def _citation(source: dict) -> tuple:
 
 
 def _referenced(rows: dict, references: dict) -> Q:
-    """Rows whose primary key one of the querysets `rows[kind]` names in its column `references[kind]`."""
     return reduce(or_, (Q(pk__in=rows[kind].values(column)) for kind, column in references.items()), Q(pk__in=[]))
 
 
@@ -258,13 +247,7 @@ def _rows(kind: k.Kind, queryset: QuerySet, batch_size: int, on_row, quotes: _Qu
 def archive_export(
     *, selection: Selection, path: Path, on_progress=None, on_row=None, database: str = DEFAULT_DB_ALIAS
 ) -> dict:
-    """Writes the selection's archive to `path` and returns its manifest.
-
-    `on_progress(kind_name, done, total)` is called as rows are written (every batch and at the
-    end of each file); `on_row(kind, row)` sees every row before it is written. Memory stays
-    bounded: rows are read in batches of PORTABILITY_BATCH_SIZE and written as they arrive. The rows
-    are read from `database` (a read replica, apps.core.replicas, or the primary).
-    """
+    """Returns the manifest; `on_progress(kind_name, done, total)` every batch, `on_row(kind, row)` every row."""
     batch_size = settings.PORTABILITY_BATCH_SIZE
     writer = ArchiveWriter(path)
     querysets = {kind: queryset.using(database) for kind, queryset in selection.querysets().items()}

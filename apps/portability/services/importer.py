@@ -1,24 +1,4 @@
-"""Import of an archive into an organisation: every row validated, every id remapped, all or nothing.
-
-Ids are remapped deterministically (a UUID5 of the row's old id in the namespace of the target
-organisation), so references anywhere (foreign keys, id arrays, ids inside JSON) move without a
-lookup table, and importing the same archive twice finds every row already there and changes
-nothing. End users and clients are matched by their natural keys (user id, client name).
-Vectors are kept when they were computed by the configured embedding model and recomputed
-otherwise.
-
-An archive is not trusted by default: anyone can edit one and recompute its checksums. What the
-platform derives and a person decides (a skill's review and sharing, a lesson's approval and
-screen) is set anew on import — skills arrive `pending_review` and unshared, lessons are screened
-again and arrive unapproved — unless the operator vouches for the archive (`trust=True`, the
-command's `--trust`). Whatever the trust, the API's limits apply (a turn longer than
-MESSAGE_MAX_CHARS is cut as ingest cuts it; a longer memory or lesson text is refused) and a row's
-owner and scope are its parent's.
-
-Rows are validated in Python one batch at a time, then written with COPY into a temporary table and
-moved with one INSERT ... SELECT ... ON CONFLICT DO NOTHING per batch: a multi-row INSERT of
-thousands of bound values costs more to compose and parse than the rows cost to store.
-"""
+"""Import of an archive into an organisation: every row validated, every id remapped, all or nothing."""
 
 import logging
 import re
@@ -26,6 +6,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -49,8 +30,7 @@ from apps.tenancy.models import SCOPE_PATTERN, Client, EndUser, Organization
 logger = logging.getLogger(__name__)
 
 
-# The API's limits on texts a person or a model writes (a longer one is refused, naming the row).
-# A turn is the exception: ingest keeps a long one, cut at MESSAGE_MAX_CHARS, and so does import.
+# A longer text is refused as the API refuses it; a turn is instead cut, as ingest cuts it.
 TEXT_LIMITS = {
     k.EXPERIENCES: {"content": CONTENT_MAX_CHARS},
     k.EPISODIC: {"summary": SUMMARY_MAX_LENGTH, "details": DETAILS_MAX_LENGTH},
@@ -60,15 +40,10 @@ TEXT_LIMITS = {
 
 @dataclass(frozen=True)
 class _Table:
-    """How the rows of one kind are checked and written, worked out once per import."""
-
     kind: k.Kind
     columns: tuple[str, ...]
-    column_set: frozenset
-    # The fields the API's model validation cleans (Model.clean_fields, less keys, relations and vectors).
     cleaned: tuple[Field, ...]
-    # The fields written, in the order of the COPY and the INSERT, and the function that turns a
-    # cleaned value into what the database is sent (None: the value as it is).
+    # In the order of the COPY and the INSERT; `prepared` holds each one's preparer (None: as it is).
     written: tuple[Field, ...]
     prepared: tuple
     has_organization: bool
@@ -85,7 +60,6 @@ class _Table:
         return cls(
             kind=kind,
             columns=columns,
-            column_set=frozenset(columns),
             cleaned=tuple(
                 f
                 for f in fields
@@ -121,20 +95,18 @@ class _Import:
         }
         self.counts: dict[str, int] = {}
         self.recomputed = 0
-        # What import changed: turns cut to MESSAGE_MAX_CHARS, skills held for review, lessons the screen flagged.
         self.changed = {"turns_cut": 0, "skills_held_for_review": 0, "lessons_flagged": 0, "lessons_unapproved": 0}
         self.batch_size = settings.PORTABILITY_BATCH_SIZE
-        # Parents repeat from row to row (a session's turns): their new ids are remembered, a batch's worth.
+        # Parents repeat from row to row (a session's turns).
         self.parent_id = lru_cache(maxsize=self.batch_size)(self.remap)
 
     def remap(self, value) -> uuid.UUID:
+        # Deterministic, so references anywhere move without a lookup table and a second import changes nothing.
         try:
             old = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
         except ValueError:
             raise InputError("", "Not a UUID.") from None
         return uuid.uuid5(self.namespace, str(old))
-
-    # Rows --------------------------------------------------------------------------------------
 
     def run(self) -> dict:
         self._end_users()
@@ -143,14 +115,13 @@ class _Import:
             if kind in k.NATURAL or not kind.importable or kind.file not in self.reader.manifest["files"]:
                 continue
             table = _Table.of(kind)
+            rows = (
+                (line, *self._located(kind, line, self._values, table, row))
+                for line, row in self.reader.rows(kind.file)
+            )
             with _staged(table):
-                batch = []
-                for line, row in self.reader.rows(kind.file):
-                    batch.append((line, *self._located(kind, line, self._values, table, row)))
-                    if len(batch) >= self.batch_size:
-                        self._flush(table, batch)
-                        batch = []
-                self._flush(table, batch)
+                while batch := list(islice(rows, self.batch_size)):
+                    self._flush(table, batch)
         return self.counts
 
     def _located(self, kind, line, function, *args):
@@ -166,8 +137,6 @@ class _Import:
 
     @staticmethod
     def _checked_row(columns, row: dict) -> dict:
-        """The row has exactly the kind's columns (its strings, numbers and depth were checked as it
-        was read: ArchiveReader.rows)."""
         if row.keys() == set(columns):
             return row
         unknown, missing = sorted(set(row) - set(columns)), [column for column in columns if column not in row]
@@ -176,29 +145,23 @@ class _Import:
         raise InputError(missing[0], "Missing.")
 
     def _natural_rows(self, kind, key: str):
-        """Rows of end_users or clients, batch by batch, with their natural key checked."""
-        batch = []
-        for line, row in self.reader.rows(kind.file):
-            row = self._located(kind, line, self._checked_row, kind.columns, row)
-            value = row[key]
-            if not isinstance(value, str) or not value.strip() or len(value) > 200:
-                raise ArchiveError(
-                    f"{kind.file}:{line}: {key}", "Must be a non-empty string of at most 200 characters."
-                )
-            self._located(kind, line, self.remap, row["id"])
-            batch.append((line, row))
-            if len(batch) >= self.batch_size:
-                yield batch
-                batch = []
-        if batch:
+        rows = (self._natural_row(kind, key, line, row) for line, row in self.reader.rows(kind.file))
+        while batch := list(islice(rows, self.batch_size)):
             yield batch
+
+    def _natural_row(self, kind, key: str, line, row):
+        row = self._located(kind, line, self._checked_row, kind.columns, row)
+        value = row[key]
+        if not isinstance(value, str) or not value.strip() or len(value) > 200:
+            raise ArchiveError(f"{kind.file}:{line}: {key}", "Must be a non-empty string of at most 200 characters.")
+        self._located(kind, line, self.remap, row["id"])
+        return line, row
 
     def _end_users(self):
         for batch in self._natural_rows(k.END_USERS, "user_id"):
             wanted = {row["user_id"]: row for _, row in batch}
-            existing = dict(
-                EndUser.objects.filter(organization=self.organization, user_id__in=wanted).values_list("user_id", "pk")
-            )
+            known = EndUser.objects.filter(organization=self.organization, user_id__in=wanted)
+            existing = dict(known.values_list("user_id", "pk"))
             EndUser.objects.bulk_create(
                 [
                     EndUser(id=self.remap(row["id"]), organization=self.organization, user_id=user_id)
@@ -207,16 +170,13 @@ class _Import:
                 ],
                 ignore_conflicts=True,
             )
-            existing = dict(
-                EndUser.objects.filter(organization=self.organization, user_id__in=wanted).values_list("user_id", "pk")
-            )
+            existing = dict(known.values_list("user_id", "pk"))
             for _, row in batch:
                 self.users[str(row["id"])] = existing[row["user_id"]]
             self._count(k.END_USERS, len(batch))
 
     def _clients(self):
-        """Clients are matched by name; one the organisation lacks is created disabled, without keys
-        or permissions: it names who wrote the rows, and an operator decides whether it may act."""
+        # A missing client is created disabled, without keys: an operator decides whether it may act.
         for batch in self._natural_rows(k.CLIENTS, "name"):
             for line, row in batch:
                 client = Client.objects.filter(organization=self.organization, name=row["name"]).first()
@@ -259,8 +219,6 @@ class _Import:
         raise InputError(column, f"Names a row that is not in {'end_users' if model is EndUser else 'clients'}.jsonl.")
 
     def _values(self, table: _Table, row: dict) -> tuple[dict, bool]:
-        """The row's column values, remapped and cleaned by the model's own field rules, and whether
-        its vector is to be recomputed."""
         kind = table.kind
         row = self._checked_row(table.columns, row)
         values, vector = {}, None
@@ -306,14 +264,13 @@ class _Import:
         was_cut = self._limited(kind, values)
         if not self.trust:
             self._distrusted(kind, values)
-        recompute = self._vector(values, vector) if "embedding" in table.column_set else False
+        recompute = self._vector(values, vector) if "embedding" in table.columns else False
         if was_cut and values.get("embedding") is not None:  # the vector encodes the whole text
             values["embedding"], recompute = None, True
         return values, recompute
 
     def _limited(self, kind, values: dict) -> bool:
-        """The API's limits on texts: a turn is cut as ingest cuts it (returns True), a longer memory
-        or lesson text is refused."""
+        """Returns whether a turn was cut."""
         if kind is k.MESSAGES and isinstance(values["content"], str):
             content, was_cut = cut(values["content"], settings.MESSAGE_MAX_CHARS)
             if was_cut:
@@ -326,8 +283,7 @@ class _Import:
         return False
 
     def _distrusted(self, kind, values: dict) -> None:
-        """What a person decides or the platform derives is not taken from the archive: a live skill
-        waits for review, served to no one else; a lesson is screened again and unapproved."""
+        # Anyone can edit an archive and recompute its checksums: what a person decides is decided anew.
         if kind is k.SKILLS:
             if values["status"] == Skill.Status.ACTIVE:
                 values["status"] = Skill.Status.PENDING_REVIEW
@@ -352,7 +308,6 @@ class _Import:
 
     @staticmethod
     def _check_names(values: dict):
-        """The API's own rules for scope and session names, which the columns alone do not carry."""
         if "scope" in values and not (
             isinstance(values["scope"], str) and re.fullmatch(SCOPE_PATTERN, values["scope"])
         ):
@@ -365,7 +320,7 @@ class _Import:
                 raise InputError(column, "Must lie between 0 and 1.")
 
     def _vector(self, values: dict, vector) -> bool:
-        """Keeps a vector of the configured model; a vector of another model is to be recomputed."""
+        """Returns whether the vector is another model's, to be recomputed."""
         if vector is None:
             values["embedding"], values["embedding_model"] = None, ""
             return False
@@ -380,13 +335,8 @@ class _Import:
             raise InputError("embedding", str(exc)) from None
         return False
 
-    # Batches -----------------------------------------------------------------------------------
-
     def _flush(self, table: _Table, batch: list):
-        """Writes a batch of (line, values, recompute): COPY into the kind's staging table, then one
-        INSERT ... ON CONFLICT DO NOTHING (a row already imported stays as it is)."""
-        if not batch:
-            return
+        # COPY, then INSERT ... SELECT: a multi-row INSERT of thousands of bound values costs more to parse than to store.
         kind = table.kind
         for column, (model, mode) in kind.parents.items():
             if model in (EndUser, Client):
@@ -467,7 +417,7 @@ class _Import:
         self.recomputed += len(stale)
 
     def _check_stored(self, table: _Table):
-        """A row that a unique name or key of the organisation kept out (not its own earlier import) is an error."""
+        # A row a unique name or key kept out (not its own earlier import) is an error.
         pk = connection.ops.quote_name(table.kind.model._meta.pk.column)
         with connection.cursor() as cursor:
             cursor.execute(
@@ -490,7 +440,6 @@ class _Import:
 
 @contextmanager
 def _staged(table: _Table):
-    """A temporary table with the columns a kind writes and each row's line, for the length of its import."""
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE IF EXISTS {table.stage}")
         cursor.execute(
@@ -509,12 +458,7 @@ def _constraint(exc: DatabaseError) -> str:
 
 
 def archive_import(*, path, organization: Organization, trust: bool = False, on_progress=None) -> dict:
-    """Imports the archive at `path` into `organization` in one transaction; returns rows per kind.
-
-    Raises ArchiveError (naming the file, line and field) and stores nothing when any row is refused.
-    `trust=True` keeps the archive's skill reviews and sharing and its lessons' approvals and
-    screen: only for an archive the operator vouches for (their own backup).
-    """
+    """Raises ArchiveError and stores nothing when any row is refused; `trust` keeps reviews and approvals."""
     reader = ArchiveReader(
         path,
         max_bytes=settings.IMPORT_MAX_BYTES,

@@ -1,9 +1,5 @@
-"""Who an export's archive holds rows of, recorded as it is written, so that erasing any of them
-deletes the archive (apps.portability.services.requests.purge_exports).
-
-The people are the rows of the archive's end_users and clients files (the owners and writers of
-its sessions, turns, experiences, skills, memories and entities) and the owners and writers of
-every item its profile pages, sources and revisions quote, which may be someone else's."""
+"""Who an export's archive holds rows of, recorded as it is written, so that erasing any of them deletes it:
+its end_users and clients, and the owners and writers of every item its profile rows quote."""
 
 from django.conf import settings
 
@@ -17,7 +13,6 @@ QUOTED_MODELS = {ItemType.MESSAGE: Message, ItemType.EPISODIC: EpisodicMemory, I
 
 
 def _quoted(kind: k.Kind, row: dict) -> list[tuple[str, str]]:
-    """(item_type, item_id) of the items a profile row quotes."""
     if kind is k.PROFILE_SOURCES:
         return [(row["item_type"], str(row["item_id"]))]
     refs = row.get("sources") if kind is k.PROFILE_REVISIONS else row.get("source_refs")
@@ -25,8 +20,7 @@ def _quoted(kind: k.Kind, row: dict) -> list[tuple[str, str]]:
 
 
 class PeopleRecorder:
-    """`see(kind, row)` for every row written (archive_export's on_row); `flush()` at the end.
-    Holds at most one batch of people and one of quoted item ids."""
+    """`see(kind, row)` for every row written, `flush()` at the end; holds at most a batch of each."""
 
     def __init__(self, export):
         self.export = export

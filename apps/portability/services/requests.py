@@ -29,11 +29,8 @@ EXPIRE_EXPORTS = "expire_exports"
 
 
 def export_request(*, client, selection: str, value: str) -> ExportRequest:
-    """Records the request and enqueues its task in one transaction. The caller has already found
-    the subject in the client's organisation (a user, a client) or checked the scope's name.
-
-    One export per subject per client is written at a time: while the client's export of the same
-    subject is queued, running or waiting to retry, asking again answers that one."""
+    """The caller has already found the subject or checked the scope's name. While the client's export of the
+    same subject is still being written, asking again answers that one."""
     if not client.can_export:
         raise PermissionDenied("This client may not export: exports need the client's can_export permission.")
     with transaction.atomic():
@@ -59,8 +56,7 @@ def _export_task(export: ExportRequest, *, organization, client):
 
 
 def _running(*, client, selection: str, value: str) -> ExportRequest | None:
-    """The client's export of the subject that is still being written: queued, running, or failed
-    with its task still to retry (an export whose task is over, dead or cancelled, is not)."""
+    """Queued, running, or failed with its task still to retry."""
     return (
         ExportRequest.objects.filter(
             organization_id=client.organization_id,
@@ -80,25 +76,21 @@ def export_path(export: ExportRequest) -> Path:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as archive:
-        for block in iter(lambda: archive.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(archive, "sha256").hexdigest()
 
 
 class ExportOverrun(RuntimeError):
     """Erasures kept running while the archive was written, every time: the task retries later."""
 
 
-# How many times an export is written again when an erasure ran meanwhile, before its task retries.
+# Writes of an export across which an erasure ran, before its task retries.
 EXPORT_WRITES = 3
 
 
 def export_run(*, export: ExportRequest) -> dict:
-    """Writes the archive under EXPORT_DIR, recording whose rows it holds; running again writes it
-    anew. An archive across which an erasure in the organisation ran is deleted and written again
-    (the erasure bumped the export's generation): it may hold what the erasure deleted."""
+    """Records whose rows the archive holds. One across which an erasure ran (it bumped the generation) may hold
+    what the erasure deleted: it is written again."""
     if export.selection == ExportRequest.Selection.SCOPE:
         selection = Selection(organization=export.organization, kind=SCOPE, scope=export.value)
     else:
@@ -175,57 +167,35 @@ def export_is_downloadable(export: ExportRequest) -> bool:
     )
 
 
-def exports_delete_archives(*, organization, kind: str, subject_id: str) -> int:
-    """Deletes now the archives that hold rows of one end user or client (an erasure of them is
-    running), and those written before their people were recorded; the requests stay, expired,
-    as the record that an export was made. Exports still queued or running are written again."""
+def _write_again(exports) -> None:
+    """Those still being written are written again (their generation is bumped)."""
     with transaction.atomic():
-        ExportRequest.objects.filter(
-            organization=organization, status__in=(ExportRequest.Status.QUEUED, ExportRequest.Status.RUNNING)
-        ).update(generation=F("generation") + 1, updated_at=timezone.now())
-    holding = ExportPerson.objects.filter(kind=kind, subject_id=subject_id).values("export_id")
-    exports = ExportRequest.objects.filter(organization=organization, status=ExportRequest.Status.SUCCEEDED).filter(
-        Q(pk__in=holding) | Q(people_recorded=False) | Q(selection=kind, value=subject_id)
-    )
-    deleted = 0
-    for export in exports:
-        _discard(export)
-        deleted += 1
-    return deleted
+        exports.filter(status__in=(ExportRequest.Status.QUEUED, ExportRequest.Status.RUNNING)).update(
+            generation=F("generation") + 1, updated_at=timezone.now()
+        )
 
 
 def exports_rewrite_holding(*, organization, user_id: str, scope: str) -> dict:
-    """Rows of `user_id` in `scope` were deleted (a session, a turn, a memory): every archive waiting
-    for download that may hold them (it holds rows of that user and is not another scope's) is
-    deleted and its export queued to be written again without them; exports being written are
-    written again (their generation is bumped, as an erasure does)."""
-    with transaction.atomic():
-        pending = ExportRequest.objects.filter(
-            organization=organization, status__in=(ExportRequest.Status.QUEUED, ExportRequest.Status.RUNNING)
-        )
-        _may_hold(pending, user_id=user_id, scope=scope).update(
-            generation=F("generation") + 1, updated_at=timezone.now()
-        )
-    ready = ExportRequest.objects.filter(organization=organization, status=ExportRequest.Status.SUCCEEDED).filter(
+    """Rows of `user_id` in `scope` were deleted: every export that may hold them is written again."""
+    exports = _may_hold(ExportRequest.objects.filter(organization=organization), user_id=user_id, scope=scope)
+    _write_again(exports)
+    ready = exports.filter(status=ExportRequest.Status.SUCCEEDED).filter(
         Q(pk__in=ExportPerson.objects.filter(kind=ExportPerson.Kind.USER, subject_id=user_id).values("export_id"))
         | Q(people_recorded=False)
     )
-    rewritten = 0
-    for export in _may_hold(ready, user_id=user_id, scope=scope).select_related("organization", "requested_by"):
+    rewritten = list(ready.select_related("organization", "requested_by"))
+    for export in rewritten:
         _rewrite(export)
-        rewritten += 1
-    return {"portability.ExportRequest (archive written again)": rewritten} if rewritten else {}
+    return {"portability.ExportRequest (archive written again)": len(rewritten)} if rewritten else {}
 
 
 def _may_hold(exports, *, user_id: str, scope: str):
-    """Leaves out the exports that cannot hold rows of `user_id` in `scope`: another scope's, another user's."""
     return exports.exclude(Q(selection=ExportRequest.Selection.SCOPE) & ~Q(value=scope)).exclude(
         Q(selection=ExportRequest.Selection.USER) & ~Q(value=user_id)
     )
 
 
 def _rewrite(export: ExportRequest) -> None:
-    """Deletes the archive now and queues its export to be written again, as its requester's task."""
     with transaction.atomic():
         if export.file_name:
             export_path(export).unlink(missing_ok=True)
@@ -247,12 +217,18 @@ def _rewrite(export: ExportRequest) -> None:
 
 
 def purge_exports(subject, erasure_id) -> dict:
-    """The erasure step of portability: archives waiting for download that hold the subject's rows
-    (theirs, or an organisation's, a scope's or another person's that include them)."""
-    deleted = exports_delete_archives(
-        organization=subject.organization, kind=subject.kind, subject_id=subject.subject_id
+    """Archives holding the subject's rows, or written before their people were recorded; the requests stay, expired."""
+    exports = ExportRequest.objects.filter(organization=subject.organization)
+    _write_again(exports)
+    holding = ExportPerson.objects.filter(kind=subject.kind, subject_id=subject.subject_id).values("export_id")
+    deleted = list(
+        exports.filter(status=ExportRequest.Status.SUCCEEDED).filter(
+            Q(pk__in=holding) | Q(people_recorded=False) | Q(selection=subject.kind, value=subject.subject_id)
+        )
     )
-    return {"portability.ExportRequest (archive deleted)": deleted}
+    for export in deleted:
+        _discard(export)
+    return {"portability.ExportRequest (archive deleted)": len(deleted)}
 
 
 def _discard(export: ExportRequest) -> None:
@@ -263,9 +239,7 @@ def _discard(export: ExportRequest) -> None:
 
 
 def exports_expire() -> dict:
-    """Deletes the archives whose time is up and marks their requests expired."""
-    expired = 0
-    for export in ExportRequest.objects.filter(status=ExportRequest.Status.SUCCEEDED, expires_at__lte=timezone.now()):
+    expired = list(ExportRequest.objects.filter(status=ExportRequest.Status.SUCCEEDED, expires_at__lte=timezone.now()))
+    for export in expired:
         _discard(export)
-        expired += 1
-    return {"expired": expired}
+    return {"expired": len(expired)}

@@ -1,7 +1,5 @@
-"""Skills as files: a scope's active skills as a folder of `<name>/SKILL.md` files (YAML front matter
-with name, description, triggers, version, entry type and examples; the instructions as the body),
-and such a folder read back as reviewed skills, so skills can live in a repository and be
-reviewed as diffs."""
+"""Skills as files: a scope's active skills as a folder of `<name>/SKILL.md` files (YAML front matter, the
+instructions as the body) and back, so skills can live in a repository and be reviewed as diffs."""
 
 from pathlib import Path
 
@@ -35,8 +33,7 @@ def skill_file_text(skill: Skill) -> str:
 
 
 def skills_export_files(*, organization: Organization, scope: str, directory: Path) -> list[Path]:
-    """Writes one folder per active skill of the scope that is served to all its users (a person's own
-    skill stays out: it is theirs). Returns the files written."""
+    """Skills served to all the scope's users only: a person's own skill is theirs. Returns the files written."""
     written = []
     skills = Skill.objects.filter(
         organization=organization, scope=scope, status=Skill.Status.ACTIVE, end_user__isnull=True
@@ -50,7 +47,6 @@ def skills_export_files(*, organization: Organization, scope: str, directory: Pa
 
 
 def skill_file_parse(text: str, *, location: str) -> dict:
-    """The fields of one SKILL.md; ArchiveError naming the file and field otherwise."""
     if not text.startswith("---\n") or "\n---" not in text[3:]:
         raise ArchiveError(location, "Must start with YAML front matter between two '---' lines.")
     header, _, body = text[4:].partition("\n---")
@@ -104,11 +100,9 @@ def skill_file_parse(text: str, *, location: str) -> dict:
 
 @transaction.atomic
 def skills_import_files(*, organization: Organization, scope: str, directory: Path) -> dict:
-    """Reads every SKILL.md under `directory` as a reviewed (active, shared) skill of the scope: a new
-    name creates a skill, a known one gets a new version when its text differs. All or nothing."""
-    paths = sorted(Path(directory).rglob(FILE_NAME))
+    """Every SKILL.md under `directory` as a reviewed (active, shared) skill; all or nothing."""
     parsed = []
-    for path in paths:
+    for path in sorted(Path(directory).rglob(FILE_NAME)):
         location = str(path.relative_to(directory))
         if path.stat().st_size > MAX_FILE_BYTES:
             raise ArchiveError(location, f"Larger than {MAX_FILE_BYTES} bytes.")

@@ -25,12 +25,8 @@ class ErasureIncomplete(Exception):
 
 
 def erasure_request(*, subject: Subject, requested_by=None, requested_by_staff: str = "") -> ErasureRequest:
-    """Creates the request and enqueues its task in the same transaction. While an erasure of the
-    same subject is still in progress, that one is returned instead of a second.
-
-    An API client needs `can_erase` (PermissionDenied otherwise); a staff member's permission is
-    checked by the admin. The grant is recorded on the request as `authorized_by`.
-    """
+    """While an erasure of the same subject is in progress, that one is returned. An API client needs
+    `can_erase`; a staff member's permission is checked by the admin."""
     if requested_by is not None and not requested_by.can_erase:
         logger.warning("erasure refused: client %s lacks can_erase", requested_by.pk)
         raise PermissionDenied("This client may not erase: erasure needs the client's can_erase permission.")
@@ -62,7 +58,7 @@ def erasure_request(*, subject: Subject, requested_by=None, requested_by_staff: 
 
 
 def erasure_run(*, erasure: ErasureRequest) -> dict:
-    """Purges the subject, verifies, and records both. Running it again only adds what is new."""
+    """Running it again only adds what is new."""
     update_row(erasure, status=ErasureRequest.Status.RUNNING, started_at=erasure.started_at or timezone.now(), error="")
     subject = subject_resolve(
         organization=erasure.organization, kind=erasure.subject_kind, subject_id=erasure.subject_id

@@ -1,22 +1,5 @@
 """Provenance: what the platform derived from which turns, and the one cascade for "these turns are gone".
-
-Erasing a user or a client, deleting a turn (REST and MCP) or a session, all call the steps
-here, so each reaches exactly what was derived from the turns that go:
-
-- experiences distilled from their sessions (a lesson is distilled from its session's transcript
-  as a whole) or citing them, and through the experiences the skills evolved from them
-  (apps.privacy.services.skills);
-- episodic and semantic memories citing them (with their history); the other turns those memories
-  cited are learned from again, so what they alone said is recomputed;
-- compiled memory citing the turns or those memories: mentions, profile sources and revisions; the
-  pages are cleared and recompiled, entities left with no mention (their names came only from what
-  went) are deleted;
-- the results of tasks that worked on their sessions (they may quote the turns);
-- the stored `context` (and so the search vector) of the turns left next to them;
-- staged embeddings of every item that goes.
-
-Retention keeps what was learned and runs only the last two (conversations.messages_prune_learned).
-"""
+Erasure, turn and session deletion all call these steps; retention runs only the last two."""
 
 import re
 from collections import Counter
@@ -53,11 +36,7 @@ _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 @dataclass(frozen=True)
 class Derived:
-    """Everything derived from `turns` (a queryset of the turns that go), as querysets.
-
-    An erasure passes its subject's own experiences and memories as well (`experiences`,
-    `memories`): a user's include those of sessions that have no turn left.
-    """
+    """Everything derived from `turns`, as querysets; an erasure adds its subject's own rows (`extra_*`)."""
 
     organization_id: object
     turns: QuerySet
@@ -71,8 +50,7 @@ class Derived:
         return self.turns.order_by().values("session_id").distinct()
 
     def _citing_turns(self, model) -> Q:
-        """Rows of `model` whose `source_message_ids` name one of the turns (the turns' ids are hashed
-        once, not built into an array compared with every row)."""
+        # The turns' ids are hashed once, not built into an array compared with every row.
         turns_sql, params = _sql(self.turn_ids())
         table = model._meta.db_table
         return Q(
@@ -90,14 +68,14 @@ class Derived:
         return SkillExperience.objects.filter(derived, organization_id=self.organization_id)
 
     def memories(self, model) -> QuerySet:
-        """Memories citing one of the turns, soft-deleted ones included."""
+        """Soft-deleted ones included."""
         derived = self._citing_turns(model)
         if model in self.extra_memories:
             derived |= Q(pk__in=self.extra_memories[model].values("pk"))
         return model.objects.filter(derived, organization_id=self.organization_id)
 
     def memory_querysets(self) -> list[tuple[str, QuerySet]]:
-        """(table, queryset) of the memories, each type's history rows before the memories."""
+        """(label, queryset), each type's history rows before the memories."""
         result = []
         for memory_model, change_model in MEMORY_MODELS:
             memories = self.memories(memory_model)
@@ -106,7 +84,6 @@ class Derived:
         return result
 
     def item_ids_sql(self) -> tuple[str, list]:
-        """SQL selecting the ids of the turns and of the memories citing them: what compiled memory cites."""
         parts, params = [], []
         for queryset in (self.turn_ids(), *(self.memories(model).values("pk") for model, _ in MEMORY_MODELS)):
             sql, query_params = _sql(queryset)
@@ -125,7 +102,6 @@ class Derived:
         return self._citing(ProfileSource)
 
     def quoting_revisions(self) -> QuerySet:
-        """Profile revisions that quote one of the items."""
         sql, params = self.item_ids_sql()
         return ProfileRevision.objects.filter(
             pk__in=RawSQL(
@@ -136,8 +112,7 @@ class Derived:
         )
 
     def task_results(self) -> QuerySet:
-        """Finished tasks whose result may quote the turns: those that worked on their sessions, and
-        the evolution runs of the scopes their experiences live in (results name skills)."""
+        """Finished tasks on their sessions, and evolution runs of their experiences' scopes (results name skills)."""
         sessions_sql, params = _sql(self.session_ids())
         scopes = list(self.experiences().order_by().values_list("scope", flat=True).distinct())
         return (
@@ -163,7 +138,6 @@ class Derived:
 
 
 def _sql(queryset) -> tuple[str, list]:
-    """The SQL of a one-column queryset of ids; a queryset known to be empty selects nothing."""
     try:
         sql, params = queryset.query.sql_with_params()
     except EmptyResultSet:
@@ -171,9 +145,9 @@ def _sql(queryset) -> tuple[str, list]:
     return sql, list(params)
 
 
-def _batches(queryset, batch_size: int | None = None):
-    """Ids of `queryset`, a batch at a time, selected again each time (what is done drops out)."""
-    batch_size = batch_size or settings.ERASURE_BATCH_SIZE
+def _batches(queryset):
+    """Selected again each time: what is done drops out."""
+    batch_size = settings.ERASURE_BATCH_SIZE
     while True:
         ids = list(queryset.values_list("pk", flat=True)[:batch_size])
         if ids:
@@ -182,11 +156,10 @@ def _batches(queryset, batch_size: int | None = None):
             return
 
 
-def delete_in_batches(queryset, *, batch_size: int | None = None) -> int:
-    """Deletes the rows of `queryset` batch by batch, each batch its own short transaction; returns
-    how many rows of its model went."""
+def delete_in_batches(queryset) -> int:
+    """Each batch its own short transaction; returns how many rows of its model went."""
     model, label, total = queryset.model, queryset.model._meta.label, 0
-    for ids in _batches(queryset, batch_size):
+    for ids in _batches(queryset):
         with transaction.atomic():
             _, per_model = model.objects.filter(pk__in=ids).delete()
         total += per_model.get(label, 0)
@@ -194,7 +167,6 @@ def delete_in_batches(queryset, *, batch_size: int | None = None) -> int:
 
 
 def scrubbed(value):
-    """A task result without text: numbers, booleans and ids stay, every other string is "[erased]"."""
     if isinstance(value, str):
         return value if _UUID.match(value) else ERASED
     if isinstance(value, dict):
@@ -202,9 +174,6 @@ def scrubbed(value):
     if isinstance(value, list):
         return [scrubbed(item) for item in value]
     return value
-
-
-# The steps, in the order the cascade runs them ------------------------------------------------
 
 
 def forget_skills(derived: Derived, *, actor: str, own_skills: QuerySet | None = None) -> dict:
@@ -215,7 +184,7 @@ def forget_skills(derived: Derived, *, actor: str, own_skills: QuerySet | None =
 
 
 def forget_compiled(derived: Derived, *, reason: str, entities: QuerySet | None = None) -> dict:
-    """Compiled memory, before the items it cites are gone. `entities` (a user's own) go whole."""
+    """Before the items it cites are gone. `entities` (a user's own) go whole."""
     counts = Counter({"profiles.Entity": delete_in_batches(entities) if entities is not None else 0})
     touched = set(derived.mentions().values_list("entity_id", flat=True).distinct())
     counts["profiles.Mention"] = delete_in_batches(derived.mentions())
@@ -250,7 +219,6 @@ def forget_memories(derived: Derived) -> dict:
 
 
 def _learn_again(turns: QuerySet) -> int:
-    """What a deleted memory said that its surviving sources support is extracted from them again."""
     session_ids = messages_mark_unlearned(turns=turns)
     for session in Session.objects.filter(pk__in=session_ids, session_tag=SessionTag.CONVERSATION).select_related(
         "organization"
@@ -274,7 +242,6 @@ def forget_staged_embeddings(derived: Derived) -> dict:
 
 
 def delete_turns(turns: QuerySet) -> dict:
-    """The turns themselves, last; their neighbours' context is recomputed in the same transaction."""
     counts = Counter()
     # A batch in session order touches few sessions: few locks, few neighbours to recompute.
     for ids in _batches(turns.order_by("session_id", "seq")):
@@ -284,26 +251,27 @@ def delete_turns(turns: QuerySet) -> dict:
     return dict(counts)
 
 
-def turns_forget(*, turns: QuerySet, organization_id, actor: str) -> dict:
-    """ "These turns are gone": the whole cascade, synchronously (for a turn or a session)."""
-    derived = Derived(organization_id=organization_id, turns=turns)
+def _summed(*steps: dict) -> dict:
     counts = Counter()
-    for step in (
+    for step in steps:
+        counts.update(step)
+    return dict(counts)
+
+
+def turns_forget(*, turns: QuerySet, organization_id, actor: str) -> dict:
+    derived = Derived(organization_id=organization_id, turns=turns)
+    return _summed(
         forget_skills(derived, actor=actor),
         forget_compiled(derived, reason=f"Sources deleted ({actor}); the page is being recompiled."),
         forget_memories(derived),
         scrub_task_results(derived),
         forget_staged_embeddings(derived),
         delete_turns(turns),
-    ):
-        counts.update(step)
-    return dict(counts)
+    )
 
 
 def turn_delete(*, message: Message, actor: str = "api:delete") -> dict:
-    """DELETE memory/message/<id> and MCP delete_memory: the turn and what was derived from it, under
-    the owner's work locks (no learning from the turn can store what it read while it goes), waited
-    for at most DELETE_WAIT_SECONDS (LockNotAvailable after)."""
+    """Under the owner's work locks, so no learning from the turn stores what it read while it goes."""
     owner = WorkOf(
         organization_id=message.organization_id, end_user_ids=(message.end_user_id,), scopes=(message.scope,)
     )
@@ -314,12 +282,8 @@ def turn_delete(*, message: Message, actor: str = "api:delete") -> dict:
 
 
 def memory_forget(*, memory, actor: str) -> dict:
-    """One memory is gone, with every memory consolidation merged with it (memory_merge_group: a
-    survivor's details hold its duplicates'): what compiled memory quoted of them (mentions, page
-    sources and revisions; pages cleared and recompiled, entities only they named deleted), their
-    staged vectors, then the memories and their history. Their source turns are not learned from
-    again: the caller wants the memory gone, not recomputed. Run it under the owner's work locks
-    (apps.privacy.services.cascade.memory_delete does)."""
+    """The memory and every one merged with it (a survivor's details hold its duplicates'), under the owner's
+    work locks. Its source turns are not learned from again: the caller wants it gone, not recomputed."""
     group = memory_merge_group(memory)
     derived = Derived(
         organization_id=memory.organization_id,
@@ -329,18 +293,14 @@ def memory_forget(*, memory, actor: str) -> dict:
             for model, _ in MEMORY_MODELS
         },
     )
-    counts = Counter()
-    for step in (
+    return _summed(
         forget_compiled(derived, reason=f"A memory this page quoted was deleted ({actor}); it is being recompiled."),
         forget_staged_embeddings(derived),
         {label: delete_in_batches(queryset) for label, queryset in derived.memory_querysets()},
-    ):
-        counts.update(step)
-    return dict(counts)
+    )
 
 
 def session_delete(*, session: Session, actor: str = "api:delete") -> dict:
-    """A whole session: its turns and what was derived from them, its waiting tasks, then the row."""
     counts = Counter(
         turns_forget(
             turns=Message.objects.filter(session=session), organization_id=session.organization_id, actor=actor

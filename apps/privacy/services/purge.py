@@ -1,10 +1,5 @@
-"""The purge of one subject, as an explicit list of steps, one per app's tables; what was derived
-from the subject's turns is found and handled by apps.privacy.services.provenance.
-
-Every step deletes in batches of ERASURE_BATCH_SIZE rows, each batch its own short
-transaction (no table locks, nothing unbounded), and selects what is left each time, so a
-step that is interrupted or run again picks up where it stopped and a finished one is a no-op.
-"""
+"""The purge of one subject, as an explicit list of steps, one per app's tables.
+Each step deletes in short batches and selects what is left each time, so a step run again picks up where it stopped."""
 
 import logging
 from collections import Counter
@@ -36,17 +31,13 @@ from apps.tenancy.services import client_revoke_keys, client_set_status
 logger = logging.getLogger(__name__)
 
 
-# The steps ------------------------------------------------------------------------------------
-
-
 def stop_tasks(subject: Subject, erasure_id) -> dict:
     """First, so no worker starts embedding, extracting or distilling what is being erased."""
     return {"pipeline.MemoryTask (cancelled)": _cancel_and_scrub(subject.tasks(), erasure_id)}
 
 
 def purge_skills(subject: Subject, erasure_id) -> dict:
-    """Skills before experiences: what happens to a skill depends on who its sources were. The
-    subject's uses of skills and verdicts on them go too (a skill's effectiveness forgets them)."""
+    """Skills before experiences: what happens to a skill depends on who its sources were."""
     counts = forget_skills(subject.derived(), actor=f"privacy:erasure:{erasure_id}", own_skills=subject.own_skills())
     counts["skills.SkillUse"] = delete_in_batches(subject.skill_uses())
     counts["skills.SkillFeedback"] = delete_in_batches(subject.skill_feedback())
@@ -54,9 +45,7 @@ def purge_skills(subject: Subject, erasure_id) -> dict:
 
 
 def purge_profiles(subject: Subject, erasure_id) -> dict:
-    """Compiled memory, before the items it cites are gone: a user's entities and pages go with
-    them; other pages lose every revision and source that quotes the subject, their text is
-    cleared and they are recompiled from what remains; entities only the subject named go."""
+    """Before the items it cites are gone."""
     return forget_compiled(
         subject.derived(),
         entities=subject.entities(),
@@ -65,18 +54,15 @@ def purge_profiles(subject: Subject, erasure_id) -> dict:
 
 
 def purge_memories(subject: Subject, erasure_id) -> dict:
-    """Episodic and semantic memories and their history rows (apps.memories)."""
     return forget_memories(subject.derived())
 
 
 def purge_derived_records(subject: Subject, erasure_id) -> dict:
-    """Results of tasks that worked on the subject's sessions, staged vectors of their items."""
     return {**scrub_task_results(subject.derived()), **forget_staged_embeddings(subject.derived())}
 
 
 def purge_conversations(subject: Subject, erasure_id) -> dict:
-    """Turns (with their embeddings, search vectors and their neighbours' context), idempotency
-    records, then sessions: a client's session that holds other clients' turns passes to one of them."""
+    """A client's session that holds other clients' turns passes to one of them."""
     counts = Counter(delete_turns(subject.messages()))
     counts["conversations.IngestRequest"] = delete_in_batches(subject.ingest_requests())
     if subject.kind == "user":
@@ -93,18 +79,13 @@ def purge_conversations(subject: Subject, erasure_id) -> dict:
 
 
 def reassess_skills(subject: Subject, erasure_id) -> dict:
-    """After the subject's skill uses and sessions are gone: each skill of the organisation that its
-    outcomes sent to review, and nobody touched since, is judged again on the evidence left and put
-    back in service when that no longer says it hurts (a skill the subject's sessions alone sent is
-    active again). Judging every such skill, not only the ones the subject used, keeps the step
-    idempotent when a run stopped after the uses were deleted."""
+    """After the uses are gone. Every skill its outcomes sent to review, not only the subject's: a run that
+    stopped after the uses were deleted no longer knows which those were."""
     return {"skills.Skill (back from review)": len(skills_review_reassess(organization=subject.organization))}
 
 
 def purge_tasks(subject: Subject, erasure_id) -> dict:
-    """Tasks that still name an erased row: finished ones go (with their LLM usage rows), waiting
-    ones are cancelled with their payloads emptied; running ones finish on their own and the
-    verification sends the erasure round again."""
+    """Running ones finish on their own, and the verification sends the erasure round again."""
     counts = Counter()
     for queryset in (subject.tasks(), subject.orphaned_tasks()):
         finished = queryset.exclude(status__in=MemoryTask.ACTIVE_STATUSES)
@@ -121,8 +102,7 @@ def purge_tasks(subject: Subject, erasure_id) -> dict:
 
 
 def purge_access(subject: Subject, erasure_id) -> dict:
-    """Last: the EndUser row (a user erasure) or the client's keys and status (a client erasure;
-    the Client row stays, disabled, as the subject of the audit trail)."""
+    """Last. A Client row stays, disabled, as the subject of the audit trail."""
     if subject.kind == "user":
         return {"tenancy.EndUser": delete_in_batches(subject.end_users())}
     counts = {"tenancy.ClientAPIKey (revoked)": 0, "tenancy.Client (disabled)": 0}
@@ -145,8 +125,7 @@ STEPS = [
     purge_tasks,
     purge_access,
 ]
-# Steps of apps above privacy whose rows or files hold a subject's data (e.g. export archives waiting
-# for download); each app registers its own in its ready(). They run before purge_access.
+# Registered by apps above privacy from their ready(); they run before purge_access.
 EXTRA_STEPS: list = []
 
 
@@ -161,8 +140,7 @@ def purge_steps() -> list:
 
 
 def _cancel_and_scrub(queryset, erasure_id) -> int:
-    """Cancels waiting tasks through the pipeline, then empties the payload and idempotency key
-    (which embed the erased rows' ids) of every cancelled one."""
+    """The payload and idempotency key of a cancelled task embed the erased rows' ids: they are emptied."""
     ids = list(queryset.filter(status__in=MemoryTask.CLAIMABLE_STATUSES).values_list("pk", flat=True))
     cancelled = 0
     for start in range(0, len(ids), settings.ERASURE_BATCH_SIZE):
@@ -181,10 +159,7 @@ def _cancel_and_scrub(queryset, erasure_id) -> int:
 
 
 def subject_locks(subject: Subject) -> list[str]:
-    """Every lock the apps registered (pipeline.locks.register_work_locks) for the subject's user, the
-    scopes their experiences live in and, for a client, its writer lock (which the work that learns
-    from any client's turns holds while it stores what it learned: conversations.writers): while the
-    purge runs no such work can start or store (it takes the same locks without waiting, and retries),
+    """The subject's work locks (a client's writer lock included): no such work can start or store meanwhile,
     and the purge waits for work already running."""
     work = WorkOf(
         organization_id=subject.organization.pk,
@@ -196,12 +171,11 @@ def subject_locks(subject: Subject) -> list[str]:
 
 
 def subject_purge(*, subject: Subject, erasure_id, on_step=None) -> dict:
-    """Runs every step; returns the counts per table. `on_step(counts)` sees the progress."""
+    """`on_step(counts)` sees the progress."""
     counts: Counter = Counter()
     with advisory_locks(subject_locks(subject)):
         for step in purge_steps():
-            for table, count in step(subject, erasure_id).items():
-                counts[table] += count
+            counts.update(step(subject, erasure_id))
             logger.info("erasure %s: %s done", erasure_id, step.__name__)
             if on_step is not None:
                 on_step(dict(counts))

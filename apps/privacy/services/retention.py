@@ -1,10 +1,5 @@
 """Retention: transcripts are kept only as long as they are needed to learn from.
-
-Turns of sessions that were distilled or extracted more than CONVERSATION_RETENTION_DAYS ago
-are deleted once they themselves were learned from (`learned_at` set, also before the
-cutoff); a turn nothing learned from yet is never pruned. Experiences and skills keep their
-evidence quotes, the learned product, cut to EVIDENCE_MAX_CHARS.
-"""
+Experiences and skills keep their evidence quotes, the learned product, cut to EVIDENCE_MAX_CHARS."""
 
 import logging
 from datetime import timedelta
@@ -46,7 +41,7 @@ def _truncated(value, limit: int):
 
 
 def _truncate_skill_examples(limit: int) -> int:
-    """Examples quote requests; a skill whose examples carry a longer text gets a recorded version."""
+    """A skill whose examples quote a longer request gets a recorded version."""
     table = Skill._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
@@ -65,13 +60,13 @@ def _truncate_skill_examples(limit: int) -> int:
     return len(ids)
 
 
-def retention_prune(*, now=None, batch_size: int | None = None) -> dict:
+def retention_prune() -> dict:
     days = settings.CONVERSATION_RETENTION_DAYS
     if days <= 0:
         logger.info("retention: CONVERSATION_RETENTION_DAYS is 0, transcripts are kept forever")
         return {"enabled": False}
-    cutoff = (now or timezone.now()) - timedelta(days=days)
-    per_organization = messages_prune_learned(cutoff=cutoff, batch_size=batch_size or settings.ERASURE_BATCH_SIZE)
+    cutoff = timezone.now() - timedelta(days=days)
+    per_organization = messages_prune_learned(cutoff=cutoff, batch_size=settings.ERASURE_BATCH_SIZE)
     for organization_id, count in sorted(per_organization.items()):
         logger.info(
             "retention: organisation %s: %s learned turn(s) older than %s days pruned", organization_id, count, days

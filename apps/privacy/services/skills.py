@@ -1,6 +1,5 @@
-"""Skills learned from an erased subject: deleted when the subject was their only source,
-otherwise unlinked from the erased experiences, scrubbed of text quoted from them and handed
-back to a person (`pending_review`, reason "source erased") as a recorded version."""
+"""Skills learned from an erased subject: deleted when the subject was their only source, otherwise
+scrubbed of text quoted from the erased experiences and returned to review."""
 
 from django.db import transaction
 
@@ -18,10 +17,7 @@ SCRUBBED_FIELDS = ("description", "instructions", "triggers", "examples")
 
 
 def experience_texts(experiences) -> set[str]:
-    """Every text of an experience that evolution may have copied into a skill: what the rule
-    evolver copies (evolve.copied_texts), and whole, for the LLM evolver, the content, its
-    whitespace-folded form, the request and the evidence quote (the user's or the tool's own words).
-    """
+    """What the rule evolver copies, and whole, for the LLM evolver, the content, request and evidence quote."""
     texts = set()
     for experience in experiences:
         request = workflow_request(experience.content)
@@ -58,31 +54,26 @@ def _leaves(value):
 
 
 def scrub_fields(fields: dict, needles: list[str]) -> dict:
-    """The fields that change: triggers, examples and instruction lines quoting an erased text
-    are dropped; remaining quotes in the description and instructions become "[erased]"."""
-    changes = {}
+    """The fields that change: what quotes an erased text is dropped, or becomes "[erased]" within a text."""
+    scrubbed = {}
     if isinstance(fields.get("triggers"), list):
-        triggers = [item for item in fields["triggers"] if not (isinstance(item, str) and _mentions(item, needles))]
-        if triggers != fields["triggers"]:
-            changes["triggers"] = triggers
+        scrubbed["triggers"] = [
+            item for item in fields["triggers"] if not (isinstance(item, str) and _mentions(item, needles))
+        ]
     if isinstance(fields.get("examples"), list):
-        examples = [item for item in fields["examples"] if not any(_mentions(leaf, needles) for leaf in _leaves(item))]
-        if examples != fields["examples"]:
-            changes["examples"] = examples
+        scrubbed["examples"] = [
+            item for item in fields["examples"] if not any(_mentions(leaf, needles) for leaf in _leaves(item))
+        ]
     if isinstance(fields.get("instructions"), str):
         lines = [line for line in fields["instructions"].split("\n") if not (line.strip() and _mentions(line, needles))]
-        instructions = _redact("\n".join(lines), needles)
-        if instructions != fields["instructions"]:
-            changes["instructions"] = instructions
+        scrubbed["instructions"] = _redact("\n".join(lines), needles)
     if isinstance(fields.get("description"), str):
-        description = _redact(fields["description"], needles)
-        if description != fields["description"]:
-            changes["description"] = description
-    return changes
+        scrubbed["description"] = _redact(fields["description"], needles)
+    return {name: value for name, value in scrubbed.items() if value != fields[name]}
 
 
 def _redact_history(skill: Skill, needles: list[str]) -> int:
-    """Past snapshots and reasons quote the erased texts too; history keeps its shape, not the quotes."""
+    """History keeps its shape, not the quotes."""
     redacted = 0
     for version in SkillVersion.objects.filter(skill=skill):
         snapshot = dict(version.snapshot or {})
@@ -96,8 +87,7 @@ def _redact_history(skill: Skill, needles: list[str]) -> int:
 
 
 def skills_release(*, experiences, actor: str, own_skills=None) -> dict:
-    """Handles every skill with lineage to `experiences` (the ones that go), one skill per
-    transaction; `own_skills` (a user's personal skills) are deleted outright."""
+    """One skill per transaction; `own_skills` (a user's personal skills) are deleted outright."""
     counts = {
         "skills.Skill": 0,
         "skills.Skill (returned to review)": 0,

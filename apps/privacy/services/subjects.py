@@ -1,8 +1,5 @@
 """Who an erasure is about, and every queryset of the rows that hold that subject's data.
-
-Purge, verification and the admin's preview all read these querysets, so "what is erased"
-and "what is checked afterwards" cannot drift apart.
-"""
+Purge, verification and the admin's preview all read these, so what is erased and what is checked cannot drift."""
 
 from dataclasses import dataclass
 
@@ -36,31 +33,25 @@ class Subject:
         return self.end_user is not None or self.client is not None
 
     def _rows(self, model, *, user: str, client: str | None = None) -> QuerySet:
-        """The model's rows whose `user` field is the subject user, or whose `client` field is the
-        subject client; none for a subject that does not exist (or a kind the model does not hold)."""
         if self.end_user is not None:
             return model.objects.filter(**{user: self.end_user})
         if self.client is not None and client is not None:
             return model.objects.filter(**{client: self.client})
         return model.objects.none()
 
-    # Conversations ------------------------------------------------------------------------------
-
     def sessions(self) -> QuerySet:
-        """A user's sessions; the sessions a client opened (at the end of its erasure those still
-        holding other clients' turns have passed to one of them, the rest are gone)."""
+        """A client's are those it opened; by the end of its erasure those holding others' turns have passed on."""
         return self._rows(Session, user="end_user", client="client")
 
     def own_sessions(self) -> QuerySet:
-        """The subject's sessions that hold no one else's turn: they, and the tasks naming them, go."""
+        """Holding no one else's turn: they, and the tasks naming them, go."""
         if self.client is not None:
             shared = Message.objects.filter(session__client=self.client).exclude(created_by=self.client)
             return self.sessions().exclude(pk__in=shared.values("session_id"))
         return self.sessions()
 
     def messages(self) -> QuerySet:
-        """The subject's turns: a user's, or those a client wrote (never another client's turns in a
-        session it opened)."""
+        """A client's are those it wrote, never another client's turns in a session it opened."""
         return self._rows(Message, user="end_user", client="created_by")
 
     def ingest_requests(self) -> QuerySet:
@@ -73,28 +64,19 @@ class Subject:
             return IngestRequest.objects.filter(client=self.client)
         return IngestRequest.objects.none()
 
-    # What was derived from the subject's turns ---------------------------------------------------
-
     def derived(self) -> Derived:
-        """Everything derived from the subject's turns (apps.privacy.services.provenance), with a
-        user's own experiences and memories, and the memories a client stored directly."""
+        """With a user's own experiences and memories, and the memories a client stored directly."""
+        extra = {}
         if self.end_user is not None:
-            return Derived(
-                organization_id=self.organization.pk,
-                turns=self.messages(),
-                extra_experiences=SkillExperience.objects.filter(end_user=self.end_user),
-                extra_memories={model: model.objects.filter(end_user=self.end_user) for model, _ in MEMORY_MODELS},
-            )
-        if self.client is not None:
-            return Derived(
-                organization_id=self.organization.pk,
-                turns=self.messages(),
-                extra_memories={
-                    model: model.objects.filter(created_by=self.client, source_message_ids=[])
-                    for model, _ in MEMORY_MODELS
-                },
-            )
-        return Derived(organization_id=self.organization.pk, turns=Message.objects.none())
+            extra = {
+                "extra_experiences": SkillExperience.objects.filter(end_user=self.end_user),
+                "extra_memories": {model: model.objects.filter(end_user=self.end_user) for model, _ in MEMORY_MODELS},
+            }
+        elif self.client is not None:
+            extra["extra_memories"] = {
+                model: model.objects.filter(created_by=self.client, source_message_ids=[]) for model, _ in MEMORY_MODELS
+            }
+        return Derived(organization_id=self.organization.pk, turns=self.messages(), **extra)
 
     def experiences(self) -> QuerySet:
         if not self.exists:
@@ -102,58 +84,48 @@ class Subject:
         return self.derived().experiences()
 
     def own_skills(self) -> QuerySet:
-        """Skills that belong to the subject alone (user-specific skills)."""
         return self._rows(Skill, user="end_user")
 
     def named_skill_versions(self) -> QuerySet:
-        """Version snapshots that name the user (user-specific skills record `end_user` in them)."""
+        """User-specific skills record `end_user` in their snapshots."""
         if self.kind != USER:
             return SkillVersion.objects.none()
         return SkillVersion.objects.filter(skill__organization=self.organization, snapshot__end_user=self.subject_id)
 
     def skill_uses(self) -> QuerySet:
-        """The skills served to a user's tasks, or retrieved by a client: the evidence of their outcomes."""
         return self._rows(SkillUse, user="end_user", client="client")
 
     def skill_feedback(self) -> QuerySet:
-        """Verdicts on skills given for a user's sessions, or sent by a client."""
         return self._rows(SkillFeedback, user="end_user", client="client")
 
     def lineage_links(self) -> QuerySet:
         return SkillVersion.experiences.through.objects.filter(skillexperience__in=self.experiences().values("pk"))
 
     def memory_querysets(self) -> list[tuple[str, QuerySet]]:
-        """(table, queryset) of the subject's memories, each type's history rows before the memories."""
         if not self.exists:
             return [(label, queryset.none()) for label, queryset in self.derived().memory_querysets()]
         return self.derived().memory_querysets()
 
     def entities(self) -> QuerySet:
-        """A user's entities, with their mentions, edges, profiles, revisions and findings (cascade)."""
+        """With their mentions, edges, profiles, revisions and findings (cascade)."""
         return self._rows(Entity, user="end_user")
 
     def profiles(self) -> QuerySet:
-        """A user's compiled pages of both kinds, people and topics."""
         return self._rows(Profile, user="end_user")
 
     def topic_states(self) -> QuerySet:
         return self._rows(TopicState, user="end_user")
 
     def mentions(self) -> QuerySet:
-        """Mentions of the subject's items (a user's own entities go with them in any case)."""
         return self.derived().mentions() if self.exists else Mention.objects.none()
 
     def profile_sources(self) -> QuerySet:
         return self.derived().profile_sources() if self.exists else ProfileSource.objects.none()
 
     def quoting_revisions(self) -> QuerySet:
-        """Profile revisions that quote one of the subject's items."""
         return self.derived().quoting_revisions() if self.exists else ProfileRevision.objects.none()
 
-    # Pipeline and access ------------------------------------------------------------------------
-
     def referenced_ids_sql(self) -> tuple[str, list]:
-        """SQL selecting, as text, the ids of the subject's rows that task payloads may name."""
         sql, params = self.own_sessions().values("pk").query.sql_with_params()
         sql, params = f"SELECT s.id::text FROM ({sql}) AS s(id)", list(params)
         if self.end_user is not None:  # a client's own rows hold no entities (an empty queryset has no SQL)
@@ -163,22 +135,20 @@ class Subject:
         return sql, params
 
     def tasks(self) -> QuerySet:
-        """Tasks whose payload names one of the subject's rows (their own sessions, a user's entities)."""
         if not self.exists:
             return MemoryTask.objects.none()
         ids_sql, params = self.referenced_ids_sql()
-        keys = list(TASK_REFERENCES)
         return MemoryTask.objects.filter(
             organization=self.organization,
             pk__in=RawSQL(
                 f"SELECT t.id FROM {MemoryTask._meta.db_table} t WHERE t.organization_id = %s "
                 f"AND EXISTS (SELECT 1 FROM jsonb_each_text(t.payload) kv WHERE kv.key = ANY(%s) AND kv.value IN ({ids_sql}))",
-                [self.organization.pk, keys, *params],
+                [self.organization.pk, list(TASK_REFERENCES), *params],
             ),
         )
 
     def orphaned_tasks(self) -> QuerySet:
-        """Tasks of the organisation whose payload names a row that no longer exists (an erased one)."""
+        """Naming a row that no longer exists (an erased one)."""
         clauses = []
         for key, model in TASK_REFERENCES.items():
             table = model._meta.db_table
@@ -210,7 +180,7 @@ class Subject:
 
 
 def subject_resolve(*, organization: Organization, kind: str, subject_id: str) -> Subject:
-    """The subject as it exists now; a subject already erased resolves with no rows behind it."""
+    """A subject already erased resolves with no rows behind it."""
     if kind == USER:
         end_user = EndUser.objects.filter(organization=organization, user_id=subject_id).first()
         return Subject(organization=organization, kind=kind, subject_id=subject_id, end_user=end_user)

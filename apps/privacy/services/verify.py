@@ -1,14 +1,5 @@
 """Verification of an erasure: what is left of a subject, per table, as text anywhere, and in Redis.
-
-- By provenance: the same querysets the purge uses (apps.privacy.services.subjects), so the
-  admin's preview ("what will be removed") before an erasure and the residual after it agree.
-- By text: the subject's own words are looked for in every text column of every table of the
-  organisation that can hold derived text (found generically from the models, so a new table is
-  covered). The fingerprint is taken from the subject's turns while they exist: an erasure takes
-  it before its purge and scans after it; it is never stored.
-- Redis holds only Celery's messages and results, which carry MemoryTask ids and never memory
-  text; the scan decodes every entry and reports any that names the subject.
-"""
+By provenance with the purge's own querysets; by a fingerprint of the subject's words, taken before the purge."""
 
 import base64
 import json
@@ -30,7 +21,6 @@ REDIS_MAX_ENTRIES = 50_000
 
 
 def subject_checks(subject: Subject) -> list[tuple[str, QuerySet]]:
-    """(table, queryset of what is still the subject's) for every table that can hold their data."""
     access = (
         [("tenancy.EndUser", subject.end_users())]
         if subject.kind == USER
@@ -71,19 +61,15 @@ def table_counts(subject: Subject) -> dict[str, int]:
 
 
 def subject_identifiers(subject: Subject) -> set[str]:
-    """Row ids only: the platform puts ids, never a caller's user_id, into Celery messages (and a
-    user_id such as "celery" would match Redis' own bookkeeping)."""
-    identifiers = set()
-    for row in (subject.end_user, subject.client):
-        if row is not None:
-            identifiers.add(str(row.pk))
+    """Row ids only: Celery messages carry ids, and a user_id such as "celery" would match Redis' bookkeeping."""
+    identifiers = {str(row.pk) for row in (subject.end_user, subject.client) if row is not None}
     identifiers.update(str(pk) for pk in subject.sessions().values_list("pk", flat=True))
     identifiers.update(str(pk) for pk in subject.tasks().values_list("pk", flat=True))
     return identifiers
 
 
 def _leaves(value):
-    """String leaves of a Redis value, decoding JSON and kombu's base64 message bodies on the way."""
+    """Decoding JSON and kombu's base64 message bodies on the way."""
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
@@ -126,10 +112,9 @@ def _values(connection, key) -> list:
 
 
 def redis_scan(identifiers: set[str]) -> dict:
-    """Entries of the broker and result databases that name one of `identifiers`."""
-    urls = list(dict.fromkeys([settings.CELERY_BROKER_URL, settings.CELERY_RESULT_BACKEND]))
+    # Redis holds only Celery's messages and results, which carry ids and never memory text.
     report = {"keys_scanned": 0, "entries_scanned": 0, "matches": 0}
-    for url in urls:
+    for url in dict.fromkeys([settings.CELERY_BROKER_URL, settings.CELERY_RESULT_BACKEND]):
         if not url.startswith(("redis://", "rediss://", "unix://", "sentinel://")):
             continue
         connection = redis_client(url, socket_connect_timeout=2, socket_timeout=5)
@@ -152,11 +137,8 @@ def redis_scan(identifiers: set[str]) -> dict:
     return report
 
 
-# The text scan -----------------------------------------------------------------------------------
-
 SHINGLE_WORDS = 5
 _WORD = re.compile(r"\w+")
-# Tables that hold no derived text: tenants, clients and keys, and the content-free audit trail.
 NO_DERIVED_TEXT_APPS = ("tenancy", "privacy")
 # A turn's own columns are its writer's words; of a turn only the neighbours' text it stores is derived.
 DERIVED_COLUMNS_ONLY = {Message: ("context",)}
@@ -167,8 +149,7 @@ def _words(text: str) -> list[str]:
 
 
 def fingerprint_of(texts) -> set[str]:
-    """Runs of SHINGLE_WORDS words of each text, side by side (not overlapping): any verbatim copy of
-    2 × SHINGLE_WORDS − 1 words or more of a text contains one of them."""
+    """Runs side by side, not overlapping: any verbatim copy of 2 × SHINGLE_WORDS − 1 words contains one."""
     needles = set()
     for text in texts:
         words = _words(text or "")
@@ -179,7 +160,7 @@ def fingerprint_of(texts) -> set[str]:
 
 
 def subject_fingerprint(subject: Subject) -> tuple[set[str], list]:
-    """(fingerprint of the subject's most recent ERASURE_SCAN_MAX_TURNS turns, ids of their sessions)."""
+    """(fingerprint of the subject's most recent turns, ids of their sessions)."""
     turns = subject.messages().order_by("-occurred_at")[: settings.ERASURE_SCAN_MAX_TURNS]
     needles = fingerprint_of(turns.values_list("content", flat=True).iterator(chunk_size=2000))
     return needles, list(subject.messages().order_by().values_list("session_id", flat=True).distinct())
@@ -196,7 +177,6 @@ def _text_fields(model) -> list[str]:
 
 
 def _organization_path(model) -> str | None:
-    """The lookup from `model` to its organisation: its own field, or that of a row it points to."""
     fields = {field.name: field for field in model._meta.concrete_fields}
     if "organization" in fields:
         return "organization"
@@ -212,7 +192,7 @@ def _organization_path(model) -> str | None:
 
 
 def derived_text_tables() -> list[tuple]:
-    """(model, text columns, lookup to the organisation) of every table that can hold derived text."""
+    """(model, text columns, lookup to the organisation); found from the models, so a new table is covered."""
     tables = []
     for model in apps.get_models():
         if not model.__module__.startswith("apps.") or model._meta.app_label in NO_DERIVED_TEXT_APPS:
@@ -245,10 +225,8 @@ def _said_by_others(*, organization, needle: str, exclude_turns: QuerySet) -> bo
     )
 
 
-def text_residue(*, organization, needles: set[str], sessions: list | None = None, exclude_turns=None) -> dict:
-    """{"table.column": rows holding a run of the subject's words} over every derived-text table of
-    the organisation; turns' context is read only in `sessions` (where the subject's turns were)."""
-    exclude_turns = exclude_turns if exclude_turns is not None else Message.objects.none()
+def text_residue(*, organization, needles: set[str], sessions: list, exclude_turns: QuerySet) -> dict:
+    """{"table.column": rows holding a run of the subject's words}; turns are read only in `sessions`."""
     found: dict[str, int] = {}
     confirmed: dict[str, bool] = {}
     if not needles:
@@ -256,7 +234,7 @@ def text_residue(*, organization, needles: set[str], sessions: list | None = Non
     for model, columns, path in derived_text_tables():
         rows = model.objects.filter(**{path: organization})
         if model is Message:
-            rows = rows.filter(session_id__in=sessions or []).exclude(pk__in=exclude_turns.values("pk"))
+            rows = rows.filter(session_id__in=sessions).exclude(pk__in=exclude_turns.values("pk"))
         for values in rows.values_list(*columns).iterator(chunk_size=2000):
             for column, value in zip(columns, values):
                 words = [word for text in _strings(value) for word in [*_words(text), "\x00"]]
@@ -273,9 +251,7 @@ def text_residue(*, organization, needles: set[str], sessions: list | None = Non
 
 
 def subject_verify(*, subject: Subject, include_redis: bool = True, fingerprint: tuple | None = None) -> dict:
-    """{"tables": {table: residual rows}, "text": {...}, "redis": {...}, "total": n}; total 0 means
-    nothing is left. `fingerprint` (subject_fingerprint, taken before the purge) defaults to the
-    subject's turns as they are now."""
+    """A total of 0 means nothing is left; `fingerprint` defaults to the subject's turns as they are now."""
     identifiers = subject_identifiers(subject)
     tables = table_counts(subject)
     needles, sessions = fingerprint if fingerprint is not None else subject_fingerprint(subject)
