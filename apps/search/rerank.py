@@ -1,7 +1,6 @@
 """The rerank stage: the best RERANK_CANDIDATES fused hits reordered by RERANKER (none, context,
 cross-encoder or llm); a reranker that fails leaves the fused order."""
 
-import calendar
 import logging
 import re
 from collections import defaultdict
@@ -12,6 +11,7 @@ from typing import Annotated
 from django.conf import settings
 from pydantic import BaseModel
 
+from apps.core.temporal import MONTHS
 from apps.providers.llm import kept
 
 logger = logging.getLogger(__name__)
@@ -56,12 +56,7 @@ CONTEXT_SESSION_WEIGHT = 0.2
 CONTEXT_SPEAKER_WEIGHT = 0.15
 CONTEXT_DATE_WEIGHT = 0.3
 
-# English names and abbreviations (the process keeps the C locale for LC_TIME), and "sept".
-_MONTHS = {
-    name.lower(): number
-    for number in range(1, 13)
-    for name in (calendar.month_name[number], calendar.month_abbr[number])
-} | {"sept": 9}
+_MONTHS = {name: number for number, month in enumerate(MONTHS, 1) for name in (month, month[:3])} | {"sept": 9}
 _WORD = re.compile(r"[a-z]+|\d{4}")
 _NAME_WORD = re.compile(r"\w{3,}")
 
