@@ -33,15 +33,15 @@ class ClientAPIView(APIView):
         served = operation_of(self, request.method)
         if served is not None:  # a refused caller is told so before its input is looked at
             require(self.client, served.access)
-        check_request_text(request, path_parameters=kwargs)
+        # A 400 naming each path or query parameter or stored header holding NUL or a lone surrogate.
+        candidates = [(name, [value]) for name, value in kwargs.items()]
+        candidates += list(request.query_params.lists())
+        candidates += [(name, [request.headers[name]]) for name in STORED_HEADERS if name in request.headers]
+        check_parameters(candidates)
 
     @property
     def client(self):
         return self.request.user
-
-    @property
-    def organization(self):
-        return self.request.user.organization
 
     def scoped_queryset(self, *, client):
         raise NotImplementedError(f"{type(self).__name__} must scope its queryset to the client")
@@ -51,14 +51,6 @@ class ClientAPIView(APIView):
 
     def get_object(self, **lookup):
         return get_or_404(self.get_queryset(), **lookup)
-
-
-def check_request_text(request, *, path_parameters: dict) -> None:
-    """A 400 naming each path or query parameter or stored header holding NUL or a lone surrogate."""
-    candidates = [(name, [value]) for name, value in path_parameters.items()]
-    candidates += list(request.query_params.lists())
-    candidates += [(name, [request.headers[name]]) for name in STORED_HEADERS if name in request.headers]
-    check_parameters(candidates)
 
 
 def serves(operation, *, example: str, body: dict | None = None):

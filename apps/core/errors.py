@@ -16,8 +16,6 @@ from apps.core.logs import error_class, request_route
 
 logger = logging.getLogger(__name__)
 
-NOT_FOUND_MESSAGE = "Not found."
-
 
 class ApplicationError(Exception):
     status = 400
@@ -57,7 +55,7 @@ class NotFound(ApplicationError):
 
     status = 404
     code = "not_found"
-    default_message = NOT_FOUND_MESSAGE
+    default_message = "Not found."
 
     def __init__(self):
         super().__init__()
@@ -91,39 +89,30 @@ class DatabaseUnavailable(ApplicationError):
 
 def database_unavailable_response() -> JsonResponse:
     """A JSON 503 with Retry-After, which clients (the SDK among them) retry."""
-    response = JsonResponse(DatabaseUnavailable().body(), status=503)
-    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
-    return response
+    return JsonResponse(DatabaseUnavailable().body(), status=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
 
 
 def error_body(*, status_code: int, code: str, message: str, details=None) -> dict:
     body = {"status": status_code, "code": code, "message": message}
-    if details:
-        body["details"] = details
-    return {"error": body}
-
-
-def not_found_response() -> JsonResponse:
-    return JsonResponse(NotFound().body(), status=404)
+    return {"error": body | ({"details": details} if details else {})}
 
 
 def _flatten(detail, prefix="") -> list[str]:
     """Nested error details as "field.sub: message" lines."""
     if isinstance(detail, dict):
-        lines = []
-        for key, value in detail.items():
-            name = prefix if key == "non_field_errors" else (f"{prefix}.{key}" if prefix else str(key))
-            lines.extend(_flatten(value, name))
-        return lines
-    if isinstance(detail, list):
-        if all(not isinstance(item, (dict, list)) for item in detail):
-            return [f"{prefix}: {item}" if prefix else str(item) for item in detail]
-        lines = []
-        for index, item in enumerate(detail):
-            if item:
-                lines.extend(_flatten(item, f"{prefix}.{index}" if prefix else str(index)))
-        return lines
-    return [f"{prefix}: {detail}" if prefix else str(detail)]
+        named = [
+            (prefix if key == "non_field_errors" else _dotted(prefix, key), value) for key, value in detail.items()
+        ]
+    elif isinstance(detail, list) and any(isinstance(item, (dict, list)) for item in detail):
+        named = [(_dotted(prefix, index), item) for index, item in enumerate(detail) if item]
+    else:
+        messages = detail if isinstance(detail, list) else [detail]
+        return [f"{prefix}: {item}" if prefix else str(item) for item in messages]
+    return [line for name, value in named for line in _flatten(value, name)]
+
+
+def _dotted(prefix: str, key) -> str:
+    return f"{prefix}.{key}" if prefix else str(key)
 
 
 def as_application_error(exc: Exception) -> ApplicationError | None:
@@ -143,8 +132,7 @@ def as_application_error(exc: Exception) -> ApplicationError | None:
     if isinstance(exc, exceptions.ValidationError):
         return InvalidInput(exc.detail)
     if isinstance(exc, exceptions.APIException):
-        codes = exc.get_codes()
-        detail = exc.detail
+        codes, detail = exc.get_codes(), exc.detail
         message = "; ".join(_flatten(detail)) if isinstance(detail, (dict, list)) else str(detail)
         # What an exception adds for the caller (a rate limit names its limit: apps.core.throttling).
         return ApplicationError(
@@ -174,9 +162,7 @@ def api_exception_handler(exc, context):
     response = exception_handler(
         exc if isinstance(exc, exceptions.APIException) else exceptions.APIException(), context
     )
-    headers = _kept_headers(response) if response is not None else {}
+    # Never None: DRF's handler answers every APIException.
+    kept = ("WWW-Authenticate", "Retry-After", "Allow")
+    headers = {name: response[name] for name in kept if response.has_header(name)}
     return Response(error.body(), status=error.status, headers=headers)
-
-
-def _kept_headers(response) -> dict:
-    return {name: response[name] for name in ("WWW-Authenticate", "Retry-After", "Allow") if response.has_header(name)}

@@ -1,6 +1,5 @@
-"""Domain events: what happened, announced by the app where it happened, to whichever app listens
-(webhooks). Emitters call `emit_event` inside the transaction that makes the event true; listeners
-run there too, so what they store (a delivery and its task) commits or rolls back with the event."""
+"""Domain events, announced by the app where they happen to whichever app listens (webhooks), inside the
+transaction that makes them true: what a listener stores (a delivery, its task) commits or rolls back with it."""
 
 import uuid
 from collections.abc import Callable

@@ -13,7 +13,12 @@ def _from_query(field) -> bool:
 
 
 class StringInput:
-    """Only a JSON string (query text is always one), without NUL or lone surrogates."""
+    """Only a JSON string (query text is always one), without NUL or lone surrogates; kept as sent: ids
+    and texts are exact (DRF would strip whitespace, so " " would be blank)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(*args, **kwargs)
 
     def to_internal_value(self, data):
         if not isinstance(data, str):
@@ -25,19 +30,11 @@ class StringInput:
 
 
 class CharField(StringInput, serializers.CharField):
-    """Kept as sent: ids and texts are exact (DRF would strip whitespace, so " " would be blank)."""
-
-    def __init__(self, **kwargs):
-        kwargs.setdefault("trim_whitespace", False)
-        super().__init__(**kwargs)
+    pass
 
 
 class RegexField(StringInput, serializers.RegexField):
     """The whole value must match (Python's `$` would also match before a final newline)."""
-
-    def __init__(self, regex, **kwargs):
-        kwargs.setdefault("trim_whitespace", False)
-        super().__init__(regex, **kwargs)
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)

@@ -74,10 +74,6 @@ READABLE_FROM_DEPENDENCIES = frozenset({"builtins.AttributeError"})
 DEPENDENCY_MARKERS = ("/site-packages/", "/dist-packages/")
 
 
-def _class_names(exc: BaseException) -> set[str]:
-    return {f"{cls.__module__}.{cls.__qualname__}" for cls in type(exc).__mro__}
-
-
 def _raised_in_dependency(exc: BaseException) -> bool:
     frames = traceback.extract_tb(exc.__traceback__)
     return bool(frames) and any(marker in frames[-1].filename for marker in DEPENDENCY_MARKERS)
@@ -85,16 +81,11 @@ def _raised_in_dependency(exc: BaseException) -> bool:
 
 def readable_message(exc: BaseException) -> str | None:
     """The message when its source makes it safe to log; only the first line (DETAIL and HINT may quote a row)."""
-    names = _class_names(exc)
+    names = {f"{cls.__module__}.{cls.__qualname__}" for cls in type(exc).__mro__}
     if names & READABLE or (names & READABLE_FROM_DEPENDENCIES and _raised_in_dependency(exc)):
         message = str(exc).strip().split("\n", 1)[0]
         return message[:500] or None
     return None
-
-
-def exception_line(exc: BaseException) -> str:
-    """ "class: message" when the message is readable, else "class: (message withheld …)"."""
-    return f"{error_class(exc)}: {readable_message(exc) or WITHHELD}"
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -105,21 +96,19 @@ def describe_exception(exc: BaseException) -> str:
         chain.append(current)
         if current.__cause__ is not None:
             current = current.__cause__
-        elif current.__context__ is not None and not current.__suppress_context__:
-            current = current.__context__
         else:
-            current = None
+            current = None if current.__suppress_context__ else current.__context__
     parts = []
     for index, item in enumerate(reversed(chain)):
         if index:
-            cause = item.__cause__ is not None
             parts.append(
                 "\nThe above exception was the direct cause of the following exception:\n\n"
-                if cause
+                if item.__cause__ is not None
                 else "\nDuring handling of the above exception, another exception occurred:\n\n"
             )
         frames = "".join(traceback.format_list(traceback.extract_tb(item.__traceback__)))
-        parts.append(f"Traceback (most recent call last):\n{frames}{exception_line(item)}\n")
+        line = f"{error_class(item)}: {readable_message(item) or WITHHELD}"
+        parts.append(f"Traceback (most recent call last):\n{frames}{line}\n")
     return "".join(parts).rstrip("\n")
 
 

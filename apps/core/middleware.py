@@ -9,9 +9,9 @@ from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
 from apps.core.errors import (
     DATABASE_UNAVAILABLE,
     RETRY_AFTER_SECONDS,
+    NotFound,
     database_unavailable_response,
     error_body,
-    not_found_response,
 )
 from apps.core.logs import error_class, request_route
 from apps.core.validation import text_problem
@@ -22,10 +22,16 @@ JSON_PREFIXES = ("/api/", "/healthz", "/readyz")
 MESSAGES = {
     400: ("bad_request", "The request could not be understood."),
     403: ("permission_denied", "You do not have permission to perform this action."),
+    404: (NotFound.code, NotFound.default_message),
     405: ("method_not_allowed", "This method is not allowed on this endpoint."),
     413: ("payload_too_large", "The request body is larger than the limit."),
     500: ("server_error", "An unexpected error occurred; it has been logged."),
 }
+
+
+def _json_error(status: int) -> JsonResponse:
+    code, message = MESSAGES.get(status, ("error", "The request failed."))
+    return JsonResponse(error_body(status_code=status, code=code, message=message), status=status)
 
 
 class JSONErrorsForAPIMiddleware:
@@ -38,12 +44,7 @@ class JSONErrorsForAPIMiddleware:
             return response
         if response.get("Content-Type", "").startswith("application/json"):
             return response
-        if response.status_code == 404:
-            return not_found_response()
-        code, message = MESSAGES.get(response.status_code, ("error", "The request failed."))
-        return JsonResponse(
-            error_body(status_code=response.status_code, code=code, message=message), status=response.status_code
-        )
+        return _json_error(response.status_code)
 
     def process_exception(self, request, exception):
         if isinstance(exception, DATABASE_UNAVAILABLE):
@@ -53,24 +54,21 @@ class JSONErrorsForAPIMiddleware:
             )
             if request.path.startswith(JSON_PREFIXES):
                 return database_unavailable_response()
-            response = HttpResponse(
+            return HttpResponse(
                 "The database is briefly unavailable; reload the page in a few seconds.\n",
                 status=503,
                 content_type="text/plain; charset=utf-8",
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
             )
-            response["Retry-After"] = str(RETRY_AFTER_SECONDS)
-            return response
         if not request.path.startswith(JSON_PREFIXES):
             return None
         if isinstance(exception, RequestDataTooBig):
-            code, message = MESSAGES[413]
-            return JsonResponse(error_body(status_code=413, code=code, message=message), status=413)
+            return _json_error(413)
         # The route, not the path: paths carry user and session ids. The traceback is redacted by the handlers.
         logger.error(
             "unhandled %s on %s %s", error_class(exception), request.method, request_route(request), exc_info=exception
         )
-        code, message = MESSAGES[500]
-        return JsonResponse(error_body(status_code=500, code=code, message=message), status=500)
+        return _json_error(500)
 
 
 class RefuseUnstorableQueryMiddleware:

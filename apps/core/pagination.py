@@ -2,6 +2,7 @@
 (`page_size`, `page` counted from 1) accepted as aliases, so either convention works."""
 
 from dataclasses import dataclass
+from functools import reduce
 
 from rest_framework import serializers
 from rest_framework.pagination import LimitOffsetPagination
@@ -87,10 +88,7 @@ class Pagination(LimitOffsetPagination):
 
     def _canonical(self, url):
         """Links carry `limit` and `offset` only, whichever spelling the request used."""
-        for alias in PAGE_ALIASES:
-            if url is not None:
-                url = remove_query_param(url, alias)
-        return url
+        return None if url is None else reduce(remove_query_param, PAGE_ALIASES, url)
 
     def get_next_link(self):
         return self._canonical(super().get_next_link())

@@ -11,9 +11,8 @@ class StrictJSONParser(JSONParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         encoding = get_encoding(parser_context or {})
-        raw = stream.read()
         try:
-            text = raw.decode(encoding)
+            text = stream.read().decode(encoding)
         except UnicodeDecodeError as exc:
             raise exceptions.ParseError(f"The body is not valid {encoding} (byte {exc.start}).") from None
         try:

@@ -24,8 +24,7 @@ def sentinel_addresses(url: str) -> tuple[list[tuple[str, int]], dict]:
             raise ValueError(f"not a Sentinel address: {parsed.scheme}://{parsed.hostname or ''}")
         addresses.append((parsed.hostname, parsed.port or SENTINEL_PORT))
         if position == 0:
-            database = parsed.path.strip("/")
-            options["db"] = int(database) if database else 0
+            options["db"] = int(parsed.path.strip("/") or 0)
             if parsed.password:
                 options["password"] = unquote(parsed.password)
     return addresses, options

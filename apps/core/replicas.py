@@ -172,10 +172,7 @@ def read_alias(client=None, *, up_to_date: bool = False, wait_seconds: float = 0
     """A replica that answers, is within REPLICA_MAX_LAG_SECONDS and has replayed the client's last write
     (and, when `up_to_date`, everything committed before this call), waiting up to `wait_seconds`; else `default`."""
     aliases = replica_aliases()
-    if not aliases:
-        return DEFAULT_DB_ALIAS
-    written = _written_position(client)
-    if written is None:
+    if not aliases or (written := _written_position(client)) is None:
         return DEFAULT_DB_ALIAS
     needed = max(written, primary_position() if up_to_date else 0)
     deadline = time.monotonic() + wait_seconds

@@ -19,8 +19,8 @@ class BodyTimeout(Exception):
     """The client did not send its body within REQUEST_BODY_TIMEOUT_SECONDS."""
 
 
-def _json_response(start_response, status: str, status_code: int, code: str, message: str):
-    payload = json.dumps(error_body(status_code=status_code, code=code, message=message)).encode()
+def _json_response(start_response, status: str, code: str, message: str):
+    payload = json.dumps(error_body(status_code=int(status.split()[0]), code=code, message=message)).encode()
     start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
     return [payload]
 
@@ -84,7 +84,6 @@ class RequestBodies:
             return _json_response(
                 start_response,
                 "411 Length Required",
-                411,
                 "length_required",
                 "This server needs a Content-Length header; send the body without chunked transfer encoding.",
             )
@@ -98,7 +97,6 @@ class RequestBodies:
                 return _json_response(
                     start_response,
                     "408 Request Timeout",
-                    408,
                     "request_timeout",
                     f"The request body did not arrive within {settings.REQUEST_BODY_TIMEOUT_SECONDS:g} seconds.",
                 )
@@ -106,7 +104,6 @@ class RequestBodies:
                 return _json_response(
                     start_response,
                     "413 Request Entity Too Large",
-                    413,
                     "payload_too_large",
                     "The request body is larger than the limit.",
                 )

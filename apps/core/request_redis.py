@@ -2,9 +2,9 @@
 after a failure not asked for RATE_LIMIT_RETRY_SECONDS, so an outage costs one timeout per interval."""
 
 import logging
-import threading
 import time
 from collections.abc import Callable
+from functools import lru_cache
 
 import redis
 from django.conf import settings
@@ -13,21 +13,16 @@ from apps.core.redis_clients import redis_client
 
 logger = logging.getLogger(__name__)
 
-_connection: redis.Redis | None = None
-_connection_lock = threading.Lock()
 _skip_until = 0.0
 
 
+@lru_cache(maxsize=1)
 def _redis() -> redis.Redis:
-    global _connection
-    with _connection_lock:
-        if _connection is None:
-            _connection = redis_client(
-                settings.RATE_LIMIT_REDIS_URL,
-                socket_timeout=settings.RATE_LIMIT_TIMEOUT_SECONDS,
-                socket_connect_timeout=settings.RATE_LIMIT_TIMEOUT_SECONDS,
-            )
-        return _connection
+    return redis_client(
+        settings.RATE_LIMIT_REDIS_URL,
+        socket_timeout=settings.RATE_LIMIT_TIMEOUT_SECONDS,
+        socket_connect_timeout=settings.RATE_LIMIT_TIMEOUT_SECONDS,
+    )
 
 
 def run(commands: Callable[[redis.client.Pipeline], None]) -> list | None:
@@ -51,7 +46,6 @@ def run(commands: Callable[[redis.client.Pipeline], None]) -> list | None:
 
 def reset() -> None:
     """Forgets the connection and any recent failure (tests whose settings name another Redis)."""
-    global _connection, _skip_until
-    with _connection_lock:
-        _connection = None
+    global _skip_until
+    _redis.cache_clear()
     _skip_until = 0.0

@@ -114,23 +114,17 @@ def add_storable_json_component(result, generator, request, public):
     return result
 
 
-# The path prefixes under /api/v1/ of each group of the API docs (SPECTACULAR_SETTINGS["TAGS"]).
-PATH_TAGS = (
-    ("memory/", "memory"),
-    ("sessions/", "sessions"),
-    ("skills/", "skills"),
-    ("experiences/", "skills"),
-    ("profiles/", "profiles"),
-    ("entities/", "profiles"),
-    ("topics/", "profiles"),
-    ("users/", "privacy"),
-    ("clients/", "privacy"),
-    ("erasures/", "privacy"),
-    ("exports", "privacy"),
-    ("webhooks/", "webhooks"),
-    ("tasks/", "tasks"),
-    ("me", "account"),
-)
+# Each group of the API docs (SPECTACULAR_SETTINGS["TAGS"]) by its path prefixes under /api/v1/, tried in order.
+PATH_TAGS = {
+    "memory": ("memory/",),
+    "sessions": ("sessions/",),
+    "skills": ("skills/", "experiences/"),
+    "profiles": ("profiles/", "entities/", "topics/"),
+    "privacy": ("users/", "clients/", "erasures/", "exports"),
+    "webhooks": ("webhooks/",),
+    "tasks": ("tasks/",),
+    "account": ("me",),
+}
 
 
 class PlatformAutoSchema(AutoSchema):
@@ -146,7 +140,7 @@ class PlatformAutoSchema(AutoSchema):
 
     def get_tags(self) -> list[str]:
         route = self.path.removeprefix("/api/v1/")
-        return [next((tag for prefix, tag in PATH_TAGS if route.startswith(prefix)), *super().get_tags())]
+        return [next((tag for tag, prefixes in PATH_TAGS.items() if route.startswith(prefixes)), *super().get_tags())]
 
     def get_summary(self) -> str | None:
         doc = self._operation_doc()

@@ -104,32 +104,25 @@ def _number(match) -> int:
     return int(text) if text.isdigit() else NUMBER_WORDS[text]
 
 
-def _counted(sign: int):
+def _units(sign: int):
+    """`sign` times the number of units named, or one unit when the rule names no number ("last week")."""
+
     def resolve(match, reference: date):
-        return shifted(reference, match.group("unit").lower(), sign * _number(match))
+        count = _number(match) if "number" in match.re.groupindex else 1
+        return shifted(reference, match.group("unit").lower(), sign * count)
 
     return resolve
 
 
-def _relative_unit(direction: int):
+def _nearest_weekday(direction: int):
+    """The weekday named, strictly before (-1) or after (1) the reference day."""
+
     def resolve(match, reference: date):
-        return shifted(reference, match.group("unit").lower(), direction)
+        target = WEEKDAYS.index(match.group("weekday").lower())
+        days = (direction * (target - reference.weekday())) % 7 or 7
+        return day_period(reference + timedelta(days=direction * days))
 
     return resolve
-
-
-def _previous_weekday(match, reference: date):
-    """Strictly before the reference day."""
-    target = WEEKDAYS.index(match.group("weekday").lower())
-    back = (reference.weekday() - target) % 7 or 7
-    return day_period(reference - timedelta(days=back))
-
-
-def _next_weekday(match, reference: date):
-    """Strictly after the reference day."""
-    target = WEEKDAYS.index(match.group("weekday").lower())
-    ahead = (target - reference.weekday()) % 7 or 7
-    return day_period(reference + timedelta(days=ahead))
 
 
 def _this_weekday(match, reference: date):
@@ -156,19 +149,14 @@ def _past_weekend(match, reference: date):
     return weekend_period(saturday if reference >= saturday else saturday - timedelta(days=7))
 
 
-def _month_number(match) -> int | None:
-    """The month named, or None for a lower-case "may" (the verb: "the last may be...")."""
-    name = match.group("month")
-    return None if name == "may" else MONTHS.index(name.lower()) + 1
-
-
 def _month_name(direction: int):
     """ "last May" / "next May": the nearest May strictly before / after the reference month."""
 
     def resolve(match, reference: date):
-        month = _month_number(match)
-        if month is None:
+        name = match.group("month")
+        if name == "may":  # lower-case, the verb: "the last may be..."
             return None
+        month = MONTHS.index(name.lower()) + 1
         this_year = (month - reference.month) * direction > 0
         return month_period(date(reference.year if this_year else reference.year + direction, month, 1))
 
@@ -185,20 +173,17 @@ def _fixed_days(offset: int):
 RULES = [
     (r"the day before yesterday", _fixed_days(-2)),
     (r"the day after tomorrow", _fixed_days(2)),
-    (r"yesterday(?: " + _PART_OF_DAY + r")?", _fixed_days(-1)),
-    (r"last night", _fixed_days(-1)),
+    (r"(?:yesterday(?: " + _PART_OF_DAY + r")?|last night)", _fixed_days(-1)),
     (r"tomorrow(?: " + _PART_OF_DAY + r")?", _fixed_days(1)),
-    (r"(?:earlier |later )?today", _fixed_days(0)),
-    (r"tonight", _fixed_days(0)),
-    (r"this " + _PART_OF_DAY, _fixed_days(0)),
-    (_NUMBER + r" " + _UNIT + r" ago", _counted(-1)),
-    (r"(?:in|within) " + _NUMBER + r" " + _UNIT, _counted(1)),
-    (_NUMBER + r" " + _UNIT + r" (?:from now|later on|from today)", _counted(1)),
-    (r"(?:last|previous|the previous|the last) " + _UNIT.replace("s?", ""), _relative_unit(-1)),
-    (r"(?:earlier |later )?this " + _UNIT.replace("s?", ""), _relative_unit(0)),
-    (r"(?:next|the next|the following|the coming|the upcoming) " + _UNIT.replace("s?", ""), _relative_unit(1)),
-    (r"(?:last|this past|the past|this last) " + _WEEKDAY, _previous_weekday),
-    (r"(?:next|the coming|this coming) " + _WEEKDAY, _next_weekday),
+    (r"(?:(?:earlier |later )?today|tonight|this " + _PART_OF_DAY + r")", _fixed_days(0)),
+    (_NUMBER + r" " + _UNIT + r" ago", _units(-1)),
+    (r"(?:in|within) " + _NUMBER + r" " + _UNIT, _units(1)),
+    (_NUMBER + r" " + _UNIT + r" (?:from now|later on|from today)", _units(1)),
+    (r"(?:last|previous|the previous|the last) " + _UNIT.replace("s?", ""), _units(-1)),
+    (r"(?:earlier |later )?this " + _UNIT.replace("s?", ""), _units(0)),
+    (r"(?:next|the next|the following|the coming|the upcoming) " + _UNIT.replace("s?", ""), _units(1)),
+    (r"(?:last|this past|the past|this last) " + _WEEKDAY, _nearest_weekday(-1)),
+    (r"(?:next|the coming|this coming) " + _WEEKDAY, _nearest_weekday(1)),
     (r"this " + _WEEKDAY, _this_weekday),
     (r"(?:last|this past|the past) weekend", _weekend(-1)),
     (r"this weekend", _weekend(0)),
@@ -311,10 +296,10 @@ def query_window(text: str, reference: date | datetime) -> ResolvedDate | None:
     """The period a question asks about ("what did she do last May?", "in 2022"): every date
     expression in it taken together, or None when it names none. `reference` is the asker's now."""
     dates = find_dates(text, reference)
-    span = span_of(dates)
-    if span is None:
+    if not dates:
         return None
+    start, end = span_of(dates)
     granularity = dates[0].granularity if len(dates) == 1 else DAY
     return ResolvedDate(
-        expression="; ".join(item.expression for item in dates), start=span[0], end=span[1], granularity=granularity
+        expression="; ".join(item.expression for item in dates), start=start, end=end, granularity=granularity
     )

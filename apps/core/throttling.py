@@ -24,14 +24,10 @@ class RateLimited(exceptions.Throttled):
         self.error_details = {"limit": f"{limit}/minute", "retry_after_seconds": self.wait}
 
 
-def client_limit(client) -> int:
-    own = getattr(client, "requests_per_minute", None)
-    return settings.API_REQUESTS_PER_MINUTE if own is None else own
-
-
 def rate_limit_check(*, client) -> None:
     """Counts one request of the client; RateLimited when it is over its limit."""
-    limit = client_limit(client)
+    own = getattr(client, "requests_per_minute", None)
+    limit = settings.API_REQUESTS_PER_MINUTE if own is None else own
     if not limit:
         return
     window = int(time.time() // WINDOW_SECONDS)

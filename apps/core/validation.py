@@ -88,7 +88,7 @@ def check_json(value, *, field: str = "", depth: int = 0) -> None:
         if isinstance(item, str):
             if forbidden(item) is not None:
                 raise InputError(_path(at), text_problem(item))
-        elif isinstance(item, bool) or item is None or isinstance(item, int):
+        elif item is None or isinstance(item, int):  # bool is an int
             continue
         elif isinstance(item, float):
             if not math.isfinite(item):
@@ -181,7 +181,7 @@ class JSONFormField(forms.JSONField):
         try:
             return loads(value)
         except InputError as exc:
-            raise ValidationError(f"{exc.field}: {exc.message}" if exc.field else exc.message, code="invalid") from None
+            raise ValidationError(str(exc), code="invalid") from None
 
     def bound_data(self, data, initial):
         """Redisplays refused input as typed (Django's own would parse it again, unguarded)."""

@@ -7,7 +7,7 @@ from apps.core.extensions import Tile, admin_url, of_organization, register_dash
 from apps.pipeline.models import MemoryTask, ProcessHeartbeat
 from apps.pipeline.selectors import machinery_status, queue_status
 from apps.pipeline.services import task_mark_dead, task_retry_now
-from apps.tenancy.admin_base import ReadOnlyAdmin
+from apps.tenancy.admin_base import NoAddOrChange, ReadOnlyAdmin
 
 
 @admin.register(MemoryTask)
@@ -74,18 +74,12 @@ class MemoryTaskAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ProcessHeartbeat)
-class ProcessHeartbeatAdmin(admin.ModelAdmin):
+class ProcessHeartbeatAdmin(NoAddOrChange, admin.ModelAdmin):
     """Beat and worker processes by their last sign of life (platform-wide, no tenant data)."""
 
     list_display = ["kind", "hostname", "pid", "started_at", "seen_at"]
     list_filter = ["kind"]
     ordering = ["kind", "-seen_at"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 def tasks_card(*, user, organization):
@@ -123,11 +117,8 @@ def machinery_card(*, user, organization):
     if not user.has_perm("pipeline.view_memorytask"):
         return None
     status, queue = machinery_status(), queue_status()
-    beat, worker = status["beat"], status["worker"]
-    late = (
-        queue["oldest_due_age_seconds"] is not None
-        and queue["oldest_due_age_seconds"] > settings.PROCESS_STALE_AFTER_SECONDS
-    )
+    beat, worker, waited = status["beat"], status["worker"], queue["oldest_due_age_seconds"]
+    late = waited is not None and waited > settings.PROCESS_STALE_AFTER_SECONDS
     return (
         "Machinery",
         [
@@ -151,7 +142,7 @@ def machinery_card(*, user, organization):
             ),
             Tile(
                 "Oldest due task waiting since",
-                _age(queue["oldest_due_age_seconds"]) if queue["due"] else "none waiting",
+                _age(waited) if queue["due"] else "none waiting",
                 admin_url("admin:pipeline_memorytask_changelist", status__exact=MemoryTask.Status.QUEUED),
                 attention=late,
             ),

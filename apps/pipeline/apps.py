@@ -10,16 +10,9 @@ class PipelineConfig(AppConfig):
 
         from apps.core.schedules import register_schedule
 
-        register_schedule(
-            name="pipeline: re-publish due tasks",
-            task="pipeline.republish_due_tasks",
-            every_seconds=max(5, int(settings.TASK_REPUBLISH_AFTER_SECONDS)),
-        )
-        register_schedule(
-            name="pipeline: recover stale tasks",
-            task="pipeline.recover_stale_tasks",
-            every_seconds=max(5, int(settings.TASK_STALE_AFTER_SECONDS // 2)),
-        )
-        register_schedule(
-            name="pipeline: prune finished tasks", task="pipeline.prune_finished_tasks", every_seconds=3600
-        )
+        for name, task, every_seconds in (
+            ("pipeline: re-publish due tasks", "pipeline.republish_due_tasks", settings.TASK_REPUBLISH_AFTER_SECONDS),
+            ("pipeline: recover stale tasks", "pipeline.recover_stale_tasks", settings.TASK_STALE_AFTER_SECONDS // 2),
+            ("pipeline: prune finished tasks", "pipeline.prune_finished_tasks", 3600),
+        ):
+            register_schedule(name=name, task=task, every_seconds=max(5, int(every_seconds)))

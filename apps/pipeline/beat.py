@@ -28,15 +28,13 @@ class HeartbeatScheduler(DatabaseScheduler):
         self._started_at = timezone.now()
         self._last_heartbeat = float("-inf")
         self._lock = StandingLock(BEAT_LOCK_KEY)
-        self._active = False
-        self._standing_by = False
+        self._active = self._standing_by = False
         super().__init__(*args, **kwargs)
 
     def tick(self, *args, **kwargs):
-        if self._holds_the_lock():
-            interval = super().tick(*args, **kwargs)
-        else:
-            interval = min(self.max_interval, STANDBY_RETRY_SECONDS)
+        interval = (
+            super().tick(*args, **kwargs) if self._holds_the_lock() else min(self.max_interval, STANDBY_RETRY_SECONDS)
+        )
         self._record_heartbeat()
         return interval
 

@@ -4,7 +4,7 @@ registry of the locks each app's work takes: erasure takes every registered lock
 import hashlib
 import time
 from collections.abc import Callable, Iterable
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 
 from django.db import DEFAULT_DB_ALIAS, Error, connection, connections
@@ -30,20 +30,20 @@ def _try(cursor, function: str, lock_id: int) -> bool:
 
 
 @contextmanager
-def advisory_lock(key: str, *, wait: bool = True, timeout: float | None = None, shared: bool = False):
+def advisory_lock(key: str, *, wait: bool = True, timeout: float | None = None):
     """A session-level advisory lock for the block. wait=False raises LockNotAvailable at once (a task is
-    retried rather than tie up a worker); `timeout` bounds the wait; `shared` ones exclude only an exclusive one."""
-    lock_id, suffix = _lock_id(key), "_shared" if shared else ""
+    retried rather than tie up a worker); `timeout` bounds the wait."""
+    lock_id = _lock_id(key)
     with connection.cursor() as cursor:
         if wait and timeout is None:
             with timed("lock_wait"):
-                cursor.execute(f"SELECT pg_advisory_lock{suffix}(%s)", [lock_id])
-        elif not _try(cursor, f"pg_try_advisory_lock{suffix}", lock_id):
+                cursor.execute("SELECT pg_advisory_lock(%s)", [lock_id])
+        elif not _try(cursor, "pg_try_advisory_lock", lock_id):
             if not wait:
                 raise LockNotAvailable(f"Another worker holds the lock {key!r}")
             deadline = time.monotonic() + timeout
             with timed("lock_wait"):
-                while not _try(cursor, f"pg_try_advisory_lock{suffix}", lock_id):
+                while not _try(cursor, "pg_try_advisory_lock", lock_id):
                     if time.monotonic() >= deadline:
                         raise LockNotAvailable(f"Another worker holds the lock {key!r}")
                     time.sleep(_POLL_SECONDS)
@@ -51,7 +51,7 @@ def advisory_lock(key: str, *, wait: bool = True, timeout: float | None = None, 
         yield
     finally:
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT pg_advisory_unlock{suffix}(%s)", [lock_id])
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [lock_id])
 
 
 @contextmanager
@@ -98,16 +98,14 @@ class StandingLock:
         if self.held():
             return True
         self._connection = connections.create_connection(self.using)
-        try:
-            with self._connection.cursor() as cursor:
-                # A holder whose machine vanishes (no FIN) would keep the lock until the server's TCP
-                # keepalive gives up, two hours by default: this session's gives up within 25 s.
-                for setting, seconds in _LOCK_KEEPALIVES:
-                    cursor.execute(f"SET {setting} = {seconds}")
-                if _try(cursor, "pg_try_advisory_lock", _lock_id(self.key)):
-                    return True
-        except Error:  # the database is down or the connection broke
-            pass
+        # Error: the database is down or the connection broke.
+        with suppress(Error), self._connection.cursor() as cursor:
+            # A holder whose machine vanishes (no FIN) would keep the lock until the server's TCP
+            # keepalive gives up, two hours by default: this session's gives up within 25 s.
+            for setting, seconds in _LOCK_KEEPALIVES:
+                cursor.execute(f"SET {setting} = {seconds}")
+            if _try(cursor, "pg_try_advisory_lock", _lock_id(self.key)):
+                return True
         self.release()
         return False
 
@@ -125,10 +123,8 @@ class StandingLock:
 
     def release(self) -> None:
         if self._connection is not None:
-            try:
+            with suppress(Error):  # the database is down or the connection broke
                 self._connection.close()
-            except Error:  # the database is down or the connection broke
-                pass
             self._connection = None
 
 

@@ -53,9 +53,5 @@ def handler_for(task_type: str) -> Callable:
         raise LookupError(f"No handler is registered for task type {task_type!r}") from None
 
 
-def priority_of(task_type: str, default: int) -> int:
-    return PRIORITIES.get(task_type, default)
-
-
 def backoff_of(task_type: str) -> tuple[str, str]:
     return BACKOFFS.get(task_type, ("TASK_RETRY_BASE_SECONDS", "TASK_RETRY_MAX_SECONDS"))

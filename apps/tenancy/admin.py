@@ -7,17 +7,16 @@ from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization, Sta
 from apps.tenancy.services import api_key_create, client_create, client_revoke_keys
 
 
+def _superusers_only(model_admin, request, obj=None):
+    return request.user.is_superuser
+
+
 @admin.register(Organization)
 class OrganizationAdmin(OrganizationScopedAdmin):
     organization_path = "self"
     list_display = ["name", "created_at"]
     search_fields = ["name"]
-
-    def has_add_permission(self, request):
-        return request.user.is_superuser
-
-    def has_delete_permission(self, request, obj=None):
-        return request.user.is_superuser
+    has_add_permission = has_delete_permission = _superusers_only
 
 
 class ClientAPIKeyInline(admin.TabularInline):
@@ -105,9 +104,5 @@ class EndUserAdmin(OrganizationScopedAdmin):
 class StaffMembershipAdmin(admin.ModelAdmin):
     list_display = ["user", "organization"]
     list_select_related = ["user", "organization"]
-
-    def _superusers_only(self, request, obj=None):
-        return request.user.is_superuser
-
     has_module_permission = has_view_permission = has_change_permission = _superusers_only
     has_add_permission = has_delete_permission = _superusers_only

@@ -43,9 +43,8 @@ class OrganizationScopedAdmin(admin.ModelAdmin):
         organization = organization_for_staff(user=request.user)
         if organization is None:
             return queryset.none()
-        if self.organization_path == "self":
-            return queryset.filter(pk=organization.pk)
-        return queryset.filter(**{self.organization_path: organization})
+        lookup = "pk" if self.organization_path == "self" else self.organization_path
+        return queryset.filter(**{lookup: organization.pk})
 
     def get_actions(self, request):
         actions = super().get_actions(request)
@@ -80,24 +79,22 @@ class OrganizationScopedAdmin(admin.ModelAdmin):
         return super().has_module_permission(request)
 
 
-class ReadOnlyAdmin(OrganizationScopedAdmin):
-    """Rows the platform writes: staff read them (and delete them, unless the admin says otherwise)."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-
-class HistoryInline(admin.TabularInline):
-    """Rows recording an object's history, listed under it: read, never added, changed or deleted there."""
-
-    extra = 0
-    can_delete = False
+class NoAddOrChange:
+    """Rows only the platform writes: nobody adds or changes them in the admin."""
 
     def has_add_permission(self, request, obj=None):
         return False
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+class ReadOnlyAdmin(NoAddOrChange, OrganizationScopedAdmin):
+    """Staff read the rows (and delete them, unless the admin says otherwise)."""
+
+
+class HistoryInline(NoAddOrChange, admin.TabularInline):
+    """Rows recording an object's history, listed under it: read, never added, changed or deleted there."""
+
+    extra = 0
+    can_delete = False

@@ -35,9 +35,7 @@ class APIKeyAuthentication(BaseAuthentication):
         raw_key = raw_key_from_headers(
             authorization=request.META.get("HTTP_AUTHORIZATION", ""), x_api_key=request.META.get("HTTP_X_API_KEY", "")
         )
-        if raw_key is None:
-            return None
-        return client_for_raw_key(raw_key)
+        return None if raw_key is None else client_for_raw_key(raw_key)
 
     def authenticate_header(self, request):
         return "Api-Key"

@@ -3,6 +3,7 @@
 import re
 import secrets
 import string
+from contextlib import suppress
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -35,12 +36,9 @@ def api_key_create(*, client: Client) -> tuple[ClientAPIKey, str]:
     while True:
         prefix = "".join(secrets.choice(_PREFIX_ALPHABET) for _ in range(KEY_PREFIX_LENGTH))
         raw_key = f"mp_{prefix}_{secrets.token_urlsafe(32)}"
-        try:
-            with transaction.atomic():
-                api_key = ClientAPIKey.objects.create(client=client, prefix=prefix, hashed_key=hash_api_key(raw_key))
+        with suppress(IntegrityError), transaction.atomic():  # IntegrityError: a prefix collision, draw again
+            api_key = ClientAPIKey.objects.create(client=client, prefix=prefix, hashed_key=hash_api_key(raw_key))
             return api_key, raw_key
-        except IntegrityError:  # prefix collision: draw again
-            continue
 
 
 @transaction.atomic

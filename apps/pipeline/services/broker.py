@@ -40,18 +40,8 @@ class _PublishAfterCommit:
 
 def publish_on_commit(*, task_id, run_after=None) -> None:
     """Publishes the task once the current transaction commits (at once outside one)."""
-    batch = (
-        next(
-            (
-                callback.batch
-                for _, callback, _ in connection.run_on_commit
-                if isinstance(callback, _PublishAfterCommit)
-            ),
-            None,
-        )
-        if connection.in_atomic_block
-        else None
-    )
+    pending = connection.run_on_commit if connection.in_atomic_block else ()
+    batch = next((callback.batch for _, callback, _ in pending if isinstance(callback, _PublishAfterCommit)), None)
     transaction.on_commit(_PublishAfterCommit(task_id, run_after, batch or _PublishBatch()))
 
 
@@ -62,10 +52,9 @@ _publish_connections_lock = threading.Lock()
 
 
 def _publish_connection(app):
-    """A broker connection for publishing only, whose every connect and every reply is bounded by
-    BROKER_PUBLISH_TIMEOUT_SECONDS and which never retries: a paused or half-open broker costs a
-    publish that bound, then the row waits for beat. One per broker URL and process (its producers
-    are pooled by kombu); workers consume on Celery's own connection with its longer timeouts."""
+    """A publish-only broker connection, every connect and reply bounded by BROKER_PUBLISH_TIMEOUT_SECONDS and
+    never retried: a paused or half-open broker costs a publish that bound, then the row waits for beat. One per
+    broker URL and process (kombu pools its producers); workers consume on Celery's own, with longer timeouts."""
     timeout = settings.BROKER_PUBLISH_TIMEOUT_SECONDS
     key = (app.conf.broker_url, timeout, os.getpid())
     with _publish_connections_lock:
@@ -86,9 +75,7 @@ def publish(*, task_id, run_after=None) -> bool:
     from apps.pipeline.tasks import run_memory_task
 
     args = [] if task_id is None else [str(task_id)]
-    countdown = None
-    if run_after is not None:
-        countdown = max(0.0, (run_after - timezone.now()).total_seconds()) or None
+    countdown = None if run_after is None else max(0.0, (run_after - timezone.now()).total_seconds()) or None
     try:
         app = run_memory_task.app
         if app.conf.task_always_eager:
@@ -104,10 +91,9 @@ def publish(*, task_id, run_after=None) -> bool:
 
 
 def republish_due_tasks(*, limit: int = 1000) -> int:
-    """Wakes workers for due rows nobody picked up (a publish lost while the broker was down, or a
-    backlog larger than the messages in flight): a message for each of the `limit` most urgent rows
-    due for longer than TASK_REPUBLISH_AFTER_SECONDS, fewer when the broker still holds messages
-    enough for them (each message drains every due task, so one waiting message is as good as many)."""
+    """Wakes workers for due rows nobody picked up (a publish lost while the broker was down, a backlog larger
+    than the messages in flight): a message for each of the `limit` most urgent rows due over
+    TASK_REPUBLISH_AFTER_SECONDS, less those the broker still holds (each message drains every due task)."""
     cutoff = timezone.now() - timedelta(seconds=settings.TASK_REPUBLISH_AFTER_SECONDS)
     ids = list(
         MemoryTask.objects.filter(status__in=MemoryTask.CLAIMABLE_STATUSES, run_after__lte=cutoff)

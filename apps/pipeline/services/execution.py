@@ -94,8 +94,7 @@ def _claim(*, worker: str, narrowed_by: str, **params) -> list[MemoryTask]:
 
 def task_claim(*, task_id, worker: str) -> MemoryTask | None:
     """None if it is not ours to run (a compile-class row over the compile cap stays due)."""
-    claimed = _claim(worker=worker, narrowed_by="AND id = %(id)s", id=str(task_id))
-    return claimed[0] if claimed else None
+    return next(iter(_claim(worker=worker, narrowed_by="AND id = %(id)s", id=str(task_id))), None)
 
 
 def tasks_claim_due(*, worker: str, limit: int) -> list[MemoryTask]:
@@ -162,27 +161,21 @@ class _Heartbeats:
 _heartbeats = _Heartbeats()
 
 
-class _SQLTimer:
-    def __init__(self):
-        self.seconds = 0.0
-
-    def __call__(self, execute, sql, params, many, context):
-        started = time.perf_counter()
-        try:
-            return execute(sql, params, many, context)
-        finally:
-            self.seconds += time.perf_counter() - started
+def _timed_sql(execute, sql, params, many, context):
+    with timing.timed("sql"):
+        return execute(sql, params, many, context)
 
 
 @contextmanager
 def _timed_attempt(task: MemoryTask):
     """Adds one attempt's seconds (handler, SQL, model calls, lock waits) to task.timings."""
-    sql, started = _SQLTimer(), time.perf_counter()
-    with timing.account() as spent, connection.execute_wrapper(sql):
+    started = time.perf_counter()
+    with timing.account() as spent, connection.execute_wrapper(_timed_sql):
         try:
             yield
         finally:
-            spent.update(handler_s=time.perf_counter() - started, sql_s=sql.seconds)
+            spent.setdefault("sql_s", 0.0)
+            spent["handler_s"] = time.perf_counter() - started
             timings = task.timings = dict(task.timings or {})
             for key, seconds in spent.items():
                 timings[key] = round(timings.get(key, 0.0) + seconds, 4)
@@ -207,9 +200,7 @@ def _finish(task: MemoryTask, **fields) -> bool:
 
 def task_execute(*, task_id, worker: str) -> str:
     task = task_claim(task_id=task_id, worker=worker)
-    if task is None:
-        return "not-claimed"
-    return _run_claimed(task)
+    return "not-claimed" if task is None else _run_claimed(task)
 
 
 def _run_claimed(task: MemoryTask) -> str:
@@ -219,7 +210,6 @@ def _run_claimed(task: MemoryTask) -> str:
         with _timed_attempt(task):
             result = handler_for(task.task_type)(task)
     except NotYet as exc:
-        _heartbeats.remove(task.pk)
         retry_in = settings.TASK_NOT_YET_SECONDS if exc.retry_in is None else exc.retry_in
         run_after = timezone.now() + timedelta(seconds=retry_in)
         task.timings["deferred"] = task.timings.get("deferred", 0) + 1
@@ -228,7 +218,6 @@ def _run_claimed(task: MemoryTask) -> str:
         logger.info("task %s (%s) waits %.1fs: %s", task.id, task.task_type, retry_in, type(exc).__name__)
         return "deferred"
     except Exception as exc:
-        _heartbeats.remove(task.pk)
         error = _error_text(exc)
         now = timezone.now()
         task.timings["failed_s"] = task.timings.get("failed_s", 0.0) + task.timings.pop("_attempt_s", 0.0)

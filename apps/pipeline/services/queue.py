@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from apps.core.bulk import insert_unless_conflict
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.registry import priority_of
+from apps.pipeline.registry import PRIORITIES
 from apps.pipeline.services.broker import publish_on_commit
 
 
@@ -39,7 +39,7 @@ def enqueue(
         idempotency_key=idempotency_key,
         run_after=run_after or timezone.now(),
         max_attempts=max_attempts or settings.TASK_MAX_ATTEMPTS,
-        priority=priority_of(task_type, MemoryTask.Priority.COMPILE) if priority is None else priority,
+        priority=PRIORITIES.get(task_type, MemoryTask.Priority.COMPILE) if priority is None else priority,
     )
     if not idempotency_key:
         task.save(force_insert=True)

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.core.models import update_row
 from apps.pipeline.models import MemoryTask, ProcessHeartbeat
 from apps.pipeline.services.broker import publish_on_commit
 
@@ -25,13 +26,12 @@ def recover_stale_tasks() -> dict:
         )
         now = timezone.now()
         for task in stale:
-            note = f"Worker {task.claimed_by or '?'} stopped heart-beating during attempt {task.attempts}."
+            task.error = f"Worker {task.claimed_by or '?'} stopped heart-beating during attempt {task.attempts}."
             if task.attempts >= task.max_attempts:
                 task.status, task.finished_at, dead = MemoryTask.Status.DEAD, now, dead + 1
             else:
                 task.status, task.run_after = MemoryTask.Status.QUEUED, now
                 requeued.append(task.id)
-            task.error = note
             task.save(update_fields=["status", "finished_at", "run_after", "error", "updated_at"])
     for task_id in requeued:
         publish_on_commit(task_id=task_id)
@@ -73,10 +73,7 @@ def task_retry_now(*, task: MemoryTask) -> MemoryTask:
 def task_mark_dead(*, task: MemoryTask, reason: str) -> MemoryTask:
     if task.status in (MemoryTask.Status.SUCCEEDED, MemoryTask.Status.DEAD):
         return task
-    task.status = MemoryTask.Status.DEAD
-    task.error = reason
-    task.finished_at = timezone.now()
-    task.save(update_fields=["status", "error", "finished_at", "updated_at"])
+    update_row(task, status=MemoryTask.Status.DEAD, error=reason, finished_at=timezone.now())
     return task
 
 

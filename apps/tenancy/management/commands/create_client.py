@@ -5,6 +5,8 @@ from apps.core.progress import wrote_json
 from apps.tenancy.commands import organization_named
 from apps.tenancy.services import client_create
 
+PERMISSIONS = ("can_erase", "can_export", "can_manage_webhooks")
+
 
 class Command(BaseCommand):
     help = "Create an API client in an organisation and print its API key (shown once)."
@@ -36,30 +38,25 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         organization = organization_named(options["org"])
-        read_scopes = None
-        if options["read_scopes"] is not None:
-            read_scopes = [scope.strip() for scope in options["read_scopes"].split(",") if scope.strip()]
+        scopes = options["read_scopes"]
+        read_scopes = None if scopes is None else [scope.strip() for scope in scopes.split(",") if scope.strip()]
         try:
             client, raw_key = client_create(
                 organization=organization,
                 name=options["name"],
                 write_scope=options["write_scope"],
                 read_scopes=read_scopes,
-                can_erase=options["can_erase"],
-                can_export=options["can_export"],
-                can_manage_webhooks=options["can_manage_webhooks"],
+                **{permission: options[permission] for permission in PERMISSIONS},
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
-        shown = ("name", "write_scope", "read_scopes", "can_erase", "can_export", "can_manage_webhooks")
+        shown = ("name", "write_scope", "read_scopes", *PERMISSIONS)
         created = {"id": str(client.id), "organization": organization.name}
         created |= {name: getattr(client, name) for name in shown} | {"api_key": raw_key}
         if wrote_json(self, options, created):
             return
         self.stdout.write(self.style.SUCCESS(f"Created client {client.name} ({client.id}) in {organization.name}"))
-        self.stdout.write(
-            f"write scope: {client.write_scope or '(read-only)'}; read scopes: {client.read_scopes}; "
-            f"can erase: {'yes' if client.can_erase else 'no'}; can export: {'yes' if client.can_export else 'no'}; "
-            f"can manage webhooks: {'yes' if client.can_manage_webhooks else 'no'}"
-        )
+        granted = (f"{name.replace('_', ' ')}: {'yes' if getattr(client, name) else 'no'}" for name in PERMISSIONS)
+        scopes = f"write scope: {client.write_scope or '(read-only)'}; read scopes: {client.read_scopes}"
+        self.stdout.write("; ".join([scopes, *granted]))
         self.stdout.write(f"API key (shown once, store it now): {raw_key}")
