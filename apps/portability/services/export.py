@@ -12,29 +12,31 @@ from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from apps.conversations.models import Message, Session
+from apps.conversations.models import Session
 from apps.core.validation import is_uuid
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
 from apps.portability import kinds as k
 from apps.portability.archive import FORMAT, FORMAT_VERSION, ArchiveWriter, platform_version, vector_encode
 from apps.privacy.services.subjects import CLIENT, USER, Subject
-from apps.profiles.models import (
-    Edge,
-    Entity,
-    ItemType,
-    LintFinding,
-    Mention,
-    Profile,
-    ProfileRevision,
-    ProfileSource,
-    TopicState,
-)
+from apps.profiles.models import Edge, ItemType, LintFinding, Mention, ProfileRevision, ProfileSource
 from apps.providers.embeddings import embedding_model_name
 from apps.providers.models import LLMUsage
-from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse, SkillVersion
+from apps.skills.models import Skill, SkillVersion
 from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization
 
 ORGANIZATION, SCOPE = "organization", "scope"
+# The kinds whose owners' end_users rows an archive carries.
+OWNED_KINDS = (
+    k.SESSIONS,
+    k.MESSAGES,
+    k.EXPERIENCES,
+    k.SKILLS,
+    k.SKILL_USES,
+    k.SKILL_FEEDBACK,
+    k.EPISODIC,
+    k.SEMANTIC,
+    k.ENTITIES,
+)
 
 
 @dataclass(frozen=True)
@@ -56,32 +58,12 @@ class Selection:
 
     def querysets(self) -> dict[k.Kind, QuerySet]:
         rows = self._subject_rows() if self.subject is not None else self._organization_rows()
-        owners = {
-            kind: "end_user_id"
-            for kind in (
-                k.SESSIONS,
-                k.MESSAGES,
-                k.EXPERIENCES,
-                k.SKILLS,
-                k.SKILL_USES,
-                k.SKILL_FEEDBACK,
-                k.EPISODIC,
-                k.SEMANTIC,
-                k.ENTITIES,
-            )
-        }
+        owners = dict.fromkeys(OWNED_KINDS, "end_user_id")
         rows[k.END_USERS] = EndUser.objects.filter(organization=self.organization).filter(_referenced(rows, owners))
+        # Every reference to a client: whoever wrote a row travels with it.
         writers = _referenced(
             rows,
-            {
-                k.SESSIONS: "client_id",
-                k.MESSAGES: "created_by_id",
-                k.EXPERIENCES: "created_by_id",
-                k.SKILL_USES: "client_id",
-                k.SKILL_FEEDBACK: "client_id",
-                k.EPISODIC: "created_by_id",
-                k.SEMANTIC: "created_by_id",
-            },
+            {kind: column for kind in rows for column, (model, _) in kind.parents.items() if model is Client},
         )
         if self.kind == CLIENT and self.subject.client is not None:
             writers |= Q(pk=self.subject.client.pk)
@@ -90,33 +72,21 @@ class Selection:
 
     def _organization_rows(self) -> dict:
         owned = {"organization": self.organization, **({"scope": self.scope} if self.kind == SCOPE else {})}
-        skills = Skill.objects.filter(**owned)
-        versions = SkillVersion.objects.filter(skill__in=skills)
-        entities = Entity.objects.filter(**owned)
-        profiles = Profile.objects.filter(**owned)
-        episodic, semantic = EpisodicMemory.objects.filter(**owned), SemanticMemory.objects.filter(**owned)
-        return {
-            k.SESSIONS: Session.objects.filter(**owned),
-            k.MESSAGES: Message.objects.filter(**owned),
-            k.EXPERIENCES: SkillExperience.objects.filter(**owned),
-            k.SKILLS: skills,
-            k.SKILL_VERSIONS: versions,
-            k.SKILL_LINEAGE: SkillVersion.experiences.through.objects.filter(skillversion__in=versions),
-            k.SKILL_USES: SkillUse.objects.filter(**owned),
-            k.SKILL_FEEDBACK: SkillFeedback.objects.filter(**owned),
-            k.EPISODIC: episodic,
-            k.EPISODIC_CHANGES: EpisodicMemoryChange.objects.filter(memory__in=episodic),
-            k.SEMANTIC: semantic,
-            k.SEMANTIC_CHANGES: SemanticMemoryChange.objects.filter(memory__in=semantic),
-            k.ENTITIES: entities,
-            k.MENTIONS: Mention.objects.filter(entity__in=entities),
-            k.EDGES: Edge.objects.filter(source__in=entities),
-            k.PROFILES: profiles,
-            k.PROFILE_SOURCES: ProfileSource.objects.filter(profile__in=profiles),
-            k.PROFILE_REVISIONS: ProfileRevision.objects.filter(profile__in=profiles),
-            k.LINT_FINDINGS: LintFinding.objects.filter(profile__in=profiles),
-            k.TOPIC_STATES: TopicState.objects.filter(**owned),
-        }
+        rows = {kind: kind.model.objects.filter(**owned) for kind in (*OWNED_KINDS, k.PROFILES, k.TOPIC_STATES)}
+        # The other rows go with the row they belong to (an edge with its source).
+        for kind, field, parent in (
+            (k.SKILL_VERSIONS, "skill", k.SKILLS),
+            (k.SKILL_LINEAGE, "skillversion", k.SKILL_VERSIONS),
+            (k.EPISODIC_CHANGES, "memory", k.EPISODIC),
+            (k.SEMANTIC_CHANGES, "memory", k.SEMANTIC),
+            (k.MENTIONS, "entity", k.ENTITIES),
+            (k.EDGES, "source", k.ENTITIES),
+            (k.PROFILE_SOURCES, "profile", k.PROFILES),
+            (k.PROFILE_REVISIONS, "profile", k.PROFILES),
+            (k.LINT_FINDINGS, "profile", k.PROFILES),
+        ):
+            rows[kind] = kind.model.objects.filter(**{f"{field}__in": rows[parent]})
+        return rows
 
     def _subject_rows(self) -> dict:
         subject = self.subject

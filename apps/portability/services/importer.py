@@ -100,12 +100,12 @@ class _Import:
         # Parents repeat from row to row (a session's turns).
         self.parent_id = lru_cache(maxsize=self.batch_size)(self.remap)
 
-    def remap(self, value) -> uuid.UUID:
+    def remap(self, value, column: str = "") -> uuid.UUID:
         # Deterministic, so references anywhere move without a lookup table and a second import changes nothing.
         try:
             old = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
         except ValueError:
-            raise InputError("", "Not a UUID.") from None
+            raise InputError(column, "Not a UUID.") from None
         return uuid.uuid5(self.namespace, str(old))
 
     def run(self) -> dict:
@@ -159,17 +159,16 @@ class _Import:
 
     def _end_users(self):
         for batch in self._natural_rows(k.END_USERS, "user_id"):
+            # A user already in the organisation keeps its row: ignore_conflicts skips the insert.
             wanted = {row["user_id"]: row for _, row in batch}
-            known = EndUser.objects.filter(organization=self.organization, user_id__in=wanted)
-            existing = dict(known.values_list("user_id", "pk"))
             EndUser.objects.bulk_create(
                 [
                     EndUser(id=self.remap(row["id"]), organization=self.organization, user_id=user_id)
                     for user_id, row in wanted.items()
-                    if user_id not in existing
                 ],
                 ignore_conflicts=True,
             )
+            known = EndUser.objects.filter(organization=self.organization, user_id__in=wanted)
             existing = dict(known.values_list("user_id", "pk"))
             for _, row in batch:
                 self.users[str(row["id"])] = existing[row["user_id"]]
@@ -226,15 +225,15 @@ class _Import:
             value = row[column]
             if column == "id":
                 if kind.keeps_ids:
-                    values["id"] = self._remapped(column, value)
+                    values["id"] = self.remap(value, column)
             elif column in kind.parents:
                 values[column] = self._reference(kind, column, value)
             elif column in kind.id_columns:
-                values[column] = None if value is None else self._remapped(column, value)
+                values[column] = None if value is None else self.remap(value, column)
             elif column in kind.id_arrays:
                 if not isinstance(value, list):
                     raise InputError(column, "Must be a list of ids.")
-                values[column] = [self._remapped(column, item) for item in value]
+                values[column] = [self.remap(item, column) for item in value]
             elif column in kind.cleared:
                 values[column] = None
             elif column in kind.end_user_arrays:
@@ -246,10 +245,7 @@ class _Import:
             else:
                 values[column] = value
         if kind.remap_json is not None:
-            try:
-                kind.remap_json(values, lambda value: str(self.remap(value)))
-            except InputError as exc:
-                raise InputError(exc.field or "ids", exc.message) from None
+            kind.remap_json(values, lambda value: str(self.remap(value, "ids")))
         self._check_names(values)
         if table.has_organization:
             values["organization_id"] = self.organization.pk
@@ -299,12 +295,6 @@ class _Import:
             if flags and values["status"] in waiting:
                 values["status"] = SkillExperience.Status.FLAGGED
                 self.changed["lessons_flagged"] += 1
-
-    def _remapped(self, column, value):
-        try:
-            return self.remap(value)
-        except InputError:
-            raise InputError(column, "Not a UUID.") from None
 
     @staticmethod
     def _check_names(values: dict):

@@ -1,6 +1,8 @@
 """Erasure requests: create one (and its pipeline task, in one transaction), and run it."""
 
 import logging
+from collections import Counter
+from functools import partial
 
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
@@ -60,27 +62,22 @@ def erasure_request(*, subject: Subject, requested_by=None, requested_by_staff: 
 def erasure_run(*, erasure: ErasureRequest) -> dict:
     """Running it again only adds what is new."""
     update_row(erasure, status=ErasureRequest.Status.RUNNING, started_at=erasure.started_at or timezone.now(), error="")
-    subject = subject_resolve(
-        organization=erasure.organization, kind=erasure.subject_kind, subject_id=erasure.subject_id
+    resolve = partial(
+        subject_resolve, organization=erasure.organization, kind=erasure.subject_kind, subject_id=erasure.subject_id
     )
+    subject = resolve()
     previous = dict(erasure.counts or {})
 
     def progress(counts):
-        merged = dict(previous)
-        for table, count in counts.items():
-            merged[table] = merged.get(table, 0) + count
-        update_row(erasure, counts=merged)
+        merged = Counter(previous)
+        merged.update(counts)
+        update_row(erasure, counts=dict(merged))
 
     try:
         # Taken before the purge (and never stored): the subject's words, to look for afterwards.
         fingerprint = subject_fingerprint(subject)
         run_counts = subject_purge(subject=subject, erasure_id=erasure.pk, on_step=progress)
-        residual = subject_verify(
-            subject=subject_resolve(
-                organization=erasure.organization, kind=erasure.subject_kind, subject_id=erasure.subject_id
-            ),
-            fingerprint=fingerprint,
-        )
+        residual = subject_verify(subject=resolve(), fingerprint=fingerprint)
     except Exception as exc:
         update_row(erasure, status=ErasureRequest.Status.FAILED, error=type(exc).__name__)
         raise

@@ -145,7 +145,7 @@ def _sql(queryset) -> tuple[str, list]:
     return sql, list(params)
 
 
-def _batches(queryset):
+def batches(queryset):
     """Selected again each time: what is done drops out."""
     batch_size = settings.ERASURE_BATCH_SIZE
     while True:
@@ -159,20 +159,21 @@ def _batches(queryset):
 def delete_in_batches(queryset) -> int:
     """Each batch its own short transaction; returns how many rows of its model went."""
     model, label, total = queryset.model, queryset.model._meta.label, 0
-    for ids in _batches(queryset):
+    for ids in batches(queryset):
         with transaction.atomic():
             _, per_model = model.objects.filter(pk__in=ids).delete()
         total += per_model.get(label, 0)
     return total
 
 
-def scrubbed(value):
+def strings_mapped(value, change):
+    """A JSON value with `change(text)` for each of its strings (not its keys)."""
     if isinstance(value, str):
-        return value if _UUID.match(value) else ERASED
+        return change(value)
     if isinstance(value, dict):
-        return {key: scrubbed(item) for key, item in value.items()}
+        return {key: strings_mapped(item, change) for key, item in value.items()}
     if isinstance(value, list):
-        return [scrubbed(item) for item in value]
+        return [strings_mapped(item, change) for item in value]
     return value
 
 
@@ -230,7 +231,7 @@ def _learn_again(turns: QuerySet) -> int:
 def scrub_task_results(derived: Derived) -> dict:
     count = 0
     for task in derived.task_results().only("pk", "result"):
-        result = scrubbed(task.result)
+        result = strings_mapped(task.result, lambda text: text if _UUID.match(text) else ERASED)
         if result != task.result:
             MemoryTask.objects.filter(pk=task.pk).update(result=result, updated_at=timezone.now())
             count += 1
@@ -244,7 +245,7 @@ def forget_staged_embeddings(derived: Derived) -> dict:
 def delete_turns(turns: QuerySet) -> dict:
     counts = Counter()
     # A batch in session order touches few sessions: few locks, few neighbours to recompute.
-    for ids in _batches(turns.order_by("session_id", "seq")):
+    for ids in batches(turns.order_by("session_id", "seq")):
         result = messages_delete(message_ids=ids)
         counts["conversations.Message"] += result.get("deleted", 0)
         counts["conversations.Message.context (recomputed)"] += result.get("contexts", 0)

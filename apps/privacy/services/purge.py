@@ -14,6 +14,7 @@ from apps.pipeline.locks import WorkOf, advisory_locks, work_lock_keys
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import tasks_cancel
 from apps.privacy.services.provenance import (
+    batches,
     delete_in_batches,
     delete_turns,
     forget_compiled,
@@ -88,15 +89,10 @@ def purge_tasks(subject: Subject, erasure_id) -> dict:
     """Running ones finish on their own, and the verification sends the erasure round again."""
     counts = Counter()
     for queryset in (subject.tasks(), subject.orphaned_tasks()):
-        finished = queryset.exclude(status__in=MemoryTask.ACTIVE_STATUSES)
-        batch_size = settings.ERASURE_BATCH_SIZE
-        while True:
+        for ids in batches(queryset.exclude(status__in=MemoryTask.ACTIVE_STATUSES)):
             with transaction.atomic():
-                ids = list(finished.values_list("pk", flat=True)[:batch_size])
                 counts["providers.LLMUsage"] += LLMUsage.objects.filter(task_id__in=ids).delete()[0]
                 counts["pipeline.MemoryTask"] += MemoryTask.objects.filter(pk__in=ids).delete()[0]
-            if len(ids) < batch_size:
-                break
         counts["pipeline.MemoryTask (cancelled)"] += _cancel_and_scrub(queryset, erasure_id)
     return dict(counts)
 

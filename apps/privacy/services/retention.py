@@ -9,6 +9,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.conversations.services.deletion import messages_prune_learned
+from apps.privacy.services.provenance import strings_mapped
 from apps.profiles.services.lint import profiles_lint
 from apps.skills.models import Skill, SkillExperience
 from apps.skills.services.skills import skill_update
@@ -30,16 +31,6 @@ def _truncate_experience_quotes(limit: int) -> int:
         return cursor.rowcount
 
 
-def _truncated(value, limit: int):
-    if isinstance(value, str):
-        return value[:limit]
-    if isinstance(value, dict):
-        return {key: _truncated(item, limit) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_truncated(item, limit) for item in value]
-    return value
-
-
 def _truncate_skill_examples(limit: int) -> int:
     """A skill whose examples quote a longer request gets a recorded version."""
     table = Skill._meta.db_table
@@ -53,7 +44,7 @@ def _truncate_skill_examples(limit: int) -> int:
     for skill in Skill.objects.filter(pk__in=ids).select_related("organization"):
         skill_update(
             skill=skill,
-            changes={"examples": _truncated(skill.examples, limit)},
+            changes={"examples": strings_mapped(skill.examples, lambda text: text[:limit])},
             actor=RETENTION_ACTOR,
             reason=f"evidence quotes cut to {limit} characters",
         )

@@ -32,8 +32,8 @@ class Subject:
     def exists(self) -> bool:
         return self.end_user is not None or self.client is not None
 
-    def _rows(self, model, *, user: str, client: str | None = None) -> QuerySet:
-        if self.end_user is not None:
+    def _rows(self, model, *, user: str | None = None, client: str | None = None) -> QuerySet:
+        if self.end_user is not None and user is not None:
             return model.objects.filter(**{user: self.end_user})
         if self.client is not None and client is not None:
             return model.objects.filter(**{client: self.client})
@@ -60,9 +60,7 @@ class Subject:
             return IngestRequest.objects.filter(
                 client__organization=self.organization, response__user_id=self.subject_id
             )
-        if self.client is not None:
-            return IngestRequest.objects.filter(client=self.client)
-        return IngestRequest.objects.none()
+        return self._rows(IngestRequest, client="client")
 
     def derived(self) -> Derived:
         """With a user's own experiences and memories, and the memories a client stored directly."""
@@ -164,9 +162,7 @@ class Subject:
         )
 
     def active_api_keys(self) -> QuerySet:
-        if self.client is None:
-            return ClientAPIKey.objects.none()
-        return ClientAPIKey.objects.filter(client=self.client, revoked_at__isnull=True)
+        return self._rows(ClientAPIKey, client="client").filter(revoked_at__isnull=True)
 
     def active_client(self) -> QuerySet:
         if self.client is None:

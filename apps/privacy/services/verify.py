@@ -96,19 +96,14 @@ def _leaves(value):
             yield from _leaves(item)
 
 
-def _values(connection, key) -> list:
-    kind = connection.type(key)
-    if kind == b"list":
-        return connection.lrange(key, 0, REDIS_MAX_ENTRIES)
-    if kind == b"hash":
-        return connection.hvals(key)
-    if kind == b"string":
-        return [connection.get(key)]
-    if kind == b"set":
-        return list(connection.smembers(key))
-    if kind == b"zset":
-        return connection.zrange(key, 0, REDIS_MAX_ENTRIES)
-    return []
+# The values of a key, by its type.
+REDIS_READERS = {
+    b"list": lambda connection, key: connection.lrange(key, 0, REDIS_MAX_ENTRIES),
+    b"hash": lambda connection, key: connection.hvals(key),
+    b"string": lambda connection, key: [connection.get(key)],
+    b"set": lambda connection, key: list(connection.smembers(key)),
+    b"zset": lambda connection, key: connection.zrange(key, 0, REDIS_MAX_ENTRIES),
+}
 
 
 def redis_scan(identifiers: set[str]) -> dict:
@@ -123,7 +118,8 @@ def redis_scan(identifiers: set[str]) -> dict:
                 report["keys_scanned"] += 1
                 if key.decode("utf-8", "replace") in identifiers:
                     report["matches"] += 1
-                for value in _values(connection, key):
+                read = REDIS_READERS.get(connection.type(key))
+                for value in read(connection, key) if read else ():
                     report["entries_scanned"] += 1
                     if any(leaf in identifiers for leaf in _leaves(value)):
                         report["matches"] += 1
@@ -176,17 +172,15 @@ def _text_fields(model) -> list[str]:
     return [name for name in names if name in DERIVED_COLUMNS_ONLY.get(model, names)]
 
 
+def _has_organization(model) -> bool:
+    return any(field.name == "organization" for field in model._meta.concrete_fields)
+
+
 def _organization_path(model) -> str | None:
-    fields = {field.name: field for field in model._meta.concrete_fields}
-    if "organization" in fields:
+    if _has_organization(model):
         return "organization"
-    for field in fields.values():
-        related = getattr(field, "related_model", None)
-        if (
-            field.many_to_one
-            and related is not None
-            and any(f.name == "organization" for f in related._meta.concrete_fields)
-        ):
+    for field in model._meta.concrete_fields:
+        if field.many_to_one and _has_organization(field.related_model):
             return f"{field.name}__organization"
     return None
 
