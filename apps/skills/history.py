@@ -4,6 +4,7 @@ its lineage down to the transcript turns its experiences were learned from."""
 import difflib
 import json
 from dataclasses import dataclass, field
+from itertools import groupby
 
 from django.db.models import Prefetch
 from django.urls import reverse
@@ -79,17 +80,10 @@ def _fold_row(skipped: int) -> DiffRow:
 def _fold(rows: list[DiffRow]) -> list[DiffRow]:
     changed = [index for index, row in enumerate(rows) if row.kind != "equal"]
     keep = {index for c in changed for index in range(c - CONTEXT_LINES, c + CONTEXT_LINES + 1)}
-    folded, skipped = [], 0
-    for index, row in enumerate(rows):
-        if index not in keep:
-            skipped += 1
-            continue
-        if skipped:
-            folded.append(_fold_row(skipped))
-            skipped = 0
-        folded.append(row)
-    if skipped:
-        folded.append(_fold_row(skipped))
+    folded = []
+    for kept, run in groupby(enumerate(rows), key=lambda item: item[0] in keep):
+        run = [row for _, row in run]
+        folded += run if kept else [_fold_row(len(run))]
     return folded
 
 
@@ -171,14 +165,12 @@ def skill_history(*, skill: Skill) -> list[VersionEntry]:
         pk for version in versions for experience in version.experiences.all() for pk in experience.source_message_ids
     ]
     seq_by_message = message_seqs(organization_id=skill.organization_id, message_ids=message_ids)
-    entries, previous = [], {}
-    for version in versions:
-        entries.append(
-            VersionEntry(
-                version=version,
-                changes=snapshot_changes(previous, version.snapshot),
-                evidence=_evidence(list(version.experiences.all()), seq_by_message),
-            )
+    previous_snapshots = [{}, *(version.snapshot for version in versions)]
+    return [
+        VersionEntry(
+            version=version,
+            changes=snapshot_changes(previous, version.snapshot),
+            evidence=_evidence(list(version.experiences.all()), seq_by_message),
         )
-        previous = version.snapshot
-    return entries[::-1]
+        for version, previous in zip(versions, previous_snapshots)
+    ][::-1]
