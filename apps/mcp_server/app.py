@@ -109,9 +109,8 @@ class AuthMiddleware:
             return await _error(400, "bad_request", "Invalid Host header.")(scope, receive, send)
         if scope["path"].rstrip("/") == MCP_PATH:
             origin = _origin(scope, headers)
-            loop = asyncio.get_running_loop()
             try:
-                client = await loop.run_in_executor(
+                client = await asyncio.get_running_loop().run_in_executor(
                     self.executor,
                     partial(in_request_cycle, _authenticate, headers=headers, resource=origin + MCP_PATH),
                 )

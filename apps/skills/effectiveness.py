@@ -348,20 +348,19 @@ def failure_notes(skills: list[Skill]) -> dict:
     return notes
 
 
-def _per_user_of_each_skill() -> str:
-    """Per-user outcomes of the changelist row's skill (the outer query's skill table)."""
-    return f"""(SELECT {_PER_USER_COLUMNS} FROM (
-        SELECT DISTINCT u.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_USES} u {_SESSION_JOIN}
-        WHERE u.skill_id = {_SKILLS}.id AND {_COUNTED}) counted GROUP BY end_user_id) per_user"""
+# Per-user outcomes of the changelist row's skill (the outer query's skill table).
+_PER_USER_OF_EACH_SKILL = f"""(SELECT {_PER_USER_COLUMNS} FROM (
+    SELECT DISTINCT u.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_USES} u {_SESSION_JOIN}
+    WHERE u.skill_id = {_SKILLS}.id AND {_COUNTED}) counted GROUP BY end_user_id) per_user"""
 
 
 def users_sql() -> tuple[str, list]:
-    return f"(SELECT count(*) FROM {_per_user_of_each_skill()})", [settings.SKILL_EVIDENCE_TOP_RANKS]
+    return f"(SELECT count(*) FROM {_PER_USER_OF_EACH_SKILL})", [settings.SKILL_EVIDENCE_TOP_RANKS]
 
 
 def success_rate_sql() -> tuple[str, list]:
     return (
-        f"(SELECT avg(CASE WHEN {_USER_SUCCEEDED} THEN 1.0 ELSE 0.0 END) FROM {_per_user_of_each_skill()})",
+        f"(SELECT avg(CASE WHEN {_USER_SUCCEEDED} THEN 1.0 ELSE 0.0 END) FROM {_PER_USER_OF_EACH_SKILL})",
         [settings.SKILL_EVIDENCE_TOP_RANKS],
     )
 

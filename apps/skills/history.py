@@ -118,26 +118,21 @@ def snapshot_changes(previous: dict, current: dict) -> list[FieldChange]:
     return changes
 
 
-def _evidence(experiences: list[SkillExperience], seq_by_message: dict) -> list[Evidence]:
-    items = []
-    for experience in experiences:
-        transcript_url = (
-            reverse("admin:conversations_session_transcript", args=[experience.session_id])
-            if experience.session_id
-            else None
-        )
-        seqs = sorted({seq_by_message[pk] for pk in experience.source_message_ids if pk in seq_by_message})
-        evidence = experience.evidence if isinstance(experience.evidence, dict) else {}
-        items.append(
-            Evidence(
-                experience=experience,
-                quote=str(evidence.get("quote", "")),
-                signal_type=str(evidence.get("signal_type", "")),
-                transcript_url=transcript_url,
-                turns=[(seq, f"{transcript_url}#turn-{seq}") for seq in seqs] if transcript_url else [],
-            )
-        )
-    return items
+def _evidence(experience: SkillExperience, seq_by_message: dict) -> Evidence:
+    transcript_url = (
+        reverse("admin:conversations_session_transcript", args=[experience.session_id])
+        if experience.session_id
+        else None
+    )
+    seqs = sorted({seq_by_message[pk] for pk in experience.source_message_ids if pk in seq_by_message})
+    evidence = experience.evidence if isinstance(experience.evidence, dict) else {}
+    return Evidence(
+        experience=experience,
+        quote=str(evidence.get("quote", "")),
+        signal_type=str(evidence.get("signal_type", "")),
+        transcript_url=transcript_url,
+        turns=[(seq, f"{transcript_url}#turn-{seq}") for seq in seqs] if transcript_url else [],
+    )
 
 
 def message_seqs(*, organization_id, message_ids) -> dict:
@@ -151,7 +146,7 @@ def message_seqs(*, organization_id, message_ids) -> dict:
 
 def experience_evidence(experience: SkillExperience) -> Evidence:
     seqs = message_seqs(organization_id=experience.organization_id, message_ids=experience.source_message_ids)
-    return _evidence([experience], seqs)[0]
+    return _evidence(experience, seqs)
 
 
 def skill_history(*, skill: Skill) -> list[VersionEntry]:
@@ -170,7 +165,7 @@ def skill_history(*, skill: Skill) -> list[VersionEntry]:
         VersionEntry(
             version=version,
             changes=snapshot_changes(previous, version.snapshot),
-            evidence=_evidence(list(version.experiences.all()), seq_by_message),
+            evidence=[_evidence(experience, seq_by_message) for experience in version.experiences.all()],
         )
         for version, previous in zip(versions, previous_snapshots)
     ][::-1]
