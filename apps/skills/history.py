@@ -62,14 +62,11 @@ def field_text(value) -> str:
 def _intraline(old: str, new: str) -> tuple[SafeString, SafeString]:
     left, right = [], []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        if tag == "equal":
-            left.append(escape(old[i1:i2]))
-            right.append(escape(new[j1:j2]))
-            continue
-        if i2 > i1:
-            left.append(f"<del>{escape(old[i1:i2])}</del>")
-        if j2 > j1:
-            right.append(f"<ins>{escape(new[j1:j2])}</ins>")
+        removed, added = escape(old[i1:i2]), escape(new[j1:j2])
+        if tag != "equal":
+            removed, added = removed and f"<del>{removed}</del>", added and f"<ins>{added}</ins>"
+        left.append(removed)
+        right.append(added)
     return mark_safe("".join(left)), mark_safe("".join(right))
 
 
