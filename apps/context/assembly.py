@@ -46,9 +46,6 @@ class Item:
     tokens: int = 0  # of the rendered line, reference included
     sort_key: tuple = field(default_factory=tuple)
 
-    def render(self, ref: int) -> str:
-        return f"[{ref}] {self.body}"
-
 
 _DATE_FORMATS = {"year": "%Y", "month": "%Y-%m", "day": "%Y-%m-%d", "week": "%Y-%m-%d"}
 
@@ -136,9 +133,6 @@ class Block:
         lines += max(sections - 1, 0)  # blank lines between sections
         return tokens + max(lines - 1, 0)
 
-    def remaining(self) -> int:
-        return self.max_tokens - self.cost()
-
     def add(self, item: Item | None) -> bool:
         if item is None or self.cost(item) > self.max_tokens:
             return False
@@ -155,7 +149,7 @@ class Block:
             if lines:
                 lines.append("")
             lines.append(f"## {SECTIONS[section]}")
-            lines += [item.render(len(ordered) + number) for number, item in enumerate(items, 1)]
+            lines += [f"[{len(ordered) + number}] {item.body}" for number, item in enumerate(items, 1)]
             ordered += items
         return "\n".join(lines), ordered
 
@@ -234,19 +228,18 @@ def context_build(
         item_cap = max(int(max_tokens * ITEM_SHARE), MIN_ITEM_TOKENS)
         page_cap = max(int(max_tokens * PAGE_SHARE), MIN_ITEM_TOKENS)
         for hit in hits:
-            if block.remaining() < MIN_REMAINING:
+            if max_tokens - block.cost() < MIN_REMAINING:
                 break
             memory_type = hit.source.memory_type
             if page is not None and hit.instance.pk == page.pk:
                 continue
             cap = page_cap if memory_type == "profile" else item_cap
             block.add(_item(SECTION_OF_TYPE[memory_type], memory_type, hit.instance, hit.score, cap))
-    text, items = block.render()
-    tokens = estimate_tokens(text)
-    # The accounting above errs high (references as three digits); this keeps the promise if it ever does not.
-    while tokens > max_tokens:
-        last = items[-1]
-        block.items[last.section].remove(last)
+    while True:
         text, items = block.render()
         tokens = estimate_tokens(text)
+        if tokens <= max_tokens:
+            break
+        # The accounting above errs high (references as three digits); this keeps the promise if it ever does not.
+        block.items[items[-1].section].remove(items[-1])
     return Context(text=text, tokens=tokens, items=items, time_window=time_window)

@@ -109,9 +109,8 @@ class AuthMiddleware:
             return await _error(400, "bad_request", "Invalid Host header.")(scope, receive, send)
         if scope["path"].rstrip("/") == MCP_PATH:
             origin = _origin(scope, headers)
-            loop = asyncio.get_running_loop()
             try:
-                client = await loop.run_in_executor(
+                client = await asyncio.get_running_loop().run_in_executor(
                     self.executor,
                     partial(in_request_cycle, _authenticate, headers=headers, resource=origin + MCP_PATH),
                 )
@@ -124,20 +123,17 @@ class AuthMiddleware:
                         response.headers.append(name, value)
                 return await response(scope, receive, send)
             if scope["method"] != "POST":
-                return await _method_not_allowed(scope["method"])(scope, receive, send)
+                # Stateless, a GET stream would never carry a message and a DELETE has no session to end.
+                response = _error(
+                    405,
+                    "method_not_allowed",
+                    f"{scope['method']} is not allowed on /mcp: this stateless server offers no event stream (GET) "
+                    "and no session to end (DELETE); send each JSON-RPC message with POST.",
+                    headers={"Allow": "POST"},
+                )
+                return await response(scope, receive, send)
             scope.setdefault("state", {})[CLIENT_STATE] = client
         return await self.app(scope, receive, send)
-
-
-def _method_not_allowed(method: str) -> JSONResponse:
-    """Stateless, a GET stream would never carry a message and a DELETE has no session to end."""
-    return _error(
-        405,
-        "method_not_allowed",
-        f"{method} is not allowed on /mcp: this stateless server offers no event stream (GET) and no session "
-        "to end (DELETE); send each JSON-RPC message with POST.",
-        headers={"Allow": "POST"},
-    )
 
 
 async def healthz(request):

@@ -26,9 +26,8 @@ def application_bind(*, application: Application, client: Client, user=None) -> 
 def client_oauth_revoke(*, client: Client) -> int:
     """Its OAuth hosts must be approved again. Returns how many applications it unbound."""
     applications = Application.objects.filter(platform_binding__client=client)
-    RefreshToken.objects.filter(application__in=applications).delete()
-    AccessToken.objects.filter(application__in=applications).delete()
-    Grant.objects.filter(application__in=applications).delete()
+    for model in (RefreshToken, AccessToken, Grant):
+        model.objects.filter(application__in=applications).delete()
     count, _ = ApplicationBinding.objects.filter(client=client).delete()
     return count
 

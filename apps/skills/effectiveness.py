@@ -38,10 +38,6 @@ _PER_USER_COLUMNS = """
 """
 
 
-def top_ranks() -> int:
-    return settings.SKILL_EVIDENCE_TOP_RANKS
-
-
 def wilson_interval(successes: int, trials: int, z: float = Z) -> tuple[float, float] | None:
     if trials <= 0:
         return None
@@ -96,12 +92,11 @@ class Evidence:
             return None
         return self.rate - self.baseline_rate
 
-    def lift_interval(self) -> tuple[float, float] | None:
-        return newcombe_interval(self.successes, self.users, self.baseline_successes, self.baseline_users)
+    def lift_interval(self, z: float = Z) -> tuple[float, float] | None:
+        return newcombe_interval(self.successes, self.users, self.baseline_successes, self.baseline_users, z)
 
     def review_interval(self) -> tuple[float, float] | None:
-        z = review_z(self.users) if self.users else REVIEW_Z
-        return newcombe_interval(self.successes, self.users, self.baseline_successes, self.baseline_users, z)
+        return self.lift_interval(review_z(self.users) if self.users else REVIEW_Z)
 
     def harmful(self) -> bool:
         """Review looks after every sealed session, so its interval widens while evidence is young
@@ -113,14 +108,13 @@ class Evidence:
         return interval is not None and interval[1] < 0
 
     def as_dict(self) -> dict:
-        rate_interval, lift_interval = wilson_interval(self.successes, self.users), self.lift_interval()
         return {
             **asdict(self),
             "success_rate": _rounded(self.rate),
-            "success_rate_interval": _rounded_pair(rate_interval),
+            "success_rate_interval": _rounded_pair(wilson_interval(self.successes, self.users)),
             "baseline_rate": _rounded(self.baseline_rate),
             "lift": _rounded(self.lift),
-            "lift_interval": _rounded_pair(lift_interval),
+            "lift_interval": _rounded_pair(self.lift_interval()),
         }
 
     def summary(self) -> str:
@@ -189,7 +183,7 @@ def _user_outcomes(skill_id, *, since_version: int = 1) -> dict:
         SELECT version, sum(wins + losses), count(*), count(*) FILTER (WHERE {_USER_SUCCEEDED})
         FROM per_user GROUP BY version
         """,
-        [skill_id, since_version, top_ranks()],
+        [skill_id, since_version, settings.SKILL_EVIDENCE_TOP_RANKS],
     )
     return {version: (int(sessions), users, successes) for version, sessions, users, successes in rows}
 
@@ -200,17 +194,9 @@ def _baseline(skill: Skill) -> tuple[int, int]:
 
 
 def _evidence(uses: tuple, outcomes: tuple, baseline: tuple) -> Evidence:
-    (uses, applied), (sessions, users, successes), (baseline_users, baseline_successes) = uses, outcomes, baseline
-    return Evidence(
-        uses=uses,
-        applied=applied,
-        sessions=sessions,
-        users=users,
-        successes=successes,
-        failures=users - successes,
-        baseline_users=baseline_users,
-        baseline_successes=baseline_successes,
-    )
+    """From (uses, applied), (sessions, users, successes) and (baseline users, baseline successes)."""
+    _, users, successes = outcomes
+    return Evidence(*uses, *outcomes, users - successes, *baseline)
 
 
 def skill_evidence(skill: Skill) -> tuple[Evidence, dict[int, Evidence]]:
@@ -226,16 +212,12 @@ def skill_evidence(skill: Skill) -> tuple[Evidence, dict[int, Evidence]]:
     return overall, dict(sorted(versions.items(), reverse=True))
 
 
-def review_window_start(skill: Skill) -> int:
-    """Evidence before a person's latest approval does not count towards review: they looked since."""
+def review_evidence(skill: Skill) -> tuple[Evidence, int]:
+    # Evidence before a person's latest approval does not count towards review: they looked since.
     approved = SkillVersion.objects.filter(skill=skill, operation=SkillVersion.Operation.APPROVE).aggregate(
         version=Max("version")
     )["version"]
-    return approved or 1
-
-
-def review_evidence(skill: Skill) -> tuple[Evidence, int]:
-    since = review_window_start(skill)
+    since = approved or 1
     uses = _use_counts(skill.pk)
     in_window = [counts for version, counts in uses.items() if version is not None and version >= since]
     use_counts = (sum(uses for uses, _ in in_window), sum(applied for _, applied in in_window))
@@ -243,17 +225,13 @@ def review_evidence(skill: Skill) -> tuple[Evidence, int]:
     return _evidence(use_counts, outcomes, _baseline(skill)), since
 
 
-def feedback_counts(skill: Skill) -> dict:
-    rows = _fetch(f"SELECT verdict, count(*) FROM {_FEEDBACK} WHERE skill_id = %s GROUP BY verdict", [skill.pk])
-    return dict.fromkeys(SkillFeedback.Verdict.values, 0) | dict(rows)
-
-
 def skill_effectiveness(skill: Skill) -> dict:
     overall, versions = skill_evidence(skill)
     window, since = review_evidence(skill)
+    feedback = _fetch(f"SELECT verdict, count(*) FROM {_FEEDBACK} WHERE skill_id = %s GROUP BY verdict", [skill.pk])
     return {
         **overall.as_dict(),
-        "feedback": feedback_counts(skill),
+        "feedback": dict.fromkeys(SkillFeedback.Verdict.values, 0) | dict(feedback),
         "versions": [{"version": version, **evidence.as_dict()} for version, evidence in versions.items()],
         "review": {"since_version": since, **window.as_dict(), "harmful": window.harmful()},
     }
@@ -283,7 +261,9 @@ def _skill_outcomes(skill_ids: list) -> dict:
         SELECT DISTINCT u.skill_id, u.end_user_id, s.id AS session, s.outcome, s.sealed_at
         FROM {_USES} u {_SESSION_JOIN} WHERE u.skill_id = ANY(%s::uuid[]) AND {_COUNTED}
     """
-    return _user_counts("skill_id", sessions, [[str(skill_id) for skill_id in skill_ids], top_ranks()])
+    return _user_counts(
+        "skill_id", sessions, [[str(skill_id) for skill_id in skill_ids], settings.SKILL_EVIDENCE_TOP_RANKS]
+    )
 
 
 def _cached_many(prefix: str, keys: list, compute) -> dict:
@@ -368,21 +348,20 @@ def failure_notes(skills: list[Skill]) -> dict:
     return notes
 
 
-def _per_user_of_each_skill() -> str:
-    """Per-user outcomes of the changelist row's skill (the outer query's skill table)."""
-    return f"""(SELECT {_PER_USER_COLUMNS} FROM (
-        SELECT DISTINCT u.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_USES} u {_SESSION_JOIN}
-        WHERE u.skill_id = {_SKILLS}.id AND {_COUNTED}) counted GROUP BY end_user_id) per_user"""
+# Per-user outcomes of the changelist row's skill (the outer query's skill table).
+_PER_USER_OF_EACH_SKILL = f"""(SELECT {_PER_USER_COLUMNS} FROM (
+    SELECT DISTINCT u.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_USES} u {_SESSION_JOIN}
+    WHERE u.skill_id = {_SKILLS}.id AND {_COUNTED}) counted GROUP BY end_user_id) per_user"""
 
 
 def users_sql() -> tuple[str, list]:
-    return f"(SELECT count(*) FROM {_per_user_of_each_skill()})", [top_ranks()]
+    return f"(SELECT count(*) FROM {_PER_USER_OF_EACH_SKILL})", [settings.SKILL_EVIDENCE_TOP_RANKS]
 
 
 def success_rate_sql() -> tuple[str, list]:
     return (
-        f"(SELECT avg(CASE WHEN {_USER_SUCCEEDED} THEN 1.0 ELSE 0.0 END) FROM {_per_user_of_each_skill()})",
-        [top_ranks()],
+        f"(SELECT avg(CASE WHEN {_USER_SUCCEEDED} THEN 1.0 ELSE 0.0 END) FROM {_PER_USER_OF_EACH_SKILL})",
+        [settings.SKILL_EVIDENCE_TOP_RANKS],
     )
 
 
@@ -395,6 +374,6 @@ def outcomes_over_time(skill: Skill, *, weeks: int = 12) -> list[tuple]:
         FROM {_USES} u {_SESSION_JOIN} WHERE u.skill_id = %s AND {_COUNTED}
         GROUP BY week ORDER BY week DESC LIMIT %s
         """,
-        [skill.pk, top_ranks(), weeks],
+        [skill.pk, settings.SKILL_EVIDENCE_TOP_RANKS, weeks],
     )
     return list(reversed(rows))

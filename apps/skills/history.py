@@ -4,6 +4,7 @@ its lineage down to the transcript turns its experiences were learned from."""
 import difflib
 import json
 from dataclasses import dataclass, field
+from itertools import groupby
 
 from django.db.models import Prefetch
 from django.urls import reverse
@@ -61,14 +62,11 @@ def field_text(value) -> str:
 def _intraline(old: str, new: str) -> tuple[SafeString, SafeString]:
     left, right = [], []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        if tag == "equal":
-            left.append(escape(old[i1:i2]))
-            right.append(escape(new[j1:j2]))
-            continue
-        if i2 > i1:
-            left.append(f"<del>{escape(old[i1:i2])}</del>")
-        if j2 > j1:
-            right.append(f"<ins>{escape(new[j1:j2])}</ins>")
+        removed, added = escape(old[i1:i2]), escape(new[j1:j2])
+        if tag != "equal":
+            removed, added = removed and f"<del>{removed}</del>", added and f"<ins>{added}</ins>"
+        left.append(removed)
+        right.append(added)
     return mark_safe("".join(left)), mark_safe("".join(right))
 
 
@@ -79,17 +77,10 @@ def _fold_row(skipped: int) -> DiffRow:
 def _fold(rows: list[DiffRow]) -> list[DiffRow]:
     changed = [index for index, row in enumerate(rows) if row.kind != "equal"]
     keep = {index for c in changed for index in range(c - CONTEXT_LINES, c + CONTEXT_LINES + 1)}
-    folded, skipped = [], 0
-    for index, row in enumerate(rows):
-        if index not in keep:
-            skipped += 1
-            continue
-        if skipped:
-            folded.append(_fold_row(skipped))
-            skipped = 0
-        folded.append(row)
-    if skipped:
-        folded.append(_fold_row(skipped))
+    folded = []
+    for kept, run in groupby(enumerate(rows), key=lambda item: item[0] in keep):
+        run = [row for _, row in run]
+        folded += run if kept else [_fold_row(len(run))]
     return folded
 
 
@@ -124,26 +115,21 @@ def snapshot_changes(previous: dict, current: dict) -> list[FieldChange]:
     return changes
 
 
-def _evidence(experiences: list[SkillExperience], seq_by_message: dict) -> list[Evidence]:
-    items = []
-    for experience in experiences:
-        transcript_url = (
-            reverse("admin:conversations_session_transcript", args=[experience.session_id])
-            if experience.session_id
-            else None
-        )
-        seqs = sorted({seq_by_message[pk] for pk in experience.source_message_ids if pk in seq_by_message})
-        evidence = experience.evidence if isinstance(experience.evidence, dict) else {}
-        items.append(
-            Evidence(
-                experience=experience,
-                quote=str(evidence.get("quote", "")),
-                signal_type=str(evidence.get("signal_type", "")),
-                transcript_url=transcript_url,
-                turns=[(seq, f"{transcript_url}#turn-{seq}") for seq in seqs] if transcript_url else [],
-            )
-        )
-    return items
+def _evidence(experience: SkillExperience, seq_by_message: dict) -> Evidence:
+    transcript_url = (
+        reverse("admin:conversations_session_transcript", args=[experience.session_id])
+        if experience.session_id
+        else None
+    )
+    seqs = sorted({seq_by_message[pk] for pk in experience.source_message_ids if pk in seq_by_message})
+    evidence = experience.evidence if isinstance(experience.evidence, dict) else {}
+    return Evidence(
+        experience=experience,
+        quote=str(evidence.get("quote", "")),
+        signal_type=str(evidence.get("signal_type", "")),
+        transcript_url=transcript_url,
+        turns=[(seq, f"{transcript_url}#turn-{seq}") for seq in seqs] if transcript_url else [],
+    )
 
 
 def message_seqs(*, organization_id, message_ids) -> dict:
@@ -157,7 +143,7 @@ def message_seqs(*, organization_id, message_ids) -> dict:
 
 def experience_evidence(experience: SkillExperience) -> Evidence:
     seqs = message_seqs(organization_id=experience.organization_id, message_ids=experience.source_message_ids)
-    return _evidence([experience], seqs)[0]
+    return _evidence(experience, seqs)
 
 
 def skill_history(*, skill: Skill) -> list[VersionEntry]:
@@ -171,14 +157,12 @@ def skill_history(*, skill: Skill) -> list[VersionEntry]:
         pk for version in versions for experience in version.experiences.all() for pk in experience.source_message_ids
     ]
     seq_by_message = message_seqs(organization_id=skill.organization_id, message_ids=message_ids)
-    entries, previous = [], {}
-    for version in versions:
-        entries.append(
-            VersionEntry(
-                version=version,
-                changes=snapshot_changes(previous, version.snapshot),
-                evidence=_evidence(list(version.experiences.all()), seq_by_message),
-            )
+    previous_snapshots = [{}, *(version.snapshot for version in versions)]
+    return [
+        VersionEntry(
+            version=version,
+            changes=snapshot_changes(previous, version.snapshot),
+            evidence=[_evidence(experience, seq_by_message) for experience in version.experiences.all()],
         )
-        previous = version.snapshot
-    return entries[::-1]
+        for version, previous in zip(versions, previous_snapshots)
+    ][::-1]

@@ -55,18 +55,16 @@ def retrieve_skills(*, client, data) -> dict:
         user_id=retrieval.get("user_id"),
         session_id=retrieval.get("session_id"),
     )
-    skills = []
     for retrieved in ranked:
         skill = retrieved.skill
         skill.score, skill.relevance = retrieved.score, retrieved.relevance
         skill.effectiveness_factor = retrieved.adjustment.factor
         skill.effectiveness_reason = retrieved.adjustment.reason
-        skills.append(skill)
     return {
         "task": retrieval["task"],
         "session_id": retrieval.get("session_id"),
         "effectiveness_weight": settings.SKILL_EFFECTIVENESS_WEIGHT,
-        "skills": RetrievedSkillSerializer(skills, many=True).data,
+        "skills": RetrievedSkillSerializer([retrieved.skill for retrieved in ranked], many=True).data,
     }
 
 

@@ -96,11 +96,8 @@ def feedback_session(*, reader: Reader, skill: Skill, user_id: str, session_id: 
     sessions = list(
         session_list(reader=reader).filter(end_user__user_id=user_id, session_id=session_id).select_related("end_user")
     )
-    for scope in (skill.scope, write_scope):
-        for session in sessions:
-            if session.scope == scope:
-                return session
-    return sessions[0] if len(sessions) == 1 else None
+    by_scope = {session.scope: session for session in sessions}
+    return by_scope.get(skill.scope) or by_scope.get(write_scope) or (sessions[0] if len(sessions) == 1 else None)
 
 
 def session_distilled_into(session) -> str:

@@ -42,9 +42,7 @@ class SkillUseOutputSerializer(serializers.Serializer):
     applied_at = serializers.DateTimeField()
 
 
-class SkillFeedbackInputSerializer(InputSerializer):
-    user_id = fields.CharField(max_length=255)
-    session_id = fields.RegexField(SESSION_ID_PATTERN, error_messages=SESSION_ID_ERRORS)
+class SkillFeedbackInputSerializer(SkillUseInputSerializer):
     verdict = fields.ChoiceField(choices=SkillFeedback.Verdict.choices)
     reason = fields.CharField(max_length=2000, required=False, allow_blank=True, default="")
 

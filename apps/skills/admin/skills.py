@@ -140,10 +140,7 @@ class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
         "effectiveness",
     ]
     fieldsets = [
-        (
-            None,
-            {"fields": ["name", "entry_type", "description", "instructions", "triggers", "examples", "change_reason"]},
-        ),
+        (None, {"fields": [*SkillChangeForm.Meta.fields, "change_reason"]}),
         ("State", {"fields": readonly_fields[:-1]}),
         ("Effectiveness", {"fields": ["effectiveness"]}),
     ]

@@ -1,6 +1,7 @@
 """Distillation of sealed task sessions into SkillExperience rows, and the queueing of evolution."""
 
 import logging
+from dataclasses import asdict
 
 from django.conf import settings
 from django.db import transaction
@@ -107,16 +108,9 @@ def session_distill(*, session: Session, task=None) -> dict:
             scope=session.scope,
             end_user_id=session.end_user_id,
             session=session,
-            source_message_ids=lesson.source_message_ids,
-            experience_type=lesson.experience_type,
-            title=lesson.title,
-            content=lesson.content,
-            importance=lesson.importance,
-            credibility=lesson.credibility,
-            evidence=lesson.evidence,
-            action_signature=lesson.action_signature,
             created_by_id=session.client_id,
             embedding_model=embedding_model_name(),
+            **asdict(lesson),
             **_screened(lesson),
         )
         for lesson in kept

@@ -7,10 +7,6 @@ from apps.skills.models import Skill, SkillFeedback, SkillUse
 from apps.tenancy.models import EndUser
 
 
-def client_actor(client) -> str:
-    return f"client:{client.name}"
-
-
 def skill_uses_apply(*, skill: Skill, client, user_id: str, session_id: str) -> dict:
     """Uses already marked keep the time they were first marked."""
     uses = SkillUse.objects.filter(
@@ -48,5 +44,5 @@ def skill_feedback_record(
         verdict=verdict,
         reason=reason,
         client=client,
-        actor=actor or client_actor(client),
+        actor=actor or f"client:{client.name}",
     )

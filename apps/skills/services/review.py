@@ -13,7 +13,6 @@ from apps.skills.services.skills import (
     EDITABLE_FIELDS,
     skill_archive,
     skill_return_to_review,
-    skill_share,
     skill_update,
 )
 
@@ -50,7 +49,14 @@ def skill_share_by_person(*, skill: Skill, actor: str, reason: str = "") -> Skil
         raise ConflictError(f"{skill.name} is one user's own skill; it is not shared.")
     if skill.shared:
         raise ConflictError(f"{skill.name} is already shared.")
-    return skill_share(skill=skill, actor=actor, reason=reason or "Shared by a person.")
+    return skill_update(
+        skill=skill,
+        changes={},
+        actor=actor,
+        reason=reason or "Shared by a person.",
+        shared=True,
+        operation=SkillVersion.Operation.SHARE,
+    )
 
 
 def skill_reject(*, skill: Skill, actor: str, reason: str) -> Skill:
@@ -131,20 +137,17 @@ def skills_review_effectiveness(*, session) -> list[Skill]:
     return sent
 
 
-def skills_held_by_evidence(*, organization):
-    return Skill.objects.filter(
+def skills_review_reassess(*, organization) -> list[Skill]:
+    """After an erasure took evidence away: a skill sent to review only by what the erased user did is
+    active again; one a person or an erasure touched since waits for a person."""
+    held = Skill.objects.filter(
         organization=organization,
         status=Skill.Status.PENDING_REVIEW,
         versions__version=F("version"),
         versions__actor=EFFECTIVENESS_ACTOR,
     ).select_related("organization", "end_user")
-
-
-def skills_review_reassess(*, organization) -> list[Skill]:
-    """After an erasure took evidence away: a skill sent to review only by what the erased user did is
-    active again; one a person or an erasure touched since waits for a person."""
     restored = []
-    for skill in skills_held_by_evidence(organization=organization):
+    for skill in held:
         evidence, _ = review_evidence(skill)
         if evidence.harmful():
             continue

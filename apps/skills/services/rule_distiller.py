@@ -88,11 +88,7 @@ def tool_calls(messages) -> list[ToolCall]:
 
 def action_signature(calls: list[ToolCall]) -> list[str]:
     """The distinct tools that ran successfully, in the order of their first success."""
-    signature: list[str] = []
-    for call in calls:
-        if call.result_message is not None and not call.failed and call.name not in signature:
-            signature.append(call.name)
-    return signature
+    return list(dict.fromkeys(call.name for call in calls if call.result_message is not None and not call.failed))
 
 
 def task_request(messages) -> tuple[str, list]:

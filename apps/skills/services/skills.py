@@ -164,12 +164,6 @@ def skill_update(
     return skill
 
 
-def skill_share(*, skill: Skill, actor: str, reason: str) -> Skill:
-    return skill_update(
-        skill=skill, changes={}, actor=actor, reason=reason, shared=True, operation=SkillVersion.Operation.SHARE
-    )
-
-
 def skill_archive(*, skill: Skill, actor: str, reason: str, experiences=()) -> Skill:
     """Archiving is the only way evolution retires a skill: recorded, reversible, never silent."""
     return skill_update(

@@ -39,28 +39,23 @@ def render_transcript(messages, *, max_message_chars: int, max_total_chars: int)
         return RenderedTranscript("\n".join(lines), truncated, 0)
     reserve = len(elision_marker(len(lines), total)) + 2
     budget = max(0, max_total_chars - reserve)
-    head, tail = [], []
-    head_size = tail_size = 0
     low, high = 0, len(lines) - 1
+    head_size = tail_size = 0
     # Alternate head and tail so both ends keep about half of the budget.
     while low <= high:
         take_head = head_size <= tail_size
-        line = lines[low] if take_head else lines[high]
-        if (head_size + tail_size + len(line) + 1) > budget:
+        size = len(lines[low] if take_head else lines[high]) + 1
+        if head_size + tail_size + size > budget:
             break
         if take_head:
-            head.append(line)
-            head_size += len(line) + 1
-            low += 1
+            head_size, low = head_size + size, low + 1
         else:
-            tail.append(line)
-            tail_size += len(line) + 1
-            high -= 1
-    elided = lines[low : high + 1]
+            tail_size, high = tail_size + size, high - 1
+    head, elided, tail = lines[:low], lines[low : high + 1], lines[high + 1 :]
     if not head and not tail:  # even one turn does not fit: cut characters instead
         text = "\n".join(lines)
         half = budget // 2
         marker = elision_marker(len(lines), len(text) - 2 * half)
         return RenderedTranscript(f"{text[:half]}\n{marker}\n{text[len(text) - half :]}", truncated, len(lines))
     marker = elision_marker(len(elided), sum(len(line) + 1 for line in elided))
-    return RenderedTranscript("\n".join([*head, marker, *reversed(tail)]), truncated, len(elided))
+    return RenderedTranscript("\n".join([*head, marker, *tail]), truncated, len(elided))

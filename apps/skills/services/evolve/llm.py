@@ -142,10 +142,9 @@ def validate_operation(raw: dict, *, skills_by_name: dict, labels: dict) -> dict
                 changes[name] = changes[name][: TEXT_LIMITS[name]]
                 if not _is_small_edit(getattr(skill, name), changes[name]):
                     raise OperationError(f"edit of {skill.name}: the new {name} is a rewrite, not an edit")
-        if "triggers" in changes:
-            changes["triggers"] = _triggers(changes["triggers"])
-        if "examples" in changes:
-            changes["examples"] = _examples(changes["examples"])
+        for name, clean in (("triggers", _triggers), ("examples", _examples)):
+            if name in changes:
+                changes[name] = clean(changes[name])
         return {"op": op, "skill": skill, "changes": changes, "experiences": experiences}
     if len(set(answer.skills)) < 2:
         raise OperationError("merge: skills must name two or more skills")

@@ -34,9 +34,7 @@ class Draft:
     reasons: list = field(default_factory=list)
 
     def get(self, name):
-        if name in self.fields:
-            return self.fields[name]
-        return getattr(self.skill, name) if self.skill is not None else None
+        return self.fields[name] if name in self.fields else getattr(self.skill, name, None)
 
 
 def _humanise(tool: str) -> str:
