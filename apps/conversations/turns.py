@@ -56,24 +56,15 @@ def cut(text: str, limit: int) -> tuple[str, bool]:
     return text[:kept] + truncation_marker(len(text) - kept), True
 
 
-def _flatten_content(content) -> str | None:
-    if content is None:
-        return None
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            if isinstance(part, str):
-                texts.append(part)
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-            elif isinstance(part, dict) and part.get("type") in ("image_url", "input_image", "image"):
-                texts.append("[image]")
-            else:
-                texts.append(json.dumps(part, ensure_ascii=False, default=str))
-        return "\n".join(texts)
-    return json.dumps(content, ensure_ascii=False, default=str)
+def _part_text(part) -> str:
+    """One content part as text (ChatMessage took content as a string, a list of parts or null)."""
+    if isinstance(part, str):
+        return part
+    if isinstance(part, dict) and isinstance(part.get("text"), str):
+        return part["text"]
+    if isinstance(part, dict) and part.get("type") in ("image_url", "input_image", "image"):
+        return "[image]"
+    return json.dumps(part, ensure_ascii=False, default=str)
 
 
 def _tool_call_text(call) -> tuple[dict | None, str]:
@@ -169,19 +160,14 @@ def _turn(message: ChatMessage, *, occurred_at: datetime, max_chars: int, tool_n
     role = ROLE_ALIASES.get(message.role, message.role)
     name = message.name or ""
     tool_call_id = message.tool_call_id or ""
-    text = _flatten_content(message.content) or ""
-    structured_calls = None
-    if raw_calls:
-        structured_calls, call_texts = [], []
-        for call in raw_calls:
-            structured, call_text = _tool_call_text(call)
-            call_texts.append(call_text)
-            if structured is not None:
-                structured_calls.append(structured)
-                if structured["id"]:
-                    tool_names_by_call_id[structured["id"]] = structured["function"]["name"]
-        text = "\n".join(([text] if text else []) + call_texts)
-        structured_calls = structured_calls or None
+    content = message.content
+    text = content if isinstance(content, str) else "\n".join(map(_part_text, content or []))
+    calls = [_tool_call_text(call) for call in raw_calls or []]
+    structured_calls = [structured for structured, _ in calls if structured is not None] or None
+    tool_names_by_call_id.update(
+        (call["id"], call["function"]["name"]) for call in structured_calls or () if call["id"]
+    )
+    text = "\n".join(filter(None, [text, *(call_text for _, call_text in calls)]))
     if role == "tool":
         name = name or tool_names_by_call_id.get(tool_call_id, "")
         text = f"[{name or 'tool'}] {text}"

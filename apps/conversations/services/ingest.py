@@ -78,7 +78,6 @@ def _session_locked(lookup: dict) -> Session | None:
 
 def _seal_older_sessions(*, session, client) -> list:
     """A newer session of the same user and tag closes the older open ones of the same scope."""
-    tasks = []
     older = (
         Session.objects.select_for_update()
         .filter(
@@ -90,9 +89,7 @@ def _seal_older_sessions(*, session, client) -> list:
         )
         .exclude(pk=session.pk)
     )
-    for previous in older:
-        tasks.extend(session_seal(session=previous, client=client))
-    return tasks
+    return [task for previous in older for task in session_seal(session=previous, client=client)]
 
 
 def _check_add_arguments(user_id, session_id, session_tag, outcome, filter_tags, idempotency_key) -> None:
@@ -201,15 +198,8 @@ def _turns_store(*, session: Session, end_user, turns: list, client, outcome: st
                 "scope": session.scope,
                 "session_id": session.pk,
                 "seq": first_seq + offset,
-                "role": turn.role,
-                "name": turn.name,
-                "content": turn.content,
-                "tool_calls": turn.tool_calls,
-                "tool_call_id": turn.tool_call_id,
-                "metadata": turn.metadata,
-                "truncated": turn.truncated,
-                "occurred_at": turn.occurred_at or now,
                 "created_by_id": client.pk,
+                **vars(turn),  # normalise_messages dated every turn
             }
             for offset, turn in enumerate(turns)
         ],
@@ -230,5 +220,4 @@ def _turns_store(*, session: Session, end_user, turns: list, client, outcome: st
 
 def idempotency_records_prune() -> int:
     cutoff = timezone.now() - timedelta(hours=settings.IDEMPOTENCY_KEY_TTL_HOURS)
-    deleted, _ = IngestRequest.objects.filter(created_at__lt=cutoff).delete()
-    return deleted
+    return IngestRequest.objects.filter(created_at__lt=cutoff).delete()[0]
