@@ -149,14 +149,10 @@ def llm_scores(query: str, candidates: list[Candidate], *, reader) -> list[float
 
     question = f"Question: {fit_text(query, room_for(LLM_INSTRUCTIONS) // 4)}\n\nItems:\n"
     share = room_for(LLM_INSTRUCTIONS, question) // max(1, len(candidates)) - 1  # each item's share
+    dates = [f"{candidate.occurred_at:%d %B %Y}: " if candidate.occurred_at else "" for candidate in candidates]
     items = "\n".join(
-        fit_text(
-            f"[{number}] {candidate.occurred_at:%d %B %Y}: {candidate.text[:LLM_ITEM_CHARS]}"
-            if candidate.occurred_at
-            else f"[{number}] {candidate.text[:LLM_ITEM_CHARS]}",
-            share,
-        )
-        for number, candidate in enumerate(candidates, start=1)
+        fit_text(f"[{number}] {date}{candidate.text[:LLM_ITEM_CHARS]}", share)
+        for number, (candidate, date) in enumerate(zip(candidates, dates), start=1)
     )
     data = chat_json(
         messages=[{"role": "system", "content": LLM_INSTRUCTIONS}, {"role": "user", "content": question + items}],
@@ -167,13 +163,11 @@ def llm_scores(query: str, candidates: list[Candidate], *, reader) -> list[float
         max_retries=0,
     )
     ranking = parse_answer(RankingAnswer, data).ranking
+    # Numbers out of range or repeated are ignored: the model may only reorder.
+    ranked = [number for number in dict.fromkeys(ranking) if 1 <= number <= len(candidates)]
     scores = [0.0] * len(candidates)
-    position = 0
-    for number in ranking:
-        # Numbers out of range or repeated are ignored: the model may only reorder.
-        if 1 <= number <= len(candidates) and not scores[number - 1]:
-            scores[number - 1] = 1.0 / (1 + position)
-            position += 1
+    for position, number in enumerate(ranked):
+        scores[number - 1] = 1.0 / (1 + position)
     return scores
 
 

@@ -105,17 +105,13 @@ def keyword_ctes(
 
 
 def bm25_sql(source, where, where_params, query, limit, scan: bool, *, database: str) -> tuple[str, list]:
-    ctes, params = [], []
+    stats = None if scan else corpus_stats(source, where, where_params, database=database)
+    ctes, params = keyword_ctes(source, where, where_params, query, limit, stats, database=database)
     if scan:
         visible_sql, visible_params = visible_cte(source, where, where_params, None)
-        ctes.append(visible_sql)
-        params += visible_params
-    stats = None if scan else corpus_stats(source, where, where_params, database=database)
-    keyword_sql, keyword_params = keyword_ctes(source, where, where_params, query, limit, stats, database=database)
-    ctes.append(keyword_sql)
-    params += keyword_params
+        ctes, params = f"{visible_sql}, {ctes}", [*visible_params, *params]
     visible_rows = "(SELECT count(*) FROM visible)" if scan else "NULL::bigint"
     return (
-        f"WITH {', '.join(ctes)} SELECT id, score, {visible_rows} AS visible_rows FROM keyword ORDER BY score DESC, id",
+        f"WITH {ctes} SELECT id, score, {visible_rows} AS visible_rows FROM keyword ORDER BY score DESC, id",
         params,
     )
