@@ -44,16 +44,12 @@ class Turn:
     truncated: bool = False
 
 
-def truncation_marker(removed: int) -> str:
-    return f"\n…[truncated {removed} characters]"
-
-
 def cut(text: str, limit: int) -> tuple[str, bool]:
     """Keeps the head of an oversized text and says how much was removed."""
     if len(text) <= limit:
         return text, False
     kept = max(0, limit - 40)  # leaves room for the marker within the limit
-    return text[:kept] + truncation_marker(len(text) - kept), True
+    return text[:kept] + f"\n…[truncated {len(text) - kept} characters]", True
 
 
 def _part_text(part) -> str:
@@ -110,7 +106,7 @@ def normalise_messages(raw_messages: list, *, max_chars: int, default_occurred_a
         try:
             message, occurred_at = _checked_message(raw, default_occurred_at=default_occurred_at)
         except _BadMessage as exc:
-            errors[index] = exc.problems
+            errors[index] = exc.args[0]
             continue
         turns.append(
             _turn(message, occurred_at=occurred_at, max_chars=max_chars, tool_names_by_call_id=tool_names_by_call_id)
@@ -121,9 +117,7 @@ def normalise_messages(raw_messages: list, *, max_chars: int, default_occurred_a
 
 
 class _BadMessage(Exception):
-    def __init__(self, problems: dict[str, list[str]]):
-        super().__init__(problems)
-        self.problems = problems
+    """Its argument: the message's problems by field."""
 
 
 def _checked_message(raw, *, default_occurred_at: datetime) -> tuple[ChatMessage, datetime]:

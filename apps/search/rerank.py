@@ -65,9 +65,8 @@ def _query_dates(query: str) -> tuple[set[int], set[int]]:
     """Months and years the question names."""
     months, years = set(), set()
     for word in _WORD.findall(query.lower()):
-        if word.isdigit():
-            if 1900 <= int(word) <= 2100:
-                years.add(int(word))
+        if word.isdigit() and 1900 <= int(word) <= 2100:
+            years.add(int(word))
         elif word in _MONTHS and (word != "may" or re.search(r"\bmay\s+(\d{4}|of)\b|\bin may\b", query.lower())):
             months.add(_MONTHS[word])
     return months, years

@@ -64,10 +64,9 @@ def messages_delete(*, message_ids) -> dict:
     contexts = _refresh_neighbours(
         places={(session_id, seq + step) for session_id, seq in gone for step in (-1, 1)} - gone
     )
-    by_count: dict[int, list] = {}
-    for session_id, count in Counter(session_id for _, session_id, _ in rows).items():
-        by_count.setdefault(count, []).append(session_id)
-    for count, session_ids in by_count.items():
+    counts = Counter(session_id for _, session_id, _ in rows)
+    for count in dict.fromkeys(counts.values()):  # one UPDATE per distinct count
+        session_ids = [session_id for session_id, n in counts.items() if n == count]
         Session.objects.filter(pk__in=session_ids).update(
             message_count=Greatest(F("message_count") - count, Value(0)), updated_at=timezone.now()
         )

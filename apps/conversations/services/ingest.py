@@ -140,8 +140,7 @@ def messages_ingest(
         if record is None:
             return response
 
-    filter_tags = dict(filter_tags or {})
-    filter_tags["scope"] = client.write_scope
+    filter_tags = {**(filter_tags or {}), "scope": client.write_scope}
     end_user = end_user_get_or_create(organization=client.organization, user_id=user_id)
     session, _, tasks = _session_for_add(
         client=client, end_user=end_user, session_id=session_id, session_tag=session_tag, filter_tags=filter_tags

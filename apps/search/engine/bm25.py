@@ -26,15 +26,11 @@ def keyword_ctes(
     """CTEs ending in `keyword(id, score)`: term frequency weighted by label (B, C: context such as
     neighbouring turns), statistics of the corpus the caller sees: the `visible` CTE when `stats` is
     None, else the GIN index finds the matches and `stats` (`corpus_stats`) sizes the corpus."""
-    common: list[str] = []
+    common, corpus_params, matches_params, df_params = [], [], [], []
     if stats is None:
-        corpus_sql, corpus_params = (
-            "SELECT count(*)::float AS n, greatest(avg(length(doc)), 1)::float AS avgdl FROM visible",
-            [],
-        )
+        corpus_sql = "SELECT count(*)::float AS n, greatest(avg(length(doc)), 1)::float AS avgdl FROM visible"
         matches_sql = "matches AS (SELECT v.id, v.doc FROM visible v, query WHERE v.doc @@ query.q)"
         df_sql = "df AS (SELECT lexeme, count(*)::float AS df FROM postings GROUP BY lexeme)"
-        matches_params, df_params = [], []
     else:
         vector, table = source.search_vector_column, source.table
         # A term in most items would make each a match to score for an IDF below ln 2: left out
