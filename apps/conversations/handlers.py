@@ -5,8 +5,8 @@ from django.db import transaction
 from apps.conversations.models import Message
 from apps.conversations.routing import EMBED_MESSAGES
 from apps.conversations.services.dates import DATED_FIELDS, message_apply_dates
-from apps.conversations.services.deletion import neighbour_context
-from apps.conversations.services.sessions import session_lock
+from apps.conversations.services.deletion import contexts_refreshed
+from apps.conversations.services.sessions import sessions_lock
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.registry import register_handler
 from apps.providers.embeddings import embed_texts, embedding_model_name
@@ -20,7 +20,7 @@ def handle_embed_messages(task) -> dict:
     session_id, first, last = task.payload["session"], task.payload["from_seq"], task.payload["to_seq"]
     # Under the session's lock, so a turn deleted meanwhile is not copied into a neighbour's context.
     with transaction.atomic():
-        session_lock(session_id=session_id)
+        sessions_lock(session_ids=[session_id])
         # One turn on each side: the turn before this batch gains a following neighbour now.
         window = list(
             Message.objects.filter(session_id=session_id, seq__gte=first - 2, seq__lte=last + 1)
@@ -28,18 +28,10 @@ def handle_embed_messages(task) -> dict:
             .order_by("seq")
         )
         dated = [message for message in window if first <= message.seq <= last and message_apply_dates(message)]
-        changed_context = []
-        by_seq = {message.seq: message for message in window}
-        for message in window:
-            if not first - 1 <= message.seq <= last:
-                continue
-            context = neighbour_context(by_seq.get(message.seq - 1), by_seq.get(message.seq + 1), message.metadata)
-            if context != message.context:
-                message.context = context
-                changed_context.append(message)
+        by_place = {(message.session_id, message.seq): message for message in window}
+        changed_context = contexts_refreshed(by_place, [place for place in by_place if first - 1 <= place[1] <= last])
         changed = list({message.pk: message for message in [*dated, *changed_context]}.values())
-        if changed:
-            Message.objects.bulk_update(changed, ["context", "metadata", "date_span"])
+        Message.objects.bulk_update(changed, ["context", "metadata", "date_span"])
 
     model = embedding_model_name()
     pending = [message for message in window if first <= message.seq <= last and message.embedding_model != model]

@@ -30,14 +30,7 @@ def add_memory(*, client, data, idempotency_key: str | None = None) -> dict:
     add = validated(serializers.MemoryAddInputSerializer, data)
     body = messages_ingest(
         client=client,
-        user_id=add["user_id"],
-        session_id=add["session_id"],
-        messages=add["messages"],
-        occurred_at=add.get("occurred_at"),
-        session_tag=add.get("session_tag"),
-        filter_tags=add.get("filter_tags"),
-        seal=add["seal"],
-        outcome=add.get("outcome"),
+        **add,
         idempotency_key=idempotency_key or None,
         request_hash=request_fingerprint(data) if idempotency_key else None,
     )

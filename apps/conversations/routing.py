@@ -43,17 +43,23 @@ def _enqueue_if_handled(task_type: str, payload: dict, *, session, client=None, 
     return enqueue(task_type, payload, organization=session.organization, scope=session.scope, client=client, **options)
 
 
-def _enqueue_debounced(task_type: str, session, *, key: str, delay: float, client=None) -> MemoryTask | None:
-    """One pending task of this type per session, `delay` seconds out while it is open; due at once
+# A debounced type's key prefix and its delay in EXTRACTION_DEBOUNCE_SECONDS: entity projection reads
+# what extraction learns, so it waits out twice extraction's debounce.
+DEBOUNCED = {EXTRACT_MEMORIES: ("extract", 1), PROJECT_ENTITIES: ("project", 2)}
+
+
+def _enqueue_debounced(task_type: str, session, *, client=None) -> MemoryTask | None:
+    """One pending task of this type per session, its delay out while it is open; due at once
     (a waiting one brought forward) when it is sealed, since nothing will join it."""
     if not _handled(task_type):
         return None
     sealed = session.status == Session.Status.SEALED
+    prefix, delays = DEBOUNCED[task_type]
     task = enqueue_debounced(
         task_type,
         {"session": str(session.pk)},
-        key=key,
-        delay=0 if sealed else delay,
+        key=f"{prefix}:{session.pk}",
+        delay=0 if sealed else delays * settings.EXTRACTION_DEBOUNCE_SECONDS,
         organization=session.organization,
         scope=session.scope,
         client=client,
@@ -76,24 +82,11 @@ def embedding_enqueue(session, *, from_seq: int, to_seq: int, client=None) -> Me
 
 
 def extraction_enqueue(session, *, client=None) -> MemoryTask | None:
-    return _enqueue_debounced(
-        EXTRACT_MEMORIES,
-        session,
-        key=f"extract:{session.pk}",
-        delay=settings.EXTRACTION_DEBOUNCE_SECONDS,
-        client=client,
-    )
+    return _enqueue_debounced(EXTRACT_MEMORIES, session, client=client)
 
 
 def projection_enqueue(session, *, client=None) -> MemoryTask | None:
-    """Entity projection reads what extraction learns: it waits out twice extraction's debounce."""
-    return _enqueue_debounced(
-        PROJECT_ENTITIES,
-        session,
-        key=f"project:{session.pk}",
-        delay=2 * settings.EXTRACTION_DEBOUNCE_SECONDS,
-        client=client,
-    )
+    return _enqueue_debounced(PROJECT_ENTITIES, session, client=client)
 
 
 def extraction_pending_until(session):

@@ -53,24 +53,9 @@ def session_list(*, reader: Reader, filters: dict | None = None):
     return queryset.order_by("-last_message_at", "-created_at")
 
 
-class AmbiguousSession(InvalidInput):
-    """A 400 asking for `scope`: several readable scopes hold this session id, none the client's own."""
-
-    def __init__(self, session_id: str, scopes: list[str]):
-        self.scopes = scopes
-        super().__init__(
-            {
-                "scope": [
-                    f"Session {session_id!r} exists in several scopes this client reads ({', '.join(scopes)}); "
-                    "name one with ?scope=."
-                ]
-            }
-        )
-
-
 def session_get(*, client, user_id: str, session_id: str, scope: str | None = None) -> Session:
     """One user's session by its id among those the client reads: the one in `scope`, else the write
-    scope's, else the only one; NotFound, or AmbiguousSession (naming readable scopes leaks nothing)."""
+    scope's, else the only one; NotFound, or a 400 asking for `scope` (naming readable scopes leaks nothing)."""
     queryset = (
         session_list(reader=client.reader)
         .select_related("organization")
@@ -79,14 +64,14 @@ def session_get(*, client, user_id: str, session_id: str, scope: str | None = No
     if scope is not None:
         queryset = queryset.filter(scope=scope)
     sessions = list(queryset)
-    for session in sessions:
-        if session.scope == client.write_scope:
-            return session
-    if len(sessions) == 1:
-        return sessions[0]
+    own = [session for session in sessions if session.scope == client.write_scope]  # at most one
+    if own or len(sessions) == 1:
+        return (own or sessions)[0]
     if not sessions:
         raise NotFound()
-    raise AmbiguousSession(session_id, sorted(session.scope for session in sessions))
+    scopes = ", ".join(sorted(session.scope for session in sessions))
+    message = f"Session {session_id!r} exists in several scopes this client reads ({scopes}); name one with ?scope=."
+    raise InvalidInput({"scope": [message]})
 
 
 def session_indexed_through(*, session: Session) -> int:

@@ -7,18 +7,13 @@ from apps.conversations.models import SESSION_ID_PATTERN, Session, SessionTag
 from apps.core import fields
 from apps.core.api import InputSerializer, projection
 from apps.core.pagination import MAX_OFFSET, PageQuerySerializer
+from apps.core.schema import with_storage_rules
 from apps.core.validation import InputError, check_json
 from apps.tenancy.models import SCOPE_PATTERN
 
 
-def message_schema() -> dict:
-    """The chat message (the SDK's ChatMessage, which normalise_messages validates with) as the API stores it."""
-    from apps.core.schema import with_storage_rules
-
-    return with_storage_rules(ChatMessage.model_json_schema())
-
-
-@extend_schema_field(message_schema())
+# The chat message (the SDK's ChatMessage, which normalise_messages validates with) as the API stores it.
+@extend_schema_field(with_storage_rules(ChatMessage.model_json_schema()))
 class MessageField(serializers.JSONField):
     """Any storable JSON here (the REST parser checked that already; an MCP tool's arguments are
     checked now, naming the field); its shape is checked by apps.conversations.turns.normalise_messages,

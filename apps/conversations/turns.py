@@ -44,36 +44,23 @@ class Turn:
     truncated: bool = False
 
 
-def truncation_marker(removed: int) -> str:
-    return f"\n…[truncated {removed} characters]"
-
-
 def cut(text: str, limit: int) -> tuple[str, bool]:
     """Keeps the head of an oversized text and says how much was removed."""
     if len(text) <= limit:
         return text, False
     kept = max(0, limit - 40)  # leaves room for the marker within the limit
-    return text[:kept] + truncation_marker(len(text) - kept), True
+    return text[:kept] + f"\n…[truncated {len(text) - kept} characters]", True
 
 
-def _flatten_content(content) -> str | None:
-    if content is None:
-        return None
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            if isinstance(part, str):
-                texts.append(part)
-            elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-            elif isinstance(part, dict) and part.get("type") in ("image_url", "input_image", "image"):
-                texts.append("[image]")
-            else:
-                texts.append(json.dumps(part, ensure_ascii=False, default=str))
-        return "\n".join(texts)
-    return json.dumps(content, ensure_ascii=False, default=str)
+def _part_text(part) -> str:
+    """One content part as text (ChatMessage took content as a string, a list of parts or null)."""
+    if isinstance(part, str):
+        return part
+    if isinstance(part, dict) and isinstance(part.get("text"), str):
+        return part["text"]
+    if isinstance(part, dict) and part.get("type") in ("image_url", "input_image", "image"):
+        return "[image]"
+    return json.dumps(part, ensure_ascii=False, default=str)
 
 
 def _tool_call_text(call) -> tuple[dict | None, str]:
@@ -119,7 +106,7 @@ def normalise_messages(raw_messages: list, *, max_chars: int, default_occurred_a
         try:
             message, occurred_at = _checked_message(raw, default_occurred_at=default_occurred_at)
         except _BadMessage as exc:
-            errors[index] = exc.problems
+            errors[index] = exc.args[0]
             continue
         turns.append(
             _turn(message, occurred_at=occurred_at, max_chars=max_chars, tool_names_by_call_id=tool_names_by_call_id)
@@ -130,9 +117,7 @@ def normalise_messages(raw_messages: list, *, max_chars: int, default_occurred_a
 
 
 class _BadMessage(Exception):
-    def __init__(self, problems: dict[str, list[str]]):
-        super().__init__(problems)
-        self.problems = problems
+    """Its argument: the message's problems by field."""
 
 
 def _checked_message(raw, *, default_occurred_at: datetime) -> tuple[ChatMessage, datetime]:
@@ -169,19 +154,14 @@ def _turn(message: ChatMessage, *, occurred_at: datetime, max_chars: int, tool_n
     role = ROLE_ALIASES.get(message.role, message.role)
     name = message.name or ""
     tool_call_id = message.tool_call_id or ""
-    text = _flatten_content(message.content) or ""
-    structured_calls = None
-    if raw_calls:
-        structured_calls, call_texts = [], []
-        for call in raw_calls:
-            structured, call_text = _tool_call_text(call)
-            call_texts.append(call_text)
-            if structured is not None:
-                structured_calls.append(structured)
-                if structured["id"]:
-                    tool_names_by_call_id[structured["id"]] = structured["function"]["name"]
-        text = "\n".join(([text] if text else []) + call_texts)
-        structured_calls = structured_calls or None
+    content = message.content
+    text = content if isinstance(content, str) else "\n".join(map(_part_text, content or []))
+    calls = [_tool_call_text(call) for call in raw_calls or []]
+    structured_calls = [structured for structured, _ in calls if structured is not None] or None
+    tool_names_by_call_id.update(
+        (call["id"], call["function"]["name"]) for call in structured_calls or () if call["id"]
+    )
+    text = "\n".join(filter(None, [text, *(call_text for _, call_text in calls)]))
     if role == "tool":
         name = name or tool_names_by_call_id.get(tool_call_id, "")
         text = f"[{name or 'tool'}] {text}"

@@ -60,9 +60,7 @@ class CrossEncoder:
         return scores
 
 
-@lru_cache(maxsize=2)
-def cross_encoder(path: str) -> CrossEncoder:
-    return CrossEncoder(path)
+cross_encoder = lru_cache(maxsize=2)(CrossEncoder)
 
 
 def cross_encoder_scores(query: str, candidates) -> list[float]:

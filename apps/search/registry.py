@@ -90,12 +90,10 @@ class SearchSource:
                 value = shown.get_attribute(instance)
             except SkipField:
                 continue
-            if value is None:
-                item[shown.field_name] = None
-            elif isinstance(shown, serializers.DateTimeField):
-                item[shown.field_name] = value.isoformat()
-            else:
-                item[shown.field_name] = shown.to_representation(value)
+            if value is not None:
+                iso = isinstance(shown, serializers.DateTimeField)
+                value = value.isoformat() if iso else shown.to_representation(value)
+            item[shown.field_name] = value
         return item
 
 

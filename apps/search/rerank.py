@@ -65,9 +65,8 @@ def _query_dates(query: str) -> tuple[set[int], set[int]]:
     """Months and years the question names."""
     months, years = set(), set()
     for word in _WORD.findall(query.lower()):
-        if word.isdigit():
-            if 1900 <= int(word) <= 2100:
-                years.add(int(word))
+        if word.isdigit() and 1900 <= int(word) <= 2100:
+            years.add(int(word))
         elif word in _MONTHS and (word != "may" or re.search(r"\bmay\s+(\d{4}|of)\b|\bin may\b", query.lower())):
             months.add(_MONTHS[word])
     return months, years
@@ -149,14 +148,10 @@ def llm_scores(query: str, candidates: list[Candidate], *, reader) -> list[float
 
     question = f"Question: {fit_text(query, room_for(LLM_INSTRUCTIONS) // 4)}\n\nItems:\n"
     share = room_for(LLM_INSTRUCTIONS, question) // max(1, len(candidates)) - 1  # each item's share
+    dates = [f"{candidate.occurred_at:%d %B %Y}: " if candidate.occurred_at else "" for candidate in candidates]
     items = "\n".join(
-        fit_text(
-            f"[{number}] {candidate.occurred_at:%d %B %Y}: {candidate.text[:LLM_ITEM_CHARS]}"
-            if candidate.occurred_at
-            else f"[{number}] {candidate.text[:LLM_ITEM_CHARS]}",
-            share,
-        )
-        for number, candidate in enumerate(candidates, start=1)
+        fit_text(f"[{number}] {date}{candidate.text[:LLM_ITEM_CHARS]}", share)
+        for number, (candidate, date) in enumerate(zip(candidates, dates), start=1)
     )
     data = chat_json(
         messages=[{"role": "system", "content": LLM_INSTRUCTIONS}, {"role": "user", "content": question + items}],
@@ -167,13 +162,11 @@ def llm_scores(query: str, candidates: list[Candidate], *, reader) -> list[float
         max_retries=0,
     )
     ranking = parse_answer(RankingAnswer, data).ranking
+    # Numbers out of range or repeated are ignored: the model may only reorder.
+    ranked = [number for number in dict.fromkeys(ranking) if 1 <= number <= len(candidates)]
     scores = [0.0] * len(candidates)
-    position = 0
-    for number in ranking:
-        # Numbers out of range or repeated are ignored: the model may only reorder.
-        if 1 <= number <= len(candidates) and not scores[number - 1]:
-            scores[number - 1] = 1.0 / (1 + position)
-            position += 1
+    for position, number in enumerate(ranked):
+        scores[number - 1] = 1.0 / (1 + position)
     return scores
 
 

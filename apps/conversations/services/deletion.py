@@ -21,15 +21,8 @@ def neighbour_context(previous: Message | None, following: Message | None, metad
     return context_with_dates("\n".join(parts), metadata)
 
 
-def _refresh_neighbours(*, places: set[tuple]) -> int:
-    """Recomputes the context of the surviving turns at `places` ((session id, seq) pairs)."""
-    if not places:
-        return 0
-    candidates = Message.objects.filter(
-        session_id__in={session_id for session_id, _ in places},
-        seq__in={seq + step for _, seq in places for step in (-1, 0, 1)},
-    ).only("id", "session_id", "seq", "role", "name", "content", "context", "metadata")
-    window = {(message.session_id, message.seq): message for message in candidates}
+def contexts_refreshed(window: dict, places) -> list[Message]:
+    """The turns of `window` ({(session id, seq): turn}) at `places` whose neighbour context changed, set anew."""
     changed = []
     for session_id, seq in places:
         message = window.get((session_id, seq))
@@ -41,6 +34,19 @@ def _refresh_neighbours(*, places: set[tuple]) -> int:
         if context != message.context:
             message.context = context
             changed.append(message)
+    return changed
+
+
+def _refresh_neighbours(*, places: set[tuple]) -> int:
+    """Recomputes the context of the surviving turns at `places` ((session id, seq) pairs)."""
+    if not places:
+        return 0
+    candidates = Message.objects.filter(
+        session_id__in={session_id for session_id, _ in places},
+        seq__in={seq + step for _, seq in places for step in (-1, 0, 1)},
+    ).only("id", "session_id", "seq", "role", "name", "content", "context", "metadata")
+    window = {(message.session_id, message.seq): message for message in candidates}
+    changed = contexts_refreshed(window, places)
     Message.objects.bulk_update(changed, ["context"])
     return len(changed)
 
@@ -58,10 +64,9 @@ def messages_delete(*, message_ids) -> dict:
     contexts = _refresh_neighbours(
         places={(session_id, seq + step) for session_id, seq in gone for step in (-1, 1)} - gone
     )
-    by_count: dict[int, list] = {}
-    for session_id, count in Counter(session_id for _, session_id, _ in rows).items():
-        by_count.setdefault(count, []).append(session_id)
-    for count, session_ids in by_count.items():
+    counts = Counter(session_id for _, session_id, _ in rows)
+    for count in dict.fromkeys(counts.values()):  # one UPDATE per distinct count
+        session_ids = [session_id for session_id, n in counts.items() if n == count]
         Session.objects.filter(pk__in=session_ids).update(
             message_count=Greatest(F("message_count") - count, Value(0)), updated_at=timezone.now()
         )

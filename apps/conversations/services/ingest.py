@@ -78,7 +78,6 @@ def _session_locked(lookup: dict) -> Session | None:
 
 def _seal_older_sessions(*, session, client) -> list:
     """A newer session of the same user and tag closes the older open ones of the same scope."""
-    tasks = []
     older = (
         Session.objects.select_for_update()
         .filter(
@@ -90,9 +89,7 @@ def _seal_older_sessions(*, session, client) -> list:
         )
         .exclude(pk=session.pk)
     )
-    for previous in older:
-        tasks.extend(session_seal(session=previous, client=client))
-    return tasks
+    return [task for previous in older for task in session_seal(session=previous, client=client)]
 
 
 def _check_add_arguments(user_id, session_id, session_tag, outcome, filter_tags, idempotency_key) -> None:
@@ -143,8 +140,7 @@ def messages_ingest(
         if record is None:
             return response
 
-    filter_tags = dict(filter_tags or {})
-    filter_tags["scope"] = client.write_scope
+    filter_tags = {**(filter_tags or {}), "scope": client.write_scope}
     end_user = end_user_get_or_create(organization=client.organization, user_id=user_id)
     session, _, tasks = _session_for_add(
         client=client, end_user=end_user, session_id=session_id, session_tag=session_tag, filter_tags=filter_tags
@@ -201,15 +197,8 @@ def _turns_store(*, session: Session, end_user, turns: list, client, outcome: st
                 "scope": session.scope,
                 "session_id": session.pk,
                 "seq": first_seq + offset,
-                "role": turn.role,
-                "name": turn.name,
-                "content": turn.content,
-                "tool_calls": turn.tool_calls,
-                "tool_call_id": turn.tool_call_id,
-                "metadata": turn.metadata,
-                "truncated": turn.truncated,
-                "occurred_at": turn.occurred_at or now,
                 "created_by_id": client.pk,
+                **vars(turn),  # normalise_messages dated every turn
             }
             for offset, turn in enumerate(turns)
         ],
@@ -230,5 +219,4 @@ def _turns_store(*, session: Session, end_user, turns: list, client, outcome: st
 
 def idempotency_records_prune() -> int:
     cutoff = timezone.now() - timedelta(hours=settings.IDEMPOTENCY_KEY_TTL_HOURS)
-    deleted, _ = IngestRequest.objects.filter(created_at__lt=cutoff).delete()
-    return deleted
+    return IngestRequest.objects.filter(created_at__lt=cutoff).delete()[0]

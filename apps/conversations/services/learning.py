@@ -24,10 +24,8 @@ def register_learned_from(check: Callable[[Session], str]) -> None:
 
 def session_learned_from(session: Session) -> str:
     """Why the session counts as learned from ("" if not): rows the apps derived, then learning's marks."""
-    for check in _LEARNED_FROM:
-        why = check(session)
-        if why:
-            return why
+    if why := next(filter(None, (check(session) for check in _LEARNED_FROM)), ""):
+        return why
     if session.distilled_at:
         return "it was distilled"
     if session.extracted_at or Message.objects.filter(session=session, learned_at__isnull=False).exists():

@@ -109,14 +109,9 @@ def session_delete_request(*, session: Session, client) -> MemoryTask:
     )
 
 
-def session_lock(*, session_id) -> None:
-    """Locks the session row for the caller's transaction: indexing and every delete of turns take it,
-    so a neighbour context is never computed from a turn being deleted."""
-    sessions_lock(session_ids=[session_id])
-
-
 def sessions_lock(*, session_ids) -> None:
-    """session_lock of several sessions, always in the same order (no deadlock between two callers)."""
+    """Locks the session rows for the caller's transaction, always in the same order (no deadlock): indexing
+    and every delete of turns take them, so a neighbour context is never computed from a turn being deleted."""
     list(
         Session.objects.select_for_update().filter(pk__in=list(session_ids)).order_by("pk").values_list("pk", flat=True)
     )

@@ -14,7 +14,7 @@ from apps.conversations.services.learning import (
     messages_mark_learned,
     session_announce_learned,
 )
-from apps.conversations.services.sessions import session_lock
+from apps.conversations.services.sessions import sessions_lock
 from apps.conversations.writers import turns_held
 from apps.core.temporal import resolve_dates
 from apps.memories.services.llm_extractor import ExtractionTurn, Operation, Plan, extraction_batches, llm_plan
@@ -162,7 +162,7 @@ def session_extract(*, session: Session, task=None) -> dict:
         batch_ids = [message.pk for message in batch]
         with transaction.atomic():
             # The session row, then its turns: indexing's order (embed_messages), so the two cannot deadlock.
-            session_lock(session_id=session.pk)
+            sessions_lock(session_ids=[session.pk])
             # Until this commits no erasure of these turns' writers can run (one since makes the task retry).
             turns_held(organization_id=session.organization_id, turn_ids=batch_ids)
             if not messages_lock_unlearned(message_ids=batch_ids):

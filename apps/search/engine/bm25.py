@@ -26,15 +26,11 @@ def keyword_ctes(
     """CTEs ending in `keyword(id, score)`: term frequency weighted by label (B, C: context such as
     neighbouring turns), statistics of the corpus the caller sees: the `visible` CTE when `stats` is
     None, else the GIN index finds the matches and `stats` (`corpus_stats`) sizes the corpus."""
-    common: list[str] = []
+    common, corpus_params, matches_params, df_params = [], [], [], []
     if stats is None:
-        corpus_sql, corpus_params = (
-            "SELECT count(*)::float AS n, greatest(avg(length(doc)), 1)::float AS avgdl FROM visible",
-            [],
-        )
+        corpus_sql = "SELECT count(*)::float AS n, greatest(avg(length(doc)), 1)::float AS avgdl FROM visible"
         matches_sql = "matches AS (SELECT v.id, v.doc FROM visible v, query WHERE v.doc @@ query.q)"
         df_sql = "df AS (SELECT lexeme, count(*)::float AS df FROM postings GROUP BY lexeme)"
-        matches_params, df_params = [], []
     else:
         vector, table = source.search_vector_column, source.table
         # A term in most items would make each a match to score for an IDF below ln 2: left out
@@ -105,17 +101,13 @@ def keyword_ctes(
 
 
 def bm25_sql(source, where, where_params, query, limit, scan: bool, *, database: str) -> tuple[str, list]:
-    ctes, params = [], []
+    stats = None if scan else corpus_stats(source, where, where_params, database=database)
+    ctes, params = keyword_ctes(source, where, where_params, query, limit, stats, database=database)
     if scan:
         visible_sql, visible_params = visible_cte(source, where, where_params, None)
-        ctes.append(visible_sql)
-        params += visible_params
-    stats = None if scan else corpus_stats(source, where, where_params, database=database)
-    keyword_sql, keyword_params = keyword_ctes(source, where, where_params, query, limit, stats, database=database)
-    ctes.append(keyword_sql)
-    params += keyword_params
+        ctes, params = f"{visible_sql}, {ctes}", [*visible_params, *params]
     visible_rows = "(SELECT count(*) FROM visible)" if scan else "NULL::bigint"
     return (
-        f"WITH {', '.join(ctes)} SELECT id, score, {visible_rows} AS visible_rows FROM keyword ORDER BY score DESC, id",
+        f"WITH {ctes} SELECT id, score, {visible_rows} AS visible_rows FROM keyword ORDER BY score DESC, id",
         params,
     )

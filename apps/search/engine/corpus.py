@@ -22,6 +22,12 @@ def cached(kind: str, source: SearchSource, where: str, where_params: list, comp
     return cache.get_or_set(cache_key(kind, source, where, where_params), compute, CORPUS_STATS_SECONDS)
 
 
+def _fetchone(database: str, sql: str, params: list) -> tuple | None:
+    with connections[database].cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
+
+
 def owned(source: SearchSource, filters: dict) -> bool:
     """One user's (or one session's) own items."""
     per_user = filters.get("user_id") is not None and source.user_column
@@ -40,12 +46,8 @@ def scans(
         return not cache.get(cache_key(f"large:{cap}", source, where, where_params))
 
     def count():
-        with connections[database].cursor() as cursor:
-            cursor.execute(
-                f"SELECT count(*) FROM (SELECT 1 FROM {source.table} t WHERE {where} LIMIT %s) visible",
-                [*where_params, cap + 1],
-            )
-            return cursor.fetchone()[0]
+        sql = f"SELECT count(*) FROM (SELECT 1 FROM {source.table} t WHERE {where} LIMIT %s) visible"
+        return _fetchone(database, sql, [*where_params, cap + 1])[0]
 
     return cached(f"rows:{cap}", source, where, where_params, count) <= cap
 
@@ -64,12 +66,8 @@ def corpus_stats(
     vector = source.search_vector_column
 
     def compute():
-        with connections[database].cursor() as cursor:
-            cursor.execute(
-                f"SELECT count(*), coalesce(avg(length(t.{vector})), 1) FROM {source.table} t WHERE {where}",
-                where_params,
-            )
-            count, average = cursor.fetchone()
+        sql = f"SELECT count(*), coalesce(avg(length(t.{vector})), 1) FROM {source.table} t WHERE {where}"
+        count, average = _fetchone(database, sql, where_params)
         return float(count), max(float(average), 1.0)
 
     return cached("corpus", source, where, where_params, compute)
@@ -81,13 +79,12 @@ def lexeme_shares(source: SearchSource, *, database: str = DEFAULT_DB_ALIAS) -> 
     table, column = source.table, source.search_vector_column
 
     def compute():
-        with connections[database].cursor() as cursor:
-            cursor.execute(
-                "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
-                " WHERE schemaname = current_schema() AND tablename = %s AND attname = %s",
-                [table, column],
-            )
-            row = cursor.fetchone()
+        row = _fetchone(
+            database,
+            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
+            " WHERE schemaname = current_schema() AND tablename = %s AND attname = %s",
+            [table, column],
+        )
         if row is None or row[0] is None:
             return [], []
         elements, frequencies = row

@@ -20,17 +20,10 @@ from apps.tenancy.readers import Reader
 
 def search_source(source: SearchSource, *, reader: Reader, query: str, method: str, limit: int, filters: dict) -> list:
     """Returns [(instance, score)] of one memory type, best first, within the reader's organisation and read scopes."""
-    sql, params = search_sql(source, reader=reader, query=query, method=method, limit=limit, filters=filters)
-    (rows,) = result_sets([(sql, params)], database=reader.database)
-    return _source_results(source, rows, reader=reader, filters=filters, candidate_rows=False)
-
-
-def _source_results(source: SearchSource, rows, *, reader: Reader, filters: dict, candidate_rows: bool) -> list:
-    """[(instance, score)] from the rows of one type's `search_sql`, noting an owner too large to scan."""
-    if rows and rows[0][1] is not None and rows[0][1] > settings.SEARCH_SCAN_MAX_ROWS:
-        where, where_params = filters_sql(source, reader=reader, filters=filters)
-        note_large_owner(source, where, where_params)
-    return instances(source, rows, candidate_rows, database=reader.database)
+    hits = _merged(
+        reader=reader, query=query, memory_types=[source.memory_type], method=method, limit=limit, filters=filters
+    )
+    return [(hit.instance, hit.score) for hit in hits]
 
 
 def _merged(
@@ -59,13 +52,12 @@ def _merged(
         )
         for source in sources
     ]
-    hits = [
-        Hit(source=source, instance=instance, score=score)
-        for source, rows in zip(sources, result_sets(statements, database=reader.database))
-        for instance, score in _source_results(
-            source, rows, reader=reader, filters=filters, candidate_rows=candidate_rows
-        )
-    ]
+    hits = []
+    for source, rows in zip(sources, result_sets(statements, database=reader.database)):
+        if rows and rows[0][1] is not None and rows[0][1] > settings.SEARCH_SCAN_MAX_ROWS:
+            note_large_owner(source, *filters_sql(source, reader=reader, filters=filters))  # too large to scan
+        found = instances(source, rows, candidate_rows, database=reader.database)
+        hits += [Hit(source=source, instance=instance, score=score) for instance, score in found]
     if not (query or "").strip():
         return sorted(hits, key=lambda hit: getattr(hit.instance, hit.source.time_column), reverse=True)
     return capped(sorted(hits, key=lambda hit: hit.score, reverse=True))

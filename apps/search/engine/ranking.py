@@ -43,25 +43,19 @@ def embedding_sql(source, where, where_params, vector: QueryVector, limit: int, 
 def hybrid_sql(source, where, where_params, query, vector, limit, scan: bool, *, database: str) -> tuple[str, list]:
     """Reciprocal-rank fusion of the keyword and embedding candidates, in one round trip."""
     candidates = max(limit * 3, 50)
-    ctes, params = [], []
+    stats = None if scan else corpus_stats(source, where, where_params, database=database)
+    keyword_sql, keyword_params = keyword_ctes(source, where, where_params, query, candidates, stats, database=database)
     if scan:
         visible_sql, visible_params = visible_cte(source, where, where_params, vector)
-        keyword_sql, keyword_params = keyword_ctes(
-            source, where, where_params, query, candidates, None, database=database
-        )
         semantic_sql = (
             "SELECT id, 1 - distance AS score FROM visible WHERE distance IS NOT NULL ORDER BY distance, id LIMIT %s"
         )
-        ctes += [visible_sql, keyword_sql, f"semantic AS ({semantic_sql})"]
-        params += [*visible_params, *keyword_params, candidates]
+        ctes = [visible_sql, keyword_sql, f"semantic AS ({semantic_sql})"]
+        params = [*visible_params, *keyword_params, candidates]
     else:
-        stats = corpus_stats(source, where, where_params, database=database)
-        keyword_sql, keyword_params = keyword_ctes(
-            source, where, where_params, query, candidates, stats, database=database
-        )
         semantic_sql, semantic_params = nearest_sql(source, where, where_params, vector, candidates, scan=False)
-        ctes += [keyword_sql, f"semantic AS ({semantic_sql})"]
-        params += [*keyword_params, *semantic_params]
+        ctes = [keyword_sql, f"semantic AS ({semantic_sql})"]
+        params = [*keyword_params, *semantic_params]
     sql = f"""
         WITH {", ".join(ctes)},
         ranked AS (

@@ -122,18 +122,17 @@ def _as_prepared(statements: list[tuple[str, list]], raw_connection, transformer
     longer than running (1.0-1.4 ms against 0.7 ms for 50 candidates), and the plan shape (scan or
     indexes) is chosen by the engine, so one generic plan per statement serves every value."""
     known = _PREPARED.get(raw_connection)
-    parts = [] if known is not None else ["DEALLOCATE ALL"]
-    known = set() if known is None else known
-    new, executes = set(), []
+    parts = ["DEALLOCATE ALL"] if known is None else []
+    prepared, executes = set(known or ()), []
     for sql, params in statements:
         name, prepare, text = _prepare_sql(sql, _types(params, transformer))
-        if name not in known and name not in new:
+        if name not in prepared:
             parts.append(prepare)
-            new.add(name)
+            prepared.add(name)
         arguments = f"({', '.join(['%s'] * len(params))})" if params else ""
         executes.append(f"EXECUTE {name}{arguments} {text}")
     parts += ["SET LOCAL plan_cache_mode = force_generic_plan", *executes]
-    return ";\n".join(parts), [param for _, params in statements for param in params], known | new
+    return ";\n".join(parts), [param for _, params in statements for param in params], prepared
 
 
 def result_sets(statements: list[tuple[str, list]], *, database: str = DEFAULT_DB_ALIAS) -> list[list[tuple]]:
@@ -230,13 +229,8 @@ def completed(hits: list[Hit], *, reader: Reader, user_id: str | None) -> list[H
     for source, ids in ids_by_source.items():
         columns, joins, _ = row_layout(source)
         visible, params = visibility_sql(source, reader=reader, user_id=user_id)
-        statements.append(
-            (
-                f"SELECT 0.0, NULL, {', '.join(columns)} FROM {source.table} t {joins}"
-                f" WHERE t.id = ANY(%s) AND {visible}",
-                [ids, *params],
-            )
-        )
+        sql = f"SELECT 0.0, NULL, {', '.join(columns)} FROM {source.table} t {joins}"
+        statements.append((f"{sql} WHERE t.id = ANY(%s) AND {visible}", [ids, *params]))
     full = {}
     for source, rows in zip(ids_by_source, result_sets(statements, database=reader.database) if statements else []):
         for instance, _ in instances(source, rows, database=reader.database):

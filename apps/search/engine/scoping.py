@@ -53,9 +53,7 @@ def _stand_in(value) -> bool:
 
 
 def _nested_stand_in(value) -> bool:
-    if isinstance(value, list | tuple):
-        return any(_stand_in(item) or _nested_stand_in(item) for item in value)
-    return False
+    return isinstance(value, list | tuple) and any(_stand_in(item) or _nested_stand_in(item) for item in value)
 
 
 @functools.cache
@@ -89,27 +87,21 @@ def _column(model, name: str) -> str:
 
 def filters_sql(source: SearchSource, *, reader: Reader, filters: dict) -> tuple[str, list]:
     """The WHERE clause every method shares: what the reader sees first, then the caller's filters."""
-    visible, params = visibility_sql(source, reader=reader, user_id=filters.get("user_id"))
-    clauses = [visible]
+    clauses = [visibility_sql(source, reader=reader, user_id=filters.get("user_id"))]
     if filters.get("user_id") is not None and source.user_column:
-        clauses.append(
+        user = (
             f"t.{source.column(source.user_column)} = (SELECT e.{_column(EndUser, 'id')} FROM {EndUser._meta.db_table} e"
             f" WHERE e.{_column(EndUser, 'organization')} = %s AND e.{_column(EndUser, 'user_id')} = %s)"
         )
-        params += [reader.organization_id, filters["user_id"]]
-    clause, session_params = _session_sql(source, reader=reader, filters=filters)
-    if clause:
-        clauses.append(clause)
-        params += session_params
+        clauses.append((user, [reader.organization_id, filters["user_id"]]))
+    clauses.append(_session_sql(source, reader=reader, filters=filters))
     for name, operator in (("start", ">="), ("end", "<=")):
         if filters.get(name):
-            clauses.append(f"t.{source.column(source.time_column)} {operator} %s")
-            params.append(filters[name])
-    clause, window_params = window_sql(source, filters["window"]) if filters.get("window") else ("", [])
-    if clause:
-        clauses.append(clause)
-        params += window_params
-    return " AND ".join(clauses), params
+            clauses.append((f"t.{source.column(source.time_column)} {operator} %s", [filters[name]]))
+    if filters.get("window"):
+        clauses.append(window_sql(source, filters["window"]))
+    clauses = [(sql, params) for sql, params in clauses if sql]
+    return " AND ".join(sql for sql, _ in clauses), [param for _, params in clauses for param in params]
 
 
 def _session_sql(source: SearchSource, *, reader: Reader, filters: dict) -> tuple[str, list]:

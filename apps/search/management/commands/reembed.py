@@ -1,8 +1,6 @@
-import json
-
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.core.progress import show_progress
+from apps.core.progress import show_progress, wrote_json
 from apps.providers.embeddings import embedding_model_name
 from apps.search.registry import SOURCES
 from apps.search.services import source_stage, stage_swap
@@ -34,7 +32,7 @@ class Command(BaseCommand):
         model = embedding_model_name()
         embedded = {}
         for source in sources:
-            done = embedded[source.memory_type] = 0
+            embedded[source.memory_type] = 0
             for done, total, count in source_stage(source=source, batch_size=batch_size):
                 embedded[source.memory_type] = count
                 if not options["json"]:
@@ -43,18 +41,14 @@ class Command(BaseCommand):
         remaining = {
             source.memory_type: source.model.objects.exclude(embedding_model=model).count() for source in sources
         }
-        if options["json"]:
-            self.stdout.write(
-                json.dumps(
-                    {
-                        "model": model,
-                        "embedded": embedded,
-                        "reembedded": switched,
-                        "remaining": remaining,
-                        "stage_only": stage_only,
-                    }
-                )
-            )
+        data = {
+            "model": model,
+            "embedded": embedded,
+            "reembedded": switched,
+            "remaining": remaining,
+            "stage_only": stage_only,
+        }
+        if wrote_json(self, options, data):
             return
         if stage_only:
             self.stdout.write(
