@@ -144,21 +144,16 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def fingerprint_of(texts) -> set[str]:
-    """Runs side by side, not overlapping: any verbatim copy of 2 × SHINGLE_WORDS − 1 words contains one."""
+def subject_fingerprint(subject: Subject) -> tuple[set[str], list]:
+    """(fingerprint of the subject's most recent turns, ids of their sessions). Its runs lie side by side, not
+    overlapping: any verbatim copy of 2 × SHINGLE_WORDS − 1 words contains one."""
+    turns = subject.messages().order_by("-occurred_at")[: settings.ERASURE_SCAN_MAX_TURNS]
     needles = set()
-    for text in texts:
+    for text in turns.values_list("content", flat=True).iterator(chunk_size=2000):
         words = _words(text or "")
         needles.update(
             " ".join(words[i : i + SHINGLE_WORDS]) for i in range(0, len(words) - SHINGLE_WORDS + 1, SHINGLE_WORDS)
         )
-    return needles
-
-
-def subject_fingerprint(subject: Subject) -> tuple[set[str], list]:
-    """(fingerprint of the subject's most recent turns, ids of their sessions)."""
-    turns = subject.messages().order_by("-occurred_at")[: settings.ERASURE_SCAN_MAX_TURNS]
-    needles = fingerprint_of(turns.values_list("content", flat=True).iterator(chunk_size=2000))
     return needles, list(subject.messages().order_by().values_list("session_id", flat=True).distinct())
 
 
