@@ -188,15 +188,11 @@ def exports_rewrite_holding(*, organization, user_id: str, scope: str) -> dict:
 
 def _rewrite(export: ExportRequest) -> None:
     with transaction.atomic():
-        if export.file_name:
-            export_path(export).unlink(missing_ok=True)
-        ExportPerson.objects.filter(export=export).delete()
         task = _export_task(export, organization=export.organization, client=export.requested_by)
-        update_row(
+        _discard(
             export,
             status=ExportRequest.Status.QUEUED,
             task_id=task.pk,
-            file_name="",
             size_bytes=0,
             sha256="",
             counts={},
@@ -222,11 +218,12 @@ def purge_exports(subject, erasure_id) -> dict:
     return {"portability.ExportRequest (archive deleted)": len(deleted)}
 
 
-def _discard(export: ExportRequest) -> None:
+def _discard(export: ExportRequest, status=ExportRequest.Status.EXPIRED, **fields) -> None:
+    """Its archive and the record of whom it held go; the request stays."""
     if export.file_name:
         export_path(export).unlink(missing_ok=True)
-    update_row(export, status=ExportRequest.Status.EXPIRED, file_name="")
     ExportPerson.objects.filter(export=export).delete()
+    update_row(export, status=status, file_name="", **fields)
 
 
 def exports_expire() -> dict:

@@ -213,19 +213,13 @@ def forget_memories(derived: Derived) -> dict:
         for sources in derived.memories(model).values_list("source_message_ids", flat=True):
             cited.update(sources)
     counts = {label: delete_in_batches(queryset) for label, queryset in derived.memory_querysets()}
-    counts["conversations.Session (learned again)"] = _learn_again(
-        Message.objects.filter(pk__in=cited).exclude(pk__in=derived.turn_ids())
-    )
-    return counts
-
-
-def _learn_again(turns: QuerySet) -> int:
-    session_ids = messages_mark_unlearned(turns=turns)
+    session_ids = messages_mark_unlearned(turns=Message.objects.filter(pk__in=cited).exclude(pk__in=derived.turn_ids()))
     for session in Session.objects.filter(pk__in=session_ids, session_tag=SessionTag.CONVERSATION).select_related(
         "organization"
     ):
         extraction_enqueue(session)
-    return len(session_ids)
+    counts["conversations.Session (learned again)"] = len(session_ids)
+    return counts
 
 
 def scrub_task_results(derived: Derived) -> dict:

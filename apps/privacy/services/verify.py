@@ -4,6 +4,7 @@ By provenance with the purge's own querysets; by a fingerprint of the subject's 
 import base64
 import json
 import re
+from collections import Counter
 
 import redis
 from django.apps import apps
@@ -216,10 +217,10 @@ def _said_by_others(*, organization, needle: str, exclude_turns: QuerySet) -> bo
 
 def text_residue(*, organization, needles: set[str], sessions: list, exclude_turns: QuerySet) -> dict:
     """{"table.column": rows holding a run of the subject's words}; turns are read only in `sessions`."""
-    found: dict[str, int] = {}
+    found: Counter = Counter()
     confirmed: dict[str, bool] = {}
     if not needles:
-        return found
+        return {}
     for model, columns, path in derived_text_tables():
         rows = model.objects.filter(**{path: organization})
         if model is Message:
@@ -234,9 +235,8 @@ def text_residue(*, organization, needles: set[str], sessions: list, exclude_tur
                             organization=organization, needle=needle, exclude_turns=exclude_turns
                         )
                 if any(confirmed[needle] for needle in hits):
-                    label = f"{model._meta.label}.{column}"
-                    found[label] = found.get(label, 0) + 1
-    return found
+                    found[f"{model._meta.label}.{column}"] += 1
+    return dict(found)
 
 
 def subject_verify(*, subject: Subject, include_redis: bool = True, fingerprint: tuple | None = None) -> dict:
