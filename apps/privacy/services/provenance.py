@@ -91,15 +91,11 @@ class Derived:
             params += query_params
         return " UNION ALL ".join(f"({part})" for part in parts), params
 
-    def _citing(self, model) -> QuerySet:
-        sql, params = self.item_ids_sql()
-        return model.objects.filter(item_id__in=RawSQL(sql, params))
-
     def mentions(self) -> QuerySet:
-        return self._citing(Mention)
+        return Mention.objects.filter(item_id__in=RawSQL(*self.item_ids_sql()))
 
     def profile_sources(self) -> QuerySet:
-        return self._citing(ProfileSource)
+        return ProfileSource.objects.filter(item_id__in=RawSQL(*self.item_ids_sql()))
 
     def quoting_revisions(self) -> QuerySet:
         sql, params = self.item_ids_sql()
@@ -131,9 +127,8 @@ class Derived:
         )
 
     def staged_embeddings(self) -> QuerySet:
-        sql, params = self.item_ids_sql()
         return StagedEmbedding.objects.filter(
-            Q(item_id__in=RawSQL(sql, params)) | Q(item_id__in=self.experiences().values("pk"))
+            Q(item_id__in=RawSQL(*self.item_ids_sql())) | Q(item_id__in=self.experiences().values("pk"))
         )
 
 

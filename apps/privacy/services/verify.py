@@ -241,7 +241,6 @@ def text_residue(*, organization, needles: set[str], sessions: list, exclude_tur
 
 def subject_verify(*, subject: Subject, include_redis: bool = True, fingerprint: tuple | None = None) -> dict:
     """A total of 0 means nothing is left; `fingerprint` defaults to the subject's turns as they are now."""
-    identifiers = subject_identifiers(subject)
     tables = table_counts(subject)
     needles, sessions = fingerprint if fingerprint is not None else subject_fingerprint(subject)
     text = text_residue(
@@ -253,6 +252,6 @@ def subject_verify(*, subject: Subject, include_redis: bool = True, fingerprint:
         "total": sum(tables.values()) + sum(text.values()),
     }
     if include_redis:
-        result["redis"] = redis_scan(identifiers)
+        result["redis"] = redis_scan(subject_identifiers(subject))
         result["total"] += result["redis"]["matches"]
     return result
