@@ -8,7 +8,7 @@ from django.urls import path, reverse
 from apps.core.extensions import admin_page, register_admin_action
 from apps.privacy.models import ErasureRequest
 from apps.privacy.services.erasure import erasure_request
-from apps.privacy.services.subjects import CLIENT, USER, Subject, subject_resolve
+from apps.privacy.services.subjects import CLIENT, USER, subject_resolve
 from apps.privacy.services.verify import table_counts
 from apps.tenancy.admin_base import ReadOnlyAdmin, staff_organization
 from apps.tenancy.models import Client, EndUser
@@ -78,12 +78,10 @@ class ErasureRequestAdmin(ReadOnlyAdmin):
         if not request.user.is_superuser:
             queryset = queryset.filter(organization=staff_organization(request))
         row = get_object_or_404(queryset, pk=pk)
-        subject = subject_resolve(organization=row.organization, kind=kind, subject_id=str(getattr(row, id_field)))
-        return self._confirm(request, subject, label=f"{kind} {getattr(row, name_field)}")
-
-    def _confirm(self, request, subject: Subject, *, label: str):
         if not request.user.has_perm(ERASE_PERMISSION):
             raise PermissionDenied
+        subject = subject_resolve(organization=row.organization, kind=kind, subject_id=str(getattr(row, id_field)))
+        label = f"{kind} {getattr(row, name_field)}"
         if request.method == "POST":
             erasure = erasure_request(subject=subject, requested_by_staff=request.user.get_username())
             self.message_user(request, f"Erasure of {label} queued.", messages.SUCCESS)
