@@ -138,21 +138,11 @@ class ArchiveReader:
                 raise ArchiveError(name, f"{size} bytes uncompressed, above IMPORT_MAX_FILE_BYTES ({max_file_bytes}).")
             if member.compress_size > self.archive_bytes:
                 raise ArchiveError(name, "The zip states a compressed size larger than the archive.")
-            if size >= RATIO_CHECKED_FROM_BYTES and size > max_ratio * max(member.compress_size, 1):
-                raise ArchiveError(
-                    name,
-                    f"Inflates {size / max(member.compress_size, 1):.0f} times (IMPORT_MAX_COMPRESSION_RATIO is "
-                    f"{max_ratio:g}): refused as a zip bomb.",
-                )
+            _check_ratio(name, size, member.compress_size, max_ratio, "times")
             total += size
         if total > max_bytes:
             raise ArchiveError(self.path, f"{total} bytes uncompressed, above IMPORT_MAX_BYTES ({max_bytes}).")
-        if total >= RATIO_CHECKED_FROM_BYTES and total > max_ratio * max(self.archive_bytes, 1):
-            raise ArchiveError(
-                self.path,
-                f"Inflates {total / max(self.archive_bytes, 1):.0f} times its size (IMPORT_MAX_COMPRESSION_RATIO is "
-                f"{max_ratio:g}): refused as a zip bomb.",
-            )
+        _check_ratio(self.path, total, self.archive_bytes, max_ratio, "times its size")
 
     def _manifest(self) -> dict:
         try:
@@ -244,6 +234,15 @@ class ArchiveReader:
 
     def close(self):
         self.zip.close()
+
+
+def _check_ratio(location: str, size: int, compressed: int, max_ratio: float, times: str) -> None:
+    if size >= RATIO_CHECKED_FROM_BYTES and size > max_ratio * max(compressed, 1):
+        raise ArchiveError(
+            location,
+            f"Inflates {size / max(compressed, 1):.0f} {times} (IMPORT_MAX_COMPRESSION_RATIO is {max_ratio:g}): "
+            "refused as a zip bomb.",
+        )
 
 
 def _count(value) -> bool:

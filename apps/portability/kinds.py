@@ -57,15 +57,6 @@ class Kind:
         return self.model._meta.pk.get_internal_type() == "UUIDField"
 
 
-def _remap_items(items, remap, keys=("item_id", "session_id")):
-    if not isinstance(items, list):
-        return items
-    return [
-        {**item, **{key: remap(item[key]) for key in keys if item.get(key)}} if isinstance(item, dict) else item
-        for item in items
-    ]
-
-
 def _remap_change(values, remap):
     for column in ("previous_value", "new_value"):
         value = values.get(column)
@@ -75,7 +66,13 @@ def _remap_change(values, remap):
 
 def _remap_items_in(column: str) -> Callable:
     def remap_json(values, remap):
-        values[column] = _remap_items(values.get(column), remap)
+        if isinstance(values[column], list):
+            values[column] = [
+                {**item, **{key: remap(item[key]) for key in ("item_id", "session_id") if item.get(key)}}
+                if isinstance(item, dict)
+                else item
+                for item in values[column]
+            ]
 
     return remap_json
 

@@ -4,9 +4,10 @@ Exports need can_export, not a read: they reach every scope. An export is the re
 from apps.core.errors import ConflictError, NotFound
 from apps.core.operations import Access, check_ids, get_or_404, operation, validated
 from apps.portability.models import ExportRequest
-from apps.portability.selectors import export_list, exportable_clients, exportable_users
+from apps.portability.selectors import export_list
 from apps.portability.serializers import ExportAcceptedOutputSerializer, ExportInputSerializer, ExportOutputSerializer
 from apps.portability.services.requests import export_is_downloadable, export_path, export_request
+from apps.privacy.selectors import erasable_clients, erasable_users
 
 
 @operation(access=Access.EXPORT)
@@ -17,10 +18,10 @@ def create_export(*, client, data) -> dict:
     Needs the client's can_export permission, checked before the subject is looked up."""
     data = validated(ExportInputSerializer, data)
     if "user_id" in data:
-        user = get_or_404(exportable_users(client=client), user_id=data["user_id"])
+        user = get_or_404(erasable_users(client=client), user_id=data["user_id"])
         selection, value = ExportRequest.Selection.USER, user.user_id
     elif "client_id" in data:
-        target = get_or_404(exportable_clients(client=client), pk=data["client_id"])
+        target = get_or_404(erasable_clients(client=client), pk=data["client_id"])
         selection, value = ExportRequest.Selection.CLIENT, str(target.pk)
     else:
         selection, value = ExportRequest.Selection.SCOPE, data["scope"]

@@ -8,12 +8,14 @@ from django.urls import path, reverse
 from apps.core.extensions import admin_page, register_admin_action
 from apps.privacy.models import ErasureRequest
 from apps.privacy.services.erasure import erasure_request
-from apps.privacy.services.subjects import CLIENT, USER, Subject
+from apps.privacy.services.subjects import CLIENT, USER, subject_resolve
 from apps.privacy.services.verify import table_counts
 from apps.tenancy.admin_base import ReadOnlyAdmin, staff_organization
 from apps.tenancy.models import Client, EndUser
 
 ERASE_PERMISSION = "privacy.add_erasurerequest"
+# Each kind's rows, the field that is the subject's id, and the one that names it on the pages.
+ERASABLE = {USER: (EndUser, "user_id", "user_id"), CLIENT: (Client, "pk", "name")}
 
 
 @admin.register(ErasureRequest)
@@ -59,35 +61,27 @@ class ErasureRequestAdmin(ReadOnlyAdmin):
         return sum(count for table, count in (erasure.counts or {}).items() if "(" not in table)
 
     def get_urls(self):
-        return [
-            path("erase/user/<uuid:pk>/", self.admin_site.admin_view(self.erase_user_view), name="privacy_erase_user"),
+        erase = [
             path(
-                "erase/client/<uuid:pk>/",
-                self.admin_site.admin_view(self.erase_client_view),
-                name="privacy_erase_client",
-            ),
-            *super().get_urls(),
+                f"erase/{kind}/<uuid:pk>/",
+                self.admin_site.admin_view(self.erase_view),
+                {"kind": kind},
+                name=f"privacy_erase_{kind}",
+            )
+            for kind in ERASABLE
         ]
+        return [*erase, *super().get_urls()]
 
-    def _scoped(self, request, model):
+    def erase_view(self, request, pk, kind):
+        model, id_field, name_field = ERASABLE[kind]
         queryset = model.objects.select_related("organization")
-        if request.user.is_superuser:
-            return queryset
-        return queryset.filter(organization=staff_organization(request))
-
-    def erase_user_view(self, request, pk):
-        end_user = get_object_or_404(self._scoped(request, EndUser), pk=pk)
-        subject = Subject(organization=end_user.organization, kind=USER, subject_id=end_user.user_id, end_user=end_user)
-        return self._confirm(request, subject, label=f"user {end_user.user_id}")
-
-    def erase_client_view(self, request, pk):
-        client = get_object_or_404(self._scoped(request, Client), pk=pk)
-        subject = Subject(organization=client.organization, kind=CLIENT, subject_id=str(client.pk), client=client)
-        return self._confirm(request, subject, label=f"client {client.name}")
-
-    def _confirm(self, request, subject: Subject, *, label: str):
+        if not request.user.is_superuser:
+            queryset = queryset.filter(organization=staff_organization(request))
+        row = get_object_or_404(queryset, pk=pk)
         if not request.user.has_perm(ERASE_PERMISSION):
             raise PermissionDenied
+        subject = subject_resolve(organization=row.organization, kind=kind, subject_id=str(getattr(row, id_field)))
+        label = f"{kind} {getattr(row, name_field)}"
         if request.method == "POST":
             erasure = erasure_request(subject=subject, requested_by_staff=request.user.get_username())
             self.message_user(request, f"Erasure of {label} queued.", messages.SUCCESS)
@@ -105,25 +99,19 @@ class ErasureRequestAdmin(ReadOnlyAdmin):
         )
 
 
-@admin.action(description="Erase this user (shows what will be removed first)")
-def erase_user(modeladmin, request, queryset):
-    return _redirect_to_confirmation(modeladmin, request, queryset, "admin:privacy_erase_user")
+def _erase_action(kind: str):
+    def action(modeladmin, request, queryset):
+        if queryset.count() != 1:
+            modeladmin.message_user(
+                request, "Select exactly one to erase; each erasure is confirmed on its own.", messages.WARNING
+            )
+            return None
+        return redirect(reverse(f"admin:privacy_erase_{kind}", args=[queryset.get().pk]))
 
-
-@admin.action(description="Erase this client (shows what will be removed first)")
-def erase_client(modeladmin, request, queryset):
-    return _redirect_to_confirmation(modeladmin, request, queryset, "admin:privacy_erase_client")
-
-
-def _redirect_to_confirmation(modeladmin, request, queryset, url_name):
-    if queryset.count() != 1:
-        modeladmin.message_user(
-            request, "Select exactly one to erase; each erasure is confirmed on its own.", messages.WARNING
-        )
-        return None
-    return redirect(reverse(url_name, args=[queryset.get().pk]))
+    action.__name__ = f"erase_{kind}"
+    return admin.action(action, description=f"Erase this {kind} (shows what will be removed first)")
 
 
 # The tenancy admin stays unaware of privacy: its end users and clients get these actions here.
-register_admin_action("tenancy.EndUser", erase_user)
-register_admin_action("tenancy.Client", erase_client)
+for kind, (model, *_) in ERASABLE.items():
+    register_admin_action(model._meta.label, _erase_action(kind))

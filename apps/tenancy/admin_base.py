@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.contrib.admin.options import IS_POPUP_VAR
 
 from apps.core.extensions import ADMIN_ACTIONS
-from apps.tenancy.models import Organization
+from apps.tenancy.models import Client, Organization
 from apps.tenancy.selectors import organization_for_staff
 
 
@@ -20,8 +20,6 @@ class ScopeFilter(admin.SimpleListFilter):
     parameter_name = "scope"
 
     def lookups(self, request, model_admin):
-        from apps.tenancy.models import Client
-
         clients = Client.objects.exclude(write_scope__isnull=True)
         if not request.user.is_superuser:
             clients = clients.filter(organization=staff_organization(request))

@@ -1,5 +1,8 @@
-"""What the management commands share: finding the organisation an `--org` option names."""
+"""What the management commands share: finding the organisation an `--org` option names, refusing invalid input."""
 
+from contextlib import contextmanager
+
+from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 
 from apps.tenancy.models import Organization
@@ -10,3 +13,12 @@ def organization_named(name: str) -> Organization:
     if organization is None:
         raise CommandError(f"No organisation named {name!r}.")
     return organization
+
+
+@contextmanager
+def refuse_invalid():
+    """A ValidationError ends the command with its messages."""
+    try:
+        yield
+    except ValidationError as exc:
+        raise CommandError("; ".join(exc.messages)) from None

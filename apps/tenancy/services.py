@@ -74,8 +74,7 @@ def client_create(
         can_manage_webhooks=can_manage_webhooks,
         requests_per_minute=requests_per_minute,
     )
-    _, raw_key = api_key_create(client=client)
-    return client, raw_key
+    return client, api_key_create(client=client)[1]
 
 
 @transaction.atomic

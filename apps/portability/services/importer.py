@@ -377,7 +377,7 @@ class _Import:
         kept = []
         for line, values, recompute in batch:
             value = values[column]
-            if value is not None and value in present:
+            if value in present:
                 for name, parents in zip(shared, present[value]):
                     if values[name] != parents:
                         raise ArchiveError(
@@ -385,16 +385,16 @@ class _Import:
                             f"Differs from its {model._meta.verbose_name}'s ({column}): a row belongs to the "
                             "owner and scope of the row it belongs to.",
                         )
-            if value is None or value in present:
-                kept.append((line, values, recompute))
-            elif mode == k.NULL:
+            elif value is not None:
+                if mode == k.REFUSE:
+                    raise ArchiveError(
+                        f"{kind.file}:{line}: {column}",
+                        "Names a row that is neither earlier in the archive nor in the organisation.",
+                    )
+                if mode == k.SKIP:
+                    continue
                 values[column] = None
-                kept.append((line, values, recompute))
-            elif mode == k.REFUSE:
-                raise ArchiveError(
-                    f"{kind.file}:{line}: {column}",
-                    "Names a row that is neither earlier in the archive nor in the organisation.",
-                )
+            kept.append((line, values, recompute))
         return kept
 
     def _recompute(self, kind, stale: list[dict]):

@@ -36,7 +36,19 @@ def export_request(*, client, selection: str, value: str) -> ExportRequest:
     with transaction.atomic():
         # The client's row is the lock two concurrent requests of the same client queue on.
         Client.objects.select_for_update().filter(pk=client.pk).values_list("pk", flat=True).first()
-        running = _running(client=client, selection=selection, value=value)
+        # Queued, running, or failed with its task still to retry.
+        running = (
+            ExportRequest.objects.filter(
+                organization_id=client.organization_id,
+                requested_by=client,
+                selection=selection,
+                value=value,
+                status__in=(ExportRequest.Status.QUEUED, ExportRequest.Status.RUNNING, ExportRequest.Status.FAILED),
+                task_id__in=MemoryTask.objects.filter(status__in=MemoryTask.ACTIVE_STATUSES).values("pk"),
+            )
+            .order_by("-created_at")
+            .first()
+        )
         if running is not None:
             return running
         export = ExportRequest.objects.create(
@@ -55,29 +67,8 @@ def _export_task(export: ExportRequest, *, organization, client):
     )
 
 
-def _running(*, client, selection: str, value: str) -> ExportRequest | None:
-    """Queued, running, or failed with its task still to retry."""
-    return (
-        ExportRequest.objects.filter(
-            organization_id=client.organization_id,
-            requested_by=client,
-            selection=selection,
-            value=value,
-            status__in=(ExportRequest.Status.QUEUED, ExportRequest.Status.RUNNING, ExportRequest.Status.FAILED),
-            task_id__in=MemoryTask.objects.filter(status__in=MemoryTask.ACTIVE_STATUSES).values("pk"),
-        )
-        .order_by("-created_at")
-        .first()
-    )
-
-
 def export_path(export: ExportRequest) -> Path:
     return Path(settings.EXPORT_DIR) / export.file_name
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as archive:
-        return hashlib.file_digest(archive, "sha256").hexdigest()
 
 
 class ExportOverrun(RuntimeError):
@@ -119,12 +110,14 @@ def export_run(*, export: ExportRequest) -> dict:
         except Exception as exc:
             update_row(export, status=ExportRequest.Status.FAILED, error=type(exc).__name__)
             raise
+        with path.open("rb") as archive:
+            digest = hashlib.file_digest(archive, "sha256").hexdigest()
         now = timezone.now()
         fields = {
             "status": ExportRequest.Status.SUCCEEDED,
             "file_name": file_name,
             "size_bytes": path.stat().st_size,
-            "sha256": _sha256(path),
+            "sha256": digest,
             "counts": {name[: -len(".jsonl")]: entry["rows"] for name, entry in manifest["files"].items()},
             "people_recorded": True,
             "finished_at": now,
@@ -177,7 +170,11 @@ def _write_again(exports) -> None:
 
 def exports_rewrite_holding(*, organization, user_id: str, scope: str) -> dict:
     """Rows of `user_id` in `scope` were deleted: every export that may hold them is written again."""
-    exports = _may_hold(ExportRequest.objects.filter(organization=organization), user_id=user_id, scope=scope)
+    exports = (
+        ExportRequest.objects.filter(organization=organization)
+        .exclude(Q(selection=ExportRequest.Selection.SCOPE) & ~Q(value=scope))
+        .exclude(Q(selection=ExportRequest.Selection.USER) & ~Q(value=user_id))
+    )
     _write_again(exports)
     ready = exports.filter(status=ExportRequest.Status.SUCCEEDED).filter(
         Q(pk__in=ExportPerson.objects.filter(kind=ExportPerson.Kind.USER, subject_id=user_id).values("export_id"))
@@ -189,23 +186,13 @@ def exports_rewrite_holding(*, organization, user_id: str, scope: str) -> dict:
     return {"portability.ExportRequest (archive written again)": len(rewritten)} if rewritten else {}
 
 
-def _may_hold(exports, *, user_id: str, scope: str):
-    return exports.exclude(Q(selection=ExportRequest.Selection.SCOPE) & ~Q(value=scope)).exclude(
-        Q(selection=ExportRequest.Selection.USER) & ~Q(value=user_id)
-    )
-
-
 def _rewrite(export: ExportRequest) -> None:
     with transaction.atomic():
-        if export.file_name:
-            export_path(export).unlink(missing_ok=True)
-        ExportPerson.objects.filter(export=export).delete()
         task = _export_task(export, organization=export.organization, client=export.requested_by)
-        update_row(
+        _discard(
             export,
             status=ExportRequest.Status.QUEUED,
             task_id=task.pk,
-            file_name="",
             size_bytes=0,
             sha256="",
             counts={},
@@ -231,11 +218,12 @@ def purge_exports(subject, erasure_id) -> dict:
     return {"portability.ExportRequest (archive deleted)": len(deleted)}
 
 
-def _discard(export: ExportRequest) -> None:
+def _discard(export: ExportRequest, status=ExportRequest.Status.EXPIRED, **fields) -> None:
+    """Its archive and the record of whom it held go; the request stays."""
     if export.file_name:
         export_path(export).unlink(missing_ok=True)
-    update_row(export, status=ExportRequest.Status.EXPIRED, file_name="")
     ExportPerson.objects.filter(export=export).delete()
+    update_row(export, status=status, file_name="", **fields)
 
 
 def exports_expire() -> dict:

@@ -63,20 +63,16 @@ def memory_edited(*, memory, memory_type: str) -> dict:
     return {"sessions_projected": projected, "profiles_stale": stale}
 
 
-def _session_locks(session: Session) -> list[str]:
-    """Work on the owner and on the scopes its experiences feed waits while the session goes."""
-    experiences = SkillExperience.objects.filter(session_id=session.pk)
-    scopes = tuple(sorted(set(experiences.values_list("scope", flat=True))))
-    return work_lock_keys(
-        WorkOf(organization_id=session.organization_id, end_user_ids=(session.end_user_id,), scopes=scopes)
-    )
-
-
 def session_purge(*, session_pk) -> dict:
     session = Session.objects.select_related("organization", "end_user").filter(pk=session_pk).first()
     if session is None:
         return {"skipped": "session no longer exists"}
-    with advisory_locks(_session_locks(session)):
+    # Work on the owner and on the scopes its experiences feed waits while the session goes.
+    scopes = SkillExperience.objects.filter(session_id=session.pk).values_list("scope", flat=True)
+    owner = WorkOf(
+        organization_id=session.organization_id, end_user_ids=(session.end_user_id,), scopes=tuple(sorted(set(scopes)))
+    )
+    with advisory_locks(work_lock_keys(owner)):
         counts = session_delete(session=session, actor=f"session-delete:{session.pk}")
     counts.update(
         copies_forget(organization=session.organization, user_id=session.end_user.user_id, scope=session.scope)

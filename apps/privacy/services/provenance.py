@@ -91,15 +91,11 @@ class Derived:
             params += query_params
         return " UNION ALL ".join(f"({part})" for part in parts), params
 
-    def _citing(self, model) -> QuerySet:
-        sql, params = self.item_ids_sql()
-        return model.objects.filter(item_id__in=RawSQL(sql, params))
-
     def mentions(self) -> QuerySet:
-        return self._citing(Mention)
+        return Mention.objects.filter(item_id__in=RawSQL(*self.item_ids_sql()))
 
     def profile_sources(self) -> QuerySet:
-        return self._citing(ProfileSource)
+        return ProfileSource.objects.filter(item_id__in=RawSQL(*self.item_ids_sql()))
 
     def quoting_revisions(self) -> QuerySet:
         sql, params = self.item_ids_sql()
@@ -131,9 +127,8 @@ class Derived:
         )
 
     def staged_embeddings(self) -> QuerySet:
-        sql, params = self.item_ids_sql()
         return StagedEmbedding.objects.filter(
-            Q(item_id__in=RawSQL(sql, params)) | Q(item_id__in=self.experiences().values("pk"))
+            Q(item_id__in=RawSQL(*self.item_ids_sql())) | Q(item_id__in=self.experiences().values("pk"))
         )
 
 
@@ -213,19 +208,13 @@ def forget_memories(derived: Derived) -> dict:
         for sources in derived.memories(model).values_list("source_message_ids", flat=True):
             cited.update(sources)
     counts = {label: delete_in_batches(queryset) for label, queryset in derived.memory_querysets()}
-    counts["conversations.Session (learned again)"] = _learn_again(
-        Message.objects.filter(pk__in=cited).exclude(pk__in=derived.turn_ids())
-    )
-    return counts
-
-
-def _learn_again(turns: QuerySet) -> int:
-    session_ids = messages_mark_unlearned(turns=turns)
+    session_ids = messages_mark_unlearned(turns=Message.objects.filter(pk__in=cited).exclude(pk__in=derived.turn_ids()))
     for session in Session.objects.filter(pk__in=session_ids, session_tag=SessionTag.CONVERSATION).select_related(
         "organization"
     ):
         extraction_enqueue(session)
-    return len(session_ids)
+    counts["conversations.Session (learned again)"] = len(session_ids)
+    return counts
 
 
 def scrub_task_results(derived: Derived) -> dict:

@@ -131,10 +131,6 @@ def register_purge_step(step) -> None:
         EXTRA_STEPS.append(step)
 
 
-def purge_steps() -> list:
-    return [*STEPS[:-1], *EXTRA_STEPS, STEPS[-1]]
-
-
 def _cancel_and_scrub(queryset, erasure_id) -> int:
     """The payload and idempotency key of a cancelled task embed the erased rows' ids: they are emptied."""
     ids = list(queryset.filter(status__in=MemoryTask.CLAIMABLE_STATUSES).values_list("pk", flat=True))
@@ -170,7 +166,7 @@ def subject_purge(*, subject: Subject, erasure_id, on_step=None) -> dict:
     """`on_step(counts)` sees the progress."""
     counts: Counter = Counter()
     with advisory_locks(subject_locks(subject)):
-        for step in purge_steps():
+        for step in [*STEPS[:-1], *EXTRA_STEPS, STEPS[-1]]:
             counts.update(step(subject, erasure_id))
             logger.info("erasure %s: %s done", erasure_id, step.__name__)
             if on_step is not None:

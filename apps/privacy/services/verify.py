@@ -4,6 +4,7 @@ By provenance with the purge's own querysets; by a fingerprint of the subject's 
 import base64
 import json
 import re
+from collections import Counter
 
 import redis
 from django.apps import apps
@@ -144,21 +145,16 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def fingerprint_of(texts) -> set[str]:
-    """Runs side by side, not overlapping: any verbatim copy of 2 × SHINGLE_WORDS − 1 words contains one."""
+def subject_fingerprint(subject: Subject) -> tuple[set[str], list]:
+    """(fingerprint of the subject's most recent turns, ids of their sessions). Its runs lie side by side, not
+    overlapping: any verbatim copy of 2 × SHINGLE_WORDS − 1 words contains one."""
+    turns = subject.messages().order_by("-occurred_at")[: settings.ERASURE_SCAN_MAX_TURNS]
     needles = set()
-    for text in texts:
+    for text in turns.values_list("content", flat=True).iterator(chunk_size=2000):
         words = _words(text or "")
         needles.update(
             " ".join(words[i : i + SHINGLE_WORDS]) for i in range(0, len(words) - SHINGLE_WORDS + 1, SHINGLE_WORDS)
         )
-    return needles
-
-
-def subject_fingerprint(subject: Subject) -> tuple[set[str], list]:
-    """(fingerprint of the subject's most recent turns, ids of their sessions)."""
-    turns = subject.messages().order_by("-occurred_at")[: settings.ERASURE_SCAN_MAX_TURNS]
-    needles = fingerprint_of(turns.values_list("content", flat=True).iterator(chunk_size=2000))
     return needles, list(subject.messages().order_by().values_list("session_id", flat=True).distinct())
 
 
@@ -221,10 +217,10 @@ def _said_by_others(*, organization, needle: str, exclude_turns: QuerySet) -> bo
 
 def text_residue(*, organization, needles: set[str], sessions: list, exclude_turns: QuerySet) -> dict:
     """{"table.column": rows holding a run of the subject's words}; turns are read only in `sessions`."""
-    found: dict[str, int] = {}
+    found: Counter = Counter()
     confirmed: dict[str, bool] = {}
     if not needles:
-        return found
+        return {}
     for model, columns, path in derived_text_tables():
         rows = model.objects.filter(**{path: organization})
         if model is Message:
@@ -239,14 +235,12 @@ def text_residue(*, organization, needles: set[str], sessions: list, exclude_tur
                             organization=organization, needle=needle, exclude_turns=exclude_turns
                         )
                 if any(confirmed[needle] for needle in hits):
-                    label = f"{model._meta.label}.{column}"
-                    found[label] = found.get(label, 0) + 1
-    return found
+                    found[f"{model._meta.label}.{column}"] += 1
+    return dict(found)
 
 
 def subject_verify(*, subject: Subject, include_redis: bool = True, fingerprint: tuple | None = None) -> dict:
     """A total of 0 means nothing is left; `fingerprint` defaults to the subject's turns as they are now."""
-    identifiers = subject_identifiers(subject)
     tables = table_counts(subject)
     needles, sessions = fingerprint if fingerprint is not None else subject_fingerprint(subject)
     text = text_residue(
@@ -258,6 +252,6 @@ def subject_verify(*, subject: Subject, include_redis: bool = True, fingerprint:
         "total": sum(tables.values()) + sum(text.values()),
     }
     if include_redis:
-        result["redis"] = redis_scan(identifiers)
+        result["redis"] = redis_scan(subject_identifiers(subject))
         result["total"] += result["redis"]["matches"]
     return result

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.core.progress import show_progress, wrote_json
 from apps.portability.services.export import ORGANIZATION, SCOPE, Selection, archive_export
 from apps.privacy.services.subjects import CLIENT, USER, subject_resolve
-from apps.tenancy.commands import organization_named
+from apps.tenancy.commands import organization_named, refuse_invalid
 from apps.tenancy.services import validate_scope
 
 
@@ -27,10 +27,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         organization = organization_named(options["org"])
         if options["scope"] is not None:
-            try:
+            with refuse_invalid():
                 selection = Selection(organization=organization, kind=SCOPE, scope=validate_scope(options["scope"]))
-            except Exception as exc:
-                raise CommandError("; ".join(getattr(exc, "messages", [str(exc)]))) from None
         elif options["user"] is not None or options["client"] is not None:
             kind, value = (USER, options["user"]) if options["user"] is not None else (CLIENT, options["client"])
             subject = subject_resolve(organization=organization, kind=kind, subject_id=value)

@@ -1,11 +1,10 @@
 from pathlib import Path
 
-from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from apps.core.progress import wrote_json
 from apps.portability.services.skill_files import skills_export_files
-from apps.tenancy.commands import organization_named
+from apps.tenancy.commands import organization_named, refuse_invalid
 from apps.tenancy.services import validate_scope
 
 
@@ -20,10 +19,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         organization = organization_named(options["org"])
-        try:
+        with refuse_invalid():
             scope = validate_scope(options["scope"])
-        except ValidationError as exc:
-            raise CommandError("; ".join(exc.messages)) from None
         written = skills_export_files(organization=organization, scope=scope, directory=Path(options["out"]))
         if wrote_json(self, options, {"files": [str(path) for path in written]}):
             return

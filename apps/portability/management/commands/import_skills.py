@@ -1,12 +1,11 @@
 from pathlib import Path
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.core.progress import wrote_json
 from apps.portability.archive import ArchiveError
 from apps.portability.services.skill_files import skills_import_files
-from apps.tenancy.commands import organization_named
+from apps.tenancy.commands import organization_named, refuse_invalid
 from apps.tenancy.services import validate_scope
 
 
@@ -26,13 +25,12 @@ class Command(BaseCommand):
         organization = organization_named(options["org"])
         if not Path(path).is_dir():
             raise CommandError(f"{path!r} is not a folder.")
-        try:
-            scope = validate_scope(options["scope"])
-            counts = skills_import_files(organization=organization, scope=scope, directory=Path(path))
-        except ValidationError as exc:
-            raise CommandError("; ".join(exc.messages)) from None
-        except ArchiveError as exc:
-            raise CommandError(f"Refused, nothing was stored: {exc}") from None
+        with refuse_invalid():
+            try:
+                scope = validate_scope(options["scope"])
+                counts = skills_import_files(organization=organization, scope=scope, directory=Path(path))
+            except ArchiveError as exc:
+                raise CommandError(f"Refused, nothing was stored: {exc}") from None
         if wrote_json(self, options, counts):
             return
         self.stdout.write(self.style.SUCCESS(f"Skills: {counts}."))

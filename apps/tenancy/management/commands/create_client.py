@@ -1,8 +1,7 @@
-from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from apps.core.progress import wrote_json
-from apps.tenancy.commands import organization_named
+from apps.tenancy.commands import organization_named, refuse_invalid
 from apps.tenancy.services import client_create
 
 PERMISSIONS = ("can_erase", "can_export", "can_manage_webhooks")
@@ -40,7 +39,7 @@ class Command(BaseCommand):
         organization = organization_named(options["org"])
         scopes = options["read_scopes"]
         read_scopes = None if scopes is None else [scope.strip() for scope in scopes.split(",") if scope.strip()]
-        try:
+        with refuse_invalid():
             client, raw_key = client_create(
                 organization=organization,
                 name=options["name"],
@@ -48,8 +47,6 @@ class Command(BaseCommand):
                 read_scopes=read_scopes,
                 **{permission: options[permission] for permission in PERMISSIONS},
             )
-        except ValidationError as exc:
-            raise CommandError("; ".join(exc.messages)) from None
         shown = ("name", "write_scope", "read_scopes", *PERMISSIONS)
         created = {"id": str(client.id), "organization": organization.name}
         created |= {name: getattr(client, name) for name in shown} | {"api_key": raw_key}

@@ -1,7 +1,7 @@
-from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from apps.core.progress import wrote_json
+from apps.tenancy.commands import refuse_invalid
 from apps.tenancy.services import organization_create
 
 
@@ -13,9 +13,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print machine-readable JSON.")
 
     def handle(self, *args, name, **options):
-        try:
+        with refuse_invalid():
             organization = organization_create(name=name)
-        except ValidationError as exc:
-            raise CommandError("; ".join(exc.messages)) from None
         if not wrote_json(self, options, {"id": str(organization.id), "name": organization.name}):
             self.stdout.write(self.style.SUCCESS(f"Created organisation {organization.name} ({organization.id})"))

@@ -1,7 +1,7 @@
-from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from apps.core.progress import wrote_json
+from apps.tenancy.commands import refuse_invalid
 from apps.tenancy.services import api_key_revoke
 
 
@@ -13,10 +13,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print machine-readable JSON.")
 
     def handle(self, *args, prefix, **options):
-        try:
+        with refuse_invalid():
             api_key = api_key_revoke(prefix=prefix)
-        except ValidationError as exc:
-            raise CommandError("; ".join(exc.messages)) from None
         revoked = {
             "prefix": api_key.prefix,
             "client": str(api_key.client_id),
