@@ -170,8 +170,11 @@ def _endpoint_failed(endpoint: WebhookEndpoint) -> None:
         logger.warning("webhook endpoint %s disabled after %s failed deliveries in a row", endpoint.pk, limit)
 
 
-def delivery_attempt(*, delivery: WebhookDelivery, final: bool) -> dict:
+def delivery_run(*, delivery_id, final: bool) -> dict:
     """A retryable failure raises DeliveryFailed so the pipeline backs off; any other, or a `final` one, fails it."""
+    delivery = WebhookDelivery.objects.select_related("endpoint").filter(pk=delivery_id).first()
+    if delivery is None:  # its endpoint was deleted
+        return {"status": "gone"}
     if delivery.status != WebhookDelivery.Status.PENDING:
         return {"status": delivery.status}
     endpoint = delivery.endpoint
@@ -198,13 +201,6 @@ def delivery_attempt(*, delivery: WebhookDelivery, final: bool) -> dict:
     if retryable:  # out of attempts: the task ends dead, like any task that ran out
         raise DeliveryFailed(error)
     return {"status": WebhookDelivery.Status.FAILED, "status_code": status_code}
-
-
-def delivery_run(*, delivery_id, final: bool) -> dict:
-    delivery = WebhookDelivery.objects.select_related("endpoint").filter(pk=delivery_id).first()
-    if delivery is None:  # its endpoint was deleted
-        return {"status": "gone"}
-    return delivery_attempt(delivery=delivery, final=final)
 
 
 # Where a payload names an end user or a client, by event type: (data key, subject kind).

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from datetime import timezone as dt_timezone
+from itertools import zip_longest
 from typing import Annotated, Literal
 
 from django.conf import settings
@@ -175,14 +176,12 @@ def render_prompt(*, session, turns: list[ExtractionTurn], candidates: Candidate
     # Shown: those that fit, alternating types, most similar first; the rest leave `candidates`, so none is named.
     left = room_for(SYSTEM_PROMPT, _HEADINGS, session.session_id, head[1])
     shown: dict[str, dict[str, str]] = {EPISODIC: {}, SEMANTIC: {}}
-    by_type = [(memory_type, candidates.of_type(memory_type)) for memory_type in (EPISODIC, SEMANTIC)]
-    for rank in range(max(len(pairs) for _, pairs in by_type)):
-        for memory_type, pairs in by_type:
-            if rank < len(pairs):
-                line = _memory_line(*pairs[rank])
-                if estimate_tokens(line) + 1 <= left:
-                    left -= estimate_tokens(line) + 1
-                    shown[memory_type][pairs[rank][0]] = line
+    for ranked in zip_longest(*(candidates.of_type(memory_type) for memory_type in shown)):
+        for lines, pair in zip(shown.values(), ranked):
+            line = pair and _memory_line(*pair)
+            if line and estimate_tokens(line) + 1 <= left:
+                left -= estimate_tokens(line) + 1
+                lines[pair[0]] = line
     candidates.by_key = {
         key: memory for key, memory in candidates.by_key.items() if any(key in s for s in shown.values())
     }

@@ -199,9 +199,8 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
         changed = page_store(
             profile=profile, candidate=candidate, sources=sources, model=model, usage=usage, reason=reason
         )
-    if not changed:
-        return {"profile": str(profile.pk), "revision": profile.revision, "changed": False}
-    return {"profile": str(profile.pk), "revision": profile.revision, "changed": True, "sources": len(sources)}
+    result = {"profile": str(profile.pk), "revision": profile.revision, "changed": changed}
+    return result | {"sources": len(sources)} if changed else result
 
 
 def sources_of(used: list[Evidence]) -> dict[tuple, dict]:

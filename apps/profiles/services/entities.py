@@ -118,39 +118,31 @@ def _known_aliases(owner: dict) -> dict[str, Entity]:
     return aliases
 
 
-def _session_items(session: Session) -> tuple[list[Message], list]:
-    messages = list(
-        Message.objects.filter(session=session, role__in=SPOKEN_ROLES)
-        .only("id", "seq", "role", "name", "content", "occurred_at", "session_id")
-        .order_by("seq")
-    )
-    owner = {"organization_id": session.organization_id, "end_user_id": session.end_user_id, "scope": session.scope}
-    ids = [message.pk for message in messages]
-    memories = [
-        memory
-        for model in (EpisodicMemory, SemanticMemory)
-        for memory in model.objects.filter(**owner, deleted_at__isnull=True, source_message_ids__overlap=ids)
-    ]
-    return messages, memories
-
-
 @transaction.atomic
 def session_project(*, session: Session) -> dict:
     """Replaces the mentions of a session's turns and of the memories learned from them, then recomputes edges."""
     owner = {"organization_id": session.organization_id, "scope": session.scope, "end_user_id": session.end_user_id}
     user_id = session.end_user.user_id
-    messages, memories = _session_items(session)
-    # Until this commits no erasure of what was read can run (one that ran since makes the task retry).
-    memories_held(
-        organization_id=session.organization_id, memories=memories, turn_ids=[message.pk for message in messages]
+    messages = list(
+        Message.objects.filter(session=session, role__in=SPOKEN_ROLES)
+        .only("id", "seq", "role", "name", "content", "occurred_at", "session_id")
+        .order_by("seq")
     )
+    turn_ids = [message.pk for message in messages]
+    memories = [
+        memory
+        for model in (EpisodicMemory, SemanticMemory)
+        for memory in model.objects.filter(**owner, deleted_at__isnull=True, source_message_ids__overlap=turn_ids)
+    ]
+    # Until this commits no erasure of what was read can run (one that ran since makes the task retry).
+    memories_held(organization_id=session.organization_id, memories=memories, turn_ids=turn_ids)
     aliases = _known_aliases(owner)
 
     # Names: speakers always; other capitalised names when they are known already or recur.
+    speaker_of = {}
     for message in messages:
-        speaker = _speaker(message, user_id)
-        if speaker:
-            _entity(owner, aliases, speaker, Entity.Kind.PERSON, is_user=not message.name)
+        if speaker := _speaker(message, user_id):
+            speaker_of[message.pk] = _entity(owner, aliases, speaker, Entity.Kind.PERSON, is_user=not message.name)
     recurring: dict[str, list[str | None]] = {}
     for message in messages:
         for name, cue in _candidates(message.content):
@@ -167,17 +159,15 @@ def session_project(*, session: Session) -> dict:
 
     # Mentions of this session's items, replaced wholesale.
     pattern = _alias_pattern(aliases)
-    item_ids = [message.pk for message in messages] + [memory.pk for memory in memories]
+    item_ids = turn_ids + [memory.pk for memory in memories]
     existing = Mention.objects.filter(item_id__in=item_ids, entity__end_user_id=session.end_user_id)
     before = dict(existing.values_list("entity_id").annotate(n=Count("pk")).order_by())
     existing.delete()
     mentions = []
     seq_of = {message.pk: message.seq for message in messages}
     for message in messages:
-        speaker = _speaker(message, user_id)
-        named = _named_in(message.content, aliases, pattern)
-        speaker_entity = aliases.get(speaker.lower()) if speaker else None
-        for entity in named | ({speaker_entity} if speaker_entity else set()):
+        speaker_entity = speaker_of.get(message.pk)
+        for entity in _named_in(message.content, aliases, pattern) | ({speaker_entity} - {None}):
             mentions.append(
                 Mention(
                     entity=entity,
@@ -299,11 +289,9 @@ def profiles_lint_enqueue(*, organization=None) -> MemoryTask:
     """Lint of every organisation's pages (the beat) or of one (after an erasure): one waiting run each."""
     if organization is None:
         return enqueue(LINT_PROFILES, {}, idempotency_key=LINT_PROFILES)
+    payload = {"organization": str(organization.pk)}
     return enqueue(
-        LINT_PROFILES,
-        {"organization": str(organization.pk)},
-        organization=organization,
-        idempotency_key=f"{LINT_PROFILES}:{organization.pk}",
+        LINT_PROFILES, payload, organization=organization, idempotency_key=f"{LINT_PROFILES}:{organization.pk}"
     )
 
 
