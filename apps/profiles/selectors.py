@@ -14,8 +14,7 @@ def profile_visible(reader: Reader, user_id: str | None = None) -> Q:
     return reader.condition()
 
 
-def profile_list(*, reader: Reader, filters: dict | None = None):
-    filters = filters or {}
+def profile_list(*, reader: Reader, filters: dict):
     queryset = (
         reader.objects(Profile)
         .filter(profile_visible(reader))
@@ -63,6 +62,4 @@ def write_scope_users(*, client):
 
 def session_projected_into(session) -> str:
     """A learned-from check of apps.conversations: why the session counts as learned from ("" if not)."""
-    if Mention.objects.filter(session_id=session.pk).exists():
-        return "entities were projected from it"
-    return ""
+    return "entities were projected from it" if Mention.objects.filter(session_id=session.pk).exists() else ""

@@ -35,7 +35,6 @@ def endpoint_create(
     *, organization, registered_by, url: str, events: list[str], include_content: bool = False, description: str = ""
 ) -> tuple[WebhookEndpoint, str]:
     """The secret is returned once; the caller shows it once."""
-    secret = secret_generate()
     endpoint = WebhookEndpoint.objects.create(
         organization=organization,
         registered_by=registered_by,
@@ -43,9 +42,9 @@ def endpoint_create(
         events=sorted(set(events)),
         include_content=include_content,
         description=description,
-        secret=secret,
+        secret=secret_generate(),
     )
-    return endpoint, secret
+    return endpoint, endpoint.secret
 
 
 def endpoint_update(*, endpoint: WebhookEndpoint, changes: dict) -> WebhookEndpoint:
@@ -118,18 +117,12 @@ def endpoint_send_test(*, endpoint: WebhookEndpoint) -> WebhookDelivery:
     return delivery_enqueue(endpoint=endpoint, event=event)
 
 
-class _Clients(threading.local):
-    """One connection pool per thread and process: a forked worker must not share its parent's sockets."""
-
-    client: httpx2.Client | None = None
-    pid: int | None = None
-
-
-_clients = _Clients()
+# One connection pool per thread and process: a forked worker must not share its parent's sockets.
+_clients = threading.local()
 
 
 def _http() -> httpx2.Client:
-    if _clients.client is None or _clients.pid != os.getpid():
+    if getattr(_clients, "pid", None) != os.getpid():
         _clients.client = httpx2.Client(follow_redirects=False, headers={"User-Agent": "memory-platform-webhooks"})
         _clients.pid = os.getpid()
     return _clients.client

@@ -23,6 +23,7 @@ from apps.memories.services.memories import (
     SEMANTIC,
     memory_create,
     memory_embed,
+    memory_snapshot,
     memory_soft_delete,
     memory_update,
 )
@@ -63,9 +64,6 @@ def _written(operation: Operation, vectors: dict, task_id) -> dict:
     }
 
 
-_TEXT_FIELDS = ("actor", "event_type", "name", "summary", "details")
-
-
 def _embed_changes(plan: Plan) -> dict:
     """Vectors of what adds and updates will write, by id(operation); computed before any row is locked."""
     vectors = {}
@@ -75,14 +73,8 @@ def _embed_changes(plan: Plan) -> dict:
             for operation in plan.operations
             if operation.memory_type == memory_type and operation.operation in ("add", "update")
         ]
-        # An add has no target (None has none of these fields): its text is its fields alone.
-        texts = [
-            {
-                **{name: getattr(op.target, name) for name in _TEXT_FIELDS if hasattr(op.target, name)},
-                **op.fields,
-            }
-            for op in of_type
-        ]
+        # An add has no target: its text is its fields alone.
+        texts = [{**(memory_snapshot(op.target) if op.target else {}), **op.fields} for op in of_type]
         vectors.update(zip(map(id, of_type), memory_embed(memory_type, texts)))
     return vectors
 

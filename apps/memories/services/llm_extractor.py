@@ -300,25 +300,31 @@ def _episodic_time(item: EpisodicAnswer, cited: list[ExtractionTurn], problems: 
     return {"occurred_at": occurred_at, "time_granularity": granularity}
 
 
+# The text fields of each type: (name, max length, required in an add).
+TEXT_FIELDS = {
+    EPISODIC: (
+        ("summary", SUMMARY_MAX_LENGTH, True),
+        ("details", DETAILS_MAX_LENGTH, False),
+        ("actor", ACTOR_MAX_LENGTH, False),
+        ("event_type", EVENT_TYPE_MAX_LENGTH, False),
+    ),
+    SEMANTIC: (
+        ("name", NAME_MAX_LENGTH, True),
+        ("summary", SUMMARY_MAX_LENGTH, True),
+        ("details", DETAILS_MAX_LENGTH, False),
+        ("source", 255, False),
+    ),
+}
+
+
 def _fields(
     memory_type: str, item: MemoryOperationAnswer, cited: list[ExtractionTurn], problems: list[str], *, adding: bool
 ) -> dict:
-    if memory_type == EPISODIC:
-        fields = {
-            "summary": _text(item, "summary", SUMMARY_MAX_LENGTH, required=adding),
-            "details": _text(item, "details", DETAILS_MAX_LENGTH),
-            "actor": _text(item, "actor", ACTOR_MAX_LENGTH),
-            "event_type": _text(item, "event_type", EVENT_TYPE_MAX_LENGTH),
-        }
-        if cited:
-            fields.update(_episodic_time(item, cited, problems, required=adding))
-    else:
-        fields = {
-            "name": _text(item, "name", NAME_MAX_LENGTH, required=adding),
-            "summary": _text(item, "summary", SUMMARY_MAX_LENGTH, required=adding),
-            "details": _text(item, "details", DETAILS_MAX_LENGTH),
-            "source": _text(item, "source", 255),
-        }
+    fields = {
+        name: _text(item, name, length, required=adding and needed) for name, length, needed in TEXT_FIELDS[memory_type]
+    }
+    if memory_type == EPISODIC and cited:
+        fields.update(_episodic_time(item, cited, problems, required=adding))
     return {name: value for name, value in fields.items() if value is not None}
 
 

@@ -68,9 +68,8 @@ def _kind(sentence: str) -> str | None:
 
 def profile_evidence(*, entity: Entity) -> list[Evidence]:
     """Every quotable line about the person, newest first (turns by sequence within a session)."""
-    mentions = list(entity.mentions.order_by("-occurred_at", "-seq"))
     by_type: dict[str, dict] = {t: {} for t in ItemType.values}
-    for mention in mentions:
+    for mention in entity.mentions.order_by("-occurred_at", "-seq"):
         by_type[mention.item_type][mention.item_id] = mention
     messages = Message.objects.filter(pk__in=list(by_type[ItemType.MESSAGE])).select_related("session")
     evidence = []
