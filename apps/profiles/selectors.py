@@ -47,10 +47,8 @@ def entity_list(*, reader: Reader, filters: dict | None = None):
         .select_related("end_user")
         .prefetch_related(Prefetch("edges_out", queryset=edges), Prefetch("edges_in", queryset=edges))
     )
-    if filters.get("user_id"):
-        queryset = queryset.filter(end_user__user_id=filters["user_id"])
-    if filters.get("kind"):
-        queryset = queryset.filter(kind=filters["kind"])
+    lookups = {"user_id": "end_user__user_id", "kind": "kind"}
+    queryset = queryset.filter(**{lookup: filters[name] for name, lookup in lookups.items() if filters.get(name)})
     return queryset.order_by("-mention_count", "name", "id")
 
 

@@ -196,10 +196,10 @@ def delivery_run(*, delivery_id, final: bool) -> dict:
     return {"status": WebhookDelivery.Status.FAILED, "status_code": status_code}
 
 
-# Where a payload names an end user or a client, by event type: (data key, subject kind).
+# Where a payload names an end user or a client: the data key holding its id, and the keys saying it is one.
 SUBJECT_KEYS = {
-    "user": [("user_id", None), ("subject_id", "user"), ("value", "user")],
-    "client": [("subject_id", "client"), ("value", "client")],
+    "user": [("user_id", {}), ("subject_id", {"subject_kind": "user"}), ("value", {"selection": "user"})],
+    "client": [("subject_id", {"subject_kind": "client"}), ("value", {"selection": "client"})],
 }
 
 
@@ -207,11 +207,7 @@ def purge_deliveries(subject, erasure_id) -> dict:
     """Deliveries naming the erased end user or client go, sent or not."""
     named = Q()
     for key, kind in SUBJECT_KEYS[subject.kind]:
-        condition = Q(**{f"payload__data__{key}": subject.subject_id})
-        if kind is not None:
-            selector = "subject_kind" if key == "subject_id" else "selection"
-            condition &= Q(**{f"payload__data__{selector}": kind})
-        named |= condition
+        named |= Q(**{f"payload__data__{name}": value for name, value in {key: subject.subject_id, **kind}.items()})
     deleted, _ = WebhookDelivery.objects.filter(named, organization=subject.organization).delete()
     return {"webhooks.WebhookDelivery": deleted}
 

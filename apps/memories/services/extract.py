@@ -36,15 +36,6 @@ SPOKEN_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
 EXTRACT_LOCKS = UserLocks("extract")  # registered in MemoriesConfig.ready
 
 
-def _turns(messages: list[Message]) -> list[ExtractionTurn]:
-    """Each spoken turn with the relative dates it contains, resolved against its own date."""
-    return [
-        ExtractionTurn(message=message, dates=resolve_dates(message.content, message.occurred_at))
-        for message in messages
-        if message.role in SPOKEN_ROLES and message.content.strip()
-    ]
-
-
 def _tally() -> dict:
     return {"added": 0, "updated": 0, "deleted": 0, "unchanged": 0}
 
@@ -131,7 +122,12 @@ def session_extract(*, session: Session, task=None) -> dict:
         "rejected": [],
         "problems": [],
     }
-    spoken = {turn.message.pk: turn for turn in _turns(pending)}
+    # Each spoken turn with the relative dates it contains, resolved against its own date.
+    spoken = {
+        message.pk: ExtractionTurn(message=message, dates=resolve_dates(message.content, message.occurred_at))
+        for message in pending
+        if message.role in SPOKEN_ROLES and message.content.strip()
+    }
     for batch in extraction_batches(pending, spoken):
         turns = [spoken[message.pk] for message in batch if message.pk in spoken]
         plan = llm_plan(session=session, turns=turns, task=task) if use_llm and turns else Plan()

@@ -64,11 +64,9 @@ class Candidates:
     by_key: dict = field(default_factory=dict)
 
     def add(self, memory) -> None:
-        if any(shown.pk == memory.pk for shown in self.by_key.values()):
-            return
-        memory_type = memory_type_of(memory)
-        count = sum(1 for shown in self.by_key.values() if memory_type_of(shown) == memory_type)
-        self.by_key[f"{KEY_PREFIX[memory_type]}{count + 1}"] = memory
+        if memory not in self.by_key.values():
+            memory_type = memory_type_of(memory)
+            self.by_key[f"{KEY_PREFIX[memory_type]}{len(self.of_type(memory_type)) + 1}"] = memory
 
     def of_type(self, memory_type: str) -> list[tuple[str, object]]:
         return [(key, memory) for key, memory in self.by_key.items() if memory_type_of(memory) == memory_type]
@@ -76,9 +74,9 @@ class Candidates:
     def lookup(self, memory_type: str, identifier) -> object | None:
         """The shown memory of this type named by its key or its full id; None for anything else."""
         identifier = str(identifier).strip()
-        memory = self.by_key.get(identifier.upper())
-        if memory is None:
-            memory = next((shown for shown in self.by_key.values() if str(shown.pk) == identifier.lower()), None)
+        memory = self.by_key.get(identifier.upper()) or next(
+            (shown for shown in self.by_key.values() if str(shown.pk) == identifier.lower()), None
+        )
         return memory if memory is not None and memory_type_of(memory) == memory_type else None
 
 
@@ -275,10 +273,6 @@ def parse_occurred_at(value, *, reference: datetime) -> tuple[datetime, str] | N
     return (moment if moment.tzinfo else moment.replace(tzinfo=dt_timezone.utc)), TimeGranularity.EXACT
 
 
-def _cited(item: MemoryOperationAnswer, by_seq: dict) -> list[ExtractionTurn]:
-    return [by_seq[seq] for seq in dict.fromkeys(item.turns) if seq in by_seq]
-
-
 def _episodic_time(item: EpisodicAnswer, cited: list[ExtractionTurn], problems: list[str], *, required: bool) -> dict:
     """occurred_at as given, else the first date resolved in the cited turns, else the first cited turn's date."""
     reference = cited[0].message.occurred_at
@@ -348,7 +342,7 @@ def _operation(
             raise Rejected(f"id {str(answer.id)[:64]!r} is not among the {memory_type} candidates shown")
         if target.pk in claimed:
             raise Rejected(f"memory {answer.id!r} is already changed by an earlier operation of this answer")
-    cited, fields = _cited(answer, by_seq), {}
+    cited, fields = [by_seq[seq] for seq in dict.fromkeys(answer.turns) if seq in by_seq], {}
     if operation in ("add", "update"):
         if not cited:
             raise Rejected("cites none of the new turns")

@@ -82,10 +82,9 @@ def profile_evidence(*, entity: Entity) -> list[Evidence]:
                 continue
             if mention.spoken:
                 section = _kind(sentence)
-            elif any(re.search(rf"\b{re.escape(alias)}\b", sentence.lower()) for alias in entity.aliases):
-                section = "What others said"
             else:
-                section = None
+                named = any(re.search(rf"\b{re.escape(alias)}\b", sentence.lower()) for alias in entity.aliases)
+                section = "What others said" if named else None
             if section:
                 evidence.append(
                     Evidence(ItemType.MESSAGE, str(message.pk), section, _quote(sentence), **turn, position=-position)
@@ -153,19 +152,6 @@ def evidence_page(*, prompt: str, head: str, evidence: list[Evidence], answer, o
     return page, used, len(lines), usage
 
 
-def _llm_page(entity: Entity, evidence: list[Evidence], task) -> tuple[str, list[Evidence], dict]:
-    page, used, _, usage = evidence_page(
-        prompt=COMPILE_PROMPT,
-        head=f"Person: {entity.name}\nEvidence:\n",
-        evidence=evidence,
-        answer=ProfilePageAnswer,
-        organization=entity.organization,
-        task=task,
-        purpose="compile_profile",
-    )
-    return page.markdown + "\n", used, usage
-
-
 def _embed(profile: Profile) -> None:
     (profile.embedding,) = embed_texts([profile.embedding_text()])
     profile.embedding_model = embedding_model_name()
@@ -181,8 +167,16 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
     markdown, model, usage, used = _rules_page(entity, evidence), RULES_MODEL, {}, evidence
     if llm_enabled():
         try:
-            markdown, used, usage = _llm_page(entity, evidence, task)
-            model = usage.get("model") or settings.LLM_MODEL
+            answer, used, _, usage = evidence_page(
+                prompt=COMPILE_PROMPT,
+                head=f"Person: {entity.name}\nEvidence:\n",
+                evidence=evidence,
+                answer=ProfilePageAnswer,
+                organization=entity.organization,
+                task=task,
+                purpose="compile_profile",
+            )
+            markdown, model = answer.markdown + "\n", usage.get("model") or settings.LLM_MODEL
         except LLMOutputError:
             reason = f"{reason}; the model's answer was unusable, rules page"
     sources = sources_of(used)

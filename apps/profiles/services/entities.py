@@ -163,22 +163,20 @@ def session_project(*, session: Session) -> dict:
     existing = Mention.objects.filter(item_id__in=item_ids, entity__end_user_id=session.end_user_id)
     before = dict(existing.values_list("entity_id").annotate(n=Count("pk")).order_by())
     existing.delete()
-    mentions = []
+    mentions = [
+        Mention(
+            entity=entity,
+            item_type=ItemType.MESSAGE,
+            item_id=message.pk,
+            session_id=session.pk,
+            seq=message.seq,
+            occurred_at=message.occurred_at,
+            spoken=entity == speaker_of.get(message.pk),
+        )
+        for message in messages
+        for entity in _named_in(message.content, aliases, pattern) | ({speaker_of.get(message.pk)} - {None})
+    ]
     seq_of = {message.pk: message.seq for message in messages}
-    for message in messages:
-        speaker_entity = speaker_of.get(message.pk)
-        for entity in _named_in(message.content, aliases, pattern) | ({speaker_entity} - {None}):
-            mentions.append(
-                Mention(
-                    entity=entity,
-                    item_type=ItemType.MESSAGE,
-                    item_id=message.pk,
-                    session_id=session.pk,
-                    seq=message.seq,
-                    occurred_at=message.occurred_at,
-                    spoken=entity == speaker_entity,
-                )
-            )
     for memory in memories:
         text = " ".join(
             filter(None, [getattr(memory, "actor", ""), getattr(memory, "name", ""), memory.summary, memory.details])
@@ -186,17 +184,17 @@ def session_project(*, session: Session) -> dict:
         first_turn = min((seq_of[i] for i in memory.source_message_ids if i in seq_of), default=None)
         item_type = ItemType.EPISODIC if isinstance(memory, EpisodicMemory) else ItemType.SEMANTIC
         occurred_at = getattr(memory, "occurred_at", None) or memory.updated_at
-        for entity in _named_in(text, aliases, pattern):
-            mentions.append(
-                Mention(
-                    entity=entity,
-                    item_type=item_type,
-                    item_id=memory.pk,
-                    session_id=session.pk,
-                    seq=first_turn,
-                    occurred_at=occurred_at,
-                )
+        mentions += [
+            Mention(
+                entity=entity,
+                item_type=item_type,
+                item_id=memory.pk,
+                session_id=session.pk,
+                seq=first_turn,
+                occurred_at=occurred_at,
             )
+            for entity in _named_in(text, aliases, pattern)
+        ]
     Mention.objects.bulk_create(mentions)
     owner_edges_recompute(end_user_id=session.end_user_id, organization_id=session.organization_id, scope=session.scope)
 
