@@ -158,23 +158,14 @@ def _compare(items: list[Item], *, duplicates: list, conflicts: list) -> None:
 
 
 def _groups(pairs: list[tuple[Item, Item]]) -> list[list[Item]]:
-    """Connected duplicates (union-find), each group in a stable order."""
-    parent: dict = {}
-
-    def root(item):
-        while parent.setdefault(item.memory.pk, item.memory.pk) != item.memory.pk:
-            item = by_pk[parent[item.memory.pk]]
-        return item.memory.pk
-
-    by_pk = {item.memory.pk: item for pair in pairs for item in pair}
+    """Connected duplicates, each group in a stable order."""
+    group_of: dict = {}  # every member's id to the one set of its group
     for left, right in pairs:
-        a, b = root(left), root(right)
-        if a != b:
-            parent[max(a, b, key=str)] = min(a, b, key=str)
-    groups: dict = {}
-    for item in by_pk.values():
-        groups.setdefault(root(item), []).append(item)
-    return sorted((sorted(group, key=_survivor_rank) for group in groups.values()), key=lambda g: str(g[0].memory.pk))
+        group = group_of.get(left.memory.pk, {left}) | group_of.get(right.memory.pk, {right})
+        for item in group:
+            group_of[item.memory.pk] = group
+    groups = {id(group): group for group in group_of.values()}.values()
+    return sorted((sorted(group, key=_survivor_rank) for group in groups), key=lambda g: str(g[0].memory.pk))
 
 
 def _survivor_rank(item: Item):
@@ -186,14 +177,6 @@ def _survivor_rank(item: Item):
         memory.created_at,
         str(memory.pk),
     )
-
-
-def _folded_details(survivor, others) -> str:
-    details = survivor.details
-    for other in others:
-        if other.details and other.details not in details and other.details not in survivor.summary:
-            details = f"{details}\n{other.details}".strip()
-    return details[:DETAILS_MAX_LENGTH]
 
 
 class PairVerdict(BaseModel):
@@ -310,20 +293,21 @@ def _merge(group: list[Item], *, task_id) -> None:
     memory_type = group[0].memory_type
     # One client's erasure may be deleting one of them: its text must not move into the survivor after.
     memories_held(organization_id=survivor.organization_id, memories=[survivor, *others])
-    details = _folded_details(survivor, others)
+    details = survivor.details
+    for other in others:
+        if other.details and other.details not in details and other.details not in survivor.summary:
+            details = f"{details}\n{other.details}".strip()
+    details = details[:DETAILS_MAX_LENGTH]
     fields = {"details": details} if details != survivor.details else {}
     sources = [source for other in others for source in other.source_message_ids]
-    embedding = None
-    if fields:
-        (embedding,) = memory_embed(memory_type, [{**memory_snapshot(survivor), **fields}])
-    merged_ids = ", ".join(str(other.pk) for other in others)
+    embedding = memory_embed(memory_type, [{**memory_snapshot(survivor), **fields}])[0] if fields else None
     memory_update(
         memory=survivor,
         fields=fields,
         source_message_ids=sources,
         embedding=embedding,
         actor=ACTOR,
-        reason=f"consolidation merged {merged_ids} into this memory",
+        reason=f"consolidation merged {', '.join(str(other.pk) for other in others)} into this memory",
         task_id=task_id,
     )
     for other in others:

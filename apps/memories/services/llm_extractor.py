@@ -368,8 +368,7 @@ def parse_operations(data, *, turns: list[ExtractionTurn], candidates: Candidate
     if not isinstance(data, dict):
         plan.problems.append("the answer is not a JSON object")
         return plan
-    unknown = sorted(set(data) - {EPISODIC, SEMANTIC})
-    if unknown:
+    if unknown := sorted(set(data) - {EPISODIC, SEMANTIC}):
         plan.problems.append(f"ignored unknown keys {', '.join(map(str, unknown))[:200]}")
     by_seq = {turn.message.seq: turn for turn in turns}
     claimed: set = set()

@@ -123,8 +123,9 @@ COMPILE_PROMPT = (
 )
 
 
-def _numbered(evidence: list[Evidence], *, prompt: str, head: str) -> list[str]:
-    """The evidence as numbered lines, as many as fit LLM_MAX_PROMPT_TOKENS beside `prompt` and `head`."""
+def evidence_page(*, prompt: str, head: str, evidence: list[Evidence], answer, organization, task, purpose: str):
+    """A page the model writes from numbered evidence: its `answer`, the items it used, how many it saw, the usage."""
+    # The evidence as numbered lines, as many as fit LLM_MAX_PROMPT_TOKENS beside `prompt` and `head`.
     left, lines = room_for(prompt, head), []
     for number, item in enumerate(evidence, 1):
         line = f"[{number}] ({item.at:%Y-%m-%d}) {item.quote}"
@@ -132,12 +133,6 @@ def _numbered(evidence: list[Evidence], *, prompt: str, head: str) -> list[str]:
         if left < 0:
             break
         lines.append(line)
-    return lines
-
-
-def evidence_page(*, prompt: str, head: str, evidence: list[Evidence], answer, organization, task, purpose: str):
-    """A page the model writes from numbered evidence: its `answer`, the items it used, how many it saw, the usage."""
-    lines = _numbered(evidence, prompt=prompt, head=head)
     usage: dict = {}
     data = chat_json(
         messages=[{"role": "system", "content": prompt}, {"role": "user", "content": head + "\n".join(lines)}],

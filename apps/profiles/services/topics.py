@@ -119,16 +119,12 @@ def _centred(vectors: np.ndarray, mean: np.ndarray | None) -> np.ndarray:
     return centred / np.where(norms == 0, 1, norms)
 
 
-def core_distances(similarities: np.ndarray, *, min_items: int) -> np.ndarray:
-    """Each row's cosine distance to its min_items-th nearest row, itself counted (DBSCAN's k-distance)."""
-    rank = min_items - 1
-    return 1 + np.partition(-similarities, rank, axis=1)[:, rank]
-
-
 def derived_eps(similarities: np.ndarray, *, min_items: int, percentile: float) -> float:
-    """The `percentile`-th percentile of the core distances, within EPS_BOUNDS: how far distances spread
-    depends on the embedding model, so ε comes from the items and about that share of them are cores."""
-    eps = float(np.percentile(core_distances(similarities, min_items=min_items), percentile))
+    """The `percentile`-th percentile of the core distances (each row's cosine distance to its min_items-th nearest
+    row, itself counted: DBSCAN's k-distance), within EPS_BOUNDS: how far distances spread depends on the embedding
+    model, so ε comes from the items and about that share of them are cores."""
+    core_distances = 1 + np.partition(-similarities, min_items - 1, axis=1)[:, min_items - 1]
+    eps = float(np.percentile(core_distances, percentile))
     return round(min(max(eps, EPS_BOUNDS[0]), EPS_BOUNDS[1]), 4)
 
 
