@@ -61,7 +61,6 @@ class EpisodicMemoryAdmin(MemoryAdmin):
         "details",
         *TAIL_FIELDS,
     ]
-    readonly_fields = fields
     inlines = [EpisodicMemoryChangeInline]
 
 
@@ -71,5 +70,4 @@ class SemanticMemoryAdmin(MemoryAdmin):
     list_filter = ["scope", ("deleted_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "summary", "details", "=end_user__user_id"]
     fields = [*OWNER_FIELDS, "name", "summary", "details", "source", *TAIL_FIELDS]
-    readonly_fields = fields
     inlines = [SemanticMemoryChangeInline]

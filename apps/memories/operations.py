@@ -13,7 +13,6 @@ from apps.memories.services.memories import memory_edit, memory_store
 from apps.pipeline.locks import LockNotAvailable
 from apps.tenancy.services import end_user_get_or_create
 
-MEMORY_TYPES = ("episodic", "semantic")
 MEMORY_SHAPES = {
     "episodic": (
         serializers.EpisodicMemoryOutputSerializer,
@@ -30,7 +29,7 @@ MEMORY_READS = {"episodic": selectors.episodic_memory_list, "semantic": selector
 
 
 def _checked_type(memory_type: str) -> str:
-    if memory_type not in MEMORY_TYPES:
+    if memory_type not in MEMORY_SHAPES:
         raise NotFound()
     return memory_type
 

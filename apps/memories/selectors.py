@@ -44,13 +44,9 @@ def memory_list(*, reader: Reader, memory_type: str, filters: dict):
         .select_related("end_user")
         .defer("embedding", "search_vector")
     )
-    time_field = "occurred_at" if episodic else "updated_at"
-    if filters.get("subject"):
-        queryset = queryset.filter(**{("actor" if episodic else "name") + "__iexact": filters["subject"]})
-    if filters.get("start"):
-        queryset = queryset.filter(**{f"{time_field}__gte": filters["start"]})
-    if filters.get("end"):
-        queryset = queryset.filter(**{f"{time_field}__lte": filters["end"]})
+    time_field, subject = ("occurred_at", "actor") if episodic else ("updated_at", "name")
+    lookups = {"subject": f"{subject}__iexact", "start": f"{time_field}__gte", "end": f"{time_field}__lte"}
+    queryset = queryset.filter(**{lookup: filters[name] for name, lookup in lookups.items() if filters.get(name)})
     if filters.get("q"):
         text = Q(summary__icontains=filters["q"]) | Q(details__icontains=filters["q"])
         if not episodic:

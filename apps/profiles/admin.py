@@ -34,7 +34,6 @@ class ProfileAdmin(ReadOnlyAdmin):
         "source_links",
         "history",
     ]
-    readonly_fields = fields
 
     @admin.display(description="current page")
     def page(self, profile):
@@ -92,8 +91,7 @@ class EntityAdmin(ReadOnlyAdmin):
     list_filter = ["kind", ScopeFilter]
     list_select_related = ["end_user"]
     search_fields = ["name", "end_user__user_id"]
-    readonly_fields = ["name", "kind", "aliases", "end_user", "scope", "mention_count", "is_user"]
-    fields = readonly_fields
+    fields = ["name", "kind", "aliases", "end_user", "scope", "mention_count", "is_user"]
 
 
 @admin.register(LintFinding)
@@ -117,7 +115,6 @@ class LintFindingAdmin(ReadOnlyAdmin):
         "resolved_at",
         "created_at",
     ]
-    fields = readonly_fields
 
     def has_change_permission(self, request, obj=None):
         # The resolve action needs the change permission; the form itself stays read-only.

@@ -14,8 +14,7 @@ def profile_visible(reader: Reader, user_id: str | None = None) -> Q:
     return reader.condition()
 
 
-def profile_list(*, reader: Reader, filters: dict | None = None):
-    filters = filters or {}
+def profile_list(*, reader: Reader, filters: dict):
     queryset = (
         reader.objects(Profile)
         .filter(profile_visible(reader))
@@ -48,10 +47,8 @@ def entity_list(*, reader: Reader, filters: dict | None = None):
         .select_related("end_user")
         .prefetch_related(Prefetch("edges_out", queryset=edges), Prefetch("edges_in", queryset=edges))
     )
-    if filters.get("user_id"):
-        queryset = queryset.filter(end_user__user_id=filters["user_id"])
-    if filters.get("kind"):
-        queryset = queryset.filter(kind=filters["kind"])
+    lookups = {"user_id": "end_user__user_id", "kind": "kind"}
+    queryset = queryset.filter(**{lookup: filters[name] for name, lookup in lookups.items() if filters.get(name)})
     return queryset.order_by("-mention_count", "name", "id")
 
 
@@ -63,6 +60,4 @@ def write_scope_users(*, client):
 
 def session_projected_into(session) -> str:
     """A learned-from check of apps.conversations: why the session counts as learned from ("" if not)."""
-    if Mention.objects.filter(session_id=session.pk).exists():
-        return "entities were projected from it"
-    return ""
+    return "entities were projected from it" if Mention.objects.filter(session_id=session.pk).exists() else ""

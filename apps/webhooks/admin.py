@@ -46,17 +46,3 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
     list_filter = ["status", "event_type"]
     list_select_related = ["endpoint", "organization"]
     search_fields = ["event_id"]
-    readonly_fields = [
-        "organization",
-        "endpoint",
-        "event_type",
-        "event_id",
-        "payload",
-        "status",
-        "attempts",
-        "last_status_code",
-        "last_error",
-        "last_attempt_at",
-        "delivered_at",
-        "task_id",
-    ]

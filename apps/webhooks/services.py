@@ -35,7 +35,6 @@ def endpoint_create(
     *, organization, registered_by, url: str, events: list[str], include_content: bool = False, description: str = ""
 ) -> tuple[WebhookEndpoint, str]:
     """The secret is returned once; the caller shows it once."""
-    secret = secret_generate()
     endpoint = WebhookEndpoint.objects.create(
         organization=organization,
         registered_by=registered_by,
@@ -43,9 +42,9 @@ def endpoint_create(
         events=sorted(set(events)),
         include_content=include_content,
         description=description,
-        secret=secret,
+        secret=secret_generate(),
     )
-    return endpoint, secret
+    return endpoint, endpoint.secret
 
 
 def endpoint_update(*, endpoint: WebhookEndpoint, changes: dict) -> WebhookEndpoint:
@@ -118,18 +117,12 @@ def endpoint_send_test(*, endpoint: WebhookEndpoint) -> WebhookDelivery:
     return delivery_enqueue(endpoint=endpoint, event=event)
 
 
-class _Clients(threading.local):
-    """One connection pool per thread and process: a forked worker must not share its parent's sockets."""
-
-    client: httpx2.Client | None = None
-    pid: int | None = None
-
-
-_clients = _Clients()
+# One connection pool per thread and process: a forked worker must not share its parent's sockets.
+_clients = threading.local()
 
 
 def _http() -> httpx2.Client:
-    if _clients.client is None or _clients.pid != os.getpid():
+    if getattr(_clients, "pid", None) != os.getpid():
         _clients.client = httpx2.Client(follow_redirects=False, headers={"User-Agent": "memory-platform-webhooks"})
         _clients.pid = os.getpid()
     return _clients.client
@@ -170,8 +163,11 @@ def _endpoint_failed(endpoint: WebhookEndpoint) -> None:
         logger.warning("webhook endpoint %s disabled after %s failed deliveries in a row", endpoint.pk, limit)
 
 
-def delivery_attempt(*, delivery: WebhookDelivery, final: bool) -> dict:
+def delivery_run(*, delivery_id, final: bool) -> dict:
     """A retryable failure raises DeliveryFailed so the pipeline backs off; any other, or a `final` one, fails it."""
+    delivery = WebhookDelivery.objects.select_related("endpoint").filter(pk=delivery_id).first()
+    if delivery is None:  # its endpoint was deleted
+        return {"status": "gone"}
     if delivery.status != WebhookDelivery.Status.PENDING:
         return {"status": delivery.status}
     endpoint = delivery.endpoint
@@ -200,17 +196,10 @@ def delivery_attempt(*, delivery: WebhookDelivery, final: bool) -> dict:
     return {"status": WebhookDelivery.Status.FAILED, "status_code": status_code}
 
 
-def delivery_run(*, delivery_id, final: bool) -> dict:
-    delivery = WebhookDelivery.objects.select_related("endpoint").filter(pk=delivery_id).first()
-    if delivery is None:  # its endpoint was deleted
-        return {"status": "gone"}
-    return delivery_attempt(delivery=delivery, final=final)
-
-
-# Where a payload names an end user or a client, by event type: (data key, subject kind).
+# Where a payload names an end user or a client: the data key holding its id, and the keys saying it is one.
 SUBJECT_KEYS = {
-    "user": [("user_id", None), ("subject_id", "user"), ("value", "user")],
-    "client": [("subject_id", "client"), ("value", "client")],
+    "user": [("user_id", {}), ("subject_id", {"subject_kind": "user"}), ("value", {"selection": "user"})],
+    "client": [("subject_id", {"subject_kind": "client"}), ("value", {"selection": "client"})],
 }
 
 
@@ -218,11 +207,7 @@ def purge_deliveries(subject, erasure_id) -> dict:
     """Deliveries naming the erased end user or client go, sent or not."""
     named = Q()
     for key, kind in SUBJECT_KEYS[subject.kind]:
-        condition = Q(**{f"payload__data__{key}": subject.subject_id})
-        if kind is not None:
-            selector = "subject_kind" if key == "subject_id" else "selection"
-            condition &= Q(**{f"payload__data__{selector}": kind})
-        named |= condition
+        named |= Q(**{f"payload__data__{name}": value for name, value in {key: subject.subject_id, **kind}.items()})
     deleted, _ = WebhookDelivery.objects.filter(named, organization=subject.organization).delete()
     return {"webhooks.WebhookDelivery": deleted}
 

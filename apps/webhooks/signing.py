@@ -13,15 +13,8 @@ def secret_generate() -> str:
     return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
-def signature(*, secret: str, message_id: str, timestamp: int, body: bytes) -> str:
-    key = base64.b64decode(secret.removeprefix(SECRET_PREFIX))
-    signed = f"{message_id}.{timestamp}.".encode() + body
-    return "v1," + base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
-
-
 def signed_headers(*, secret: str, message_id: str, timestamp: int, body: bytes) -> dict[str, str]:
-    return {
-        "Webhook-Id": message_id,
-        "Webhook-Timestamp": str(timestamp),
-        "Webhook-Signature": signature(secret=secret, message_id=message_id, timestamp=timestamp, body=body),
-    }
+    key = base64.b64decode(secret.removeprefix(SECRET_PREFIX))
+    digest = hmac.new(key, f"{message_id}.{timestamp}.".encode() + body, hashlib.sha256).digest()
+    signature = "v1," + base64.b64encode(digest).decode()
+    return {"Webhook-Id": message_id, "Webhook-Timestamp": str(timestamp), "Webhook-Signature": signature}

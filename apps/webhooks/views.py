@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from apps.core.adapters import delete_view, read_view
+from apps.core.adapters import delete_view, list_view, read_view
 from apps.core.api import ClientAPIView, serves
 from apps.core.pagination import Pagination, paged_response
 from apps.webhooks import operations, serializers
@@ -12,16 +12,14 @@ from apps.webhooks import operations, serializers
 EXAMPLE_ID = "5d6e7f80-9a1b-4c2d-8e3f-4a5b6c7d8e9f"
 
 
-class WebhookListView(ClientAPIView):
-    pagination_class = Pagination  # tells the OpenAPI schema the list is paginated
-
-    @extend_schema(
-        parameters=[serializers.WebhookListFilterSerializer], responses=serializers.WebhookOutputSerializer(many=True)
+class WebhookListView(
+    list_view(
+        operations.list_webhooks,
+        filters=serializers.WebhookListFilterSerializer,
+        output=serializers.WebhookOutputSerializer,
+        example="GET /api/v1/webhooks/",
     )
-    @serves(operations.list_webhooks, example="GET /api/v1/webhooks/")
-    def get(self, request):
-        return paged_response(request, operations.list_webhooks(client=self.client, query=request.query_params))
-
+):
     @extend_schema(
         request=serializers.WebhookCreateInputSerializer, responses={201: serializers.WebhookCreatedOutputSerializer}
     )

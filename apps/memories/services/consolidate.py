@@ -2,6 +2,7 @@
 contradictions are retired by the LLM or, offline, flagged; nothing is deleted, only soft-deleted with history.
 """
 
+import itertools
 import logging
 import re
 import time
@@ -146,36 +147,25 @@ def _compare(items: list[Item], *, duplicates: list, conflicts: list) -> None:
         return
     cosine = _vectors(items) @ _vectors(items).T
     min_cosine, min_text = settings.CONSOLIDATE_MIN_COSINE, settings.CONSOLIDATE_MIN_TEXT_SIMILARITY
-    for i, left in enumerate(items):
-        for j in range(i + 1, len(items)):
-            right = items[j]
-            if _dice(left.stems, right.stems) < min_text:
-                continue
-            why = _conflict(left, right)
-            if why:
-                conflicts.append((left, right, why))
-            elif left.normalized == right.normalized or cosine[i, j] >= min_cosine:
-                duplicates.append((left, right))
+    for (i, left), (j, right) in itertools.combinations(enumerate(items), 2):
+        if _dice(left.stems, right.stems) < min_text:
+            continue
+        why = _conflict(left, right)
+        if why:
+            conflicts.append((left, right, why))
+        elif left.normalized == right.normalized or cosine[i, j] >= min_cosine:
+            duplicates.append((left, right))
 
 
 def _groups(pairs: list[tuple[Item, Item]]) -> list[list[Item]]:
-    """Connected duplicates (union-find), each group in a stable order."""
-    parent: dict = {}
-
-    def root(item):
-        while parent.setdefault(item.memory.pk, item.memory.pk) != item.memory.pk:
-            item = by_pk[parent[item.memory.pk]]
-        return item.memory.pk
-
-    by_pk = {item.memory.pk: item for pair in pairs for item in pair}
+    """Connected duplicates, each group in a stable order."""
+    group_of: dict = {}  # every member's id to the one set of its group
     for left, right in pairs:
-        a, b = root(left), root(right)
-        if a != b:
-            parent[max(a, b, key=str)] = min(a, b, key=str)
-    groups: dict = {}
-    for item in by_pk.values():
-        groups.setdefault(root(item), []).append(item)
-    return sorted((sorted(group, key=_survivor_rank) for group in groups.values()), key=lambda g: str(g[0].memory.pk))
+        group = group_of.get(left.memory.pk, {left}) | group_of.get(right.memory.pk, {right})
+        for item in group:
+            group_of[item.memory.pk] = group
+    groups = {id(group): group for group in group_of.values()}.values()
+    return sorted((sorted(group, key=_survivor_rank) for group in groups), key=lambda g: str(g[0].memory.pk))
 
 
 def _survivor_rank(item: Item):
@@ -187,14 +177,6 @@ def _survivor_rank(item: Item):
         memory.created_at,
         str(memory.pk),
     )
-
-
-def _folded_details(survivor, others) -> str:
-    details = survivor.details
-    for other in others:
-        if other.details and other.details not in details and other.details not in survivor.summary:
-            details = f"{details}\n{other.details}".strip()
-    return details[:DETAILS_MAX_LENGTH]
 
 
 class PairVerdict(BaseModel):
@@ -218,8 +200,9 @@ JUDGE_PROMPT = (
 )
 
 
-def _judge(conflicts: list, *, organization, task, report: Report) -> list[tuple[Item, Item, str, str]]:
-    """(left, right, "duplicate" | "supersedes" | "flag", why); for "supersedes" left is current. A failed call flags."""
+def _judge(conflicts: list, *, organization, task, report: Report, duplicates: list, retire: list) -> list:
+    """Sorts the model's verdicts into `duplicates` and `retire` (current, superseded, why); returns the conflicts
+    left to flag: those it found neither, or could not judge (a failed call)."""
     room = room_for(JUDGE_PROMPT)
     lines = [
         (
@@ -232,7 +215,7 @@ def _judge(conflicts: list, *, organization, task, report: Report) -> list[tuple
         )
         for left, right, why in conflicts
     ]
-    verdicts = []
+    flagged = []
     batches = token_batches(
         lines, cost=lambda line: estimate_tokens(line[1]) + 6, budget=room, max_items=LLM_PAIRS_PER_CALL
     )
@@ -250,7 +233,7 @@ def _judge(conflicts: list, *, organization, task, report: Report) -> list[tuple
             )
         except LLMError as exc:
             logger.warning("consolidation: the model failed on %d pairs: %s", len(batch), type(exc).__name__)
-            verdicts += [(left, right, "flag", why) for left, right, why in batch]
+            flagged += batch
             continue
         values = answer.get("pairs")
         answered = {
@@ -261,13 +244,12 @@ def _judge(conflicts: list, *, organization, task, report: Report) -> list[tuple
         for number, (left, right, why) in enumerate(batch, 1):
             entry = answered.get(number)
             if entry is not None and entry.verdict == "duplicate":
-                verdicts.append((left, right, "duplicate", ""))
+                duplicates.append((left, right))
             elif entry is not None and entry.verdict == "contradiction" and entry.current in ("A", "B"):
-                current, old = (left, right) if entry.current == "A" else (right, left)
-                verdicts.append((current, old, "supersedes", why))
+                retire.append((left, right, why) if entry.current == "A" else (right, left, why))
             elif entry is None or entry.verdict != "compatible":
-                verdicts.append((left, right, "flag", why))
-    return verdicts
+                flagged.append((left, right, why))
+    return flagged
 
 
 def _owner_plan(*, organization, scope: str, end_user_id, task, report: Report) -> tuple[list, list]:
@@ -286,18 +268,13 @@ def _owner_plan(*, organization, scope: str, end_user_id, task, report: Report) 
         for block in blocks.values():
             _compare(block, duplicates=merge_pairs, conflicts=conflicts)
         if conflicts and llm_enabled():
-            verdicts = _judge(conflicts, organization=organization, task=task, report=report)
-        else:
-            verdicts = [(left, right, "flag", why) for left, right, why in conflicts]
-        for left, right, verdict, why in verdicts:
-            if verdict == "duplicate":
-                merge_pairs.append((left, right))
-            elif verdict == "supersedes":
-                retire.append((left, right, why))
-            else:
-                report.flags.append(
-                    {"memory_type": memory_type, "ids": [str(left.memory.pk), str(right.memory.pk)], "reason": why}
-                )
+            conflicts = _judge(
+                conflicts, organization=organization, task=task, report=report, duplicates=merge_pairs, retire=retire
+            )
+        report.flags += [
+            {"memory_type": memory_type, "ids": [str(left.memory.pk), str(right.memory.pk)], "reason": why}
+            for left, right, why in conflicts
+        ]
     groups = _groups(merge_pairs)
     # A retirement of a memory that is merged away applies to what it merges into.
     survivor_of = {item.memory.pk: group[0] for group in groups for item in group[1:]}
@@ -316,20 +293,21 @@ def _merge(group: list[Item], *, task_id) -> None:
     memory_type = group[0].memory_type
     # One client's erasure may be deleting one of them: its text must not move into the survivor after.
     memories_held(organization_id=survivor.organization_id, memories=[survivor, *others])
-    details = _folded_details(survivor, others)
+    details = survivor.details
+    for other in others:
+        if other.details and other.details not in details and other.details not in survivor.summary:
+            details = f"{details}\n{other.details}".strip()
+    details = details[:DETAILS_MAX_LENGTH]
     fields = {"details": details} if details != survivor.details else {}
     sources = [source for other in others for source in other.source_message_ids]
-    embedding = None
-    if fields:
-        (embedding,) = memory_embed(memory_type, [{**memory_snapshot(survivor), **fields}])
-    merged_ids = ", ".join(str(other.pk) for other in others)
+    embedding = memory_embed(memory_type, [{**memory_snapshot(survivor), **fields}])[0] if fields else None
     memory_update(
         memory=survivor,
         fields=fields,
         source_message_ids=sources,
         embedding=embedding,
         actor=ACTOR,
-        reason=f"consolidation merged {merged_ids} into this memory",
+        reason=f"consolidation merged {', '.join(str(other.pk) for other in others)} into this memory",
         task_id=task_id,
     )
     for other in others:

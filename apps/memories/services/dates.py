@@ -29,16 +29,10 @@ def _rows(model, *, organization, scope: str | None, user_id: str | None):
 
 def _pages(rows, batch_size: int):
     """The rows' ids, batch by batch, in primary-key order (keyset: nothing held between batches)."""
-    last = None
-    while True:
-        page = rows.order_by("pk")
-        if last is not None:
-            page = page.filter(pk__gt=last)
-        ids = list(page.values_list("pk", flat=True)[:batch_size])
-        if not ids:
-            return
-        last = ids[-1]
+    page = rows.order_by("pk")
+    while ids := list(page.values_list("pk", flat=True)[:batch_size]):
         yield ids
+        page = rows.order_by("pk").filter(pk__gt=ids[-1])
 
 
 def dates_normalize(

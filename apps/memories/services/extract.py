@@ -23,6 +23,7 @@ from apps.memories.services.memories import (
     SEMANTIC,
     memory_create,
     memory_embed,
+    memory_snapshot,
     memory_soft_delete,
     memory_update,
 )
@@ -33,15 +34,6 @@ logger = logging.getLogger(__name__)
 
 SPOKEN_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
 EXTRACT_LOCKS = UserLocks("extract")  # registered in MemoriesConfig.ready
-
-
-def _turns(messages: list[Message]) -> list[ExtractionTurn]:
-    """Each spoken turn with the relative dates it contains, resolved against its own date."""
-    return [
-        ExtractionTurn(message=message, dates=resolve_dates(message.content, message.occurred_at))
-        for message in messages
-        if message.role in SPOKEN_ROLES and message.content.strip()
-    ]
 
 
 def _tally() -> dict:
@@ -63,21 +55,6 @@ def _written(operation: Operation, vectors: dict, task_id) -> dict:
     }
 
 
-def _default_source(session: Session, operation: Operation, turns: list[ExtractionTurn]) -> str:
-    cited = [turn.message for turn in turns if turn.message.pk in operation.source_message_ids]
-    when = f" on {cited[0].occurred_at:%Y-%m-%d}" if cited else ""
-    return f"conversation {session.session_id}{when}"[:255]
-
-
-def _locked_target(operation: Operation):
-    """The target again, locked, if it is still live (an API delete may have removed it meanwhile)."""
-    model = type(operation.target)
-    return model.objects.select_for_update().filter(pk=operation.target.pk, deleted_at__isnull=True).first()
-
-
-_TEXT_FIELDS = ("actor", "event_type", "name", "summary", "details")
-
-
 def _embed_changes(plan: Plan) -> dict:
     """Vectors of what adds and updates will write, by id(operation); computed before any row is locked."""
     vectors = {}
@@ -87,33 +64,30 @@ def _embed_changes(plan: Plan) -> dict:
             for operation in plan.operations
             if operation.memory_type == memory_type and operation.operation in ("add", "update")
         ]
-        # An add has no target (None has none of these fields): its text is its fields alone.
-        texts = [
-            {
-                **{name: getattr(op.target, name) for name in _TEXT_FIELDS if hasattr(op.target, name)},
-                **op.fields,
-            }
-            for op in of_type
-        ]
+        # An add has no target: its text is its fields alone.
+        texts = [{**(memory_snapshot(op.target) if op.target else {}), **op.fields} for op in of_type]
         vectors.update(zip(map(id, of_type), memory_embed(memory_type, texts)))
     return vectors
 
 
-def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors: dict, task) -> dict:
-    counts = {memory_type: _tally() for memory_type in (EPISODIC, SEMANTIC)}
+def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors: dict, task, result: dict) -> None:
     task_id = getattr(task, "pk", None)
     for operation in plan.operations:
-        tally = counts[operation.memory_type]
+        tally = result[operation.memory_type]
         if operation.operation == "none":
             tally["unchanged"] += 1
             continue
         if operation.operation == "add":
             if operation.memory_type == SEMANTIC:
-                operation.fields.setdefault("source", _default_source(session, operation, turns))
+                cited = [turn.message for turn in turns if turn.message.pk in operation.source_message_ids]
+                when = f" on {cited[0].occurred_at:%Y-%m-%d}" if cited else ""
+                operation.fields.setdefault("source", f"conversation {session.session_id}{when}"[:255])
             memory_create(memory_type=operation.memory_type, session=session, **_written(operation, vectors, task_id))
             tally["added"] += 1
             continue
-        target = _locked_target(operation)
+        # The target again, locked, if it is still live (an API delete may have removed it meanwhile).
+        live = type(operation.target).objects.select_for_update().filter(deleted_at__isnull=True)
+        target = live.filter(pk=operation.target.pk).first()
         if target is None:
             plan.rejected.append(
                 {
@@ -130,12 +104,6 @@ def _apply(*, session: Session, plan: Plan, turns: list[ExtractionTurn], vectors
         else:
             memory_soft_delete(memory=target, actor=_actor(), reason=operation.reason, task_id=task_id)
             tally["deleted"] += 1
-    return counts
-
-
-def _extraction_finished(session: Session) -> bool:
-    sealed = Session.objects.filter(pk=session.pk, status=Session.Status.SEALED).exists()
-    return sealed and not messages_not_learned(session=session).exists()
 
 
 def session_extract(*, session: Session, task=None) -> dict:
@@ -154,7 +122,12 @@ def session_extract(*, session: Session, task=None) -> dict:
         "rejected": [],
         "problems": [],
     }
-    spoken = {turn.message.pk: turn for turn in _turns(pending)}
+    # Each spoken turn with the relative dates it contains, resolved against its own date.
+    spoken = {
+        message.pk: ExtractionTurn(message=message, dates=resolve_dates(message.content, message.occurred_at))
+        for message in pending
+        if message.role in SPOKEN_ROLES and message.content.strip()
+    }
     for batch in extraction_batches(pending, spoken):
         turns = [spoken[message.pk] for message in batch if message.pk in spoken]
         plan = llm_plan(session=session, turns=turns, task=task) if use_llm and turns else Plan()
@@ -171,14 +144,12 @@ def session_extract(*, session: Session, task=None) -> dict:
             result["dates_resolved"] += messages_set_dates(
                 dates={turn.message.pk: date_metadata(turn.dates) for turn in turns if turn.dates}
             )
-            counts = _apply(session=session, plan=plan, turns=turns, vectors=vectors, task=task)
+            _apply(session=session, plan=plan, turns=turns, vectors=vectors, task=task, result=result)
             messages_mark_learned(session=session, by="extraction", message_ids=batch_ids)
-            if _extraction_finished(session):
+            sealed = Session.objects.filter(pk=session.pk, status=Session.Status.SEALED).exists()
+            if sealed and not messages_not_learned(session=session).exists():
                 session_announce_learned(session=session, by="extraction")
         result["turns"] += len(batch)
-        for memory_type in (EPISODIC, SEMANTIC):
-            for name, value in counts[memory_type].items():
-                result[memory_type][name] += value
         result["rejected"].extend(plan.rejected)
         result["problems"].extend(plan.problems)
     if result["rejected"] or result["problems"]:

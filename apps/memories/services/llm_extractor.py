@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from datetime import timezone as dt_timezone
+from itertools import zip_longest
 from typing import Annotated, Literal
 
 from django.conf import settings
@@ -63,11 +64,9 @@ class Candidates:
     by_key: dict = field(default_factory=dict)
 
     def add(self, memory) -> None:
-        if any(shown.pk == memory.pk for shown in self.by_key.values()):
-            return
-        memory_type = memory_type_of(memory)
-        count = sum(1 for shown in self.by_key.values() if memory_type_of(shown) == memory_type)
-        self.by_key[f"{KEY_PREFIX[memory_type]}{count + 1}"] = memory
+        if memory not in self.by_key.values():
+            memory_type = memory_type_of(memory)
+            self.by_key[f"{KEY_PREFIX[memory_type]}{len(self.of_type(memory_type)) + 1}"] = memory
 
     def of_type(self, memory_type: str) -> list[tuple[str, object]]:
         return [(key, memory) for key, memory in self.by_key.items() if memory_type_of(memory) == memory_type]
@@ -75,9 +74,9 @@ class Candidates:
     def lookup(self, memory_type: str, identifier) -> object | None:
         """The shown memory of this type named by its key or its full id; None for anything else."""
         identifier = str(identifier).strip()
-        memory = self.by_key.get(identifier.upper())
-        if memory is None:
-            memory = next((shown for shown in self.by_key.values() if str(shown.pk) == identifier.lower()), None)
+        memory = self.by_key.get(identifier.upper()) or next(
+            (shown for shown in self.by_key.values() if str(shown.pk) == identifier.lower()), None
+        )
         return memory if memory is not None and memory_type_of(memory) == memory_type else None
 
 
@@ -175,14 +174,12 @@ def render_prompt(*, session, turns: list[ExtractionTurn], candidates: Candidate
     # Shown: those that fit, alternating types, most similar first; the rest leave `candidates`, so none is named.
     left = room_for(SYSTEM_PROMPT, _HEADINGS, session.session_id, head[1])
     shown: dict[str, dict[str, str]] = {EPISODIC: {}, SEMANTIC: {}}
-    by_type = [(memory_type, candidates.of_type(memory_type)) for memory_type in (EPISODIC, SEMANTIC)]
-    for rank in range(max(len(pairs) for _, pairs in by_type)):
-        for memory_type, pairs in by_type:
-            if rank < len(pairs):
-                line = _memory_line(*pairs[rank])
-                if estimate_tokens(line) + 1 <= left:
-                    left -= estimate_tokens(line) + 1
-                    shown[memory_type][pairs[rank][0]] = line
+    for ranked in zip_longest(*(candidates.of_type(memory_type) for memory_type in shown)):
+        for lines, pair in zip(shown.values(), ranked):
+            line = pair and _memory_line(*pair)
+            if line and estimate_tokens(line) + 1 <= left:
+                left -= estimate_tokens(line) + 1
+                lines[pair[0]] = line
     candidates.by_key = {
         key: memory for key, memory in candidates.by_key.items() if any(key in s for s in shown.values())
     }
@@ -276,10 +273,6 @@ def parse_occurred_at(value, *, reference: datetime) -> tuple[datetime, str] | N
     return (moment if moment.tzinfo else moment.replace(tzinfo=dt_timezone.utc)), TimeGranularity.EXACT
 
 
-def _cited(item: MemoryOperationAnswer, by_seq: dict) -> list[ExtractionTurn]:
-    return [by_seq[seq] for seq in dict.fromkeys(item.turns) if seq in by_seq]
-
-
 def _episodic_time(item: EpisodicAnswer, cited: list[ExtractionTurn], problems: list[str], *, required: bool) -> dict:
     """occurred_at as given, else the first date resolved in the cited turns, else the first cited turn's date."""
     reference = cited[0].message.occurred_at
@@ -301,25 +294,31 @@ def _episodic_time(item: EpisodicAnswer, cited: list[ExtractionTurn], problems: 
     return {"occurred_at": occurred_at, "time_granularity": granularity}
 
 
+# The text fields of each type: (name, max length, required in an add).
+TEXT_FIELDS = {
+    EPISODIC: (
+        ("summary", SUMMARY_MAX_LENGTH, True),
+        ("details", DETAILS_MAX_LENGTH, False),
+        ("actor", ACTOR_MAX_LENGTH, False),
+        ("event_type", EVENT_TYPE_MAX_LENGTH, False),
+    ),
+    SEMANTIC: (
+        ("name", NAME_MAX_LENGTH, True),
+        ("summary", SUMMARY_MAX_LENGTH, True),
+        ("details", DETAILS_MAX_LENGTH, False),
+        ("source", 255, False),
+    ),
+}
+
+
 def _fields(
     memory_type: str, item: MemoryOperationAnswer, cited: list[ExtractionTurn], problems: list[str], *, adding: bool
 ) -> dict:
-    if memory_type == EPISODIC:
-        fields = {
-            "summary": _text(item, "summary", SUMMARY_MAX_LENGTH, required=adding),
-            "details": _text(item, "details", DETAILS_MAX_LENGTH),
-            "actor": _text(item, "actor", ACTOR_MAX_LENGTH),
-            "event_type": _text(item, "event_type", EVENT_TYPE_MAX_LENGTH),
-        }
-        if cited:
-            fields.update(_episodic_time(item, cited, problems, required=adding))
-    else:
-        fields = {
-            "name": _text(item, "name", NAME_MAX_LENGTH, required=adding),
-            "summary": _text(item, "summary", SUMMARY_MAX_LENGTH, required=adding),
-            "details": _text(item, "details", DETAILS_MAX_LENGTH),
-            "source": _text(item, "source", 255),
-        }
+    fields = {
+        name: _text(item, name, length, required=adding and needed) for name, length, needed in TEXT_FIELDS[memory_type]
+    }
+    if memory_type == EPISODIC and cited:
+        fields.update(_episodic_time(item, cited, problems, required=adding))
     return {name: value for name, value in fields.items() if value is not None}
 
 
@@ -343,7 +342,7 @@ def _operation(
             raise Rejected(f"id {str(answer.id)[:64]!r} is not among the {memory_type} candidates shown")
         if target.pk in claimed:
             raise Rejected(f"memory {answer.id!r} is already changed by an earlier operation of this answer")
-    cited, fields = _cited(answer, by_seq), {}
+    cited, fields = [by_seq[seq] for seq in dict.fromkeys(answer.turns) if seq in by_seq], {}
     if operation in ("add", "update"):
         if not cited:
             raise Rejected("cites none of the new turns")
@@ -369,8 +368,7 @@ def parse_operations(data, *, turns: list[ExtractionTurn], candidates: Candidate
     if not isinstance(data, dict):
         plan.problems.append("the answer is not a JSON object")
         return plan
-    unknown = sorted(set(data) - {EPISODIC, SEMANTIC})
-    if unknown:
+    if unknown := sorted(set(data) - {EPISODIC, SEMANTIC}):
         plan.problems.append(f"ignored unknown keys {', '.join(map(str, unknown))[:200]}")
     by_seq = {turn.message.seq: turn for turn in turns}
     claimed: set = set()

@@ -69,7 +69,6 @@ def memory_merge_group(memory) -> list:
 def memories_held(*, organization_id, memories: Iterable = (), turn_ids: Iterable = ()) -> None:
     """turns_held for work that also read memories (their creators and cited turns' writers are held too);
     raises SourcesChanged when one is gone. Call it in the transaction that stores what was derived."""
-    memories = list(memories)
     by_type: dict[str, set] = {}
     cited, creators = set(), set()
     for memory in memories:

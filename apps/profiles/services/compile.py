@@ -68,9 +68,8 @@ def _kind(sentence: str) -> str | None:
 
 def profile_evidence(*, entity: Entity) -> list[Evidence]:
     """Every quotable line about the person, newest first (turns by sequence within a session)."""
-    mentions = list(entity.mentions.order_by("-occurred_at", "-seq"))
     by_type: dict[str, dict] = {t: {} for t in ItemType.values}
-    for mention in mentions:
+    for mention in entity.mentions.order_by("-occurred_at", "-seq"):
         by_type[mention.item_type][mention.item_id] = mention
     messages = Message.objects.filter(pk__in=list(by_type[ItemType.MESSAGE])).select_related("session")
     evidence = []
@@ -83,10 +82,9 @@ def profile_evidence(*, entity: Entity) -> list[Evidence]:
                 continue
             if mention.spoken:
                 section = _kind(sentence)
-            elif any(re.search(rf"\b{re.escape(alias)}\b", sentence.lower()) for alias in entity.aliases):
-                section = "What others said"
             else:
-                section = None
+                named = any(re.search(rf"\b{re.escape(alias)}\b", sentence.lower()) for alias in entity.aliases)
+                section = "What others said" if named else None
             if section:
                 evidence.append(
                     Evidence(ItemType.MESSAGE, str(message.pk), section, _quote(sentence), **turn, position=-position)
@@ -125,8 +123,9 @@ COMPILE_PROMPT = (
 )
 
 
-def _numbered(evidence: list[Evidence], *, prompt: str, head: str) -> list[str]:
-    """The evidence as numbered lines, as many as fit LLM_MAX_PROMPT_TOKENS beside `prompt` and `head`."""
+def evidence_page(*, prompt: str, head: str, evidence: list[Evidence], answer, organization, task, purpose: str):
+    """A page the model writes from numbered evidence: its `answer`, the items it used, how many it saw, the usage."""
+    # The evidence as numbered lines, as many as fit LLM_MAX_PROMPT_TOKENS beside `prompt` and `head`.
     left, lines = room_for(prompt, head), []
     for number, item in enumerate(evidence, 1):
         line = f"[{number}] ({item.at:%Y-%m-%d}) {item.quote}"
@@ -134,12 +133,6 @@ def _numbered(evidence: list[Evidence], *, prompt: str, head: str) -> list[str]:
         if left < 0:
             break
         lines.append(line)
-    return lines
-
-
-def evidence_page(*, prompt: str, head: str, evidence: list[Evidence], answer, organization, task, purpose: str):
-    """A page the model writes from numbered evidence: its `answer`, the items it used, how many it saw, the usage."""
-    lines = _numbered(evidence, prompt=prompt, head=head)
     usage: dict = {}
     data = chat_json(
         messages=[{"role": "system", "content": prompt}, {"role": "user", "content": head + "\n".join(lines)}],
@@ -152,19 +145,6 @@ def evidence_page(*, prompt: str, head: str, evidence: list[Evidence], answer, o
     page = parse_answer(answer, data)
     used = [evidence[number - 1] for number in dict.fromkeys(page.used) if 0 < number <= len(lines)]
     return page, used, len(lines), usage
-
-
-def _llm_page(entity: Entity, evidence: list[Evidence], task) -> tuple[str, list[Evidence], dict]:
-    page, used, _, usage = evidence_page(
-        prompt=COMPILE_PROMPT,
-        head=f"Person: {entity.name}\nEvidence:\n",
-        evidence=evidence,
-        answer=ProfilePageAnswer,
-        organization=entity.organization,
-        task=task,
-        purpose="compile_profile",
-    )
-    return page.markdown + "\n", used, usage
 
 
 def _embed(profile: Profile) -> None:
@@ -182,8 +162,16 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
     markdown, model, usage, used = _rules_page(entity, evidence), RULES_MODEL, {}, evidence
     if llm_enabled():
         try:
-            markdown, used, usage = _llm_page(entity, evidence, task)
-            model = usage.get("model") or settings.LLM_MODEL
+            answer, used, _, usage = evidence_page(
+                prompt=COMPILE_PROMPT,
+                head=f"Person: {entity.name}\nEvidence:\n",
+                evidence=evidence,
+                answer=ProfilePageAnswer,
+                organization=entity.organization,
+                task=task,
+                purpose="compile_profile",
+            )
+            markdown, model = answer.markdown + "\n", usage.get("model") or settings.LLM_MODEL
         except LLMOutputError:
             reason = f"{reason}; the model's answer was unusable, rules page"
     sources = sources_of(used)
@@ -199,9 +187,8 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
         changed = page_store(
             profile=profile, candidate=candidate, sources=sources, model=model, usage=usage, reason=reason
         )
-    if not changed:
-        return {"profile": str(profile.pk), "revision": profile.revision, "changed": False}
-    return {"profile": str(profile.pk), "revision": profile.revision, "changed": True, "sources": len(sources)}
+    result = {"profile": str(profile.pk), "revision": profile.revision, "changed": changed}
+    return result | {"sources": len(sources)} if changed else result
 
 
 def sources_of(used: list[Evidence]) -> dict[tuple, dict]:

@@ -118,39 +118,31 @@ def _known_aliases(owner: dict) -> dict[str, Entity]:
     return aliases
 
 
-def _session_items(session: Session) -> tuple[list[Message], list]:
-    messages = list(
-        Message.objects.filter(session=session, role__in=SPOKEN_ROLES)
-        .only("id", "seq", "role", "name", "content", "occurred_at", "session_id")
-        .order_by("seq")
-    )
-    owner = {"organization_id": session.organization_id, "end_user_id": session.end_user_id, "scope": session.scope}
-    ids = [message.pk for message in messages]
-    memories = [
-        memory
-        for model in (EpisodicMemory, SemanticMemory)
-        for memory in model.objects.filter(**owner, deleted_at__isnull=True, source_message_ids__overlap=ids)
-    ]
-    return messages, memories
-
-
 @transaction.atomic
 def session_project(*, session: Session) -> dict:
     """Replaces the mentions of a session's turns and of the memories learned from them, then recomputes edges."""
     owner = {"organization_id": session.organization_id, "scope": session.scope, "end_user_id": session.end_user_id}
     user_id = session.end_user.user_id
-    messages, memories = _session_items(session)
-    # Until this commits no erasure of what was read can run (one that ran since makes the task retry).
-    memories_held(
-        organization_id=session.organization_id, memories=memories, turn_ids=[message.pk for message in messages]
+    messages = list(
+        Message.objects.filter(session=session, role__in=SPOKEN_ROLES)
+        .only("id", "seq", "role", "name", "content", "occurred_at", "session_id")
+        .order_by("seq")
     )
+    turn_ids = [message.pk for message in messages]
+    memories = [
+        memory
+        for model in (EpisodicMemory, SemanticMemory)
+        for memory in model.objects.filter(**owner, deleted_at__isnull=True, source_message_ids__overlap=turn_ids)
+    ]
+    # Until this commits no erasure of what was read can run (one that ran since makes the task retry).
+    memories_held(organization_id=session.organization_id, memories=memories, turn_ids=turn_ids)
     aliases = _known_aliases(owner)
 
     # Names: speakers always; other capitalised names when they are known already or recur.
+    speaker_of = {}
     for message in messages:
-        speaker = _speaker(message, user_id)
-        if speaker:
-            _entity(owner, aliases, speaker, Entity.Kind.PERSON, is_user=not message.name)
+        if speaker := _speaker(message, user_id):
+            speaker_of[message.pk] = _entity(owner, aliases, speaker, Entity.Kind.PERSON, is_user=not message.name)
     recurring: dict[str, list[str | None]] = {}
     for message in messages:
         for name, cue in _candidates(message.content):
@@ -167,28 +159,24 @@ def session_project(*, session: Session) -> dict:
 
     # Mentions of this session's items, replaced wholesale.
     pattern = _alias_pattern(aliases)
-    item_ids = [message.pk for message in messages] + [memory.pk for memory in memories]
+    item_ids = turn_ids + [memory.pk for memory in memories]
     existing = Mention.objects.filter(item_id__in=item_ids, entity__end_user_id=session.end_user_id)
     before = dict(existing.values_list("entity_id").annotate(n=Count("pk")).order_by())
     existing.delete()
-    mentions = []
+    mentions = [
+        Mention(
+            entity=entity,
+            item_type=ItemType.MESSAGE,
+            item_id=message.pk,
+            session_id=session.pk,
+            seq=message.seq,
+            occurred_at=message.occurred_at,
+            spoken=entity == speaker_of.get(message.pk),
+        )
+        for message in messages
+        for entity in _named_in(message.content, aliases, pattern) | ({speaker_of.get(message.pk)} - {None})
+    ]
     seq_of = {message.pk: message.seq for message in messages}
-    for message in messages:
-        speaker = _speaker(message, user_id)
-        named = _named_in(message.content, aliases, pattern)
-        speaker_entity = aliases.get(speaker.lower()) if speaker else None
-        for entity in named | ({speaker_entity} if speaker_entity else set()):
-            mentions.append(
-                Mention(
-                    entity=entity,
-                    item_type=ItemType.MESSAGE,
-                    item_id=message.pk,
-                    session_id=session.pk,
-                    seq=message.seq,
-                    occurred_at=message.occurred_at,
-                    spoken=entity == speaker_entity,
-                )
-            )
     for memory in memories:
         text = " ".join(
             filter(None, [getattr(memory, "actor", ""), getattr(memory, "name", ""), memory.summary, memory.details])
@@ -196,17 +184,17 @@ def session_project(*, session: Session) -> dict:
         first_turn = min((seq_of[i] for i in memory.source_message_ids if i in seq_of), default=None)
         item_type = ItemType.EPISODIC if isinstance(memory, EpisodicMemory) else ItemType.SEMANTIC
         occurred_at = getattr(memory, "occurred_at", None) or memory.updated_at
-        for entity in _named_in(text, aliases, pattern):
-            mentions.append(
-                Mention(
-                    entity=entity,
-                    item_type=item_type,
-                    item_id=memory.pk,
-                    session_id=session.pk,
-                    seq=first_turn,
-                    occurred_at=occurred_at,
-                )
+        mentions += [
+            Mention(
+                entity=entity,
+                item_type=item_type,
+                item_id=memory.pk,
+                session_id=session.pk,
+                seq=first_turn,
+                occurred_at=occurred_at,
             )
+            for entity in _named_in(text, aliases, pattern)
+        ]
     Mention.objects.bulk_create(mentions)
     owner_edges_recompute(end_user_id=session.end_user_id, organization_id=session.organization_id, scope=session.scope)
 
@@ -299,11 +287,9 @@ def profiles_lint_enqueue(*, organization=None) -> MemoryTask:
     """Lint of every organisation's pages (the beat) or of one (after an erasure): one waiting run each."""
     if organization is None:
         return enqueue(LINT_PROFILES, {}, idempotency_key=LINT_PROFILES)
+    payload = {"organization": str(organization.pk)}
     return enqueue(
-        LINT_PROFILES,
-        {"organization": str(organization.pk)},
-        organization=organization,
-        idempotency_key=f"{LINT_PROFILES}:{organization.pk}",
+        LINT_PROFILES, payload, organization=organization, idempotency_key=f"{LINT_PROFILES}:{organization.pk}"
     )
 
 

@@ -119,16 +119,12 @@ def _centred(vectors: np.ndarray, mean: np.ndarray | None) -> np.ndarray:
     return centred / np.where(norms == 0, 1, norms)
 
 
-def core_distances(similarities: np.ndarray, *, min_items: int) -> np.ndarray:
-    """Each row's cosine distance to its min_items-th nearest row, itself counted (DBSCAN's k-distance)."""
-    rank = min_items - 1
-    return 1 + np.partition(-similarities, rank, axis=1)[:, rank]
-
-
 def derived_eps(similarities: np.ndarray, *, min_items: int, percentile: float) -> float:
-    """The `percentile`-th percentile of the core distances, within EPS_BOUNDS: how far distances spread
-    depends on the embedding model, so ε comes from the items and about that share of them are cores."""
-    eps = float(np.percentile(core_distances(similarities, min_items=min_items), percentile))
+    """The `percentile`-th percentile of the core distances (each row's cosine distance to its min_items-th nearest
+    row, itself counted: DBSCAN's k-distance), within EPS_BOUNDS: how far distances spread depends on the embedding
+    model, so ε comes from the items and about that share of them are cores."""
+    core_distances = 1 + np.partition(-similarities, min_items - 1, axis=1)[:, min_items - 1]
+    eps = float(np.percentile(core_distances, percentile))
     return round(min(max(eps, EPS_BOUNDS[0]), EPS_BOUNDS[1]), 4)
 
 
@@ -150,16 +146,14 @@ def clusters_of(
     for start in np.nonzero(core)[0]:
         if label[start] >= 0:
             continue
-        members, stack, label[start] = [int(start)], [int(start)], len(clusters)
+        stack, label[start] = [int(start)], len(clusters)
         while stack:
             row = stack.pop()
-            if not core[row]:
-                continue
-            for other in np.nonzero(neighbours[row] & (label < 0))[0]:
-                label[other] = len(clusters)
-                members.append(int(other))
-                stack.append(int(other))
-        clusters.append(sorted(members))
+            if core[row]:
+                others = np.nonzero(neighbours[row] & (label < 0))[0]
+                label[others] = len(clusters)
+                stack += others.tolist()
+        clusters.append(np.flatnonzero(label == len(clusters)).tolist())
     return sorted(clusters, key=lambda members: (-len(members), members[0])), eps
 
 
@@ -210,20 +204,6 @@ TOPIC_PROMPT = (
 )
 
 
-def _llm_page(*, organization, label: str, evidence: list[Evidence], task) -> tuple[str, str, list[Evidence], dict]:
-    page, used, shown, usage = evidence_page(
-        prompt=TOPIC_PROMPT,
-        head=f"Keywords: {label}\nEvidence:\n",
-        evidence=evidence,
-        answer=TopicPageAnswer,
-        organization=organization,
-        task=task,
-        purpose="compile_topics",
-    )
-    title = page.title.strip()[:TITLE_MAX_CHARS] or label
-    return title, page.markdown + "\n", used or evidence[:shown], usage
-
-
 def _match(clusters: list[set[str]], pages: list[Profile]) -> dict[int, Profile]:
     """Each cluster to the page quoting most of its items (each page to one cluster at most)."""
     quoted = {page.pk: {ref["item_id"] for ref in page.source_refs} for page in pages}
@@ -232,11 +212,9 @@ def _match(clusters: list[set[str]], pages: list[Profile]) -> dict[int, Profile]
         key=lambda pair: (-pair[0], pair[1], str(pair[2].pk)),
     )
     matched: dict[int, Profile] = {}
-    taken = set()
     for overlap, index, page in pairs:
-        if overlap and index not in matched and page.pk not in taken:
+        if overlap and index not in matched and page not in matched.values():
             matched[index] = page
-            taken.add(page.pk)
     return matched
 
 
@@ -264,10 +242,17 @@ def owner_topics_compile(*, end_user: EndUser, scope: str, task=None, reason: st
         markdown = _rules_page(label, evidence)
         if llm_enabled():
             try:
-                title, markdown, used, usage = _llm_page(
-                    organization=organization, label=label, evidence=evidence, task=task
+                answer, used, shown, usage = evidence_page(
+                    prompt=TOPIC_PROMPT,
+                    head=f"Keywords: {label}\nEvidence:\n",
+                    evidence=evidence,
+                    answer=TopicPageAnswer,
+                    organization=organization,
+                    task=task,
+                    purpose="compile_topics",
                 )
-                model = usage.get("model") or settings.LLM_MODEL
+                title, markdown = answer.title.strip()[:TITLE_MAX_CHARS] or label, answer.markdown + "\n"
+                used, model = used or evidence[:shown], usage.get("model") or settings.LLM_MODEL
             except LLMOutputError:
                 why = f"{reason}; the model's answer was unusable, rules page"
         result["prompt_tokens"] += usage.get("prompt_tokens", 0)
@@ -283,9 +268,8 @@ def owner_topics_compile(*, end_user: EndUser, scope: str, task=None, reason: st
                 profile=page, candidate=candidate, sources=sources_of(used), model=model, usage=usage, reason=why
             )
         result["created" if created else "updated" if changed else "unchanged"] += 1
-    kept = {page.pk for page in matched.values()}
     for page in pages:
-        if page.pk not in kept and page.status == Profile.Status.ACTIVE:
+        if page not in matched.values() and page.status == Profile.Status.ACTIVE:
             page_archive(
                 profile=page, detail="The items of this topic no longer form a cluster; the page was archived."
             )
