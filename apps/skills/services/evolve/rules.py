@@ -167,13 +167,10 @@ class _RuleRun:
             return  # over budget: stays pending
         request = request[:TRIGGER_MAX_CHARS]
         triggers = list(draft.get("triggers") or [])
-        if not request or request in triggers:
-            self.superseded.add(experience.pk)
-            return
-        # The same procedure seen again supports the skill; its request (one user's words) is copied
-        # only where no other user would be served it.
+        # The same procedure seen again supports the skill (its teacher a supporter, a vote); its request
+        # (one user's words) is copied only when new and where no other user would be served it.
         audience = None if skill is not None else teachers(draft.experiences)
-        if not may_reach(experiences=[experience], audience_ids=audience):
+        if not request or request in triggers or not may_reach(experiences=[experience], audience_ids=audience):
             draft.experiences.append(experience)
             draft.reasons.append(f"workflow seen again (support): {experience.title}")
             return
