@@ -15,7 +15,7 @@ from apps.skills.models import Skill, SkillExperience
 from apps.skills.screen import screen_flags
 from apps.skills.services.distill import session_distill
 from apps.skills.services.evolve.run import skills_evolve
-from apps.skills.services.retrieve import skills_rank
+from apps.skills.services.retrieve import skills_rank, skills_retrieve
 from apps.skills.services.review import experience_approve, experience_reject, skill_approve, skill_share_by_person
 from bench.privacy.poisoning import (
     ATTACKER,
@@ -300,3 +300,23 @@ def test_five_users_over_the_api_and_a_real_worker_serve_a_sixth(settings):
     skill = Skill.objects.get()
     assert skill.shared and skill.version >= 2
     assert [item["name"] for item in served.json()["skills"]] == [skill.name]
+
+
+def test_a_private_skill_that_ranked_first_for_others_is_queued_with_their_count_and_one_approval_shares_it(
+    client_a, rules
+):
+    _teach(client_a, ["ann"])
+    skill = Skill.objects.get()
+    for user_id, session_id in [("bob", "s1"), ("bob", "s2"), ("cat", "s1")]:
+        assert skills_retrieve(client=client_a, task=TASK, k=5, user_id=user_id, session_id=session_id) == []
+    skills_retrieve(client=client_a, task=TASK, k=5, user_id="ann", session_id="s1")  # served: not withheld
+
+    api = api_for(client_a)
+    listed = api.get("/api/v1/skills/", {"withheld": "true"}).json()["results"]
+    assert [(item["id"], item["withheld_from_users"]) for item in listed] == [(str(skill.pk), 2)]
+    assert api.get(f"/api/v1/skills/{skill.pk}/").json()["withheld_from_users"] == 2
+    assert "withheld" in api.get("/api/v1/skills/", {"withheld": "yes"}).json()["error"]["details"]
+
+    skill_share_by_person(skill=skill, actor="admin:ann")
+    assert _served(client_a, "dan") == [skill.pk]
+    assert api.get("/api/v1/skills/", {"withheld": "true"}).json()["results"] == []
