@@ -183,7 +183,7 @@ def _protocol(trajectories, *, customer) -> dict:
 
     from apps.conversations.management.commands.import_sessions import trajectory_sessions
     from apps.skills.models import Skill, SkillExperience
-    from apps.skills.services.retrieve import skills_rank
+    from apps.skills.services.review import skill_share_by_person
     from apps.tenancy.services import client_create, organization_create
 
     learning = [t for t in trajectories if t.get("trial", 0) in LEARNED_TRIALS]
@@ -197,36 +197,20 @@ def _protocol(trajectories, *, customer) -> dict:
             client, _ = client_create(organization=organization, name="bench", write_scope=SCOPE, read_scopes=[SCOPE])
             learned = _learn(client, items)
             live = list(Skill.objects.filter(organization=organization, status=Skill.Status.ACTIVE))
-            rows, latencies = [], []
-            for trajectory in asked:
-                gold = _gold(trajectory)
-                if not gold:
-                    continue
-                with Stopwatch() as watch:
-                    ranked = skills_rank(
-                        reader=client.reader,
-                        task=_first_user_turn(trajectory),
-                        k=TOP_K,
-                        user_id=f"new-customer-{trajectory['task_id']}",
-                    )
-                latencies.append(watch.ms)
-                rank = next(
-                    (n for n, hit in enumerate(ranked, start=1) if gold <= set(hit.skill.action_signature)), None
-                )
-                rows.append(
-                    {
-                        "task": trajectory["task_id"],
-                        "attainable": any(gold <= set(skill.action_signature) for skill in live),
-                        "rank": rank,
-                        "served": [hit.skill.name for hit in ranked],
-                    }
-                )
+            rows, latencies = _asked(client, asked, live, customer="new-customer")
+            # Where the crowd is thin a person decides: each skill the queue shows (`withheld=true`) shared
+            # with one approval, then the same requests asked by other new customers.
+            queue = list(
+                Skill.objects.filter(organization=organization, shared=False, withheld__isnull=False).distinct()
+            )
+            for skill in queue:
+                skill_share_by_person(skill=skill, actor="bench:reviewer")
+            reviewed, _ = _asked(client, asked, live, customer="newer-customer")
             experiences = Counter(
                 SkillExperience.objects.filter(organization=organization).values_list("experience_type", flat=True)
             )
     finally:
         organization.delete()
-    attainable = [row for row in rows if row["attainable"]]
     retrieval_ms = percentiles(latencies)
     return {
         **learned,
@@ -234,16 +218,55 @@ def _protocol(trajectories, *, customer) -> dict:
         "experiences_by_type": dict(experiences),
         "skills": len(live),
         "shared_skills": sum(1 for skill in live if skill.shared),
+        **_coverage_of(rows),
+        "retrieval_p50_ms": retrieval_ms["p50"],
+        "retrieval_p95_ms": retrieval_ms["p95"],
+        "after_one_review": {"skills_shared_by_a_person": len(queue), **_coverage_of(reviewed)},
+        "per_task": rows,
+    }
+
+
+def _coverage_of(rows) -> dict:
+    attainable = [row for row in rows if row["attainable"]]
+    return {
         "tasks_with_gold_actions": len(rows),
         "attainable_tasks": len(attainable),
         "rank1": round(sum(row["rank"] == 1 for row in attainable) / len(attainable), 4) if attainable else None,
         f"top{TOP_K}": round(sum(row["rank"] is not None for row in attainable) / len(attainable), 4)
         if attainable
         else None,
-        "retrieval_p50_ms": retrieval_ms["p50"],
-        "retrieval_p95_ms": retrieval_ms["p95"],
-        "per_task": rows,
     }
+
+
+def _asked(client, asked, live, *, customer: str) -> tuple[list, list]:
+    """Each task's trial-3 first request, asked (as an agent does, with a session id) by a customer of
+    its own who taught nothing: per task the rank of the first skill covering its gold actions."""
+    from apps.skills.services.retrieve import skills_retrieve
+
+    rows, latencies = [], []
+    for trajectory in asked:
+        gold = _gold(trajectory)
+        if not gold:
+            continue
+        with Stopwatch() as watch:
+            ranked = skills_retrieve(
+                client=client,
+                task=_first_user_turn(trajectory),
+                k=TOP_K,
+                user_id=f"{customer}-{trajectory['task_id']}",
+                session_id=f"asked-{trajectory['task_id']}",
+            )
+        latencies.append(watch.ms)
+        rank = next((n for n, hit in enumerate(ranked, start=1) if gold <= set(hit.skill.action_signature)), None)
+        rows.append(
+            {
+                "task": trajectory["task_id"],
+                "attainable": any(gold <= set(skill.action_signature) for skill in live),
+                "rank": rank,
+                "served": [hit.skill.name for hit in ranked],
+            }
+        )
+    return rows, latencies
 
 
 def run(output_dir) -> dict:
@@ -267,6 +290,8 @@ def run(output_dir) -> dict:
             f"skills ({name}, {settings.EMBEDDING_PROVIDER}): {row['sessions']} sessions -> {row['experiences']} "
             f"experiences -> {row['skills']} skills ({row['shared_skills']} shared); a new customer's first covering "
             f"skill at rank 1 for {row['rank1']} and in the top {TOP_K} for {row[f'top{TOP_K}']} of "
-            f"{row['attainable_tasks']} attainable tasks ({row['tasks_with_gold_actions']} with gold actions)"
+            f"{row['attainable_tasks']} attainable tasks ({row['tasks_with_gold_actions']} with gold actions); after a "
+            f"person shared the {row['after_one_review']['skills_shared_by_a_person']} skills of the review queue: "
+            f"{row['after_one_review']['rank1']} / {row['after_one_review'][f'top{TOP_K}']}"
         )
     return results

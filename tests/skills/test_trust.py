@@ -11,7 +11,7 @@ from apps.conversations.models import Session
 from apps.conversations.services.ingest import messages_ingest
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute, tasks_cancel
-from apps.skills.models import Skill, SkillExperience
+from apps.skills.models import Skill, SkillExperience, SkillWithheld
 from apps.skills.screen import screen_flags
 from apps.skills.services.distill import session_distill
 from apps.skills.services.evolve.run import skills_evolve
@@ -320,3 +320,13 @@ def test_a_private_skill_that_ranked_first_for_others_is_queued_with_their_count
     skill_share_by_person(skill=skill, actor="admin:ann")
     assert _served(client_a, "dan") == [skill.pk]
     assert api.get("/api/v1/skills/", {"withheld": "true"}).json()["results"] == []
+
+
+def test_only_a_skill_the_asking_client_may_read_is_recorded_as_withheld(client_a, foreign_client, rules):
+    _teach(client_a, ["ann"])
+    other_scope = ClientFactory(organization=client_a.organization, write_scope="other", read_scopes=["other"])
+    for asker in (other_scope, foreign_client):
+        assert skills_retrieve(client=asker, task=TASK, k=5, user_id="bob", session_id="s1") == []
+    assert not SkillWithheld.objects.exists()
+    skills_retrieve(client=client_a, task=TASK, k=5, user_id="bob", session_id="s1")
+    assert SkillWithheld.objects.get().skill == Skill.objects.get()
