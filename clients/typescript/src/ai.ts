@@ -134,3 +134,19 @@ export function memoryTools(client: MemoryClient, options: MemoryToolsOptions): 
   }
   return tools;
 }
+
+export {
+  MEMORY_HEADER,
+  type ContextMemoryType,
+  type MemoryMiddleware,
+  type MemoryMiddlewareOptions,
+  type Outcome,
+  type RetrievedSkill,
+  type RunRecord,
+  type SavedTurn,
+  type Stage,
+  memoryBlock,
+  memoryMiddleware,
+  newTurns,
+  requestText,
+} from "./middleware.js";
