@@ -101,11 +101,11 @@ test("the model's prompt holds the user's fact and the skill an earlier run taug
   // Each turn once, though the loop called the model twice with the whole prompt each time.
   const session = await sdk.sessions.get(second, user);
   assert.deepEqual(
-    session.messages.map((turn) => [turn.role, turn.role === "assistant" && !turn.content ? "(tool call)" : turn.content]),
+    session.messages.map((turn) => [turn.role, turn.content]),
     [
       ["user", "Can you confirm my booking AB12, and book me a seat?"],
-      ["assistant", "(tool call)"],
-      ["tool", "booking AB12 confirmed"],
+      ["assistant", `[tool_call ${toolName}({"ref": "AB12"})]`],
+      ["tool", `[${toolName}] booking AB12 confirmed`],
       ["assistant", "Booking AB12 is confirmed."],
     ],
   );
