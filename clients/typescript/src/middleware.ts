@@ -175,6 +175,14 @@ function outputText(output: ToolResultOutput): { text: string; failed: boolean }
   }
 }
 
+/**
+ * A failed tool's result as the platform reads one (its distiller takes a result starting with "Error" as
+ * the call failing, and learns from the retry that worked).
+ */
+function asError(text: string): string {
+  return /^\s*(error|exception|traceback|failed|failure)/i.test(text) ? text : `Error: ${text}`;
+}
+
 function toolCall(toolCallId: string, toolName: string, input: string): NonNullable<SavedTurn["tool_calls"]>[number] {
   return { id: toolCallId, type: "function", function: { name: toolName, arguments: input } };
 }
@@ -199,7 +207,7 @@ export function newTurns(prompt: Prompt): { turns: SavedTurn[]; results: { toolC
       for (const part of message.content) {
         if (part.type !== "tool-result") continue;
         const { text, failed } = outputText(part.output);
-        turns.push({ role: "tool", tool_call_id: part.toolCallId, name: part.toolName, content: text });
+        turns.push({ role: "tool", tool_call_id: part.toolCallId, name: part.toolName, content: failed ? asError(text) : text });
         results.push({ toolCallId: part.toolCallId, failed });
       }
     }
@@ -218,7 +226,7 @@ function answerTurns(content: GenerateResult["content"]): SavedTurn[] {
   for (const part of content) {
     if (part.type === "tool-result") {
       const result = typeof part.result === "string" ? part.result : JSON.stringify(part.result);
-      turns.push({ role: "tool", tool_call_id: part.toolCallId, name: part.toolName, content: result });
+      turns.push({ role: "tool", tool_call_id: part.toolCallId, name: part.toolName, content: part.isError ? asError(result) : result });
     }
   }
   return turns;
