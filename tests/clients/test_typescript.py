@@ -187,6 +187,61 @@ def test_the_tool_table_is_the_python_sdks():
     )
 
 
+# What a README snippet uses without defining it (shown earlier in the README, or the reader's own).
+SNIPPET_GIVENS = {
+    "memory": 'import type { MemoryClient as GivenClient } from "@memory-platform/client";\n'
+    "declare const memory: GivenClient;",
+    # a provider's model, as `wrapLanguageModel` takes it
+    "model": 'import type { wrapLanguageModel as givenWrap } from "ai";\n'
+    'declare const model: Parameters<typeof givenWrap>[0]["model"];',
+    "tools": 'import type { ToolSet as GivenTools } from "ai";\ndeclare const tools: GivenTools;',
+}
+
+
+def readme_snippets() -> dict[str, str]:
+    """Each ```ts block of the README and of the package's README, by a file name, with the declarations of
+    what it uses without defining."""
+    snippets = {}
+    for readme in (ROOT / "README.md", PACKAGE / "README.md"):
+        for number, code in enumerate(re.findall(r"```ts\n(.*?)```", readme.read_text(), re.DOTALL), 1):
+            defined = set(re.findall(r"\b(?:const|let|var)\s+(\w+)", code))
+            defined |= {
+                name for names in re.findall(r"import[^;]*?\{([^}]*)\}", code) for name in re.findall(r"\w+", names)
+            }
+            givens = [
+                given
+                for name, given in SNIPPET_GIVENS.items()
+                if re.search(rf"\b{name}\b", code) and name not in defined
+            ]
+            snippets[f"{readme.relative_to(ROOT).as_posix().replace('/', '_').lower()}_{number}.ts"] = "\n".join(
+                [*givens, code]
+            )
+    return snippets
+
+
+def test_the_readme_snippets_type_check(node):
+    """Every ```ts block of the README and of the package's README compiles against the built package
+    (imported by its name, as an application does), with what it takes from the reader declared."""
+    snippets = readme_snippets()
+    folder = PACKAGE / "readme-snippets"
+    folder.mkdir(exist_ok=True)
+    try:
+        for name, code in snippets.items():
+            (folder / name).write_text(code)
+        config = {
+            "extends": "../tsconfig.json",
+            "compilerOptions": {"noEmit": True, "rootDir": ".", "noUnusedLocals": False},
+            "include": ["*.ts"],
+        }
+        (folder / "tsconfig.json").write_text(json.dumps(config))
+        result = run(node, "node_modules/typescript/bin/tsc", "-p", f"{folder.name}/tsconfig.json")
+    finally:
+        shutil.rmtree(folder)
+
+    assert len(snippets) >= 4
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_tsc_refuses_a_path_or_method_the_schema_lacks(node, tmp_path):
     """Every call names a schema path and method, checked by the compiler: a copy of the client with one
     path or one method changed does not build."""
