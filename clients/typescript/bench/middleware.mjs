@@ -29,7 +29,7 @@ const model = new MockLanguageModelV3({
 
 function percentiles(values) {
   const sorted = [...values].sort((a, b) => a - b);
-  const at = (share) => sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))];
+  const at = (share) => sorted[Math.max(0, Math.ceil(share * sorted.length) - 1)]; // nearest rank, as bench/common.py
   return { p50: +at(0.5).toFixed(2), p95: +at(0.95).toFixed(2), max: +sorted.at(-1).toFixed(2), n: sorted.length };
 }
 

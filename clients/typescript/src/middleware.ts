@@ -109,6 +109,8 @@ export interface MemoryMiddleware extends LanguageModelMiddleware {
   readonly run: RunRecord;
 }
 
+// `memory/context` takes a query of at most 2,000 characters: a longer message is retrieved for by its start.
+const MAX_QUERY_CHARS = 2000;
 const CONTEXT_TAG = "memory_context";
 const SKILLS_TAG = "learned_skills";
 const DELIMITER = new RegExp(`<(/?\\s*(?:${CONTEXT_TAG}|${SKILLS_TAG})\\b)`, "gi");
@@ -247,11 +249,6 @@ function warn(error: unknown, stage: Stage): void {
   console.warn(`memoryMiddleware: ${stage} failed (${what}); the model call went on without it`);
 }
 
-interface Retrieved {
-  block: string | null;
-  skills: RetrievedSkill[];
-}
-
 /**
  * A language-model middleware for `wrapLanguageModel({ model, middleware: memoryMiddleware(memory, { userId,
  * sessionId }) })`: context and skills in, the exchange saved. One middleware serves one session.
@@ -268,7 +265,7 @@ export function memoryMiddleware(client: MemoryClient, options: MemoryMiddleware
   const applied = new Set<string>();
   let sealed = false;
   // One request text, one retrieval: the steps of a tool loop share the user's message.
-  let cached: { request: string; retrieved: Promise<Retrieved> } | undefined;
+  let cached: { request: string; block: Promise<string | null> } | undefined;
   // Saves run one after another, so the session's turns keep the order of the calls.
   let queue: Promise<void> = Promise.resolve();
   const enqueue = (work: () => Promise<void>) => {
@@ -277,7 +274,7 @@ export function memoryMiddleware(client: MemoryClient, options: MemoryMiddleware
     return done;
   };
 
-  async function retrieve(request: string, signal: AbortSignal): Promise<Retrieved> {
+  async function retrieve(request: string, signal: AbortSignal): Promise<string | null> {
     const wantContext = options.context !== false;
     const wantSkills = options.skills !== false;
     const [context, skills] = await Promise.all([
@@ -299,18 +296,18 @@ export function memoryMiddleware(client: MemoryClient, options: MemoryMiddleware
     for (const skill of served) {
       if (!run.skills.some((known) => known.id === skill.id)) run.skills.push(skill);
     }
-    return { block: memoryBlock(context?.text ?? "", served), skills: served };
+    return memoryBlock(context?.text ?? "", served);
   }
 
   async function transformParams({ params }: { params: CallOptions }): Promise<CallOptions> {
     if (options.context === false && options.skills === false) return params;
-    const request = requestText(params.prompt);
+    const request = requestText(params.prompt).slice(0, MAX_QUERY_CHARS);
     if (!request) return params;
     if (cached?.request !== request) {
       const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), ...(params.abortSignal ? [params.abortSignal] : [])]);
-      cached = { request, retrieved: retrieve(request, signal) };
+      cached = { request, block: retrieve(request, signal) };
     }
-    const { block } = await cached.retrieved;
+    const block = await cached.block;
     if (block === null) return params;
     const at = params.prompt.findIndex((message) => message.role !== "system");
     const prompt = [...params.prompt];
