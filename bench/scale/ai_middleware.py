@@ -2,12 +2,12 @@
 
 A user with one LOCOMO conversation (conv-26, through the ingest service, every background task run) in an
 organisation that also learned skills from the 100 tau-bench trajectories (task sessions sealed with their
-outcome, distilled and evolved by the rule-based distiller). The API is gunicorn as `make run` serves it
+outcome, distilled and evolved by the rule-based distiller; their turns, other users', are not embedded). The API is gunicorn as `make run` serves it
 (2 workers, 2 threads) on this machine. clients/typescript/bench/middleware.mjs then calls `generateText`
 with the AI SDK's test double as the model, bare and through `wrapLanguageModel` with the middleware
 (context at 1,000 tokens and 3 skills, saving off: saves run after the answer, off the call's path), one new
 request per call: the LOCOMO questions and the tau requests in turn. The overhead is the difference per
-call; beside it, the same context and skills calls made one after the other instead of at once.
+call; beside it, in the same rounds, `GET me` (the floor of any API call) and each of the two calls alone.
 
 Needs Node.js 20+ and the TypeScript package installed (`npm ci` in clients/typescript); it is built here.
 `BENCH_AI_ROUNDS` (default 200) calls are measured after 3 not counted.
@@ -50,6 +50,7 @@ def _queries() -> list[str]:
 
 def run(output_dir: Path) -> dict:
     from apps.conversations.management.commands.import_sessions import trajectory_sessions
+    from apps.pipeline.models import MemoryTask
     from apps.skills.models import Skill
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create, organization_create
@@ -60,11 +61,14 @@ def run(output_dir: Path) -> dict:
     organization = organization_create(name=f"bench-ai-{uuid.uuid4().hex[:8]}")
     client, api_key = client_create(organization=organization, name="bench", write_scope="bench")
     try:
+        for item in trajectory_sessions(load("tau-airline-dev.json")):
+            task_session_ingest(client, item)
+        run_pending_tasks(organization, task_types=("distill_session", "evolve_skills"))
+        # The trajectories' turns are other users' (a context never shows them): not worth embedding here.
+        MemoryTask.objects.filter(organization=organization, task_type="embed_messages").delete()
         sample = load("locomo-dev.json")[0]
         assert sample["sample_id"] == USER
         ingest(client, sample)
-        for item in trajectory_sessions(load("tau-airline-dev.json")):
-            task_session_ingest(client, item)
         run_pending_tasks(organization)
         skills = Skill.objects.filter(organization=organization, status=Skill.Status.ACTIVE).count()
         with (

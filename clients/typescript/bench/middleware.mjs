@@ -39,12 +39,10 @@ async function timed(work) {
   return performance.now() - started;
 }
 
-const bare = [];
-const wrapped = [];
-const sequential = [];
+const measured = { bare: [], wrapped: [], me: [], context: [], skills: [] };
 const blocks = [];
 let skillsServed = 0;
-// A warm-up round of each, not counted: connections opened, the platform's code paths loaded.
+// Three warm-up rounds, not counted: connections opened, the platform's code paths loaded.
 for (let round = -3; round < rounds; round++) {
   const query = queries[(round + queries.length) % queries.length];
   const middleware = memoryMiddleware(memory, { userId, sessionId: `bench-${round + 3}`, save: false, onError: (error) => { throw error; } });
@@ -52,27 +50,28 @@ for (let round = -3; round < rounds; round++) {
   const ms = {
     bare: await timed(() => generateText({ model, prompt: query })),
     wrapped: await timed(() => generateText({ model: withMemory, prompt: query })),
-    sequential: await timed(async () => {
-      await memory.context({ user_id: userId, query, max_tokens: 1000 });
+    // The floor of any call (HTTP, the key, the rate limit), then each of the middleware's two calls alone.
+    me: await timed(() => memory.me()),
+    context: await timed(() => memory.context({ user_id: userId, query, max_tokens: 1000 })),
+    skills: await timed(async () => {
       skillsServed += (await memory.retrieveSkills({ task: query, k: 3, user_id: userId })).skills.length;
     }),
   };
   if (round >= 0) {
     const system = model.doGenerateCalls.at(-1).prompt.find((message) => message.role === "system");
     blocks.push(system ? system.content.length : 0);
-    bare.push(ms.bare);
-    wrapped.push(ms.wrapped);
-    sequential.push(ms.sequential);
+    for (const [name, value] of Object.entries(ms)) measured[name].push(value);
   }
 }
-const overhead = wrapped.map((ms, index) => ms - bare[index]);
 console.log(
   JSON.stringify({
     rounds,
-    bare_ms: percentiles(bare),
-    with_middleware_ms: percentiles(wrapped),
-    overhead_ms: percentiles(overhead),
-    context_then_skills_ms: percentiles(sequential),
+    bare_ms: percentiles(measured.bare),
+    with_middleware_ms: percentiles(measured.wrapped),
+    overhead_ms: percentiles(measured.wrapped.map((ms, index) => ms - measured.bare[index])),
+    me_ms: percentiles(measured.me),
+    context_alone_ms: percentiles(measured.context),
+    skills_alone_ms: percentiles(measured.skills),
     skills_served_per_call: +(skillsServed / (rounds + 3)).toFixed(2),
     memory_block_chars_p50: percentiles(blocks).p50,
   }),
