@@ -149,7 +149,7 @@ function textOf(parts: readonly { type: string; text?: string }[]): string {
 }
 
 /** The latest user message's text: what the context and the skills are retrieved for. */
-export function requestText(prompt: Prompt): string {
+function requestText(prompt: Prompt): string {
   for (let index = prompt.length - 1; index >= 0; index--) {
     const message = prompt[index]!;
     if (message.role === "user") {
@@ -193,7 +193,7 @@ function toolCall(toolCallId: string, toolName: string, input: string): NonNulla
  * The prompt's new turns: what follows its last assistant message (the user's message, or the results
  * of the tools the assistant called), without system messages. Earlier turns were saved by earlier calls.
  */
-export function newTurns(prompt: Prompt): { turns: SavedTurn[]; results: { toolCallId: string; failed: boolean }[] } {
+function newTurns(prompt: Prompt): { turns: SavedTurn[]; results: { toolCallId: string; failed: boolean }[] } {
   let start = 0;
   prompt.forEach((message, index) => {
     if (message.role === "assistant") start = index + 1;
@@ -324,10 +324,16 @@ export function memoryMiddleware(client: MemoryClient, options: MemoryMiddleware
   /** A task run's end: the served skills it followed reported applied, before the outcome counts. */
   async function applyFollowed(view: RunRecord): Promise<void> {
     if (!options.task || options.applySkills === false) return;
-    const chosen =
-      typeof options.applySkills === "function"
-        ? await options.applySkills(view)
-        : view.skills.filter((skill) => followed(skill.action_signature, view.toolCalls)).map((skill) => skill.id);
+    let chosen: string[];
+    try {
+      chosen =
+        typeof options.applySkills === "function"
+          ? await options.applySkills(view)
+          : view.skills.filter((skill) => followed(skill.action_signature, view.toolCalls)).map((skill) => skill.id);
+    } catch (error) {
+      onError(error, "apply");
+      return;
+    }
     for (const skillId of chosen) {
       await applySkill(skillId).catch((error: unknown) => onError(error, "apply"));
     }
