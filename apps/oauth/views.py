@@ -10,6 +10,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpResponseForbidden, JsonResponse
 from django.urls import reverse_lazy
+from oauthlib.oauth2 import AccessDeniedError
+from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.forms import AllowForm
 from oauth2_provider.models import Application
 from oauth2_provider.views import AuthorizationView
@@ -36,8 +38,18 @@ class ApproveForm(AllowForm):
         return cleaned
 
 
+class _ApprovalNeeded(Exception):
+    """A shortcut (DOT's `skip_authorization`) for an application nobody bound yet: the page is shown instead."""
+
+
 class AuthorizeView(AuthorizationView):
-    """Staff only; the clients offered are the approver's (clients_for_approver), or the bound one."""
+    """Staff only; the clients offered are the approver's (clients_for_approver), or the bound one.
+
+    DOT issues a code without the form on two shortcuts: an application's `skip_authorization`, and
+    `approval_prompt=auto` with an earlier token. The organisation check is therefore made where every
+    code is issued (`create_authorization_response`), and before anything on the page: an application
+    bound to a client the staff member may not approve for is refused. `approval_prompt` from the URL
+    is ignored (the setting, `force`, holds)."""
 
     template_name = "oauth/authorize.html"
     form_class = ApproveForm
@@ -48,8 +60,41 @@ class AuthorizeView(AuthorizationView):
             return HttpResponseForbidden("Only staff members may approve OAuth applications.")
         return super().dispatch(request, *args, **kwargs)
 
-    def _application(self) -> Application | None:
-        client_id = self.request.POST.get("client_id") or getattr(self, "oauth2_data", {}).get("client_id")
+    def get(self, request, *args, **kwargs):
+        query = request.GET.copy()
+        query.pop("approval_prompt", None)
+        request.GET = query
+        application = self._application(request.GET.get("client_id"))
+        if application is not None and not self._approvable(application, unbound=True):
+            return HttpResponseForbidden("This OAuth application acts as a client you may not approve for.")
+        try:
+            return super().get(request, *args, **kwargs)
+        except _ApprovalNeeded:
+            return self.render_to_response(self.get_context_data(**self.oauth2_data))
+
+    def create_authorization_response(self, request, scopes, credentials, allow):
+        """Every code DOT issues passes here, after the form or on a shortcut."""
+        if allow:
+            application = self._application(credentials.get("client_id"))
+            if getattr(application, "platform_binding", None) is None:
+                raise _ApprovalNeeded
+            if not self._approvable(application, unbound=False):
+                raise OAuthToolkitError(
+                    error=AccessDeniedError(state=credentials.get("state")), redirect_uri=credentials["redirect_uri"]
+                )
+        return super().create_authorization_response(request, scopes, credentials, allow)
+
+    def _approvable(self, application: Application, *, unbound: bool) -> bool:
+        """Bound to a client of the staff member's organisation (any, for a superuser); `unbound` if not bound."""
+        binding = getattr(application, "platform_binding", None)
+        if binding is None:
+            return unbound
+        return clients_for_approver(user=self.request.user).filter(pk=binding.client_id).exists()
+
+    def _application(self, client_id=None) -> Application | None:
+        client_id = (
+            client_id or self.request.POST.get("client_id") or getattr(self, "oauth2_data", {}).get("client_id")
+        )
         return (
             Application.objects.select_related("platform_binding__client").filter(client_id=client_id).first()
             if client_id
