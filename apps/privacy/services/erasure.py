@@ -89,12 +89,9 @@ def erasure_run(*, erasure: ErasureRequest) -> dict:
         emit_event(
             ERASURE_FINISHED,
             organization_id=erasure.organization_id,
-            data={
-                "erasure_id": str(erasure.pk),
-                "subject_kind": erasure.subject_kind,
-                "subject_id": erasure.subject_id,
-                "status": erasure.status,
-            },
+            # Identified by the erasure's id (the requester has it from the 202), never by the erased user_id:
+            # the event leaves the platform and its delivery log keeps it.
+            data={"erasure_id": str(erasure.pk), "subject_kind": erasure.subject_kind, "status": erasure.status},
         )
     # Compiled pages of other people may have cited what is gone: lint them now, not at the next beat.
     profiles_lint_enqueue(organization=erasure.organization)
