@@ -158,6 +158,7 @@ SETTING_RULES = {
     # Privacy
     "CONVERSATION_RETENTION_DAYS": at_least(0),
     "ERASURE_BATCH_SIZE": at_least(1),
+    "ERASURE_REPLICA_WAIT_SECONDS": at_least(0),
     "DELETE_WAIT_SECONDS": Between(0, 300),
     # Export and import
     "EXPORT_TTL_SECONDS": at_least(1),

@@ -531,6 +531,9 @@ WEBHOOK_DISABLE_AFTER_FAILURES = env.int("WEBHOOK_DISABLE_AFTER_FAILURES", defau
 WEBHOOK_DELIVERY_RETENTION_DAYS = env.int("WEBHOOK_DELIVERY_RETENTION_DAYS", default=30)
 # How many of a subject's most recent turns verification fingerprints to look for their words.
 ERASURE_SCAN_MAX_TURNS = env.int("ERASURE_SCAN_MAX_TURNS", default=20000)
+# An erasure is `succeeded` only once every read replica still served from has replayed it; it waits this long
+# for them, then fails (and the pipeline runs it again).
+ERASURE_REPLICA_WAIT_SECONDS = env.float("ERASURE_REPLICA_WAIT_SECONDS", default=30.0)
 
 LOG_LEVEL = env("LOG_LEVEL", default="INFO")
 # Log lines carry ids, routes and error classes, never user content (apps.core.logs): every handler
