@@ -61,9 +61,7 @@ def rate_limit_check(*, client) -> None:
         f"rate-limit:{{{client.organization_id}}}:organization:{window}",
     )
     replies = request_redis.run(
-        lambda pipeline: pipeline.eval(
-            _CLIENT_THEN_ORGANIZATION, 2, *keys, own_limit, shared_limit, WINDOW_SECONDS + 1
-        )
+        lambda pipeline: pipeline.eval(_CLIENT_THEN_ORGANIZATION, 2, *keys, own_limit, shared_limit, WINDOW_SECONDS + 1)
     )
     if replies is None:
         return

@@ -7,22 +7,22 @@ import json
 from urllib.parse import urlsplit
 
 from django import forms
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.conf import settings
 from django.http import HttpResponse, HttpResponseForbidden, JsonResponse
 from django.urls import reverse_lazy
 from django.utils.decorators import method_decorator
-from oauthlib.oauth2 import AccessDeniedError
+from oauth2_provider import views as dot
 from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.forms import AllowForm
 from oauth2_provider.models import Application
-from oauth2_provider import views as dot
 from oauth2_provider.views import AuthorizationView
 from oauth2_provider.views.dynamic_client_registration import (
     DynamicClientRegistrationManagementView,
     DynamicClientRegistrationView,
 )
+from oauthlib.oauth2 import AccessDeniedError
 
 from apps.core.throttling import limited_by_address
 from apps.oauth.selectors import clients_for_approver
@@ -100,9 +100,7 @@ class AuthorizeView(AuthorizationView):
         return clients_for_approver(user=self.request.user).filter(pk=binding.client_id).exists()
 
     def _application(self, client_id=None) -> Application | None:
-        client_id = (
-            client_id or self.request.POST.get("client_id") or getattr(self, "oauth2_data", {}).get("client_id")
-        )
+        client_id = client_id or self.request.POST.get("client_id") or getattr(self, "oauth2_data", {}).get("client_id")
         return (
             Application.objects.select_related("platform_binding__client").filter(client_id=client_id).first()
             if client_id

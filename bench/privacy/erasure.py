@@ -24,7 +24,15 @@ import uuid
 
 from bench.common import Stopwatch, machine, measured_at, private_broker, write_result
 
-KINDS = ("client_erasure", "user_erasure", "admin_delete", "turn_delete_rest", "turn_delete_mcp", "session_delete", "retention")
+KINDS = (
+    "client_erasure",
+    "user_erasure",
+    "admin_delete",
+    "turn_delete_rest",
+    "turn_delete_mcp",
+    "session_delete",
+    "retention",
+)
 TRANSCRIPT_COLUMNS = (
     "conversations.Message.content",
     "conversations.Message.context",

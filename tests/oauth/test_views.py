@@ -186,7 +186,9 @@ def test_registration_is_rate_limited_per_address(client, settings):
         ("client-credentials", Application.CLIENT_CONFIDENTIAL, {}),
     ],
 )
-def test_the_token_endpoint_honours_only_the_authorization_code_grants(client, client_a, grant_type, client_type, extra):
+def test_the_token_endpoint_honours_only_the_authorization_code_grants(
+    client, client_a, grant_type, client_type, extra
+):
     """Whatever the row says: a right staff password gets no token (no oracle), nor do a client's credentials."""
     staff_user(client_a.organization)
     application = Application(

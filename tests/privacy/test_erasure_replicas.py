@@ -32,7 +32,9 @@ def paused_with_the_words(replica, client_a, settings):  # noqa: F811
 
 
 def test_an_erasure_waits_for_the_replica_to_replay_it_before_it_succeeds(
-    replica, paused_with_the_words, settings  # noqa: F811
+    replica,
+    paused_with_the_words,
+    settings,  # noqa: F811
 ):
     settings.ERASURE_REPLICA_WAIT_SECONDS = 60
     erasure = erasure_request(subject=paused_with_the_words)
