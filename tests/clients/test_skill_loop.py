@@ -92,9 +92,7 @@ def test_async_loop_with_a_deciding_outcome_and_switches(live_server, client_a, 
             block = await loop.aprompt(memory, REQUEST)
             await loop.asave(memory, TOOL_TURNS)
             await loop.afinish(memory, {"ok": False})
-            quiet = SkillLoop(
-                user_id="alice", session_id="chat-1", options=MemoryOptions(context=False, skills=False)
-            )
+            quiet = SkillLoop(user_id="alice", session_id="chat-1", options=MemoryOptions(context=False, skills=False))
             nothing = await quiet.aprompt(memory, REQUEST)
             skills_only = SkillLoop(user_id="alice", session_id="chat-2", options=MemoryOptions(context=False))
             return block, nothing, await skills_only.aprompt(memory, REQUEST), await quiet.afinish(memory)
