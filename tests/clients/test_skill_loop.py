@@ -6,7 +6,9 @@ import re
 
 import anyio
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from memory_platform_client import AsyncMemoryClient, MemoryClient, Retries
+from memory_platform_client.adapters.langchain_history import PlatformChatMessageHistory
 from memory_platform_client.adapters.skill_loop import MemoryOptions, SkillLoop, render, session_key
 
 from apps.conversations.models import Message, Session
@@ -105,6 +107,25 @@ def test_async_loop_with_a_deciding_outcome_and_switches(live_server, client_a, 
     assert "book-a-flight" in skills_only.text and "Porto" not in skills_only.text
     # A conversation's retrieval records no use: only task sessions are judged by their outcome.
     assert SkillUse.objects.filter(session_id="").count() == 1
+
+
+def test_a_task_history_closes_the_loop_also_when_made_anew_for_each_call(sdk, live_server, client_a, learned):
+    call = AIMessage("", tool_calls=[{"id": "c1", "name": "get_user_details", "args": {"user_id": "alice"}}])
+    history = PlatformChatMessageHistory("job 1", user_id="alice", client=sdk, session_tag="task", outcome="success")
+
+    block = history.memory(REQUEST)
+    history.add_messages([HumanMessage(REQUEST), call, ToolMessage("gold", tool_call_id="c1"), AIMessage("Done.")])
+    history.finish()
+    # As RunnableWithMessageHistory makes them: a new history object for each call, async without a second client.
+    later = PlatformChatMessageHistory("job 1", user_id="alice", client=sdk, session_tag="task", outcome="failure")
+    anyio.run(later.aadd_messages, [HumanMessage("Book another one")])
+    anyio.run(PlatformChatMessageHistory("job 1", user_id="alice", client=sdk, session_tag="task").afinish)
+
+    assert "Porto airport OPO" in block.text and "book-a-flight" in block.text
+    first, second = Session.objects.filter(session_id__startswith=session_key("job 1")).order_by("created_at")
+    assert (first.status, first.outcome, second.status, second.outcome) == ("sealed", "success", "sealed", "unknown")
+    assert SkillUse.objects.get(skill=learned).applied_at is not None
+    assert [m.content for m in later.messages] == [REQUEST, "", "gold", "Done.", "Book another one"]
 
 
 def test_retrieved_text_cannot_leave_the_data_block():

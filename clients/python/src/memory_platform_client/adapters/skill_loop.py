@@ -16,8 +16,8 @@ saved after it, and how a task run ends. No framework is imported here; each ada
   (`outcome`: "success", "failure", "unknown", or a callable deciding from the run), and seals the
   session, so the platform distils it into skills. The next `save` opens the next session of the
   chain (`<id>--2`, …; see `_transcript`). For a conversation (`task=False`) it does nothing.
-- `close_task`: the same end for a transcript an adapter keeps itself (LangChain's history, the Agents
-  SDK's `Session`): `client._driver.run(close_task(transcript, outcome="success"))`.
+- `close_task`: the same end for a chain an adapter writes without a loop (`_transcript.Transcript`):
+  `client._driver.run(close_task(transcript, outcome="success", applied=[skill ids]))`.
 - `session_key`: the platform session id for any string a framework accepts (see `_transcript`).
 
 A loop is one conversation (or one task agent) with its runs one after another, not concurrent.
@@ -247,23 +247,19 @@ class SkillLoop:
         self._number = self.transcript.number_of(answer["session_id"])
         return answer
 
-    def _finish(self, run: Any) -> Op:
-        if not self.task:
-            return None
-        served, tools, number = list(self._served.values()), self._tools, self._number
-        self.forget()
-        if number is None:
+    def _finish(self, run: Any, *, last: bool = False) -> Op:
+        """`last`: with no session saved by this loop in the run, the chain's last session (a history
+        made anew for each call); otherwise there is nothing to end."""
+        if not self.task or (self._number is None and not last):
             return None
         applied = [
             skill["id"]
-            for skill in served
-            if self.applied == "served" or (callable(self.applied) and self.applied(skill, tools))
+            for skill in self._served.values()
+            if self.applied == "served" or (callable(self.applied) and self.applied(skill, self._tools))
         ]
-        return (
-            yield from close_task(
-                self.transcript, number=number, outcome=resolve_outcome(self.outcome, run), applied=applied
-            )
-        )
+        number, outcome = self._number, resolve_outcome(self.outcome, run)
+        self.forget()
+        return (yield from close_task(self.transcript, number=number, outcome=outcome, applied=applied))
 
     def forget(self) -> None:
         """Drops what the loop knows of the current run (after the conversation was deleted)."""
