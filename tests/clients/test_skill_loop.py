@@ -87,7 +87,7 @@ def test_a_task_run_gets_its_memory_and_is_sealed_with_its_outcome(sdk, client_a
     assert SkillUse.objects.get(session_id=second.session_id).applied_at is None
 
 
-def test_async_loop_with_a_deciding_outcome_and_switches(live_server, client_a, learned):
+def test_async_loop_with_a_deciding_outcome_and_switches(sdk, live_server, client_a, learned):
     async def scenario():
         async with AsyncMemoryClient(live_server.url, client_a.raw_key, timeout=10, retries=FAST) as memory:
             loop = SkillLoop(user_id="alice", session_id="job-1", task=True, outcome=lambda run: run["ok"])
@@ -100,13 +100,15 @@ def test_async_loop_with_a_deciding_outcome_and_switches(live_server, client_a, 
             return block, nothing, await skills_only.aprompt(memory, REQUEST), await quiet.afinish(memory)
 
     block, nothing, skills_only, finished = anyio.run(scenario)
+    long_request = SkillLoop(user_id="alice", session_id="chat-3").prompt(sdk, REQUEST + " please" * 1000)
 
     assert "Porto airport OPO" in block.text and "book-a-flight" in block.text
     assert Session.objects.get(session_id="job-1").outcome == "failure"
     assert nothing.text == "" and nothing.context is None and finished is None
     assert "book-a-flight" in skills_only.text and "Porto" not in skills_only.text
-    # A conversation's retrieval records no use: only task sessions are judged by their outcome.
-    assert SkillUse.objects.filter(session_id="").count() == 1
+    assert long_request.context["query"] == (REQUEST + " please" * 1000)[:2000] and long_request.skills
+    # A conversation's retrievals are recorded without a session: no outcome judges them.
+    assert SkillUse.objects.filter(session_id="").count() == 2  # chat-2's and chat-3's
 
 
 def test_a_task_history_closes_the_loop_also_when_made_anew_for_each_call(sdk, live_server, client_a, learned):

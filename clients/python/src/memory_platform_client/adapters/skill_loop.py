@@ -52,6 +52,7 @@ SKILLS_HEADER = "## Skills learned from earlier runs (procedures that worked bef
 SKILLS_SHARE = 0.4
 CHARS_PER_TOKEN = 3
 MIN_CONTEXT_TOKENS = 64  # the platform's minimum max_tokens
+QUERY_MAX_CHARS = 2000  # the context endpoint's longest query: a longer request is retrieved for by its start
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,7 @@ class SkillLoop:
         return skills
 
     def _ops(self, query: str) -> tuple[Op | None, Op | None, int]:
-        options, query = self.options, query.strip()
+        options, query = self.options, query.strip()[:QUERY_MAX_CHARS]
         skills_tokens = int(options.max_tokens * SKILLS_SHARE) if options.skills else 0
         context_tokens = max(MIN_CONTEXT_TOKENS, options.max_tokens - skills_tokens)
         context = self._context(query, context_tokens) if options.context else None
