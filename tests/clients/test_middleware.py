@@ -229,3 +229,16 @@ def test_agents_instructions_add_memory_and_finish_closes_the_loop(live_server, 
     # The skill was served to this task session; the run called no tool it names, so it is not applied.
     use = SkillUse.objects.get(skill=learned)
     assert use.session_id == stored.session_id and use.applied_at is None
+
+
+def test_another_organisations_middleware_sees_and_touches_nothing_of_ours(sdk, live_server, foreign_client, learned):
+    model = scripted()
+    with MemoryClient(live_server.url, foreign_client.raw_key, timeout=10, retries=FAST) as theirs:
+        middleware = MemoryMiddleware(theirs, user_id="alice", session_id="chat 42", task=True, outcome="success")
+        agent_with(model, middleware).invoke({"messages": [{"role": "user", "content": REQUEST}]})
+
+    assert model.prompts[0][0].content == "You book flights."  # no fact, no skill of another organisation
+    assert not SkillUse.objects.exists()
+    (session,) = Session.objects.all()
+    assert session.organization == foreign_client.organization and session.outcome == "success"
+    assert sdk.search("alice", "Booked flight number", memory_types=["message"])["count"] == 0
