@@ -137,6 +137,9 @@ def test_retrieved_text_cannot_leave_the_data_block():
 
     assert text.count("</memory-platform-data>") == 1 and text.endswith("</memory-platform-data>")
     assert text.lower().count("memory-platform-data") == 5  # the two tags, and three defused mentions
+    long = {"name": "long", "instructions": "step " * 500}
+    cut = render("", [long, long, long], skills_tokens=200)
+    assert cut.count("### long") == 1 and len(cut) < 200 * 3 + 400 and "…" in cut
 
 
 def test_bad_options_are_refused_naming_what_is_wrong():

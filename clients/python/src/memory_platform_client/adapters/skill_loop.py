@@ -52,15 +52,18 @@ SKILLS_HEADER = "## Skills learned from earlier runs (procedures that worked bef
 SKILLS_SHARE = 0.4
 CHARS_PER_TOKEN = 3
 MIN_CONTEXT_TOKENS = 64  # the platform's minimum max_tokens
+MIN_SKILL_CHARS = 80  # a skill cut shorter than this is left out
 QUERY_MAX_CHARS = 2000  # the context endpoint's longest query: a longer request is retrieved for by its start
 
 
 @dataclass(frozen=True)
 class MemoryOptions:
-    """What `prompt` puts into the prompt. `max_tokens`: the whole block's budget (estimated);
-    `memory_types`: the context's types (of profile, semantic, episodic, message; default all
-    of them for a conversation, all but message for a task, whose past runs come back as skills); `skills_k`: how
-    many skills at most; `context=False` / `skills=False` switch either part off, `save=False` stops
+    """What `prompt` puts into the prompt.
+
+    `max_tokens`: the whole block's budget (estimated; the skills take at most 40 %). `memory_types`:
+    the context's types, of profile, semantic, episodic, message (default: all of them for a
+    conversation, all but message for a task, whose past runs come back as skills). `skills_k`: how
+    many skills at most. `context=False` / `skills=False` switch either part off; `save=False` stops
     the middleware saving exchanges (a `Session` or history stores what it is given regardless)."""
 
     max_tokens: int = 1500
@@ -94,8 +97,11 @@ def _defused(text: str) -> str:
 
 
 def _skill_lines(skill: dict, budget_chars: int) -> str:
+    """The skill as the block shows it, cut to `budget_chars` ("" when too little is left to be of use)."""
     text = f"### {skill['name']}\n{skill.get('description') or ''}\n{skill.get('instructions') or ''}".strip()
-    return text if len(text) <= budget_chars else text[: max(0, budget_chars - 1)].rstrip() + "…"
+    if len(text) <= budget_chars:
+        return text
+    return text[: budget_chars - 1].rstrip() + "…" if budget_chars >= MIN_SKILL_CHARS else ""
 
 
 def render(context_text: str, skills: list[dict], *, skills_tokens: int) -> str:
