@@ -43,6 +43,7 @@ QUESTIONS = {
     "Do learned skills help?": {
         "skills": "bench.skills.coverage",
         "skill_effect": "bench.skills.effect",
+        "skills_shared": "bench.skills.shared",
     },
     "What survives a crash or an outage?": {
         "faults": "bench.faults.table",

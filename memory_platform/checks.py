@@ -125,7 +125,7 @@ SETTING_RULES = {
     "EVOLUTION_MAX_EDITS": at_least(1),
     "EVOLUTION_MIN_EDIT_SIMILARITY": Between(0, 1),
     "EVOLUTION_DEBOUNCE_SECONDS": at_least(0),
-    "EVOLUTION_TITLE_SIMILARITY": Between(0, 1),
+    "EVOLUTION_WORKFLOW_OVERLAP": Between(0, 1),
     # Memories and profiles
     "EXTRACTION_MAX_TURNS": at_least(1),
     "EXTRACTION_CANDIDATES_PER_TURN": at_least(0),

@@ -455,8 +455,8 @@ EVOLUTION_MAX_EXPERIENCES = env.int("EVOLUTION_MAX_EXPERIENCES", default=50)
 EVOLUTION_MAX_EDITS = env.int("EVOLUTION_MAX_EDITS", default=10)
 EVOLUTION_MIN_EDIT_SIMILARITY = env.float("EVOLUTION_MIN_EDIT_SIMILARITY", default=0.4)
 EVOLUTION_DEBOUNCE_SECONDS = env.float("EVOLUTION_DEBOUNCE_SECONDS", default=5.0)
-# Rule evolver: a workflow lesson whose title embeds this close to a workflow's joins it.
-EVOLUTION_TITLE_SIMILARITY = env.float("EVOLUTION_TITLE_SIMILARITY", default=0.9)
+# Rule evolver: a workflow lesson joins the workflow whose tools overlap its own this much (shared / all).
+EVOLUTION_WORKFLOW_OVERLAP = env.float("EVOLUTION_WORKFLOW_OVERLAP", default=0.6)
 
 # Ingest and sessions (apps.conversations).
 DEFAULT_SESSION_TAG = env("DEFAULT_SESSION_TAG", default="conversation")

@@ -2310,6 +2310,8 @@ export interface components {
             /** @description Served to every user of the scope; false: only to the users who taught it. */
             shared: boolean;
             action_signature: string[];
+            /** @description How many end users it ranked first for while not shared with them (each user once): what it would answer if a person shared it. */
+            withheld_from_users: number;
             retrieval_count: number;
             /** Format: date-time */
             last_retrieved_at: string | null;
@@ -2357,6 +2359,8 @@ export interface components {
             /** @description Served to every user of the scope; false: only to the users who taught it. */
             shared: boolean;
             action_signature: string[];
+            /** @description How many end users it ranked first for while not shared with them (each user once): what it would answer if a person shared it. */
+            withheld_from_users: number;
             retrieval_count: number;
             /** Format: date-time */
             last_retrieved_at: string | null;
@@ -5258,6 +5262,8 @@ export interface operations {
                  */
                 status?: "active" | "pending_review" | "archived";
                 user_id?: string;
+                /** @description true: only skills not yet shared that ranked first for users who were not served them (the review queue's; a person's approval shares one). */
+                withheld?: boolean;
             };
             header?: never;
             path?: never;

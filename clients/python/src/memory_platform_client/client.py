@@ -161,7 +161,7 @@ class Sessions(_Listing):
 
 
 class Skills(_Listing):
-    """`GET skills/` filters: status, entry_type, scope, user_id, q."""
+    """`GET skills/` filters: status, entry_type, scope, user_id, q, withheld."""
 
     path = "skills/"
 
