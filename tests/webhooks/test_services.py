@@ -4,6 +4,8 @@ erasure and an export finishing), run by task_execute against a real local HTTP 
 import base64
 import hashlib
 import hmac
+import json
+import re
 import time
 
 import pytest
@@ -13,6 +15,7 @@ from apps.pipeline.registry import queue_of
 from apps.pipeline.services import task_execute
 from apps.privacy.services.erasure import erasure_request
 from apps.privacy.services.subjects import subject_resolve
+from apps.privacy.services.verify import SHINGLE_WORDS, subject_fingerprint
 from apps.skills.services.distill import session_distill
 from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
 from apps.webhooks.services import endpoint_create, endpoint_send_test
@@ -249,3 +252,40 @@ def test_finished_deliveries_are_pruned_after_the_retention_and_pending_ones_kep
     )
     assert deliveries_prune() == 1
     assert set(WebhookDelivery.objects.values_list("pk", flat=True)) == {old_pending.pk, recent.pk}
+
+
+def _runs_of_words(text: str, size: int) -> set[str]:
+    words = re.findall(r"\w+", text.lower())
+    return {" ".join(words[i : i + size]) for i in range(len(words) - size + 1)}
+
+
+def test_content_sent_then_erasing_the_person_quoted_succeeds_with_nothing_left(manager, settings, allow_loopback):
+    """Issue 54, finding 2: the delivery log kept the content it sent (a skill quoting the person), so the
+    erasure found its words there and failed. Content is now rendered at send time and never stored."""
+    settings.LLM_PROVIDER = "rules"
+    trajectories = [item for item in tau_trajectories() if item["reward"] >= 1.0 and item["info"]["task"]["actions"]]
+    with Receiver() as receiver:
+        _endpoint(manager, receiver.url, events=["skill.evolved", "erasure.finished"], include_content=True)
+        for trajectory in trajectories[:2]:
+            session_distill(session=tau_session(manager, trajectory, user_id="quoted"))
+        run_tasks("evolve_skills")
+        run_tasks("deliver_webhook")
+        subject = subject_resolve(organization=manager.organization, kind="user", subject_id="quoted")
+        needles, _ = subject_fingerprint(subject)
+        sent = [item["payload"] for item in receiver.received if item["payload"]["type"] == "skill.evolved"]
+        quoting = [
+            payload
+            for payload in sent
+            if _runs_of_words(json.dumps(payload["data"]["content"]), SHINGLE_WORDS) & needles
+        ]
+        assert quoting, "the content sent quotes the person (what made the erasure fail)"
+        assert not WebhookDelivery.objects.filter(payload__data__has_key="content").exists()
+
+        erasure = erasure_request(subject=subject, requested_by=manager)
+        task_execute(task_id=erasure.task_id, worker="test")
+        run_tasks("deliver_webhook")
+
+    erasure.refresh_from_db()
+    assert (erasure.status, erasure.residual["total"]) == ("succeeded", 0), (erasure.error, erasure.residual)
+    finished = [item["payload"]["data"] for item in receiver.received if item["payload"]["type"] == "erasure.finished"]
+    assert [data["erasure_id"] for data in finished] == [str(erasure.pk)]
