@@ -12,6 +12,39 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+# Host spellings of an address on this machine or its private networks; `{port}` is a loopback listener's.
+LOOPBACK_SPELLINGS = [
+    "127.0.0.1:{port}",
+    "localhost:{port}",
+    "LocalHost:{port}",
+    f"{socket.gethostname()}:{{port}}",  # a hosts-file name (this machine's: 127.0.0.1 here)
+    "2130706433:{port}",
+    "0x7f000001:{port}",
+    "0177.0.0.1:{port}",
+    "127.1:{port}",
+    "127.0.0.2:{port}",
+    "0.0.0.0:{port}",
+    "[::1]:{port}",
+    "[::ffff:127.0.0.1]:{port}",
+    "[::ffff:7f00:1]:{port}",
+]
+INTERNAL_SPELLINGS = [
+    *LOOPBACK_SPELLINGS,
+    "[2002:7f00:1::]:{port}",  # 6to4 carrying 127.0.0.1
+    "[64:ff9b::7f00:1]:{port}",  # NAT64 carrying 127.0.0.1
+    "[::]:{port}",
+    "10.0.0.1:{port}",
+    "172.16.0.1:{port}",
+    "192.168.1.1:{port}",
+    "169.254.169.254:{port}",  # cloud metadata
+    "100.64.0.1:{port}",
+    "[fe80::1]:{port}",
+    "[fd00::1]:{port}",
+    "224.0.0.1:{port}",
+    "255.255.255.255:{port}",
+    "240.0.0.1:{port}",
+]
+
 
 class Receiver:
     """`fail_rate` of the requests (chosen by a seeded random draw) get `fail_status` and are not

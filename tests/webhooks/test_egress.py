@@ -21,6 +21,8 @@ from apps.webhooks.services import (
 )
 from tests.conftest import api_for
 from tests.webhooks.receiver import (
+    INTERNAL_SPELLINGS,
+    LOOPBACK_SPELLINGS,
     RawListener,
     Receiver,
     huge_body,
@@ -31,39 +33,6 @@ from tests.webhooks.receiver import (
 )
 
 pytestmark = pytest.mark.django_db
-
-# Host spellings of an address on this machine or its private networks; `{port}` is a loopback listener's.
-LOOPBACK_SPELLINGS = [
-    "127.0.0.1:{port}",
-    "localhost:{port}",
-    "LocalHost:{port}",
-    f"{socket.gethostname()}:{{port}}",  # a hosts-file name (this machine's: 127.0.0.1 here)
-    "2130706433:{port}",
-    "0x7f000001:{port}",
-    "0177.0.0.1:{port}",
-    "127.1:{port}",
-    "127.0.0.2:{port}",
-    "0.0.0.0:{port}",
-    "[::1]:{port}",
-    "[::ffff:127.0.0.1]:{port}",
-    "[::ffff:7f00:1]:{port}",
-]
-INTERNAL_SPELLINGS = [
-    *LOOPBACK_SPELLINGS,
-    "[2002:7f00:1::]:{port}",  # 6to4 carrying 127.0.0.1
-    "[64:ff9b::7f00:1]:{port}",  # NAT64 carrying 127.0.0.1
-    "[::]:{port}",
-    "10.0.0.1:{port}",
-    "172.16.0.1:{port}",
-    "192.168.1.1:{port}",
-    "169.254.169.254:{port}",  # cloud metadata
-    "100.64.0.1:{port}",
-    "[fe80::1]:{port}",
-    "[fd00::1]:{port}",
-    "224.0.0.1:{port}",
-    "255.255.255.255:{port}",
-    "240.0.0.1:{port}",
-]
 
 
 def _deliver(endpoint) -> WebhookDelivery:
@@ -77,7 +46,9 @@ def _deliver(endpoint) -> WebhookDelivery:
 
 def _stored_endpoint(client, url: str):
     """A row as an older release (or a name re-pointed since) left it: the service does not validate."""
-    endpoint, _ = endpoint_create(organization=client.organization, registered_by=client, url=url, events=["skill.evolved"])
+    endpoint, _ = endpoint_create(
+        organization=client.organization, registered_by=client, url=url, events=["skill.evolved"]
+    )
     return endpoint
 
 
@@ -111,7 +82,11 @@ def test_the_operators_allow_list_lets_the_loopback_spellings_through(manager, s
     settings.WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8", "::1/128"]
     # The spellings of 127.0.0.1 itself, where the listener is (not 127.0.0.2, IPv6, or the octal quad
     # the URL parser refuses).
-    ipv4 = [spelling for spelling in LOOPBACK_SPELLINGS if "[" not in spelling and not spelling.startswith(("0", "127.0.0.2"))]
+    ipv4 = [
+        spelling
+        for spelling in LOOPBACK_SPELLINGS
+        if "[" not in spelling and not spelling.startswith(("0", "127.0.0.2"))
+    ]
     with Receiver() as receiver:
         port = receiver.server.server_address[1]
         statuses = {

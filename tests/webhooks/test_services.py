@@ -156,7 +156,9 @@ def test_network_errors_and_5xx_are_retried_until_delivered(manager, fast_retrie
     assert endpoint.active and endpoint.consecutive_failures == 0
 
 
-def test_an_unreachable_endpoint_is_retried_then_the_delivery_fails_without_content(manager, fast_retries, allow_loopback):
+def test_an_unreachable_endpoint_is_retried_then_the_delivery_fails_without_content(
+    manager, fast_retries, allow_loopback
+):
     fast_retries.WEBHOOK_MAX_ATTEMPTS = 3
     with Receiver() as receiver:
         url = receiver.url
@@ -183,7 +185,9 @@ def test_a_4xx_is_not_retried(manager, fast_retries, allow_loopback):
     assert delivery.last_error == "HTTP 410" and receiver.requests == 1
 
 
-def test_an_endpoint_is_disabled_after_repeated_failures_and_re_enabled_by_a_patch(manager, fast_retries, allow_loopback):
+def test_an_endpoint_is_disabled_after_repeated_failures_and_re_enabled_by_a_patch(
+    manager, fast_retries, allow_loopback
+):
     fast_retries.WEBHOOK_MAX_ATTEMPTS = 2
     fast_retries.WEBHOOK_DISABLE_AFTER_FAILURES = 3
     with Receiver(fail_rate=1.0, fail_status=500) as receiver:
