@@ -5926,6 +5926,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The request conflicts with stored state (a sealed session, a reused Idempotency-Key). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A chunked body sent to a server that cannot read one; send a Content-Length. */
             411: {
                 headers: {
@@ -6273,6 +6282,15 @@ export interface operations {
             };
             /** @description No such item among those the client reads (a foreign id and a missing one look the same). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over a rate limit: the message names it; Retry-After says when to send again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
