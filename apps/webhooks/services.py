@@ -49,7 +49,7 @@ class DeliveryFailed(Exception):
     """Worth retrying; the message names a status code or the generic error, never what the receiver answered."""
 
 
-class TestSendsLimited(exceptions.Throttled):
+class TooManyTestSends(exceptions.Throttled):
     default_code = "rate_limited"
 
     def __init__(self, *, limit: int, wait: float):
@@ -161,7 +161,7 @@ def event_deliveries_create(event: Event) -> list[WebhookDelivery]:
 
 @transaction.atomic
 def endpoint_send_test(*, endpoint: WebhookEndpoint) -> WebhookDelivery:
-    """At most WEBHOOK_TEST_SENDS_PER_MINUTE per organisation (TestSendsLimited, a 429, beyond)."""
+    """At most WEBHOOK_TEST_SENDS_PER_MINUTE per organisation (TooManyTestSends, a 429, beyond)."""
     limit = settings.WEBHOOK_TEST_SENDS_PER_MINUTE
     if limit:
         advisory_xact_lock(f"webhooks:test-sends:{endpoint.organization_id}")
@@ -177,7 +177,7 @@ def endpoint_send_test(*, endpoint: WebhookEndpoint) -> WebhookDelivery:
         )
         if len(recent) >= limit:
             wait = (recent[-1] + timedelta(minutes=1) - now).total_seconds()
-            raise TestSendsLimited(limit=limit, wait=max(1.0, wait))
+            raise TooManyTestSends(limit=limit, wait=max(1.0, wait))
     event = Event(type=TEST_EVENT, organization_id=endpoint.organization_id, data={"endpoint_id": str(endpoint.pk)})
     return delivery_enqueue(endpoint=endpoint, event=event)
 
@@ -191,7 +191,10 @@ _pools = threading.local()
 def _pool() -> httpcore2.ConnectionPool:
     if getattr(_pools, "pid", None) != os.getpid():
         _pools.pool = httpcore2.ConnectionPool(
-            ssl_context=httpx2.create_ssl_context(), network_backend=egress.GuardedBackend(), retries=0
+            ssl_context=httpx2.create_ssl_context(),
+            network_backend=egress.GuardedBackend(),
+            keepalive_expiry=5.0,  # httpx's default; an idle connection is not kept for ever
+            retries=0,
         )
         _pools.pid = os.getpid()
     return _pools.pool
