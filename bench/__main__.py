@@ -54,6 +54,7 @@ QUESTIONS = {
         "privacy_poisoning": "bench.privacy.poisoning",
         "privacy_slow_clients": "bench.privacy.slow_clients",
         "privacy_review_abuse": "bench.privacy.review_abuse",
+        "privacy_webhooks": "bench.privacy.webhooks",
         "profiles_lint": "bench.privacy.lint",
     },
 }

@@ -9,6 +9,11 @@ PRIORITIES: dict[str, int] = {}
 BACKOFFS: dict[str, tuple[str, str]] = {}
 # Task types whose tasks only the client whose request created them may read (GET tasks/<id>/).
 REQUESTER_ONLY: set[str] = set()
+# Task types run by workers of a Celery queue of their own (`celery worker -Q <queue>`), never by the
+# default workers, so their slowness cannot hold anyone else's work: task type -> queue name.
+QUEUES: dict[str, str] = {}
+# Task types of which at most N run at once per organisation: task type -> the setting naming N.
+ORGANIZATION_CAPS: dict[str, str] = {}
 
 
 class NotYet(Exception):  # noqa: N818  (not a failure: the task waits and runs again)
@@ -26,10 +31,14 @@ def register_handler(
     priority: int | None = None,
     requester_only: bool = False,
     backoff: tuple[str, str] | None = None,
+    queue: str | None = None,
+    organization_cap: str | None = None,
 ):
     """Decorator of a handler `handle(task)` returning a JSON-able result, claimed at `priority` (default
     COMPILE). `requester_only`: its tasks are the requesting client's alone (an export's); `backoff`:
-    the (base, cap) setting names its retries back off by (a webhook retries sooner than a model call)."""
+    the (base, cap) setting names its retries back off by (a webhook retries sooner than a model call);
+    `queue`: the Celery queue whose workers alone run its tasks (default: the default workers);
+    `organization_cap`: the setting naming how many of its tasks may run at once per organisation."""
 
     def decorator(function):
         if task_type in HANDLERS and HANDLERS[task_type] is not function:
@@ -41,6 +50,10 @@ def register_handler(
             REQUESTER_ONLY.add(task_type)
         if backoff is not None:
             BACKOFFS[task_type] = backoff
+        if queue is not None:
+            QUEUES[task_type] = queue
+        if organization_cap is not None:
+            ORGANIZATION_CAPS[task_type] = organization_cap
         return function
 
     return decorator
@@ -55,3 +68,13 @@ def handler_for(task_type: str) -> Callable:
 
 def backoff_of(task_type: str) -> tuple[str, str]:
     return BACKOFFS.get(task_type, ("TASK_RETRY_BASE_SECONDS", "TASK_RETRY_MAX_SECONDS"))
+
+
+def queue_of(task_type: str) -> str | None:
+    """The Celery queue of a task type's own workers; None: the default queue."""
+    return QUEUES.get(task_type)
+
+
+def lanes() -> list[str | None]:
+    """Every queue tasks are published to: None (the default) and each registered one."""
+    return [None, *sorted(set(QUEUES.values()))]

@@ -519,10 +519,21 @@ PORTABILITY_BATCH_SIZE = env.int("PORTABILITY_BATCH_SIZE", default=2000)
 IMPORT_MAX_BYTES = env.int("IMPORT_MAX_BYTES", default=16 * 1024**3)
 IMPORT_MAX_FILE_BYTES = env.int("IMPORT_MAX_FILE_BYTES", default=8 * 1024**3)
 IMPORT_MAX_COMPRESSION_RATIO = env.float("IMPORT_MAX_COMPRESSION_RATIO", default=100.0)
-# Webhooks (apps.webhooks): each delivery attempt's timeout; attempts of one delivery (network errors,
+# Webhooks (apps.webhooks): each delivery attempt's wall-clock deadline (name resolution, connect, TLS,
+# request and answer together) and how much of an answer is read; attempts of one delivery (no answer,
 # 5xx, 408 and 429 are retried) and their exponential backoff; an endpoint is disabled after this many
 # deliveries in a row failed for good.
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+WEBHOOK_MAX_RESPONSE_BYTES = env.int("WEBHOOK_MAX_RESPONSE_BYTES", default=65536)
+# Deliveries run on the `webhooks` Celery queue's own workers; of those, at most this many at once per
+# organisation (0: no cap), so one organisation's slow receiver cannot hold every webhook worker.
+WEBHOOK_MAX_CONCURRENT_PER_ORGANIZATION = env.int("WEBHOOK_MAX_CONCURRENT_PER_ORGANIZATION", default=1)
+# Endpoints an organisation may register, and test events it may send per minute (0: no limit).
+WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZATION = env.int("WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZATION", default=20)
+WEBHOOK_TEST_SENDS_PER_MINUTE = env.int("WEBHOOK_TEST_SENDS_PER_MINUTE", default=5)
+# Networks (CIDR, comma-separated) deliveries may reach although they are loopback, private, link-local
+# or reserved, e.g. `10.20.0.0/16` for a single-tenant deployment's own receivers; empty: public only.
+WEBHOOK_ALLOWED_NETWORKS = env.list("WEBHOOK_ALLOWED_NETWORKS", default=[])
 WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=16)
 WEBHOOK_RETRY_BASE_SECONDS = env.float("WEBHOOK_RETRY_BASE_SECONDS", default=1.0)
 WEBHOOK_RETRY_MAX_SECONDS = env.float("WEBHOOK_RETRY_MAX_SECONDS", default=3600.0)

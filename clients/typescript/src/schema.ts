@@ -1188,12 +1188,12 @@ export interface components {
             endpoint_id: string;
             event_type: string;
             event_id: string;
-            /** @description The JSON body POSTed to the endpoint. */
+            /** @description The JSON body POSTed to the endpoint, without `data.content`: an endpoint that opted in gets the content rendered from the current rows at each attempt, and the log never keeps it. */
             payload: unknown;
             status: components["schemas"]["DeliveryOutputStatusEnum"];
             attempts: number;
             last_status_code: number | null;
-            /** @description `HTTP <status>` or the network error's type; never a body. */
+            /** @description `HTTP <status>`, `No HTTP answer` (connection failed, not HTTP, or past the deadline) or `Refused: the URL's address is not allowed`; never a body. */
             last_error: string;
             /** Format: date-time */
             last_attempt_at: string | null;
@@ -5947,6 +5947,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The request conflicts with stored state (a sealed session, a reused Idempotency-Key). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A chunked body sent to a server that cannot read one; send a Content-Length. */
             411: {
                 headers: {
@@ -6294,6 +6303,15 @@ export interface operations {
             };
             /** @description No such item among those the client reads (a foreign id and a missing one look the same). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over a rate limit: the message names it; Retry-After says when to send again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
