@@ -1,3 +1,7 @@
+import base64
+import binascii
+import json
+
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from memory_platform_client.messages import ChatMessage
@@ -152,3 +156,108 @@ class SessionDeleteOutputSerializer(serializers.Serializer):
     scope = serializers.CharField()
     task_id = serializers.UUIDField(help_text="The background task deleting it: GET tasks/<id>/ for its status.")
     status = serializers.CharField(help_text="The task's status.")
+
+
+class SerialisedValueSerializer(InputSerializer):
+    """A value as LangGraph's serializer wrote it (`serde.dumps_typed`): its type tag and bytes, base64."""
+
+    type = fields.CharField(max_length=64)
+    data = serializers.CharField(allow_blank=True, trim_whitespace=False)
+
+    def validate_data(self, data):
+        try:
+            base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise serializers.ValidationError("Must be base64.") from None
+        return data
+
+
+class CheckpointThreadSerializer(InputSerializer):
+    user_id = fields.CharField(max_length=255)
+    thread_id = fields.CharField(max_length=255)
+
+
+class CheckpointPutInputSerializer(CheckpointThreadSerializer):
+    checkpoint_ns = fields.CharField(max_length=255, required=False, allow_blank=True, default="")
+    checkpoint_id = fields.CharField(max_length=64)
+    parent_checkpoint_id = fields.CharField(max_length=64, required=False, allow_blank=True, default="")
+    checkpoint = SerialisedValueSerializer()
+    metadata = serializers.DictField(required=False, default=dict)
+    message_ids = serializers.ListField(
+        child=fields.CharField(max_length=255),
+        required=False,
+        default=list,
+        max_length=10000,
+        help_text="The ids of the thread's messages this checkpoint holds; the answer names those no earlier "
+        "checkpoint of the thread held.",
+    )
+
+    def validate_metadata(self, metadata):
+        try:
+            check_json(metadata, depth=2)
+        except InputError as exc:
+            raise serializers.ValidationError(exc.message) from None
+        return metadata
+
+
+class CheckpointPutOutputSerializer(serializers.Serializer):
+    new_message_ids = serializers.ListField(child=serializers.CharField())
+
+
+class CheckpointWriteSerializer(InputSerializer):
+    idx = fields.IntegerField(min_value=-(2**31), max_value=2**31 - 1)
+    channel = fields.CharField(max_length=255)
+    value = SerialisedValueSerializer()
+
+
+class CheckpointWritesInputSerializer(CheckpointThreadSerializer):
+    checkpoint_ns = fields.CharField(max_length=255, required=False, allow_blank=True, default="")
+    checkpoint_id = fields.CharField(max_length=64)
+    task_id = fields.CharField(max_length=255)
+    task_path = fields.CharField(max_length=1024, required=False, allow_blank=True, default="")
+    writes = CheckpointWriteSerializer(many=True, allow_empty=False, max_length=1000)
+
+
+class CheckpointListFilterSerializer(PageQuerySerializer):
+    user_id = fields.CharField(max_length=255)
+    thread_id = fields.CharField(max_length=255, required=False)
+    checkpoint_ns = fields.CharField(max_length=255, required=False, allow_blank=True)
+    checkpoint_id = fields.CharField(max_length=64, required=False)
+    before = fields.CharField(max_length=64, required=False, help_text="Only checkpoints older than this id.")
+    metadata = fields.CharField(
+        max_length=10000,
+        required=False,
+        help_text='Only checkpoints whose metadata holds this JSON object: `{"step": 1}`.',
+    )
+
+    def validate_metadata(self, text):
+        try:
+            metadata = json.loads(text)
+        except ValueError:
+            raise serializers.ValidationError("Must be a JSON object.") from None
+        if not isinstance(metadata, dict):
+            raise serializers.ValidationError("Must be a JSON object.")
+        return metadata
+
+
+class CheckpointOutputSerializer(serializers.Serializer):
+    user_id = serializers.CharField(source="end_user.user_id")
+    scope = serializers.CharField()
+    thread_id = serializers.CharField()
+    checkpoint_ns = serializers.CharField()
+    checkpoint_id = serializers.CharField()
+    parent_checkpoint_id = serializers.CharField()
+    checkpoint = serializers.JSONField(help_text='{"type": ..., "data": base64}')
+    metadata = serializers.JSONField()
+    writes = serializers.JSONField(help_text="Pending writes: [{task_id, task_path, idx, channel, value}].")
+    created_at = serializers.DateTimeField()
+
+
+class CheckpointDeleteOutputSerializer(serializers.Serializer):
+    deleted = serializers.IntegerField(help_text="Checkpoints deleted (0 when the thread had none).")
+
+
+class CheckpointWritesOutputSerializer(serializers.Serializer):
+    stored = serializers.IntegerField(
+        help_text="Writes new or replaced (a regular write sent again is kept as it was)."
+    )
