@@ -14,8 +14,10 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, convert_to_messages, convert_to_openai_messages
 from langchain_core.messages.base import message_to_dict
 from langchain_core.messages.utils import messages_from_dict
+from langchain_core.runnables.config import run_in_executor
 
 from memory_platform_client.adapters._transcript import Transcript
+from memory_platform_client.adapters.skill_loop import close_task
 from memory_platform_client.client import AsyncMemoryClient, MemoryClient
 
 MESSAGE_KEY = "langchain_message"
@@ -41,10 +43,16 @@ def turn_to_message(turn: dict) -> BaseMessage:
 
 class PlatformChatMessageHistory(BaseChatMessageHistory):
     """`PlatformChatMessageHistory(session_id, user_id=..., client=MemoryClient(...))`, and/or
-    `async_client=AsyncMemoryClient(...)` for `aget_messages`, `aadd_messages` and `aclear`.
+    `async_client=AsyncMemoryClient(...)` for `aget_messages`, `aadd_messages` and `aclear` (without
+    it they run the blocking client in a worker thread; without `client` only they work).
 
-    The history is the platform sessions `session_id`, `session_id--2`… of `user_id` in the key's
-    write scope (a chain: the platform seals a session when idle or when the user opens another)."""
+    `session_id` may be any string (kept in the platform as `_transcript.session_key(session_id)`).
+    The history is the platform sessions `<key>`, `<key>--2`… of `user_id` in the key's write scope
+    (a chain: the platform seals a session when idle or when the user opens another).
+
+    `session_tag="task"` makes each history a task session distilled into skills; `finish(outcome)`
+    (or `afinish`) closes the skill loop: it sets the outcome and seals the session, and the next
+    message opens the next session of the chain."""
 
     def __init__(
         self,
@@ -71,11 +79,6 @@ class PlatformChatMessageHistory(BaseChatMessageHistory):
             )
         return self.client
 
-    def _async(self) -> AsyncMemoryClient:
-        if self.async_client is None:
-            raise RuntimeError("this history has no async client: pass async_client=AsyncMemoryClient(...)")
-        return self.async_client
-
     @property
     def messages(self) -> list[BaseMessage]:
         return [turn_to_message(turn) for turn in self._sync()._driver.run(self._transcript.turns())]
@@ -87,12 +90,31 @@ class PlatformChatMessageHistory(BaseChatMessageHistory):
         """Deletes the history and what the platform learned from it, waiting for the purge."""
         self._sync()._driver.run(self._transcript.clear(self.clear_timeout))
 
+    def finish(self, outcome: str | None = "success", *, applied: Sequence[str] = ()) -> dict | None:
+        """Closes the skill loop for a task history: marks the skills `applied` (ids of skills
+        retrieved for this session), sets the `outcome` (success, failure, unknown) and seals the session;
+        the next message opens the next one. → the seal's answer (None: nothing stored yet)."""
+        return self._sync()._driver.run(close_task(self._transcript, outcome=outcome, applied=list(applied)))
+
+    async def afinish(self, outcome: str | None = "success", *, applied: Sequence[str] = ()) -> dict | None:
+        if self.async_client is None:
+            return await run_in_executor(None, self.finish, outcome, applied=applied)
+        return await self.async_client._driver.run(close_task(self._transcript, outcome=outcome, applied=list(applied)))
+
+    # The a-methods: on the async client, else the blocking one in a worker thread (LangChain's default).
+
     async def aget_messages(self) -> list[BaseMessage]:
-        turns = await self._async()._driver.run(self._transcript.turns())
+        if self.async_client is None:
+            return await super().aget_messages()
+        turns = await self.async_client._driver.run(self._transcript.turns())
         return [turn_to_message(turn) for turn in turns]
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
-        await self._async()._driver.run(self._transcript.add([message_to_turn(message) for message in messages]))
+        if self.async_client is None:
+            return await super().aadd_messages(messages)
+        await self.async_client._driver.run(self._transcript.add([message_to_turn(message) for message in messages]))
 
     async def aclear(self) -> None:
-        await self._async()._driver.run(self._transcript.clear(self.clear_timeout))
+        if self.async_client is None:
+            return await super().aclear()
+        await self.async_client._driver.run(self._transcript.clear(self.clear_timeout))
