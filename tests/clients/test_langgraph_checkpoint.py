@@ -9,7 +9,8 @@ from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import BASE_CAPABILITIES
 from langgraph.graph import START, MessagesState, StateGraph
 from memory_platform_client import AsyncMemoryClient, MemoryClient, Retries
-from memory_platform_client.adapters.langgraph_checkpoint import PlatformCheckpointer, thread_session_id
+from memory_platform_client.adapters._transcript import session_key
+from memory_platform_client.adapters.langgraph_checkpoint import PlatformCheckpointer
 
 from apps.conversations.models import Checkpoint, Message
 
@@ -53,7 +54,7 @@ def test_a_graph_run_leaves_each_message_of_the_thread_once_in_the_session(live_
         "Book a window seat",
         "noted: Book a window seat",
     ]
-    turns = Message.objects.filter(session__session_id=thread_session_id("trip 42 / alice@example.com")).order_by("seq")
+    turns = Message.objects.filter(session__session_id=session_key("trip 42 / alice@example.com")).order_by("seq")
     assert [(turn.role, turn.content) for turn in turns] == [
         ("user", "I fly to Lisbon on Friday"),
         ("assistant", "noted: I fly to Lisbon on Friday"),

@@ -7,10 +7,14 @@ Where things go. Each checkpoint is stored whole (`POST checkpoints/`: the check
 serializer wrote it, its metadata, later its tasks' pending writes), in the key's write scope, per
 user and thread: a resumed graph gets back exactly what it saved, whatever the platform's retention
 later prunes from the turns. The messages of the `messages` channel are also turns of the session
-named after the thread (the thread id when it is a valid session id, else `lg-` and its hash; a
-sealed session continues as `<id>--2`…): the platform answers which message ids no earlier checkpoint
+named after the thread (`session_key`: the thread id when it is a valid session id, else a slug and
+its hash; a sealed session continues as `<id>--2`…): the platform answers which message ids no earlier checkpoint
 of the thread held, and only those are added, so each message is one turn however many checkpoints
 repeat it. Copying them is additive: a failure there never fails the checkpoint.
+
+The skill loop: with `session_tag="task"`, `finish(config, outcome=..., applied=[skill ids])` ends a
+run (outcome, applied skills, seal) so the platform learns a skill from it; put what was learned into
+the prompt with `skill_loop.SkillLoop(...).prompt(...)` (examples/langgraph_agent.py).
 
 Reads cover the key's read scopes; writes and `delete_thread` its write scope. Erasing the user erases
 the checkpoints. Base capabilities only (`put`, `put_writes`, `get_tuple`, `list`, `delete_thread`);
@@ -40,8 +44,9 @@ from langgraph.checkpoint.base import (
 
 from memory_platform_client._http import Call
 from memory_platform_client._http import Op as Operation
-from memory_platform_client.adapters._transcript import SESSION_ID, Transcript
+from memory_platform_client.adapters._transcript import Transcript, session_key
 from memory_platform_client.adapters.langchain_history import message_to_turn
+from memory_platform_client.adapters.skill_loop import close_task, resolve_outcome
 from memory_platform_client.client import PAGE_SIZE, AsyncMemoryClient, MemoryClient
 from memory_platform_client.errors import MemoryPlatformError
 
@@ -49,14 +54,6 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINTS = "checkpoints/"
 MESSAGES_CHANNEL = "messages"
-
-
-def thread_session_id(thread_id: str) -> str:
-    """The platform session a thread's messages go to: the thread id itself when the platform takes it
-    as a session id, else a stable hash of it (any string is a LangGraph thread id)."""
-    if SESSION_ID.match(thread_id):
-        return thread_id
-    return "lg-" + hashlib.sha256(thread_id.encode()).hexdigest()[:40]
 
 
 def _message_id(message: BaseMessage) -> str:
@@ -189,11 +186,8 @@ class PlatformCheckpointer(BaseCheckpointSaver):
         new = set(answer["new_message_ids"])
         turns = [message_to_turn(message) for message, id_ in zip(messages, ids) if id_ in new]
         if turns:
-            transcript = Transcript(
-                user_id=self.user_id, session_id=thread_session_id(thread_id), session_tag=self.session_tag
-            )
             try:
-                yield from transcript.add(turns)
+                yield from self._transcript(thread_id).add(turns)
             except MemoryPlatformError as error:
                 logger.warning(
                     "checkpoint %s kept; its messages were not copied into turns: %s", checkpoint["id"], error
@@ -221,6 +215,16 @@ class PlatformCheckpointer(BaseCheckpointSaver):
         if body["writes"]:
             yield Call("POST", f"{CHECKPOINTS}writes", json=body)
         return None
+
+    def _transcript(self, thread_id: str) -> Transcript:
+        return Transcript(user_id=self.user_id, session_id=session_key(thread_id), session_tag=self.session_tag)
+
+    def _finish(self, config: RunnableConfig, outcome, applied) -> Operation:
+        if callable(outcome):
+            latest = yield from self._get(config)
+            outcome = resolve_outcome(outcome, latest.checkpoint["channel_values"] if latest else {})
+        transcript = self._transcript(config["configurable"]["thread_id"])
+        return (yield from close_task(transcript, outcome=outcome, applied=list(applied)))
 
     def _delete_thread(self, thread_id: str) -> Operation:
         yield Call("DELETE", CHECKPOINTS, params={"user_id": self.user_id, "thread_id": thread_id})
@@ -283,6 +287,16 @@ class PlatformCheckpointer(BaseCheckpointSaver):
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
         await self._arun(self._put_writes(config, writes, task_id, task_path))
+
+    def finish(self, config: RunnableConfig, *, outcome=None, applied=()) -> dict | None:
+        """Closes the skill loop for a task thread's run (`session_tag="task"`): marks the served skills
+        it `applied` (their ids), sets its `outcome` ("success", "failure", "unknown", or a callable given
+        the thread's latest state: True/False/None) and seals its session, so the platform distils it.
+        The thread's next messages open the next session of its chain → the seal's answer."""
+        return self._run(self._finish(config, outcome, applied))
+
+    async def afinish(self, config: RunnableConfig, *, outcome=None, applied=()) -> dict | None:
+        return await self._arun(self._finish(config, outcome, applied))
 
     def delete_thread(self, thread_id: str) -> None:
         self._run(self._delete_thread(thread_id))
