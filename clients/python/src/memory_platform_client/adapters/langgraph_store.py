@@ -15,11 +15,11 @@ JSON (`{"langgraph_store": {"namespace", "key", "value"}}`, at most 4,000 charac
 platform learned from conversations are not store items (they carry no such JSON): read them with
 `MemoryClient.search` or `context`.
 
-What the platform has and `BaseStore` cannot say (skills, session outcomes, feedback) stays on the
-SDK; what `BaseStore` has and the platform does not: TTLs (`supports_ttl` is False), `index=False`
-(every memory is indexed; its summary is then the key alone), `list_namespaces` without the user
-(there is no list of a scope's users; name the user in a prefix condition), and a query `search`
-ranks the platform's top 100 hits before the namespace and `filter` are applied."""
+A put is one upsert on the platform by the item's key (`store_key`), so concurrent puts of one key
+leave one item. TTLs (`ttl=`, `TTLConfig`) live in the item's JSON: an expired item is hidden, and
+deleted by the first read that meets it. What the platform has and `BaseStore` cannot say (skills,
+session outcomes, feedback) stays on the SDK; the differences from LangGraph's reference store that
+remain are listed, with their reasons, in clients/python/README.md."""
 
 from __future__ import annotations
 
