@@ -7,7 +7,8 @@ added to memory become platform sessions it learns from.
   and function responses become turns of the platform session `session_key(session.id)` of the user,
   each event once however often a session is added (its id is kept in the turn's metadata).
 - `search_memory(app_name, user_id, query)`: the platform's search over every memory type of the user
-  (facts, events, turns, skills, profiles), one `MemoryEntry` per hit, its id `<memory_type>:<id>`.
+  (facts, events, turns, skills, profiles; a task agent's leaves out turns, since its past runs come
+  back as skills), one `MemoryEntry` per hit, its id `<memory_type>:<id>`.
 - `add_memory(...)`: each entry's text as a fact (a semantic memory) stated for the user.
 - `delete_memory(memory_id=...)`: the hit's memory, by the id `search_memory` gave it.
 
@@ -40,7 +41,10 @@ EVENT_KEY = "adk_event_id"
 SEARCH_LIMIT = 10
 FACT_NAME = "stated in an ADK agent"
 DELETABLE = ("message", "episodic", "semantic", "procedural")
-TEXT_FIELDS = ("text", "content", "summary", "instructions", "lesson", "description", "name")
+TEXT_FIELDS = ("text", "content", "summary", "instructions", "lesson", "description")
+# A task run's earlier transcripts are what its skills were learned from: its searches leave them out
+# (as skill_loop's context does), so the skills are not crowded out by the runs they came from.
+TASK_SEARCH_TYPES = ["episodic", "semantic", "procedural", "profile", "topic"]
 
 
 def event_turns(event: Event, app_name: str) -> list[dict]:
@@ -78,11 +82,11 @@ def event_turns(event: Event, app_name: str) -> list[dict]:
 
 
 def hit_text(hit: dict) -> str:
-    """What a search hit of any memory type says, as text."""
-    for field in TEXT_FIELDS:
-        if isinstance(hit.get(field), str) and hit[field].strip():
-            return hit[field]
-    return ""
+    """What a search hit of any memory type says, as text: its name (a fact's subject, a skill's
+    name), then its body."""
+    body = next((hit[field] for field in TEXT_FIELDS if isinstance(hit.get(field), str) and hit[field].strip()), "")
+    name = hit.get("name") if hit.get("memory_type") != "message" else None
+    return f"{name}: {body}" if name and body and name not in body else body
 
 
 class PlatformMemoryService(BaseMemoryService):
@@ -126,6 +130,8 @@ class PlatformMemoryService(BaseMemoryService):
 
     def _search(self, user_id: str, query: str) -> Operation:
         body = {"user_id": user_id, "query": query, "limit": self.search_limit}
+        if self.task:
+            body["memory_types"] = TASK_SEARCH_TYPES
         hits = (yield Call("POST", "memory/search", json=body))["results"]
         return SearchMemoryResponse(
             memories=[
