@@ -3,7 +3,8 @@ shipped defaults (runplatform: gunicorn, Celery worker, beat; `e5` embeddings, t
 the rule learner) on the same machine, one user holding a LOCOMO conversation (`conv-26`, 19 sessions)
 and the skills learned from 10 tau-bench task sessions (tasks 0-9, their first trial) given to them.
 
-Each request is one of the conversation's questions, asked once (nothing cached): the time LangChain's
+Each request is a LOCOMO question (of all five conversations), each asked once and each variant its own
+questions (nothing cached between them): the time LangChain's
 `MemoryMiddleware.wrap_model_call` (a `MemoryClient`: context, then skills) and `awrap_model_call` (an
 `AsyncMemoryClient`: both at once) spend before the model is called (the model is a function that
 returns at once), and each of the two round trips alone. Target: p50 ≤ 30 ms per model call.
@@ -80,8 +81,13 @@ def run(output_dir, *, log=print) -> dict:
 
     from tests.harness.platforms import RunPlatform
 
-    sample = next(s for s in load("locomo-dev.json") if s["sample_id"] == CONVERSATION)
-    questions = [qa["question"] for qa in sample["qa"]][: WARM_UP + REQUESTS]
+    samples = load("locomo-dev.json")
+    sample = next(s for s in samples if s["sample_id"] == CONVERSATION)
+    asked = list(dict.fromkeys(qa["question"] for s in samples for qa in s["qa"]))
+    size = WARM_UP + REQUESTS
+    sync_questions, context_questions, skills_questions, async_questions = (
+        asked[number * size : (number + 1) * size] for number in range(4)
+    )
     load_before = load_average()
     with deployed(RunPlatform, name="middleware", shipped_defaults=True) as platform_:
         log(f"middleware: platform up at {platform_.url}")
@@ -92,11 +98,11 @@ def run(output_dir, *, log=print) -> dict:
                 return request.system_message.content
 
             middleware = MemoryMiddleware(memory, user_id=USER, session_id="bench chat")
-            sync_ms, prompts = _timed(questions, lambda q: middleware.wrap_model_call(_request(q), handler))
+            sync_ms, prompts = _timed(sync_questions, lambda q: middleware.wrap_model_call(_request(q), handler))
             context_only = SkillLoop(user_id=USER, session_id="bench", options=MemoryOptions(skills=False))
-            context_ms, _ = _timed(questions, lambda q: context_only.prompt(memory, q))
+            context_ms, _ = _timed(context_questions, lambda q: context_only.prompt(memory, q))
             skills_only = SkillLoop(user_id=USER, session_id="bench", options=MemoryOptions(context=False))
-            skills_ms, _ = _timed(questions, lambda q: skills_only.prompt(memory, q))
+            skills_ms, _ = _timed(skills_questions, lambda q: skills_only.prompt(memory, q))
 
         async def concurrent() -> list[float]:
             async with AsyncMemoryClient(platform_.url, api_key=platform_.api_key, timeout=60) as memory:
@@ -106,7 +112,7 @@ def run(output_dir, *, log=print) -> dict:
                     return request.system_message.content
 
                 times = []
-                for number, question in enumerate(questions):
+                for number, question in enumerate(async_questions):
                     with Stopwatch() as watch:
                         await middleware.awrap_model_call(_request(question), handler)
                     if number >= WARM_UP:

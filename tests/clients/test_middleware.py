@@ -13,6 +13,7 @@ from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 from memory_platform_client import AsyncMemoryClient, MemoryClient, Retries
 from memory_platform_client.adapters.langchain import MemoryMiddleware
 from memory_platform_client.adapters.openai_agents import PlatformSession
@@ -93,6 +94,27 @@ def test_langchain_agent_gets_memory_and_saves_each_message_once(sdk, client_a, 
     history = [*result["messages"], {"role": "user", "content": "And a hotel?"}]
     agent_with(ScriptedModel(messages=iter([AIMessage("No hotels, sorry.")])), memory).invoke({"messages": history})
     assert Message.objects.filter(session=session).count() == 6
+
+
+def test_a_checkpointed_thread_resumed_by_a_new_middleware_saves_nothing_twice(sdk, client_a):
+    checkpointer, config = InMemorySaver(), {"configurable": {"thread_id": "t1"}}
+    for number in (1, 2):  # as two processes would: a new agent and middleware for each request
+        middleware = MemoryMiddleware(sdk, user_id="alice", session_id="chat-7")
+        agent = create_agent(
+            ScriptedModel(messages=iter([AIMessage(f"Answer {number}.")])),
+            tools=[get_user_details],
+            middleware=[middleware],
+            checkpointer=checkpointer,
+        )
+        result = agent.invoke({"messages": [{"role": "user", "content": f"Question {number}?"}]}, config)
+
+    assert len(result["messages"]) == 4 and "memory_platform_saved" not in result
+    assert list(Message.objects.order_by("seq").values_list("content", flat=True)) == [
+        "Question 1?",
+        "Answer 1.",
+        "Question 2?",
+        "Answer 2.",
+    ]
 
 
 def test_langchain_task_agent_async_closes_the_skill_loop(live_server, client_a, learned):
@@ -207,3 +229,16 @@ def test_agents_instructions_add_memory_and_finish_closes_the_loop(live_server, 
     # The skill was served to this task session; the run called no tool it names, so it is not applied.
     use = SkillUse.objects.get(skill=learned)
     assert use.session_id == stored.session_id and use.applied_at is None
+
+
+def test_another_organisations_middleware_sees_and_touches_nothing_of_ours(sdk, live_server, foreign_client, learned):
+    model = scripted()
+    with MemoryClient(live_server.url, foreign_client.raw_key, timeout=10, retries=FAST) as theirs:
+        middleware = MemoryMiddleware(theirs, user_id="alice", session_id="chat 42", task=True, outcome="success")
+        agent_with(model, middleware).invoke({"messages": [{"role": "user", "content": REQUEST}]})
+
+    assert model.prompts[0][0].content == "You book flights."  # no fact, no skill of another organisation
+    assert not SkillUse.objects.exists()
+    (session,) = Session.objects.all()
+    assert session.organization == foreign_client.organization and session.outcome == "success"
+    assert sdk.search("alice", "Booked flight number", memory_types=["message"])["count"] == 0

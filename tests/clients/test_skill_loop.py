@@ -6,7 +6,9 @@ import re
 
 import anyio
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from memory_platform_client import AsyncMemoryClient, MemoryClient, Retries
+from memory_platform_client.adapters.langchain_history import PlatformChatMessageHistory
 from memory_platform_client.adapters.skill_loop import MemoryOptions, SkillLoop, render, session_key
 
 from apps.conversations.models import Message, Session
@@ -85,7 +87,7 @@ def test_a_task_run_gets_its_memory_and_is_sealed_with_its_outcome(sdk, client_a
     assert SkillUse.objects.get(session_id=second.session_id).applied_at is None
 
 
-def test_async_loop_with_a_deciding_outcome_and_switches(live_server, client_a, learned):
+def test_async_loop_with_a_deciding_outcome_and_switches(sdk, live_server, client_a, learned):
     async def scenario():
         async with AsyncMemoryClient(live_server.url, client_a.raw_key, timeout=10, retries=FAST) as memory:
             loop = SkillLoop(user_id="alice", session_id="job-1", task=True, outcome=lambda run: run["ok"])
@@ -98,13 +100,34 @@ def test_async_loop_with_a_deciding_outcome_and_switches(live_server, client_a, 
             return block, nothing, await skills_only.aprompt(memory, REQUEST), await quiet.afinish(memory)
 
     block, nothing, skills_only, finished = anyio.run(scenario)
+    long_request = SkillLoop(user_id="alice", session_id="chat-3").prompt(sdk, REQUEST + " please" * 1000)
 
     assert "Porto airport OPO" in block.text and "book-a-flight" in block.text
     assert Session.objects.get(session_id="job-1").outcome == "failure"
     assert nothing.text == "" and nothing.context is None and finished is None
     assert "book-a-flight" in skills_only.text and "Porto" not in skills_only.text
-    # A conversation's retrieval records no use: only task sessions are judged by their outcome.
-    assert SkillUse.objects.filter(session_id="").count() == 1
+    assert long_request.context["query"] == (REQUEST + " please" * 1000)[:2000] and long_request.skills
+    # A conversation's retrievals are recorded without a session: no outcome judges them.
+    assert SkillUse.objects.filter(session_id="").count() == 2  # chat-2's and chat-3's
+
+
+def test_a_task_history_closes_the_loop_also_when_made_anew_for_each_call(sdk, live_server, client_a, learned):
+    call = AIMessage("", tool_calls=[{"id": "c1", "name": "get_user_details", "args": {"user_id": "alice"}}])
+    history = PlatformChatMessageHistory("job 1", user_id="alice", client=sdk, session_tag="task", outcome="success")
+
+    block = history.memory(REQUEST)
+    history.add_messages([HumanMessage(REQUEST), call, ToolMessage("gold", tool_call_id="c1"), AIMessage("Done.")])
+    history.finish()
+    # As RunnableWithMessageHistory makes them: a new history object for each call, async without a second client.
+    later = PlatformChatMessageHistory("job 1", user_id="alice", client=sdk, session_tag="task", outcome="failure")
+    anyio.run(later.aadd_messages, [HumanMessage("Book another one")])
+    anyio.run(PlatformChatMessageHistory("job 1", user_id="alice", client=sdk, session_tag="task").afinish)
+
+    assert "Porto airport OPO" in block.text and "book-a-flight" in block.text
+    first, second = Session.objects.filter(session_id__startswith=session_key("job 1")).order_by("created_at")
+    assert (first.status, first.outcome, second.status, second.outcome) == ("sealed", "success", "sealed", "unknown")
+    assert SkillUse.objects.get(skill=learned).applied_at is not None
+    assert [m.content for m in later.messages] == [REQUEST, "", "gold", "Done.", "Book another one"]
 
 
 def test_retrieved_text_cannot_leave_the_data_block():
@@ -114,6 +137,9 @@ def test_retrieved_text_cannot_leave_the_data_block():
 
     assert text.count("</memory-platform-data>") == 1 and text.endswith("</memory-platform-data>")
     assert text.lower().count("memory-platform-data") == 5  # the two tags, and three defused mentions
+    long = {"name": "long", "instructions": "step " * 500}
+    cut = render("", [long, long, long], skills_tokens=200)
+    assert cut.count("### long") == 1 and len(cut) < 200 * 3 + 400 and "…" in cut
 
 
 def test_bad_options_are_refused_naming_what_is_wrong():

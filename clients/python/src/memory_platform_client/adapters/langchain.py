@@ -12,8 +12,9 @@ extension point (agents built on LangGraph's `create_agent` use it too).
   of one request share them. The block is delimited and labelled as data, not instructions.
 - After each model call, and when the run ends (`after_model`, `after_agent`), it saves the messages
   not saved yet — the user's, the assistant's text and tool calls, the tool results — in the
-  session, each once (by message id; system messages are not saved), as `PlatformChatMessageHistory`
-  stores them.
+  session, each once (by message id, remembered by the middleware and in the agent's state, so a
+  checkpointed thread resumed by another process saves nothing twice; system messages are not saved),
+  as `PlatformChatMessageHistory` stores them.
 - `task=True` makes the session a task session: at the end of each run (`after_agent`) the skill
   loop is closed — the served skills the run applied are marked (`applied`), the `outcome` is set (a
   string, or a callable given the agent's final state) and the session sealed, so the platform
@@ -29,10 +30,11 @@ its runs one after another. Errors of the platform are raised, as LangChain rais
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any, NotRequired
 
 import anyio
-from langchain.agents.middleware import AgentMiddleware, ModelRequest
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
+from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from memory_platform_client.adapters.langchain_history import message_to_turn
@@ -40,6 +42,12 @@ from memory_platform_client.adapters.skill_loop import MemoryBlock, MemoryOption
 from memory_platform_client.client import AsyncMemoryClient, MemoryClient
 
 SAVED_IDS_KEPT = 10_000
+
+
+class MemoryState(AgentState):
+    """The agent's state with the ids of the messages saved (kept by a checkpointer with the thread)."""
+
+    memory_platform_saved: NotRequired[Annotated[list[str], PrivateStateAttr]]
 
 
 def latest_human_text(messages: list[BaseMessage]) -> str:
@@ -66,6 +74,8 @@ def with_block(request: ModelRequest, text: str) -> ModelRequest:
 
 class MemoryMiddleware(AgentMiddleware):
     """`MemoryMiddleware(client, user_id=..., session_id=...)`: see the module's docstring."""
+
+    state_schema = MemoryState
 
     def __init__(
         self,
@@ -98,33 +108,40 @@ class MemoryMiddleware(AgentMiddleware):
 
     # What each hook does, once.
 
-    def _unsaved(self, messages: list[BaseMessage]) -> list[BaseMessage]:
+    def _unsaved(self, state: dict) -> list[BaseMessage]:
         if not self.loop.options.save:
             return []
-        return [m for m in messages if not isinstance(m, SystemMessage) and m.id not in self._saved]
+        known = set(state.get("memory_platform_saved") or ())
+        return [
+            m
+            for m in state["messages"]
+            if not isinstance(m, SystemMessage) and m.id not in self._saved and m.id not in known
+        ]
 
-    def _mark_saved(self, messages: list[BaseMessage]) -> None:
-        for message in messages:
+    def _saved_update(self, state: dict, new: list[BaseMessage]) -> dict:
+        for message in new:
             self._saved[message.id] = None
         while len(self._saved) > SAVED_IDS_KEPT:
             del self._saved[next(iter(self._saved))]
+        return {"memory_platform_saved": [*(state.get("memory_platform_saved") or ()), *(m.id for m in new)]}
 
-    def _save(self, state: dict) -> None:
-        new = self._unsaved(state["messages"])
-        if new:
-            self.loop.save(self._sync(), [message_to_turn(message) for message in new])
-            self._mark_saved(new)
-
-    async def _asave(self, state: dict) -> None:
-        new = self._unsaved(state["messages"])
+    def _save(self, state: dict) -> dict | None:
+        new = self._unsaved(state)
         if not new:
-            return
+            return None
+        self.loop.save(self._sync(), [message_to_turn(message) for message in new])
+        return self._saved_update(state, new)
+
+    async def _asave(self, state: dict) -> dict | None:
+        new = self._unsaved(state)
+        if not new:
+            return None
         turns = [message_to_turn(message) for message in new]
         if self.async_client is not None:
             await self.loop.asave(self.async_client, turns)
         else:
             await anyio.to_thread.run_sync(self.loop.save, self._sync(), turns)
-        self._mark_saved(new)
+        return self._saved_update(state, new)
 
     async def _aprompt(self, query: str) -> MemoryBlock:
         if self.async_client is not None:
@@ -141,19 +158,21 @@ class MemoryMiddleware(AgentMiddleware):
         block = await self._aprompt(latest_human_text(request.messages))
         return await handler(with_block(request, block.text))
 
-    def after_model(self, state, runtime) -> None:
-        self._save(state)
+    def after_model(self, state, runtime) -> dict | None:
+        return self._save(state)
 
-    async def aafter_model(self, state, runtime) -> None:
-        await self._asave(state)
+    async def aafter_model(self, state, runtime) -> dict | None:
+        return await self._asave(state)
 
-    def after_agent(self, state, runtime) -> None:
-        self._save(state)
+    def after_agent(self, state, runtime) -> dict | None:
+        update = self._save(state)
         self.loop.finish(self._sync(), state)
+        return update
 
-    async def aafter_agent(self, state, runtime) -> None:
-        await self._asave(state)
+    async def aafter_agent(self, state, runtime) -> dict | None:
+        update = await self._asave(state)
         if self.async_client is not None:
             await self.loop.afinish(self.async_client, state)
         else:
             await anyio.to_thread.run_sync(self.loop.finish, self._sync(), state)
+        return update

@@ -8,7 +8,8 @@ what was added. Turns written another way come back as the messages LangChain re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, convert_to_messages, convert_to_openai_messages
@@ -16,8 +17,7 @@ from langchain_core.messages.base import message_to_dict
 from langchain_core.messages.utils import messages_from_dict
 from langchain_core.runnables.config import run_in_executor
 
-from memory_platform_client.adapters._transcript import Transcript
-from memory_platform_client.adapters.skill_loop import close_task
+from memory_platform_client.adapters.skill_loop import MemoryBlock, MemoryOptions, SkillLoop, tools_named
 from memory_platform_client.client import AsyncMemoryClient, MemoryClient
 
 MESSAGE_KEY = "langchain_message"
@@ -50,9 +50,12 @@ class PlatformChatMessageHistory(BaseChatMessageHistory):
     The history is the platform sessions `<key>`, `<key>--2`… of `user_id` in the key's write scope
     (a chain: the platform seals a session when idle or when the user opens another).
 
-    `session_tag="task"` makes each history a task session distilled into skills; `finish(outcome)`
-    (or `afinish`) closes the skill loop: it sets the outcome and seals the session, and the next
-    message opens the next session of the chain."""
+    The skill loop (`skill_loop`): `memory(query)` is the block of context and skills to put in the
+    prompt; with `session_tag="task"` the history is a task session, and `finish(run)` ends it — the
+    skills served by `memory` that the messages applied, the `outcome` (a string, or a callable given
+    `run`), the seal — and the next message opens the next session of the chain. `options` and
+    `applied` as for `SkillLoop`. (LangChain deprecates the chat history for LangGraph persistence:
+    for a LangChain 1.x agent, `adapters.langchain.MemoryMiddleware` does all of this by itself.)"""
 
     def __init__(
         self,
@@ -63,14 +66,27 @@ class PlatformChatMessageHistory(BaseChatMessageHistory):
         async_client: AsyncMemoryClient | None = None,
         session_tag: str = "conversation",
         clear_timeout: float = 60.0,
+        outcome: str | Callable[[Any], Any] | None = None,
+        applied: Callable[[dict, list[str]], bool] | str | None = tools_named,
+        options: MemoryOptions | None = None,
     ):
         if client is None and async_client is None:
             raise ValueError("pass client= (a MemoryClient), async_client= (an AsyncMemoryClient) or both")
+        if session_tag not in ("conversation", "task"):
+            raise ValueError(f"session_tag must be 'conversation' or 'task', not {session_tag!r}")
         self.session_id = session_id
         self.client = client
         self.async_client = async_client
         self.clear_timeout = clear_timeout
-        self._transcript = Transcript(user_id=user_id, session_id=session_id, session_tag=session_tag)
+        self.loop = SkillLoop(
+            user_id=user_id,
+            session_id=session_id,
+            task=session_tag == "task",
+            outcome=outcome,
+            applied=applied,
+            options=options,
+        )
+        self._transcript = self.loop.transcript
 
     def _sync(self) -> MemoryClient:
         if self.client is None:
@@ -84,22 +100,20 @@ class PlatformChatMessageHistory(BaseChatMessageHistory):
         return [turn_to_message(turn) for turn in self._sync()._driver.run(self._transcript.turns())]
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        self._sync()._driver.run(self._transcript.add([message_to_turn(message) for message in messages]))
+        self.loop.save(self._sync(), [message_to_turn(message) for message in messages])
 
     def clear(self) -> None:
         """Deletes the history and what the platform learned from it, waiting for the purge."""
         self._sync()._driver.run(self._transcript.clear(self.clear_timeout))
+        self.loop.forget()
 
-    def finish(self, outcome: str | None = "success", *, applied: Sequence[str] = ()) -> dict | None:
-        """Closes the skill loop for a task history: marks the skills `applied` (ids of skills
-        retrieved for this session), sets the `outcome` (success, failure, unknown) and seals the session;
-        the next message opens the next one. → the seal's answer (None: nothing stored yet)."""
-        return self._sync()._driver.run(close_task(self._transcript, outcome=outcome, applied=list(applied)))
+    def memory(self, query: str) -> MemoryBlock:
+        """The block for a request: `block.text` goes into the prompt (see `SkillLoop.prompt`)."""
+        return self.loop.prompt(self._sync(), query)
 
-    async def afinish(self, outcome: str | None = "success", *, applied: Sequence[str] = ()) -> dict | None:
-        if self.async_client is None:
-            return await run_in_executor(None, self.finish, outcome, applied=applied)
-        return await self.async_client._driver.run(close_task(self._transcript, outcome=outcome, applied=list(applied)))
+    def finish(self, run: Any = None) -> dict | None:
+        """Ends a task history's current session (see the class) → the seal's answer, or None."""
+        return self._sync()._driver.run(self.loop._finish(run, last=True))
 
     # The a-methods: on the async client, else the blocking one in a worker thread (LangChain's default).
 
@@ -112,9 +126,20 @@ class PlatformChatMessageHistory(BaseChatMessageHistory):
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         if self.async_client is None:
             return await super().aadd_messages(messages)
-        await self.async_client._driver.run(self._transcript.add([message_to_turn(message) for message in messages]))
+        await self.loop.asave(self.async_client, [message_to_turn(message) for message in messages])
 
     async def aclear(self) -> None:
         if self.async_client is None:
             return await super().aclear()
         await self.async_client._driver.run(self._transcript.clear(self.clear_timeout))
+        self.loop.forget()
+
+    async def amemory(self, query: str) -> MemoryBlock:
+        if self.async_client is None:
+            return await run_in_executor(None, self.memory, query)
+        return await self.loop.aprompt(self.async_client, query)
+
+    async def afinish(self, run: Any = None) -> dict | None:
+        if self.async_client is None:
+            return await run_in_executor(None, self.finish, run)
+        return await self.async_client._driver.run(self.loop._finish(run, last=True))

@@ -16,8 +16,8 @@ saved after it, and how a task run ends. No framework is imported here; each ada
   (`outcome`: "success", "failure", "unknown", or a callable deciding from the run), and seals the
   session, so the platform distils it into skills. The next `save` opens the next session of the
   chain (`<id>--2`, …; see `_transcript`). For a conversation (`task=False`) it does nothing.
-- `close_task`: the same end for a transcript an adapter keeps itself (LangChain's history, the Agents
-  SDK's `Session`): `client._driver.run(close_task(transcript, outcome="success"))`.
+- `close_task`: the same end for a chain an adapter writes without a loop (`_transcript.Transcript`):
+  `client._driver.run(close_task(transcript, outcome="success", applied=[skill ids]))`.
 - `session_key`: the platform session id for any string a framework accepts (see `_transcript`).
 
 A loop is one conversation (or one task agent) with its runs one after another, not concurrent.
@@ -52,14 +52,18 @@ SKILLS_HEADER = "## Skills learned from earlier runs (procedures that worked bef
 SKILLS_SHARE = 0.4
 CHARS_PER_TOKEN = 3
 MIN_CONTEXT_TOKENS = 64  # the platform's minimum max_tokens
+MIN_SKILL_CHARS = 80  # a skill cut shorter than this is left out
+QUERY_MAX_CHARS = 2000  # the context endpoint's longest query: a longer request is retrieved for by its start
 
 
 @dataclass(frozen=True)
 class MemoryOptions:
-    """What `prompt` puts into the prompt. `max_tokens`: the whole block's budget (estimated);
-    `memory_types`: the context's types (of profile, semantic, episodic, message; default all
-    of them for a conversation, all but message for a task, whose past runs come back as skills); `skills_k`: how
-    many skills at most; `context=False` / `skills=False` switch either part off, `save=False` stops
+    """What `prompt` puts into the prompt.
+
+    `max_tokens`: the whole block's budget (estimated; the skills take at most 40 %). `memory_types`:
+    the context's types, of profile, semantic, episodic, message (default: all of them for a
+    conversation, all but message for a task, whose past runs come back as skills). `skills_k`: how
+    many skills at most. `context=False` / `skills=False` switch either part off; `save=False` stops
     the middleware saving exchanges (a `Session` or history stores what it is given regardless)."""
 
     max_tokens: int = 1500
@@ -93,8 +97,11 @@ def _defused(text: str) -> str:
 
 
 def _skill_lines(skill: dict, budget_chars: int) -> str:
+    """The skill as the block shows it, cut to `budget_chars` ("" when too little is left to be of use)."""
     text = f"### {skill['name']}\n{skill.get('description') or ''}\n{skill.get('instructions') or ''}".strip()
-    return text if len(text) <= budget_chars else text[: max(0, budget_chars - 1)].rstrip() + "…"
+    if len(text) <= budget_chars:
+        return text
+    return text[: budget_chars - 1].rstrip() + "…" if budget_chars >= MIN_SKILL_CHARS else ""
 
 
 def render(context_text: str, skills: list[dict], *, skills_tokens: int) -> str:
@@ -224,7 +231,7 @@ class SkillLoop:
         return skills
 
     def _ops(self, query: str) -> tuple[Op | None, Op | None, int]:
-        options, query = self.options, query.strip()
+        options, query = self.options, query.strip()[:QUERY_MAX_CHARS]
         skills_tokens = int(options.max_tokens * SKILLS_SHARE) if options.skills else 0
         context_tokens = max(MIN_CONTEXT_TOKENS, options.max_tokens - skills_tokens)
         context = self._context(query, context_tokens) if options.context else None
@@ -247,23 +254,19 @@ class SkillLoop:
         self._number = self.transcript.number_of(answer["session_id"])
         return answer
 
-    def _finish(self, run: Any) -> Op:
-        if not self.task:
-            return None
-        served, tools, number = list(self._served.values()), self._tools, self._number
-        self.forget()
-        if number is None:
+    def _finish(self, run: Any, *, last: bool = False) -> Op:
+        """`last`: with no session saved by this loop in the run, the chain's last session (a history
+        made anew for each call); otherwise there is nothing to end."""
+        if not self.task or (self._number is None and not last):
             return None
         applied = [
             skill["id"]
-            for skill in served
-            if self.applied == "served" or (callable(self.applied) and self.applied(skill, tools))
+            for skill in self._served.values()
+            if self.applied == "served" or (callable(self.applied) and self.applied(skill, self._tools))
         ]
-        return (
-            yield from close_task(
-                self.transcript, number=number, outcome=resolve_outcome(self.outcome, run), applied=applied
-            )
-        )
+        number, outcome = self._number, resolve_outcome(self.outcome, run)
+        self.forget()
+        return (yield from close_task(self.transcript, number=number, outcome=outcome, applied=applied))
 
     def forget(self) -> None:
         """Drops what the loop knows of the current run (after the conversation was deleted)."""
