@@ -1,7 +1,3 @@
-import base64
-import binascii
-import json
-
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from memory_platform_client.messages import ChatMessage
@@ -11,7 +7,7 @@ from apps.conversations.models import SESSION_ID_PATTERN, Session, SessionTag
 from apps.core import fields
 from apps.core.api import InputSerializer, projection
 from apps.core.pagination import MAX_OFFSET, PageQuerySerializer
-from apps.core.schema import with_storage_rules
+from apps.core.schema import storable_object_schema, with_storage_rules
 from apps.core.validation import InputError, check_json
 from apps.tenancy.models import SCOPE_PATTERN
 
@@ -158,17 +154,30 @@ class SessionDeleteOutputSerializer(serializers.Serializer):
     status = serializers.CharField(help_text="The task's status.")
 
 
+# Base64 as LangGraph's serializer's bytes are sent (RFC 4648, padded).
+BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+
+
 class SerialisedValueSerializer(InputSerializer):
     """A value as LangGraph's serializer wrote it (`serde.dumps_typed`): its type tag and bytes, base64."""
 
     type = fields.CharField(max_length=64)
-    data = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    data = fields.RegexField(
+        BASE64_PATTERN, allow_blank=True, error_messages={"invalid": "Must be base64 (RFC 4648, padded)."}
+    )
 
-    def validate_data(self, data):
+
+@extend_schema_field(storable_object_schema())
+class MetadataField(serializers.JSONField):
+    """A checkpoint's metadata: any storable JSON object."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("Must be a JSON object.")
         try:
-            base64.b64decode(data, validate=True)
-        except (binascii.Error, ValueError):
-            raise serializers.ValidationError("Must be base64.") from None
+            check_json(data, depth=2)  # the body is level 1, the metadata level 2
+        except InputError as exc:
+            raise serializers.ValidationError({exc.field: [exc.message]} if exc.field else [exc.message]) from None
         return data
 
 
@@ -182,7 +191,7 @@ class CheckpointPutInputSerializer(CheckpointThreadSerializer):
     checkpoint_id = fields.CharField(max_length=64)
     parent_checkpoint_id = fields.CharField(max_length=64, required=False, allow_blank=True, default="")
     checkpoint = SerialisedValueSerializer()
-    metadata = serializers.DictField(required=False, default=dict)
+    metadata = MetadataField(required=False, default=dict)
     message_ids = serializers.ListField(
         child=fields.CharField(max_length=255),
         required=False,
@@ -191,13 +200,6 @@ class CheckpointPutInputSerializer(CheckpointThreadSerializer):
         help_text="The ids of the thread's messages this checkpoint holds; the answer names those no earlier "
         "checkpoint of the thread held.",
     )
-
-    def validate_metadata(self, metadata):
-        try:
-            check_json(metadata, depth=2)
-        except InputError as exc:
-            raise serializers.ValidationError(exc.message) from None
-        return metadata
 
 
 class CheckpointPutOutputSerializer(serializers.Serializer):
@@ -215,7 +217,7 @@ class CheckpointWritesInputSerializer(CheckpointThreadSerializer):
     checkpoint_id = fields.CharField(max_length=64)
     task_id = fields.CharField(max_length=255)
     task_path = fields.CharField(max_length=1024, required=False, allow_blank=True, default="")
-    writes = CheckpointWriteSerializer(many=True, allow_empty=False, max_length=1000)
+    writes = serializers.ListField(child=CheckpointWriteSerializer(), allow_empty=False, max_length=1000)
 
 
 class CheckpointListFilterSerializer(PageQuerySerializer):
@@ -224,20 +226,9 @@ class CheckpointListFilterSerializer(PageQuerySerializer):
     checkpoint_ns = fields.CharField(max_length=255, required=False, allow_blank=True)
     checkpoint_id = fields.CharField(max_length=64, required=False)
     before = fields.CharField(max_length=64, required=False, help_text="Only checkpoints older than this id.")
-    metadata = fields.CharField(
-        max_length=10000,
-        required=False,
-        help_text='Only checkpoints whose metadata holds this JSON object: `{"step": 1}`.',
+    metadata = fields.TagsField(
+        required=False, help_text='Only checkpoints whose metadata holds these keys and values: `{"step": 1}`.'
     )
-
-    def validate_metadata(self, text):
-        try:
-            metadata = json.loads(text)
-        except ValueError:
-            raise serializers.ValidationError("Must be a JSON object.") from None
-        if not isinstance(metadata, dict):
-            raise serializers.ValidationError("Must be a JSON object.")
-        return metadata
 
 
 class CheckpointOutputSerializer(serializers.Serializer):
