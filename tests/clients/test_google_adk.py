@@ -73,7 +73,7 @@ def test_the_runner_sees_the_users_memories_and_a_session_is_added_once(live_ser
     ]
     assert turns[0].metadata["adk_app"] == "travel"
     texts = [part.text for entry in found.memories for part in entry.content.parts]
-    assert "Booked from Porto, window." in texts and FACT in texts
+    assert "Booked from Porto, window." in texts and f"travel preferences: {FACT}" in texts
     assert {entry.id.split(":")[0] for entry in found.memories} >= {"message", "semantic"}
 
 
