@@ -135,7 +135,8 @@ class CheckpointView(ClientAPIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
     @extend_schema(
-        parameters=[serializers.CheckpointThreadSerializer], responses=serializers.CheckpointDeleteOutputSerializer
+        parameters=[serializers.CheckpointThreadSerializer],
+        responses={200: serializers.CheckpointDeleteOutputSerializer},
     )
     @serves(operations.delete_checkpoint_thread, example="DELETE /api/v1/checkpoints/?user_id=alice&thread_id=trip-42")
     def delete(self, request):
