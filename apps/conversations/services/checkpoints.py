@@ -51,9 +51,10 @@ def checkpoint_writes_put(
     task_path: str,
     writes,
 ) -> int:
-    """Stores the task's writes against the checkpoint (which may not be stored yet); how many were new.
-    A write to one of LangGraph's special channels (a negative `idx`) replaces the task's earlier one; a
-    regular write is kept as first written, as LangGraph's own savers do."""
+    """Stores the task's writes against the checkpoint (which may not be stored yet), in two statements
+    whatever their number; answers how many writes the task now holds there. A write to one of
+    LangGraph's special channels (a negative `idx`) replaces the task's earlier one; a regular write is
+    kept as first written, as LangGraph's own savers do."""
     end_user = end_user_get_or_create(organization=client.organization, user_id=user_id)
     owner = {
         "organization": client.organization,
@@ -64,15 +65,26 @@ def checkpoint_writes_put(
         "checkpoint_id": checkpoint_id,
         "task_id": task_id,
     }
-    stored = 0
-    for write in writes:
-        fields = {"client": client, "task_path": task_path, "channel": write["channel"], "value": write["value"]}
-        if write["idx"] < 0:
-            CheckpointWrite.objects.update_or_create(**owner, idx=write["idx"], defaults=fields)
-            stored += 1
-        else:
-            stored += CheckpointWrite.objects.get_or_create(**owner, idx=write["idx"], defaults=fields)[1]
-    return stored
+    rows = {
+        write["idx"]: CheckpointWrite(
+            **owner,
+            client=client,
+            task_path=task_path,
+            idx=write["idx"],
+            channel=write["channel"],
+            value=write["value"],
+        )
+        for write in reversed(writes)  # the first of one idx wins within a request too
+    }
+    unique = ["organization", "scope", "end_user", "thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"]
+    CheckpointWrite.objects.bulk_create([row for idx, row in rows.items() if idx >= 0], ignore_conflicts=True)
+    CheckpointWrite.objects.bulk_create(
+        [row for idx, row in rows.items() if idx < 0],
+        update_conflicts=True,
+        unique_fields=unique,
+        update_fields=["client", "task_path", "channel", "value", "updated_at"],
+    )
+    return CheckpointWrite.objects.filter(**owner).count()
 
 
 def checkpoint_thread_delete(*, client, user_id: str, thread_id: str) -> int:
