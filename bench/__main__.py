@@ -31,6 +31,7 @@ QUESTIONS = {
         "export": "bench.scale.export",
         "replica": "bench.scale.replica",
         "middleware": "bench.scale.middleware",
+        "ai_middleware": "bench.scale.ai_middleware",
     },
     "How long until what I add is stored, searchable and learned?": {
         "ingest": "bench.pipeline.ingest",

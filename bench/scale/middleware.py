@@ -9,9 +9,13 @@ questions (nothing cached between them): the time LangChain's
 `AsyncMemoryClient`: both at once) spend before the model is called (the model is a function that
 returns at once), and each of the two round trips alone. Target: p50 ≤ 30 ms per model call.
 
-`python -m bench middleware` (from a worktree: `BENCH_DATA_DIR=/work/shared/data`).
+`python -m bench middleware` (from a worktree: `BENCH_DATA_DIR=/work/shared/data`);
+`BENCH_MIDDLEWARE_FAST=1 python -m bench middleware` runs it on the test suite's fast platform instead
+(`hash` embeddings, no reranker: what the round trips cost without the model work), into
+`middleware_fast.json`.
 """
 
+import os
 import time
 
 from bench.common import Stopwatch, deployed, load_average, machine, measured_at, percentiles, write_result
@@ -88,8 +92,10 @@ def run(output_dir, *, log=print) -> dict:
     sync_questions, context_questions, skills_questions, async_questions = (
         asked[number * size : (number + 1) * size] for number in range(4)
     )
+    fast = os.environ.get("BENCH_MIDDLEWARE_FAST") == "1"
+    name = "middleware_fast" if fast else "middleware"
     load_before = load_average()
-    with deployed(RunPlatform, name="middleware", shipped_defaults=True) as platform_:
+    with deployed(RunPlatform, name=name, shipped_defaults=not fast) as platform_:
         log(f"middleware: platform up at {platform_.url}")
         with MemoryClient(platform_.url, api_key=platform_.api_key, timeout=60) as memory:
             seeded = _seed(memory, sample, load("tau-airline-dev.json"), log)
@@ -124,8 +130,9 @@ def run(output_dir, *, log=print) -> dict:
     with_skills = sum("## Skills learned from earlier runs" in prompt for prompt in prompts[WARM_UP:])
     with_context = sum("## " in prompt.split("## Skills learned")[0] for prompt in prompts[WARM_UP:])
     result = {
-        "benchmark": "middleware",
-        "platform": "manage.py runplatform (make run) on this machine, shipped defaults",
+        "benchmark": name,
+        "platform": "manage.py runplatform (make run) on this machine, "
+        + ("hash embeddings, no reranker (tests/harness FAST_ENV)" if fast else "shipped defaults"),
         "seeded": seeded,
         "requests": len(sync_ms),
         "prompts_with_context": with_context,
@@ -141,10 +148,10 @@ def run(output_dir, *, log=print) -> dict:
         "machine": machine(load_before=load_before),
         "measured_at": measured_at(),
     }
-    write_result(output_dir, "middleware", result)
+    write_result(output_dir, name, result)
     figures = result["per_model_call_ms"]
     log(
-        "middleware: per model call p50/p95 ms: "
+        f"{name}: per model call p50/p95 ms: "
         + "; ".join(f"{name} {values['p50']}/{values['p95']}" for name, values in figures.items())
         + f"; {with_context} of {len(sync_ms)} prompts with context, {with_skills} with skills"
     )
