@@ -8,8 +8,8 @@ from django.db import migrations, models
 
 def key_store_items(apps, schema_editor):
     """The LangGraph store items stored before keys: the newest of each item gets its key (the SDK's
-    `store_key`), so the next put replaces it; an older duplicate left by a race stays unkeyed, and
-    the SDK deletes it at its next put."""
+    `store_key`), so the next put replaces it; an older duplicate left by a race stays unkeyed
+    (reads prefer the newest; deleting the item deletes it too)."""
     SemanticMemory = apps.get_model("memories", "SemanticMemory")
     keyed = set()
     items = SemanticMemory.objects.filter(details__startswith='{"langgraph_store"').order_by("-updated_at")
