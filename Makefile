@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e './clients/python[mcp,langgraph,openai-agents,langchain]' -e '.[dev]'
+	$(PY) -m pip install --quiet -e './clients/python[mcp,langgraph,openai-agents,langchain,google-adk]' -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -4,6 +4,8 @@ from django.urls import path
 
 from apps.context.views import ContextView
 from apps.conversations.views import (
+    CheckpointView,
+    CheckpointWritesView,
     MemoryAddView,
     SessionDetailView,
     SessionListView,
@@ -53,6 +55,8 @@ urlpatterns = [
     path("memory/search_all_users", SearchAllUsersView.as_view(), name="memory-search-all-users"),
     path("memory/message/<str:item_id>", MessageDeleteView.as_view(), name="memory-message-delete"),
     path("sessions/", SessionListView.as_view(), name="session-list"),
+    path("checkpoints/", CheckpointView.as_view(), name="checkpoint-list"),
+    path("checkpoints/writes", CheckpointWritesView.as_view(), name="checkpoint-writes"),
     path("memory/context", ContextView.as_view(), name="memory-context"),
     path("memory/consolidate", MemoryConsolidateView.as_view(), name="memory-consolidate"),
     path("sessions/<str:session_id>/", SessionDetailView.as_view(), name="session-detail"),

@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from apps.conversations.models import Message, Session
+from apps.conversations.models import Checkpoint, CheckpointWrite, Message, Session
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
@@ -345,6 +345,8 @@ def alpha_rows(organization) -> dict:
     scoped = (
         Session,
         Message,
+        Checkpoint,
+        CheckpointWrite,
         MemoryTask,
         Skill,
         SkillExperience,
@@ -470,3 +472,54 @@ def test_a_write_by_one_scope_leaves_every_row_of_another_scope_unchanged(neighb
     assert Session.objects.filter(scope="beta", distilled_at__isnull=False).exists()
     assert alpha_rows(owner.organization) == before
     assert _add(owner, session_id="alpha-chat").status_code == 202, "alpha's session still takes turns"
+
+
+CHECKPOINT = {
+    "user_id": "p9",
+    "thread_id": "thread-1",
+    "checkpoint_id": "cp-1",
+    "checkpoint": {"type": "json", "data": "e30="},
+    "metadata": {"step": 1},
+}
+CHECKPOINT_WRITES = {
+    "user_id": "p9",
+    "thread_id": "thread-1",
+    "checkpoint_id": "cp-1",
+    "task_id": "task-1",
+    "writes": [{"idx": 0, "channel": "answer", "value": {"type": "json", "data": "IjQyIg=="}}],
+}
+# The checkpoint endpoints name a thread, not an id: a reader of alpha lists alpha's checkpoints, any
+# other neighbour the same empty list as for a thread that never was; a writer's put, writes and delete
+# act in its own scope only (alpha's rows unchanged); read-only clients are refused writes.
+CHECKPOINT_LIST = expect(1, 1, 0, 0, 0, 0)
+CHECKPOINT_WRITE = expect(201, 403, 201, 403, 201, 201)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", ROLES)
+def test_each_neighbour_sees_and_changes_only_its_own_checkpoints(role, neighbours):
+    owner, caller = neighbours["owner"], neighbours[role]
+    assert api_for(owner).post("/api/v1/checkpoints/", CHECKPOINT, format="json").status_code == 201
+    assert api_for(owner).post("/api/v1/checkpoints/writes", CHECKPOINT_WRITES, format="json").status_code == 200
+    before = alpha_rows(owner.organization)
+    api = api_for(caller)
+
+    listed = api.get("/api/v1/checkpoints/?user_id=p9&thread_id=thread-1")
+    never = api.get("/api/v1/checkpoints/?user_id=p9&thread_id=never-used")
+    put = api.post("/api/v1/checkpoints/", {**CHECKPOINT, "metadata": {"step": 2}}, format="json")
+    writes = api.post("/api/v1/checkpoints/writes", CHECKPOINT_WRITES, format="json")
+    deleted = api.delete("/api/v1/checkpoints/?user_id=p9&thread_id=thread-1")
+
+    assert listed.status_code == never.status_code == 200
+    assert listed.json()["count"] == CHECKPOINT_LIST[role]
+    if CHECKPOINT_LIST[role]:
+        assert listed.json()["results"][0]["writes"][0]["channel"] == "answer"
+    else:
+        assert listed.content == never.content.replace(b"never-used", b"thread-1")
+    assert put.status_code == CHECKPOINT_WRITE[role], put.content
+    assert writes.status_code == (200 if put.status_code == 201 else 403)
+    assert deleted.status_code == (200 if put.status_code == 201 else 403)
+    if role != "owner":
+        assert alpha_rows(owner.organization) == before
+    else:
+        assert deleted.json() == {"deleted": 1} and not Checkpoint.objects.filter(scope="alpha").exists()

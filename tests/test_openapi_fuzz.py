@@ -58,5 +58,5 @@ def test_every_operation_passes_every_check(live_server, fuzz_client, tmp_path):
     print(summary.group(0) if summary else output[-3000:])  # shown with -rA or on failure
     assert result.returncode == 0, output[-20000:]
     tested = re.search(r"Tested: (\d+)", output)
-    assert tested and int(tested.group(1)) == 57, output[-3000:]  # every /api/v1/ operation
+    assert tested and int(tested.group(1)) == 61, output[-3000:]  # every /api/v1/ operation
     assert summary and int(summary.group(1)) > 0

@@ -150,3 +150,76 @@ class IngestRequest(BaseModel):
         constraints = [
             models.UniqueConstraint(fields=["client", "key"], name="ingest_request_key_unique_per_client"),
         ]
+
+
+class Checkpoint(BaseModel):
+    """One LangGraph checkpoint of a thread: the graph's state at a step, kept as the SDK serialised it
+    (opaque here), with its metadata (filtered on). The thread's messages are also copied into session
+    turns by the SDK; `message_ids` are the ids this checkpoint holds, so each message is copied once
+    however many checkpoints repeat it."""
+
+    organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="checkpoints")
+    end_user = models.ForeignKey("tenancy.EndUser", on_delete=models.CASCADE, related_name="checkpoints")
+    client = models.ForeignKey("tenancy.Client", on_delete=models.CASCADE, related_name="checkpoints")
+    scope = models.CharField(max_length=64)
+    thread_id = models.CharField(max_length=255)
+    checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
+    checkpoint_id = models.CharField(max_length=64)
+    parent_checkpoint_id = models.CharField(max_length=64, blank=True, default="")
+    checkpoint = models.JSONField(help_text='The serialised checkpoint: {"type": ..., "data": base64}.')
+    metadata = models.JSONField(default=dict, blank=True)
+    message_ids = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["thread_id", "checkpoint_ns", "-checkpoint_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "scope", "end_user", "thread_id", "checkpoint_ns", "checkpoint_id"],
+                name="checkpoint_unique_per_thread",
+                violation_error_message="This checkpoint id already exists in the thread.",
+            ),
+        ]
+        indexes = [GinIndex(fields=["message_ids"], name="checkpoint_message_ids_idx")]
+
+    def __str__(self):
+        return f"{self.thread_id}/{self.checkpoint_ns}/{self.checkpoint_id}"
+
+
+class CheckpointWrite(BaseModel):
+    """A pending write of a task against a checkpoint. Not a foreign key: LangGraph may store a step's
+    writes before the checkpoint they belong to (it saves checkpoints in the background)."""
+
+    organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="+")
+    end_user = models.ForeignKey("tenancy.EndUser", on_delete=models.CASCADE, related_name="checkpoint_writes")
+    client = models.ForeignKey("tenancy.Client", on_delete=models.CASCADE, related_name="checkpoint_writes")
+    scope = models.CharField(max_length=64)
+    thread_id = models.CharField(max_length=255)
+    checkpoint_ns = models.CharField(max_length=255, blank=True, default="")
+    checkpoint_id = models.CharField(max_length=64)
+    task_id = models.CharField(max_length=255)
+    task_path = models.CharField(max_length=1024, blank=True, default="")
+    idx = models.IntegerField()
+    channel = models.CharField(max_length=255)
+    value = models.JSONField(help_text='The serialised value: {"type": ..., "data": base64}.')
+
+    class Meta:
+        ordering = ["task_id", "idx"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=[
+                    "organization",
+                    "scope",
+                    "end_user",
+                    "thread_id",
+                    "checkpoint_ns",
+                    "checkpoint_id",
+                    "task_id",
+                    "idx",
+                ],
+                name="checkpoint_write_unique_per_task",
+                violation_error_message="This task already wrote at this index.",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.thread_id}/{self.checkpoint_ns}/{self.checkpoint_id} {self.task_id}[{self.idx}]"

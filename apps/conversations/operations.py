@@ -3,6 +3,11 @@
 from django.db import transaction
 
 from apps.conversations import selectors, serializers
+from apps.conversations.services.checkpoints import (
+    checkpoint_put,
+    checkpoint_thread_delete,
+    checkpoint_writes_put,
+)
 from apps.conversations.services.ingest import messages_ingest, request_fingerprint
 from apps.conversations.services.sessions import (
     session_delete_request,
@@ -116,3 +121,48 @@ def delete_session(*, client, session_id: str, query) -> dict:
             "status": task.status,
         }
     ).data
+
+
+@operation(access=Access.WRITE)
+def put_checkpoint(*, client, data) -> dict:
+    """Store a LangGraph checkpoint of a thread.
+
+    The SDK's `PlatformCheckpointer` keeps a graph's state here, in the client's write scope: the
+    checkpoint as LangGraph serialised it (opaque to the platform), its metadata and, later, its tasks'
+    pending writes. The same `checkpoint_id` again replaces it. The answer names which `message_ids` no
+    earlier checkpoint of the thread held: the SDK copies those messages into session turns, once each."""
+    put = validated(serializers.CheckpointPutInputSerializer, data)
+    return serializers.CheckpointPutOutputSerializer(checkpoint_put(client=client, **put)).data
+
+
+@operation(access=Access.WRITE)
+def put_checkpoint_writes(*, client, data) -> dict:
+    """Store pending writes of a task against a LangGraph checkpoint, in the client's write scope.
+
+    A regular write (`idx` >= 0) already stored for the task is kept as it was; a special channel's
+    (negative `idx`) is replaced. The checkpoint may be stored after its writes."""
+    put = validated(serializers.CheckpointWritesInputSerializer, data)
+    return serializers.CheckpointWritesOutputSerializer({"stored": checkpoint_writes_put(client=client, **put)}).data
+
+
+@operation()
+def list_checkpoints(*, client, query) -> Page:
+    """List a user's LangGraph checkpoints, newest first, in the caller's read scopes.
+
+    Filter by `thread_id`, `checkpoint_ns`, `checkpoint_id`, `before` (older than that id) and `metadata`
+    (a JSON object the checkpoint's metadata holds)."""
+    return paginated_read(
+        client,
+        query,
+        filters=serializers.CheckpointListFilterSerializer,
+        select=selectors.checkpoint_list,
+        output=serializers.CheckpointOutputSerializer,
+    )
+
+
+@operation(access=Access.WRITE)
+def delete_checkpoint_thread(*, client, query) -> dict:
+    """Delete every checkpoint of a thread in the client's write scope (every namespace); idempotent."""
+    thread = validated(serializers.CheckpointThreadSerializer, query, from_query=True)
+    deleted = checkpoint_thread_delete(client=client, **thread)
+    return serializers.CheckpointDeleteOutputSerializer({"deleted": deleted}).data

@@ -1,9 +1,10 @@
 """Reads of sessions and messages, always within the caller's organisation and read scopes."""
 
-from django.db.models import Min, Q, UUIDField
-from django.db.models.functions import Cast, Substr
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db.models import Min, OuterRef, Q, UUIDField
+from django.db.models.functions import Cast, JSONObject, Substr
 
-from apps.conversations.models import Message, Session
+from apps.conversations.models import Checkpoint, CheckpointWrite, Message, Session
 from apps.conversations.routing import DELETE_SESSION, session_delete_key
 from apps.core.errors import InvalidInput, NotFound
 from apps.core.expressions import CitesAny
@@ -95,3 +96,34 @@ def messages_not_learned(*, session: Session):
 
 def message_list(*, reader: Reader):
     return Message.objects.filter(message_visible(reader))
+
+
+def checkpoint_list(*, reader: Reader, filters: dict):
+    """One user's LangGraph checkpoints the reader sees, newest first (ids sort by time: uuid6)."""
+    writes = (
+        CheckpointWrite.objects.using(reader.database)
+        .filter(
+            organization_id=OuterRef("organization_id"),
+            scope=OuterRef("scope"),
+            end_user_id=OuterRef("end_user_id"),
+            thread_id=OuterRef("thread_id"),
+            checkpoint_ns=OuterRef("checkpoint_ns"),
+            checkpoint_id=OuterRef("checkpoint_id"),
+        )
+        .order_by("task_id", "idx")
+        .values(write=JSONObject(task_id="task_id", task_path="task_path", idx="idx", channel="channel", value="value"))
+    )
+    queryset = (
+        reader.rows(Checkpoint)
+        .filter(end_user__user_id=filters["user_id"])
+        .select_related("end_user")
+        .annotate(writes=ArraySubquery(writes))
+    )
+    for name in ("thread_id", "checkpoint_ns", "checkpoint_id"):
+        if name in filters:
+            queryset = queryset.filter(**{name: filters[name]})
+    if "before" in filters:
+        queryset = queryset.filter(checkpoint_id__lt=filters["before"])
+    if filters.get("metadata"):
+        queryset = queryset.filter(metadata__contains=filters["metadata"])
+    return queryset.order_by("-checkpoint_id", "thread_id", "checkpoint_ns")

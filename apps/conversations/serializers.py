@@ -7,7 +7,7 @@ from apps.conversations.models import SESSION_ID_PATTERN, Session, SessionTag
 from apps.core import fields
 from apps.core.api import InputSerializer, projection
 from apps.core.pagination import MAX_OFFSET, PageQuerySerializer
-from apps.core.schema import with_storage_rules
+from apps.core.schema import storable_object_schema, with_storage_rules
 from apps.core.validation import InputError, check_json
 from apps.tenancy.models import SCOPE_PATTERN
 
@@ -152,3 +152,103 @@ class SessionDeleteOutputSerializer(serializers.Serializer):
     scope = serializers.CharField()
     task_id = serializers.UUIDField(help_text="The background task deleting it: GET tasks/<id>/ for its status.")
     status = serializers.CharField(help_text="The task's status.")
+
+
+# Base64 as LangGraph's serializer's bytes are sent (RFC 4648, padded).
+BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+
+
+class SerialisedValueSerializer(InputSerializer):
+    """A value as LangGraph's serializer wrote it (`serde.dumps_typed`): its type tag and bytes, base64."""
+
+    type = fields.CharField(max_length=64)
+    data = fields.RegexField(
+        BASE64_PATTERN, allow_blank=True, error_messages={"invalid": "Must be base64 (RFC 4648, padded)."}
+    )
+
+
+@extend_schema_field(storable_object_schema())
+class MetadataField(serializers.JSONField):
+    """A checkpoint's metadata: any storable JSON object."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("Must be a JSON object.")
+        try:
+            check_json(data, depth=2)  # the body is level 1, the metadata level 2
+        except InputError as exc:
+            raise serializers.ValidationError({exc.field: [exc.message]} if exc.field else [exc.message]) from None
+        return data
+
+
+class CheckpointThreadSerializer(InputSerializer):
+    user_id = fields.CharField(max_length=255)
+    thread_id = fields.CharField(max_length=255)
+
+
+class CheckpointPutInputSerializer(CheckpointThreadSerializer):
+    checkpoint_ns = fields.CharField(max_length=255, required=False, allow_blank=True, default="")
+    checkpoint_id = fields.CharField(max_length=64)
+    parent_checkpoint_id = fields.CharField(max_length=64, required=False, allow_blank=True, default="")
+    checkpoint = SerialisedValueSerializer()
+    metadata = MetadataField(required=False, default=dict)
+    message_ids = serializers.ListField(
+        child=fields.CharField(max_length=255),
+        required=False,
+        default=list,
+        max_length=10000,
+        help_text="The ids of the thread's messages this checkpoint holds; the answer names those no earlier "
+        "checkpoint of the thread held.",
+    )
+
+
+class CheckpointPutOutputSerializer(serializers.Serializer):
+    new_message_ids = serializers.ListField(child=serializers.CharField())
+
+
+class CheckpointWriteSerializer(InputSerializer):
+    idx = fields.IntegerField(min_value=-(2**31), max_value=2**31 - 1)
+    channel = fields.CharField(max_length=255)
+    value = SerialisedValueSerializer()
+
+
+class CheckpointWritesInputSerializer(CheckpointThreadSerializer):
+    checkpoint_ns = fields.CharField(max_length=255, required=False, allow_blank=True, default="")
+    checkpoint_id = fields.CharField(max_length=64)
+    task_id = fields.CharField(max_length=255)
+    task_path = fields.CharField(max_length=1024, required=False, allow_blank=True, default="")
+    writes = serializers.ListField(child=CheckpointWriteSerializer(), allow_empty=False, max_length=1000)
+
+
+class CheckpointListFilterSerializer(PageQuerySerializer):
+    user_id = fields.CharField(max_length=255)
+    thread_id = fields.CharField(max_length=255, required=False)
+    checkpoint_ns = fields.CharField(max_length=255, required=False, allow_blank=True)
+    checkpoint_id = fields.CharField(max_length=64, required=False)
+    before = fields.CharField(max_length=64, required=False, help_text="Only checkpoints older than this id.")
+    metadata = fields.TagsField(
+        required=False, help_text='Only checkpoints whose metadata holds these keys and values: `{"step": 1}`.'
+    )
+
+
+class CheckpointOutputSerializer(serializers.Serializer):
+    user_id = serializers.CharField(source="end_user.user_id")
+    scope = serializers.CharField()
+    thread_id = serializers.CharField()
+    checkpoint_ns = serializers.CharField()
+    checkpoint_id = serializers.CharField()
+    parent_checkpoint_id = serializers.CharField()
+    checkpoint = serializers.JSONField(help_text='{"type": ..., "data": base64}')
+    metadata = serializers.JSONField()
+    writes = serializers.JSONField(help_text="Pending writes: [{task_id, task_path, idx, channel, value}].")
+    created_at = serializers.DateTimeField()
+
+
+class CheckpointDeleteOutputSerializer(serializers.Serializer):
+    deleted = serializers.IntegerField(help_text="Checkpoints deleted (0 when the thread had none).")
+
+
+class CheckpointWritesOutputSerializer(serializers.Serializer):
+    stored = serializers.IntegerField(
+        help_text="Writes new or replaced (a regular write sent again is kept as it was)."
+    )

@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from apps.conversations import operations, serializers
 from apps.core.adapters import list_view
 from apps.core.api import ClientAPIView, serves
+from apps.core.pagination import Pagination, paged_response
 from apps.tenancy.models import SCOPE_PATTERN
 
 USER_ID_PARAMETER = OpenApiParameter(
@@ -101,3 +102,61 @@ class SessionSealView(ClientAPIView):
     @serves(operations.seal_session, example="POST /api/v1/sessions/book-flight-17/seal?user_id=alice")
     def post(self, request, session_id):
         return Response(operations.seal_session(client=self.client, session_id=session_id, query=request.query_params))
+
+
+class CheckpointView(ClientAPIView):
+    pagination_class = Pagination  # the list is paginated
+
+    @extend_schema(
+        parameters=[serializers.CheckpointListFilterSerializer],
+        responses=serializers.CheckpointOutputSerializer(many=True),
+    )
+    @serves(operations.list_checkpoints, example="GET /api/v1/checkpoints/?user_id=alice&thread_id=trip-42&limit=1")
+    def get(self, request):
+        return paged_response(request, operations.list_checkpoints(client=self.client, query=request.query_params))
+
+    @extend_schema(
+        request=serializers.CheckpointPutInputSerializer, responses={201: serializers.CheckpointPutOutputSerializer}
+    )
+    @serves(
+        operations.put_checkpoint,
+        example="POST /api/v1/checkpoints/",
+        body={
+            "user_id": "alice",
+            "thread_id": "trip-42",
+            "checkpoint_id": "1f0d3c8e-0000-6000-8000-000000000001",
+            "checkpoint": {"type": "json", "data": "e30="},
+            "metadata": {"source": "input", "step": -1},
+            "message_ids": [],
+        },
+    )
+    def post(self, request):
+        body = operations.put_checkpoint(client=self.client, data=request.data)
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[serializers.CheckpointThreadSerializer],
+        responses={200: serializers.CheckpointDeleteOutputSerializer},
+    )
+    @serves(operations.delete_checkpoint_thread, example="DELETE /api/v1/checkpoints/?user_id=alice&thread_id=trip-42")
+    def delete(self, request):
+        return Response(operations.delete_checkpoint_thread(client=self.client, query=request.query_params))
+
+
+class CheckpointWritesView(ClientAPIView):
+    @extend_schema(
+        request=serializers.CheckpointWritesInputSerializer, responses=serializers.CheckpointWritesOutputSerializer
+    )
+    @serves(
+        operations.put_checkpoint_writes,
+        example="POST /api/v1/checkpoints/writes",
+        body={
+            "user_id": "alice",
+            "thread_id": "trip-42",
+            "checkpoint_id": "1f0d3c8e-0000-6000-8000-000000000001",
+            "task_id": "task-1",
+            "writes": [{"idx": 0, "channel": "answer", "value": {"type": "json", "data": "IjQyIg=="}}],
+        },
+    )
+    def post(self, request):
+        return Response(operations.put_checkpoint_writes(client=self.client, data=request.data))

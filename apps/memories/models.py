@@ -108,6 +108,13 @@ class SemanticMemory(Memory):
     source = models.CharField(
         max_length=255, blank=True, default="", help_text='Where it was learned, e.g. "conversation on 2023-05-08".'
     )
+    key = models.CharField(
+        max_length=255,
+        blank=True,
+        default="",
+        help_text="The caller's own key for a memory it stores directly (a LangGraph store item's), unique per "
+        "user and scope: storing under it again replaces the memory.",
+    )
     search_vector = models.GeneratedField(
         expression=SearchVector("name", "summary", config="english", weight="A")
         + SearchVector("details", config="english", weight="B"),
@@ -124,6 +131,12 @@ class SemanticMemory(Memory):
                 condition=~Q(name="") & ~Q(summary=""),
                 name="semantic_name_and_summary_not_empty",
                 violation_error_message="A semantic memory needs a name and a summary.",
+            ),
+            models.UniqueConstraint(
+                fields=["organization", "scope", "end_user", "key"],
+                condition=~Q(key=""),
+                name="semantic_key_unique_per_user_and_scope",
+                violation_error_message="This key is already stored for the user in this scope.",
             ),
         ]
         indexes = [

@@ -9,7 +9,7 @@ from apps.core.operations import Access, check_ids, get_or_404, object_body, ope
 from apps.core.pagination import Page, paginated_read
 from apps.memories import changes, selectors, serializers
 from apps.memories.services.consolidate import consolidation_request
-from apps.memories.services.memories import memory_edit, memory_store
+from apps.memories.services.memories import memory_edit, memory_store, semantic_memory_upsert
 from apps.pipeline.locks import LockNotAvailable
 from apps.tenancy.services import end_user_get_or_create
 
@@ -72,14 +72,26 @@ def get_memory(*, client, memory_type: str, memory_id: str) -> dict:
 def create_memory(*, client, memory_type: str, data: dict) -> dict:
     """Store a memory directly, with no model involved.
 
-    A fact or an event the agent or the person states (mem0's infer=False), in the client's write scope."""
+    A fact or an event the agent or the person states (mem0's infer=False), in the client's write scope.
+    A fact stored with a `key` replaces the one stored under that key before (an upsert)."""
     _checked_type(memory_type)
     fields = dict(validated(MEMORY_SHAPES[memory_type][1], data))
-    user_id, reason = fields.pop("user_id"), fields.pop("reason", "")
+    user_id, reason, key = fields.pop("user_id"), fields.pop("reason", ""), fields.pop("key", "")
     end_user = end_user_get_or_create(organization=client.organization, user_id=user_id)
-    memory = memory_store(
-        memory_type=memory_type, client=client, end_user=end_user, fields=fields, actor=_actor(client), reason=reason
-    )
+    if key:
+        memory = semantic_memory_upsert(
+            client=client, end_user=end_user, key=key, fields=fields, actor=_actor(client), reason=reason
+        )
+        changes.cascade_edit(memory=memory, memory_type=memory_type)  # pages quoting what it replaced
+    else:
+        memory = memory_store(
+            memory_type=memory_type,
+            client=client,
+            end_user=end_user,
+            fields=fields,
+            actor=_actor(client),
+            reason=reason,
+        )
     return _render(memory_type, memory)
 
 

@@ -73,6 +73,13 @@ class SemanticMemoryCreateInputSerializer(InputSerializer):
     summary = _text(SUMMARY_MAX_LENGTH)
     details = _text(DETAILS_MAX_LENGTH, required=False, allow_blank=True)
     source = _text(255, required=False, allow_blank=True, help_text='Where it was learned, e.g. "stated by the user".')
+    key = _text(
+        255,
+        required=False,
+        help_text="Your own key for the memory, unique per user and scope: storing under a key already stored "
+        "in the client's write scope replaces that memory (an upsert, recorded in its history; concurrent "
+        "stores of one key leave one memory).",
+    )
     reason = _text(REASON_MAX_LENGTH, required=False, allow_blank=True, help_text="Recorded in the history.")
 
 

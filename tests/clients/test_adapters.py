@@ -118,8 +118,6 @@ def test_langgraph_store_put_get_search_delete(sdk, client_a):
     store.delete(("alice", "memories"), "pet")
     assert store.get(("alice", "memories"), "pet") is None
     assert not SemanticMemory.objects.filter(name="memories/pet").exists()
-    with pytest.raises(NotImplementedError):
-        store.put(("alice",), "soon", {"text": "gone soon"}, ttl=5)
     with pytest.raises(InvalidNamespaceError):
         store.put(("alice.smith",), "k", {"text": "dots are refused by LangGraph"})
     with pytest.raises(ValueError, match="at most 4000"):

@@ -332,7 +332,7 @@ def test_the_sdk_imports_without_django():
     and its adapters package and shared skill loop without any framework (each adapter's framework is an extra)."""
     code = (
         "import sys; sys.modules['django'] = None; sys.modules['rest_framework'] = None\n"
-        "for name in ('langgraph', 'agents', 'langchain_core', 'langchain'): sys.modules[name] = None\n"
+        "for name in ('langgraph', 'agents', 'langchain_core', 'langchain', 'google'): sys.modules[name] = None\n"
         "import memory_platform_client, memory_platform_client.mcp_server.stdio, memory_platform_client.adapters\n"
         "import memory_platform_client.adapters.skill_loop\n"
         "from importlib.metadata import requires\n"
@@ -343,7 +343,7 @@ def test_the_sdk_imports_without_django():
     assert result.returncode == 0, result.stderr
     assert (
         result.stdout.strip()
-        == "['anyio', 'httpx2', 'langchain', 'langchain-core', 'langgraph', 'mcp', 'openai-agents', 'pydantic']"
+        == "['anyio', 'google-adk', 'httpx2', 'langchain', 'langchain-core', 'langgraph', 'mcp', 'openai-agents', 'pydantic']"
     )
 
 

@@ -14,7 +14,7 @@ from tests.harness.processes import BASE_DIR
 
 pytestmark = pytest.mark.worker
 
-EXAMPLES = ["langchain_agent.py", "openai_agents_agent.py"]
+EXAMPLES = ["langchain_agent.py", "openai_agents_agent.py", "langgraph_agent.py", "google_adk_agent.py"]
 
 
 @pytest.fixture(scope="module")

@@ -75,6 +75,26 @@ def feedback(**overrides):
 
 
 SEMANTIC = ("POST", "/api/v1/memory/semantic/")
+CHECKPOINTS = ("POST", "/api/v1/checkpoints/")
+CHECKPOINT_WRITES = ("POST", "/api/v1/checkpoints/writes")
+
+
+def checkpoint(**overrides):
+    body = {"user_id": "u1", "thread_id": "t1", "checkpoint_id": "c1", "checkpoint": {"type": "json", "data": "e30="}}
+    return {**body, **overrides}
+
+
+def writes_body(writes=None, **write):
+    one = {"idx": 0, "channel": "c", "value": {"type": "json", "data": "e30="}, **write}
+    return {
+        "user_id": "u1",
+        "thread_id": "t1",
+        "checkpoint_id": "c1",
+        "task_id": "k",
+        "writes": [one] if writes is None else writes,
+    }
+
+
 EPISODIC = ("POST", "/api/v1/memory/episodic/")
 CONSOLIDATE = ("POST", "/api/v1/memory/consolidate")
 TOPICS = ("POST", "/api/v1/topics/compile")
@@ -262,6 +282,18 @@ CASES = [
     ("number-topics-compile-user", post(TOPICS, {"user_id": 5}), "user_id"),
     ("unknown-topics-compile-field", post(TOPICS, {"scope": "other"}), "scope"),
     ("nul-path-entity-delete", ("DELETE", "/api/v1/entities/a%00b/", None), "entity_id"),
+    ("nul-checkpoint-thread", post(CHECKPOINTS, checkpoint(thread_id=f"t{NUL}")), "thread_id"),
+    ("surrogate-checkpoint-metadata-key", post(CHECKPOINTS, checkpoint(metadata={SURROGATE: 1})), "metadata"),
+    ("deep-checkpoint-metadata", post(CHECKPOINTS, checkpoint(metadata={"a": nested(200, "dict")})), "metadata"),
+    ("list-checkpoint-metadata", post(CHECKPOINTS, checkpoint(metadata=[1])), "metadata"),
+    ("not-base64-checkpoint", post(CHECKPOINTS, checkpoint(checkpoint={"type": "json", "data": "{}"})), "data"),
+    ("nan-checkpoint-metadata", ("POST", "/api/v1/checkpoints/", '{"user_id": "u1", "metadata": NaN}'), "NaN"),
+    ("empty-checkpoint-writes", post(CHECKPOINT_WRITES, writes_body(writes=[])), "writes"),
+    ("nul-checkpoint-write-channel", post(CHECKPOINT_WRITES, writes_body(channel=f"c{NUL}")), "writes.0.channel"),
+    ("string-checkpoint-write-idx", post(CHECKPOINT_WRITES, writes_body(idx="1")), "writes.0.idx"),
+    ("nul-checkpoint-list-thread", get("/api/v1/checkpoints/?user_id=u1&thread_id=a%00"), "thread_id"),
+    ("not-object-checkpoint-list-metadata", get("/api/v1/checkpoints/?user_id=u1&metadata=0"), "metadata"),
+    ("missing-checkpoint-delete-thread", ("DELETE", "/api/v1/checkpoints/?user_id=u1", None), "thread_id"),
     # --- lone surrogates ------------------------------------------------------------------------------
     ("surrogate-content", post(ADD, message(content=f"a{SURROGATE}")), "messages.0.content: Must not contain unpaired"),
     ("surrogate-low-content", post(ADD, message(content="a\udc00")), "messages.0.content"),

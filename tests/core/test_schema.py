@@ -23,8 +23,8 @@ def test_every_operation_documents_its_errors_with_the_error_shape(schema):
     assert schema["openapi"] == "3.1.0"
     found = list(operations(schema))
     # issue 30: skills/<id>/uses and skills/<id>/feedback; issue 32: memory/consolidate, topics/compile, profiles/<id>/lint;
-    # issue 40: the seven webhook operations
-    assert len(found) == 57
+    # issue 40: the seven webhook operations; issue 53: checkpoints/ (list, put, delete thread) and checkpoints/writes
+    assert len(found) == 61
     # The context names a session in its body: a session the client does not read is a 404 there too.
     # An export names its user or client in the body too, a consolidation and a topic compile their user.
     body_lookups = {"/api/v1/memory/context", "/api/v1/exports", "/api/v1/memory/consolidate", "/api/v1/topics/compile"}

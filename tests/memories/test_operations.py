@@ -43,6 +43,27 @@ def test_a_stated_fact_is_stored_embedded_and_recorded_with_the_client_as_actor(
     assert change["previous_value"] is None and change["new_value"]["summary"] == "Caroline is vegetarian."
 
 
+def test_a_fact_stored_under_a_key_again_replaces_it_in_the_writers_scope_only(api, client_a):
+    first = create(api, "semantic", name="diet", summary="Caroline is vegetarian.", key="diet")
+    second = create(api, "semantic", name="diet", summary="Caroline is vegan.", key="diet", reason="she changed")
+    beta = ClientFactory(organization=client_a.organization, write_scope="beta", read_scopes=["beta"])
+    theirs = api_for(beta).post(
+        "/api/v1/memory/semantic/",
+        {"user_id": "caroline", "name": "diet", "summary": "x", "key": "diet"},
+        format="json",
+    )
+
+    assert second["id"] == first["id"] and second["summary"] == "Caroline is vegan."
+    changes = api.get(f"/api/v1/memory/semantic/{first['id']}/history").json()["changes"]
+    assert sorted(change["operation"] for change in changes) == ["add", "update"]
+    assert theirs.status_code == 201 and theirs.json()["id"] != first["id"]
+    assert SemanticMemory.objects.filter(key="diet").count() == 2
+    blank = api.post(
+        "/api/v1/memory/semantic/", {"user_id": "caroline", "name": "d", "summary": "s", "key": ""}, format="json"
+    )
+    assert blank.status_code == 400 and "key" in str(blank.json())
+
+
 def test_an_edit_is_re_embedded_and_kept_in_the_history(api, client_a):
     body = create(
         api,

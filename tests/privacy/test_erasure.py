@@ -7,7 +7,7 @@ import pytest
 import redis
 from django.conf import settings
 
-from apps.conversations.models import IngestRequest, Message, Session
+from apps.conversations.models import Checkpoint, CheckpointWrite, IngestRequest, Message, Session
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
@@ -273,3 +273,29 @@ def test_purging_runs_in_bounded_batches(world, settings):
     erasure = erase_user(world)
     assert erasure.status == "succeeded" and erasure.counts["conversations.Message"] > 3
     assert subject_verify(subject=alice_subject(world))["total"] == 0
+
+
+def test_the_users_checkpoints_and_their_writes_go_and_anothers_stay(world):
+    api = api_for(world.client_a)
+    for user_id in (ALICE, BOB):
+        body = {
+            "user_id": user_id,
+            "thread_id": "t",
+            "checkpoint_id": "c",
+            "checkpoint": {"type": "json", "data": "e30="},
+        }
+        assert api.post("/api/v1/checkpoints/", body, format="json").status_code == 201
+        write = {"idx": 0, "channel": "c", "value": {"type": "json", "data": "e30="}}
+        writes = {"user_id": user_id, "thread_id": "t", "checkpoint_id": "c", "task_id": "k", "writes": [write]}
+        assert api.post("/api/v1/checkpoints/writes", writes, format="json").status_code == 200
+
+    erasure = erase_user(world)
+
+    assert erasure.counts["conversations.Checkpoint"] == 1 and erasure.counts["conversations.CheckpointWrite"] == 1
+    assert not Checkpoint.objects.filter(end_user__user_id=ALICE).exists()
+    assert not CheckpointWrite.objects.filter(end_user__user_id=ALICE).exists()
+    assert (
+        Checkpoint.objects.filter(end_user__user_id=BOB).count()
+        == CheckpointWrite.objects.filter(end_user__user_id=BOB).count()
+        == 1
+    )

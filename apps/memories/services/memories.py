@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.conversations.models import Message
@@ -172,6 +172,29 @@ def memory_store(*, memory_type: str, client, end_user, fields: dict, actor: str
         return _memory_insert(memory_type, owner, fields, [], embedding, actor, reason)
 
 
+def semantic_memory_upsert(*, client, end_user, key: str, fields: dict, actor: str, reason: str = ""):
+    """The semantic memory the client keeps under `key` for the user, in its write scope: stored, or its
+    fields replaced (recorded in its history) when the key is there. One row however many stores of the
+    key race: the key is unique per user and scope, and the loser of an insert race updates instead."""
+    (embedding,) = memory_embed(SEMANTIC, [fields])
+    owner = (client.organization_id, client.write_scope, end_user.pk, client.pk)
+    keyed = SemanticMemory.objects.select_for_update().filter(
+        organization_id=client.organization_id, scope=client.write_scope, end_user=end_user, key=key
+    )
+    with transaction.atomic():
+        memory = keyed.first()
+        if memory is None:
+            try:
+                with transaction.atomic():
+                    return _memory_insert(SEMANTIC, owner, fields, [], embedding, actor, reason, key=key)
+            except IntegrityError:
+                memory = keyed.get()  # stored meanwhile by a concurrent store, now committed
+        memory.deleted_at = None  # a keyed memory retired meanwhile is the caller's again
+        return memory_update(
+            memory=memory, fields=fields, source_message_ids=[], embedding=embedding, actor=actor, reason=reason
+        )
+
+
 def memory_edit(*, memory, fields: dict, actor: str, reason: str = ""):
     """Changes a memory's fields at a caller's request, re-embedded and recorded; its sources stay the same."""
     memory_type = memory_type_of(memory)
@@ -181,9 +204,12 @@ def memory_edit(*, memory, fields: dict, actor: str, reason: str = ""):
     )
 
 
-def _memory_insert(memory_type: str, owner: tuple, fields, source_message_ids, embedding, actor, reason, task_id=None):
+def _memory_insert(
+    memory_type: str, owner: tuple, fields, source_message_ids, embedding, actor, reason, task_id=None, **identity
+):
     organization_id, scope, end_user_id, created_by_id = owner
     memory = MODELS[memory_type](
+        **identity,
         organization_id=organization_id,
         scope=scope,
         end_user_id=end_user_id,

@@ -67,6 +67,8 @@ def purge_conversations(subject: Subject, erasure_id) -> dict:
     """A client's session that holds other clients' turns passes to one of them."""
     counts = Counter(delete_turns(subject.messages()))
     counts["conversations.IngestRequest"] = delete_in_batches(subject.ingest_requests())
+    counts["conversations.Checkpoint"] = delete_in_batches(subject.checkpoints())
+    counts["conversations.CheckpointWrite"] = delete_in_batches(subject.checkpoint_writes())
     if subject.kind == "user":
         counts["conversations.Session"] = delete_in_batches(subject.sessions())
         return dict(counts)

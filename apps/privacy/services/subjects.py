@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
-from apps.conversations.models import IngestRequest, Message, Session
+from apps.conversations.models import Checkpoint, CheckpointWrite, IngestRequest, Message, Session
 from apps.pipeline.models import MemoryTask
 from apps.privacy.services.provenance import MEMORY_MODELS, Derived
 from apps.profiles.models import Entity, Mention, Profile, ProfileRevision, ProfileSource, TopicState
@@ -42,6 +42,13 @@ class Subject:
     def sessions(self) -> QuerySet:
         """A client's are those it opened; by the end of its erasure those holding others' turns have passed on."""
         return self._rows(Session, user="end_user", client="client")
+
+    def checkpoints(self) -> QuerySet:
+        """A user's LangGraph checkpoints, or those a client wrote."""
+        return self._rows(Checkpoint, user="end_user", client="client")
+
+    def checkpoint_writes(self) -> QuerySet:
+        return self._rows(CheckpointWrite, user="end_user", client="client")
 
     def own_sessions(self) -> QuerySet:
         """Holding no one else's turn: they, and the tasks naming them, go."""

@@ -44,6 +44,8 @@ def subject_checks(subject: Subject) -> list[tuple[str, QuerySet]]:
         ("conversations.Session", subject.sessions()),
         ("conversations.Message", subject.messages()),
         ("conversations.IngestRequest", subject.ingest_requests()),
+        ("conversations.Checkpoint", subject.checkpoints()),
+        ("conversations.CheckpointWrite", subject.checkpoint_writes()),
         *skills,
         *subject.memory_querysets(),
         ("profiles.Entity", subject.entities()),

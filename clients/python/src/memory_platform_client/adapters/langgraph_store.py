@@ -15,11 +15,11 @@ JSON (`{"langgraph_store": {"namespace", "key", "value"}}`, at most 4,000 charac
 platform learned from conversations are not store items (they carry no such JSON): read them with
 `MemoryClient.search` or `context`.
 
-What the platform has and `BaseStore` cannot say (skills, session outcomes, feedback) stays on the
-SDK; what `BaseStore` has and the platform does not: TTLs (`supports_ttl` is False), `index=False`
-(every memory is indexed; its summary is then the key alone), `list_namespaces` without the user
-(there is no list of a scope's users; name the user in a prefix condition), and a query `search`
-ranks the platform's top 100 hits before the namespace and `filter` are applied."""
+A put is one upsert on the platform by the item's key (`store_key`), so concurrent puts of one key
+leave one item. TTLs (`ttl=`, `TTLConfig`) live in the item's JSON: an expired item is hidden, and
+deleted by the first read that meets it. What the platform has and `BaseStore` cannot say (skills,
+session outcomes, feedback) stays on the SDK; the differences from LangGraph's reference store that
+remain are listed, with their reasons, in clients/python/README.md."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from typing import Any
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -40,11 +41,13 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
 )
 
 from memory_platform_client._http import Call
 from memory_platform_client._http import Op as Operation
 from memory_platform_client.client import PAGE_SIZE, AsyncMemoryClient, MemoryClient, _segment
+from memory_platform_client.errors import NotFoundError, PermissionDeniedError
 
 ENVELOPE = "langgraph_store"
 SOURCE = "langgraph store"
@@ -124,35 +127,76 @@ def _envelope(memory: dict) -> dict | None:
         "created_at": memory["created_at"],
         "updated_at": memory["updated_at"],
         "score": memory.get("score"),
+        "ttl": item.get("ttl"),
+        "expires_at": item.get("expires_at"),
     }
+
+
+def store_key(path: tuple[str, ...], key: str) -> str:
+    """The platform key an item is stored under (unique per user and scope: a put is one upsert)."""
+    return "langgraph:" + hashlib.sha256(json.dumps([*path, key]).encode()).hexdigest()
+
+
+def _details(path: tuple[str, ...], key: str, value: dict, ttl: float | None) -> str:
+    item: dict[str, Any] = {"namespace": list(path), "key": key, "value": value}
+    if ttl is not None:
+        item["ttl"] = ttl
+        item["expires_at"] = (dt.datetime.now(dt.UTC) + dt.timedelta(minutes=ttl)).isoformat()
+    details = json.dumps({ENVELOPE: item}, ensure_ascii=False, separators=(",", ":"))
+    if len(details) > DETAILS_MAX_LENGTH:
+        raise ValueError(
+            f"the item {key!r} is {len(details)} characters as JSON; the platform keeps at most "
+            f"{DETAILS_MAX_LENGTH} per memory"
+        )
+    return details
+
+
+def _expired(item: dict) -> bool:
+    return bool(item["expires_at"]) and _timestamp(item["expires_at"]) <= dt.datetime.now(dt.UTC)
+
+
+OPERATORS = {
+    "$eq": lambda a, b: a == b,
+    "$ne": lambda a, b: a != b,
+    "$gt": lambda a, b: float(a) > float(b),
+    "$gte": lambda a, b: float(a) >= float(b),
+    "$lt": lambda a, b: float(a) < float(b),
+    "$lte": lambda a, b: float(a) <= float(b),
+}
 
 
 def _compare(actual: Any, condition: Any) -> bool:
-    if not isinstance(condition, dict) or not any(str(op).startswith("$") for op in condition):
-        return actual == condition
-    checks = {
-        "$eq": lambda a, b: a == b,
-        "$ne": lambda a, b: a != b,
-        "$gt": lambda a, b: a > b,
-        "$gte": lambda a, b: a >= b,
-        "$lt": lambda a, b: a < b,
-        "$lte": lambda a, b: a <= b,
-    }
-    for op, expected in condition.items():
-        if op not in checks:
-            raise ValueError(f"unsupported filter operator {op!r}: use one of {', '.join(checks)}")
-        try:
-            if not checks[op](actual, expected):
-                return False
-        except TypeError:
-            return False
-    return True
+    """LangGraph's filter semantics (its reference store's): operators, a nested object matching part of
+    the value (`{"a": {"b": 1}}` matches `{"a": {"b": 1, "c": 2}}`), a list matching element by element."""
+    if isinstance(condition, dict):
+        if any(str(op).startswith("$") for op in condition):
+            for op, expected in condition.items():
+                if op not in OPERATORS:
+                    raise ValueError(f"unsupported filter operator {op!r}: use one of {', '.join(OPERATORS)}")
+                try:
+                    if not OPERATORS[op](actual, expected):
+                        return False
+                except (TypeError, ValueError):
+                    return False
+            return True
+        return isinstance(actual, dict) and all(_compare(actual.get(key), want) for key, want in condition.items())
+    if isinstance(condition, (list, tuple)):
+        return (
+            isinstance(actual, (list, tuple))
+            and len(actual) == len(condition)
+            and all(_compare(have, want) for have, want in zip(actual, condition))
+        )
+    return actual == condition
 
 
 def matches_filter(value: dict, conditions: dict | None) -> bool:
+    """A top-level field as the reference store reads it; a field absent from the value may also be a
+    JSON path (`a.b`, `a[0]`), which the reference store does not read."""
     for field, condition in (conditions or {}).items():
-        found = _field(value, field) if "." in field or "[" in field else value.get(field)
-        if "." in field or "[" in field:
+        if field in value or ("." not in field and "[" not in field):
+            found = value.get(field)
+        else:
+            found = _field(value, field)
             found = found[0] if found else None
         if not _compare(found, condition):
             return False
@@ -185,23 +229,29 @@ def _item(found: dict, search: bool = False) -> Item:
 class PlatformStore(BaseStore):
     """`PlatformStore(client=MemoryClient(...), async_client=AsyncMemoryClient(...))` (either one
     for only `batch` or only `abatch`), then `graph.compile(store=...)` or `create_react_agent(...,
-    store=...)`. `index_fields`: the value fields searched by default (LangGraph's JSON path syntax;
-    default: every string in the value), as `IndexConfig["fields"]` would be."""
+    store=...)`. `index`: LangGraph's `IndexConfig`; its `fields` (LangGraph's JSON path syntax;
+    default: every string in the value) are what the platform searches, with its own embedding model
+    (`dims` and `embed` are not used: the platform embeds every memory). `index_fields` is a shorthand
+    for `index={"fields": [...]}`. `ttl`: LangGraph's `TTLConfig` (`default_ttl` and `refresh_on_read`)."""
 
-    supports_ttl = False
+    supports_ttl = True
 
     def __init__(
         self,
         *,
         client: MemoryClient | None = None,
         async_client: AsyncMemoryClient | None = None,
+        index: IndexConfig | None = None,
         index_fields: list[str] | None = None,
+        ttl: TTLConfig | None = None,
     ):
         if client is None and async_client is None:
             raise ValueError("pass client= (a MemoryClient), async_client= (an AsyncMemoryClient) or both")
         self.client = client
         self.async_client = async_client
-        self.index_fields = index_fields
+        self.index_config = index
+        self.index_fields = index_fields if index_fields is not None else (index or {}).get("fields")
+        self.ttl_config = ttl
         self._scope: str | None = None
 
     # BaseStore's two abstract methods: every other method goes through them.
@@ -223,6 +273,8 @@ class PlatformStore(BaseStore):
         for op in ops:
             if isinstance(op, GetOp):
                 found = yield from self._find(op.namespace, op.key)
+                if found and op.refresh_ttl:
+                    yield from self._refresh(found[:1])
                 results.append(_item(found[0]) if found else None)
             elif isinstance(op, PutOp):
                 yield from self._put(op)
@@ -246,6 +298,40 @@ class PlatformStore(BaseStore):
                 return memories
             offset += len(page["results"])
 
+    def _items(self, memories: list[dict]) -> Operation:
+        """The live store items among the memories; expired ones are deleted on the way (by a key that
+        may: one that may not leaves them, hidden, to a key that may)."""
+        items, scope = [], None
+        for item in map(_envelope, memories):
+            if item is None:
+                continue
+            if not _expired(item):
+                items.append(item)
+                continue
+            scope = scope if scope is not None else (yield from self._write_scope())
+            if item["scope"] == scope:
+                yield from self._delete(item)
+        return items
+
+    def _delete(self, item: dict) -> Operation:
+        try:
+            yield Call("DELETE", f"{SEMANTIC}{_segment(item['id'])}")
+        except NotFoundError:
+            pass  # deleted meanwhile by a concurrent delete or put: what was wanted
+        except PermissionDeniedError:
+            pass  # a read-only key: the expired item stays hidden
+
+    def _refresh(self, items: list[dict]) -> Operation:
+        """Reading an item with a TTL starts its TTL again (LangGraph's refresh_on_read)."""
+        for item in items:
+            if item["ttl"] is None:
+                continue
+            details = _details(tuple(item["namespace"][1:]), item["key"], item["value"], item["ttl"])
+            try:
+                yield Call("PATCH", f"{SEMANTIC}{_segment(item['id'])}", json={"details": details})
+            except (NotFoundError, PermissionDeniedError):
+                pass  # gone meanwhile, or not this key's to refresh
+
     def _write_scope(self) -> Operation:
         if self._scope is None:
             self._scope = (yield Call("GET", "me"))["write_scope"] or ""
@@ -253,14 +339,11 @@ class PlatformStore(BaseStore):
 
     def _find(self, namespace: tuple[str, ...], key: str) -> Operation:
         """The memories holding this item, those of the key's write scope first, then the most recently
-        changed (one per scope, unless two puts raced)."""
+        changed (one per scope)."""
         user_id, path = namespace[0], tuple(namespace[1:])
         memories = yield from self._memories(user_id, subject=memory_name(path, key))
-        found = [
-            item
-            for item in map(_envelope, memories)
-            if item is not None and item["namespace"] == tuple(namespace) and item["key"] == key
-        ]
+        items = yield from self._items(memories)
+        found = [item for item in items if item["namespace"] == tuple(namespace) and item["key"] == key]
         found.sort(key=lambda item: item["updated_at"], reverse=True)
         if len({item["scope"] for item in found}) > 1:
             scope = yield from self._write_scope()
@@ -268,66 +351,74 @@ class PlatformStore(BaseStore):
         return found
 
     def _put(self, op: PutOp) -> Operation:
-        """Writes or deletes the item in the key's write scope; the same key in another scope the key
-        reads is left alone (it is not the key's to change)."""
+        """Writes the item in the key's write scope as one upsert by its key (so concurrent puts of one
+        key leave one item), or deletes it there; the same key in another scope the key reads is left
+        alone (it is not the key's to change)."""
         if not op.namespace:
             raise ValueError("a namespace names at least the user: (user_id, ...)")
-        found = yield from self._find(op.namespace, op.key)
-        if found:
-            scope = yield from self._write_scope()
-            found = [item for item in found if item["scope"] == scope]
-        keep = found[:1] if op.value is not None else []
-        for stale in found[len(keep) :]:
-            yield Call("DELETE", f"{SEMANTIC}{_segment(stale['id'])}")
+        path = tuple(op.namespace[1:])
         if op.value is None:
+            found = yield from self._find(op.namespace, op.key)
+            scope = yield from self._write_scope()
+            for item in found:
+                if item["scope"] == scope:
+                    yield from self._delete(item)
             return None
         value = dict(op.value)
-        path = tuple(op.namespace[1:])
-        details = json.dumps(
-            {ENVELOPE: {"namespace": list(path), "key": op.key, "value": value}},
-            ensure_ascii=False,
-            separators=(",", ":"),
+        yield Call(
+            "POST",
+            SEMANTIC,
+            json={
+                "user_id": op.namespace[0],
+                "key": store_key(path, op.key),
+                "name": memory_name(path, op.key),
+                "summary": summary_text(op.key, value, self.index_fields if op.index is None else op.index),
+                "details": _details(path, op.key, value, op.ttl),
+                "source": SOURCE,
+                "reason": "langgraph store put",
+            },
         )
-        if len(details) > DETAILS_MAX_LENGTH:
-            raise ValueError(
-                f"the item {op.key!r} is {len(details)} characters as JSON; the platform keeps at most "
-                f"{DETAILS_MAX_LENGTH} per memory"
-            )
-        fields = {
-            "name": memory_name(path, op.key),
-            "summary": summary_text(op.key, value, self.index_fields if op.index is None else op.index),
-            "details": details,
-        }
-        if keep:
-            yield Call(
-                "PATCH", f"{SEMANTIC}{_segment(keep[0]['id'])}", json={**fields, "reason": "langgraph store put"}
-            )
-        else:
-            yield Call(
-                "POST",
-                SEMANTIC,
-                json={"user_id": op.namespace[0], **fields, "source": SOURCE, "reason": "langgraph store put"},
-            )
         return None
 
     def _search(self, op: SearchOp) -> Operation:
+        """The items under the prefix that match the filter: ranked by the platform's search for a
+        query (its top 100 hits), then, when those do not fill the page, every other match unranked
+        (score None), so a filter or an offset never misses an item."""
         prefix = tuple(op.namespace_prefix)
+        wanted = op.offset + op.limit
+
+        def matching(items):
+            return [
+                item
+                for item in items
+                if item["namespace"][: len(prefix)] == prefix and matches_filter(item["value"], op.filter)
+            ]
+
+        def stored_order(items):
+            """The reference store's order without a query: namespaces as first written, then keys."""
+            first: dict[tuple, str] = {}
+            for item in items:
+                first[item["namespace"]] = min(first.get(item["namespace"], item["created_at"]), item["created_at"])
+            return sorted(items, key=lambda item: (first[item["namespace"]], item["created_at"]))
+
         if not prefix:
             params = {"query": op.query or "", "memory_types": "semantic", "limit": SEARCH_CANDIDATES}
-            memories = (yield Call("GET", "memory/search_all_users", params=params))["results"]
+            hits = (yield Call("GET", "memory/search_all_users", params=params))["results"]
+            found = matching((yield from self._items(hits)))
         elif op.query:
             body = {"user_id": prefix[0], "query": op.query, "memory_types": ["semantic"], "limit": SEARCH_CANDIDATES}
-            memories = (yield Call("POST", "memory/search", json=body))["results"]
+            hits = (yield Call("POST", "memory/search", json=body))["results"]
+            found = matching((yield from self._items(hits)))
+            if len(found) < wanted:
+                ranked = {item["id"] for item in found}
+                rest = stored_order(matching((yield from self._items((yield from self._memories(prefix[0]))))))
+                found += [{**item, "score": None} for item in rest if item["id"] not in ranked]
         else:
-            memories = yield from self._memories(prefix[0])
-        found = [
-            item
-            for item in map(_envelope, memories)
-            if item is not None
-            and item["namespace"][: len(prefix)] == prefix
-            and matches_filter(item["value"], op.filter)
-        ]
-        return [_item(item, search=True) for item in found[op.offset : op.offset + op.limit]]
+            found = stored_order(matching((yield from self._items((yield from self._memories(prefix[0]))))))
+        page = found[op.offset : wanted]
+        if op.refresh_ttl:
+            yield from self._refresh(page)
+        return [_item(item, search=True) for item in page]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> Operation:
         conditions = tuple(op.match_conditions or ())
@@ -341,10 +432,10 @@ class PlatformStore(BaseStore):
                 "list_namespaces needs the user: a prefix condition whose first label is the user_id "
                 "(the platform has no list of a scope's users)"
             )
-        memories = yield from self._memories(users.pop())
+        items = yield from self._items((yield from self._memories(users.pop())))
         namespaces = set()
-        for item in map(_envelope, memories):
-            if item is None or not all(_namespace_matches(item["namespace"], c) for c in conditions):
+        for item in items:
+            if not all(_namespace_matches(item["namespace"], c) for c in conditions):
                 continue
             namespace = item["namespace"]
             namespaces.add(namespace[: op.max_depth] if op.max_depth is not None else namespace)
