@@ -7,6 +7,9 @@ HANDLERS: dict[str, Callable] = {}
 PRIORITIES: dict[str, int] = {}
 # Task types whose retries back off by settings of their own: (base setting, cap setting) names.
 BACKOFFS: dict[str, tuple[str, str]] = {}
+# Task types whose due tasks a process claims several at a time: (prepare, size setting name). The
+# executor calls `prepare(tasks)` once for the claimed tasks, then runs each task's handler as usual.
+BATCHES: dict[str, tuple[Callable, str]] = {}
 # Task types whose tasks only the client whose request created them may read (GET tasks/<id>/).
 REQUESTER_ONLY: set[str] = set()
 
@@ -26,10 +29,15 @@ def register_handler(
     priority: int | None = None,
     requester_only: bool = False,
     backoff: tuple[str, str] | None = None,
+    batch: tuple[Callable, str] | None = None,
 ):
     """Decorator of a handler `handle(task)` returning a JSON-able result, claimed at `priority` (default
     COMPILE). `requester_only`: its tasks are the requesting client's alone (an export's); `backoff`:
-    the (base, cap) setting names its retries back off by (a webhook retries sooner than a model call)."""
+    the (base, cap) setting names its retries back off by (a webhook retries sooner than a model call);
+    `batch`: (prepare, size setting name): a process claims up to that many due tasks of the type and
+    priority together and calls `prepare(tasks)` once before their handlers (work they share, such as
+    one embedding call); `prepare` must leave each handler correct on its own, since a task whose
+    `prepare` failed, or that is retried, runs without it."""
 
     def decorator(function):
         if task_type in HANDLERS and HANDLERS[task_type] is not function:
@@ -41,6 +49,8 @@ def register_handler(
             REQUESTER_ONLY.add(task_type)
         if backoff is not None:
             BACKOFFS[task_type] = backoff
+        if batch is not None:
+            BATCHES[task_type] = batch
         return function
 
     return decorator

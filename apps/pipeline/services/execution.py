@@ -18,7 +18,7 @@ from django.utils import timezone
 from apps.core import timing
 from apps.pipeline.locks import advisory_xact_lock
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.registry import NotYet, backoff_of, handler_for
+from apps.pipeline.registry import BATCHES, NotYet, backoff_of, handler_for
 from apps.pipeline.services.broker import publish
 from apps.pipeline.services.heartbeats import worker_name
 
@@ -199,8 +199,45 @@ def _finish(task: MemoryTask, **fields) -> bool:
 
 
 def task_execute(*, task_id, worker: str) -> str:
+    """Runs the named task alone (an eager run inside a request); `not-claimed` if it is not ours to run."""
     task = task_claim(task_id=task_id, worker=worker)
     return "not-claimed" if task is None else _run_claimed(task)
+
+
+def _run_with_batch(task: MemoryTask, *, worker: str) -> Counter[str]:
+    """Runs a claimed task; for a batched type, first claims up to the batch size of due tasks of its type
+    and priority and runs their `prepare` once (a failure is logged, and each handler does its own work).
+    The batch's seconds are shared equally among its tasks' timings."""
+    tasks = [task]
+    if task.task_type in BATCHES:
+        prepare, size_setting = BATCHES[task.task_type]
+        if (more := getattr(settings, size_setting) - 1) > 0:
+            tasks += _claim(
+                worker=worker,
+                narrowed_by="AND task_type = %(type)s AND priority = %(priority)s ORDER BY run_after LIMIT %(limit)s",
+                type=task.task_type,
+                priority=task.priority,
+                limit=more,
+            )
+        if len(tasks) > 1:
+            _prepare(prepare, tasks)
+    return Counter(_run_claimed(each) for each in tasks)
+
+
+def _prepare(prepare, tasks: list[MemoryTask]) -> None:
+    for each in tasks:
+        _heartbeats.add(each.pk)
+    started = time.perf_counter()
+    with timing.account() as spent, connection.execute_wrapper(_timed_sql):
+        try:
+            prepare(tasks)
+        except Exception as exc:  # each handler still does its own work, with its own retries
+            logger.warning("batch of %s %s tasks: prepare failed: %s", len(tasks), tasks[0].task_type, type(exc).__name__)
+    spent["batch_s"] = time.perf_counter() - started
+    for each in tasks:
+        each.timings = dict(each.timings or {})
+        for key, seconds in spent.items():
+            each.timings[key] = round(each.timings.get(key, 0.0) + seconds / len(tasks), 4)
 
 
 def _run_claimed(task: MemoryTask) -> str:
@@ -249,7 +286,8 @@ def tasks_drain(*, worker: str, first_task_id=None) -> dict:
     outcomes: Counter[str] = Counter()
     deadline = time.monotonic() + settings.TASK_DRAIN_SECONDS
     if first_task_id is not None:
-        outcomes[task_execute(task_id=first_task_id, worker=worker)] += 1
+        first = task_claim(task_id=first_task_id, worker=worker)
+        outcomes.update(["not-claimed"] if first is None else _run_with_batch(first, worker=worker))
     size = 1
     while time.monotonic() < deadline:
         batch = tasks_claim_due(worker=worker, limit=size)
@@ -261,7 +299,7 @@ def tasks_drain(*, worker: str, first_task_id=None) -> dict:
                 _tasks_release(batch[index:])
                 size = 1
                 break
-            outcomes[_run_claimed(task)] += 1
+            outcomes.update(_run_with_batch(task, worker=worker))
         else:
             quick = time.monotonic() - started < BATCH_HOLD_SECONDS
             size = min(size * 2, settings.TASK_CLAIM_BATCH) if quick else 1
