@@ -16,26 +16,40 @@ from apps.pipeline.registry import register_handler
 from apps.providers.embeddings import embed_texts, embedding_model_name
 
 EMBED_BATCH_SIZE = 64
+# The turns several indexing tasks embed together at most (a single add may hold more): a batch stays
+# well within the Celery time limits on a loaded machine.
+EMBED_TOGETHER_TURNS = 4 * EMBED_BATCH_SIZE
 
 
 def messages_embed(messages: list[Message], *, model: str) -> None:
     """Embeds the turns' texts, each distinct text once (a task session's system prompt, a tool output
     every trial repeats), EMBED_BATCH_SIZE texts a call, and stores the vectors. A turn deleted meanwhile
     is simply not updated."""
-    texts = list(dict.fromkeys(message.embedding_text() for message in messages))
-    vectors: dict[str, list[float]] = {}
-    for start in range(0, len(texts), EMBED_BATCH_SIZE):
-        batch = texts[start : start + EMBED_BATCH_SIZE]
-        vectors.update(zip(batch, embed_texts(batch)))
+    by_text: dict[str, list[Message]] = {}
     for message in messages:
-        message.embedding = vectors[message.embedding_text()]
-        message.embedding_model = model
-    Message.objects.bulk_update(messages, ["embedding", "embedding_model"], batch_size=EMBED_BATCH_SIZE)
+        by_text.setdefault(message.embedding_text(), []).append(message)
+    texts = list(by_text)
+    for start in range(0, len(texts), EMBED_BATCH_SIZE):  # stored call by call: a time limit loses one call
+        batch = texts[start : start + EMBED_BATCH_SIZE]
+        done = []
+        for text, vector in zip(batch, embed_texts(batch)):
+            for message in by_text[text]:
+                message.embedding, message.embedding_model = vector, model
+                done.append(message)
+        Message.objects.bulk_update(done, ["embedding", "embedding_model"])
 
 
-def embed_messages_together(tasks) -> None:
+def embed_messages_together(tasks) -> int:
     """The turns of several indexing tasks (of any sessions) embedded in one go, before each task's own
-    handler runs and finds them embedded; its dates and neighbour contexts stay each task's own work."""
+    handler runs and finds them embedded; its dates and neighbour contexts stay each task's own work.
+    Takes the first tasks whose adds hold at most EMBED_TOGETHER_TURNS turns (at least one task)."""
+    taken, turns = 0, 0
+    for task in tasks:
+        turns += task.payload["to_seq"] - task.payload["from_seq"] + 1
+        if taken and turns > EMBED_TOGETHER_TURNS:
+            break
+        taken += 1
+    tasks = tasks[:taken]
     model = embedding_model_name()
     ranges = reduce(
         or_,
@@ -51,6 +65,7 @@ def embed_messages_together(tasks) -> None:
     )
     if pending:
         messages_embed(pending, model=model)
+    return taken
 
 
 @register_handler(

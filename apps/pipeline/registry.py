@@ -8,7 +8,7 @@ PRIORITIES: dict[str, int] = {}
 # Task types whose retries back off by settings of their own: (base setting, cap setting) names.
 BACKOFFS: dict[str, tuple[str, str]] = {}
 # Task types whose due tasks a process claims several at a time: (prepare, size setting name). The
-# executor calls `prepare(tasks)` once for the claimed tasks, then runs each task's handler as usual.
+# executor calls `prepare(tasks)` once for the claimed tasks, then runs the handler of each it took.
 BATCHES: dict[str, tuple[Callable, str]] = {}
 # Task types whose tasks only the client whose request created them may read (GET tasks/<id>/).
 REQUESTER_ONLY: set[str] = set()
@@ -36,8 +36,9 @@ def register_handler(
     the (base, cap) setting names its retries back off by (a webhook retries sooner than a model call);
     `batch`: (prepare, size setting name): a process claims up to that many due tasks of the type and
     priority together and calls `prepare(tasks)` once before their handlers (work they share, such as
-    one embedding call); `prepare` must leave each handler correct on its own, since a task whose
-    `prepare` failed, or that is retried, runs without it."""
+    one embedding call); it returns how many of them, from the first, it took (the rest go back to the
+    queue unstarted, so a batch stays within the time limits). `prepare` must leave each handler correct
+    on its own, since a task whose `prepare` failed, or that is retried, runs without it."""
 
     def decorator(function):
         if task_type in HANDLERS and HANDLERS[task_type] is not function:

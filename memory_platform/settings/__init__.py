@@ -434,7 +434,7 @@ EMBEDDING_TOOL_OUTPUT_CHARS = env.int("EMBEDDING_TOOL_OUTPUT_CHARS", default=500
 EMBEDDING_TURN_MAX_CHARS = env.int("EMBEDDING_TURN_MAX_CHARS", default=2000)
 # Indexing tasks (embed_messages) of one priority a worker process claims together and embeds in one
 # call, a text that several of them hold once (1: one by one).
-EMBED_BATCH_TASKS = env.int("EMBED_BATCH_TASKS", default=32)
+EMBED_BATCH_TASKS = env.int("EMBED_BATCH_TASKS", default=16)
 
 # Skill memory (apps.skills): distillation of task sessions and evolution into skills.
 SKILL_REVIEW_MODE = env("SKILL_REVIEW_MODE", default="auto")  # auto: evolved skills go live; manual: pending_review

@@ -10,6 +10,7 @@ from collections import Counter
 from contextlib import contextmanager
 from datetime import timedelta
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
@@ -206,8 +207,9 @@ def task_execute(*, task_id, worker: str) -> str:
 
 def _run_with_batch(task: MemoryTask, *, worker: str) -> Counter[str]:
     """Runs a claimed task; for a batched type, first claims up to the batch size of due tasks of its type
-    and priority and runs their `prepare` once (a failure is logged, and each handler does its own work).
-    The batch's seconds are shared equally among its tasks' timings."""
+    and priority and runs their `prepare` once. `prepare` returns how many of them (the first ones) it
+    took; the rest go back to the queue unstarted. A failed `prepare` is logged and each handler does
+    its own work. The batch's seconds are shared equally among the tasks it took."""
     tasks = [task]
     if task.task_type in BATCHES:
         prepare, size_setting = BATCHES[task.task_type]
@@ -220,24 +222,37 @@ def _run_with_batch(task: MemoryTask, *, worker: str) -> Counter[str]:
                 limit=more,
             )
         if len(tasks) > 1:
-            _prepare(prepare, tasks)
+            tasks = _prepare(prepare, tasks)
     return Counter(_run_claimed(each) for each in tasks)
 
 
-def _prepare(prepare, tasks: list[MemoryTask]) -> None:
+def _prepare(prepare, tasks: list[MemoryTask]) -> list[MemoryTask]:
     for each in tasks:
         _heartbeats.add(each.pk)
-    started = time.perf_counter()
+    started, taken = time.perf_counter(), len(tasks)
     with timing.account() as spent, connection.execute_wrapper(_timed_sql):
         try:
-            prepare(tasks)
+            taken = max(1, min(prepare(tasks), len(tasks)))
+        except SoftTimeLimitExceeded:  # none of them has started: back to the queue, no attempt spent
+            _tasks_release(tasks)
+            for each in tasks:
+                _heartbeats.remove(each.pk)
+            raise
         except Exception as exc:  # each handler still does its own work, with its own retries
-            logger.warning("batch of %s %s tasks: prepare failed: %s", len(tasks), tasks[0].task_type, type(exc).__name__)
+            logger.warning(
+                "batch of %s %s tasks: prepare failed: %s", len(tasks), tasks[0].task_type, type(exc).__name__
+            )
+    if taken < len(tasks):
+        _tasks_release(tasks[taken:])
+    for each in tasks[taken:]:
+        _heartbeats.remove(each.pk)
+    tasks = tasks[:taken]
     spent["batch_s"] = time.perf_counter() - started
     for each in tasks:
         each.timings = dict(each.timings or {})
         for key, seconds in spent.items():
             each.timings[key] = round(each.timings.get(key, 0.0) + seconds / len(tasks), 4)
+    return tasks
 
 
 def _run_claimed(task: MemoryTask) -> str:
