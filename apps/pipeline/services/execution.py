@@ -214,13 +214,14 @@ def _run_with_batch(task: MemoryTask, *, worker: str) -> Counter[str]:
     if task.task_type in BATCHES:
         prepare, size_setting = BATCHES[task.task_type]
         if (more := getattr(settings, size_setting) - 1) > 0:
-            tasks += _claim(
+            mates = _claim(
                 worker=worker,
                 narrowed_by="AND task_type = %(type)s AND priority = %(priority)s ORDER BY run_after LIMIT %(limit)s",
                 type=task.task_type,
                 priority=task.priority,
                 limit=more,
             )
+            tasks += sorted(mates, key=lambda mate: mate.run_after)  # RETURNING keeps no order
         if len(tasks) > 1:
             tasks = _prepare(prepare, tasks)
     return Counter(_run_claimed(each) for each in tasks)
