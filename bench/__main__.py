@@ -31,6 +31,8 @@ QUESTIONS = {
         "erasure": "bench.scale.erasure",
         "export": "bench.scale.export",
         "replica": "bench.scale.replica",
+        "middleware": "bench.scale.middleware",
+        "ai_middleware": "bench.scale.ai_middleware",
     },
     "How long until what I add is stored, searchable and learned?": {
         "ingest": "bench.pipeline.ingest",
@@ -42,6 +44,7 @@ QUESTIONS = {
     "Do learned skills help?": {
         "skills": "bench.skills.coverage",
         "skill_effect": "bench.skills.effect",
+        "skills_shared": "bench.skills.shared",
     },
     "What survives a crash or an outage?": {
         "faults": "bench.faults.table",
@@ -52,6 +55,7 @@ QUESTIONS = {
         "privacy_poisoning": "bench.privacy.poisoning",
         "privacy_slow_clients": "bench.privacy.slow_clients",
         "privacy_review_abuse": "bench.privacy.review_abuse",
+        "privacy_webhooks": "bench.privacy.webhooks",
         "profiles_lint": "bench.privacy.lint",
     },
 }

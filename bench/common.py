@@ -78,18 +78,21 @@ def write_result(output_dir, name: str, result) -> Path:
 def run_pending_tasks(organization, task_types=None) -> None:
     """Runs the organisation's queued tasks (of these types, or all) in this process, as a worker would."""
     from apps.pipeline.models import MemoryTask
+    from apps.pipeline.registry import queue_of
     from apps.pipeline.services import task_execute
 
     while True:
         queued = MemoryTask.objects.filter(organization=organization, status__in=MemoryTask.CLAIMABLE_STATUSES)
         if task_types is not None:
             queued = queued.filter(task_type__in=task_types)
-        pending = list(queued.order_by("created_at").values_list("pk", flat=True))  # in the order they were queued
+        pending = list(queued.order_by("created_at").values_list("pk", "task_type"))  # in the order they were queued
         if not pending:
             return
-        MemoryTask.objects.filter(pk__in=pending).update(run_after=datetime.now(timezone.utc))
-        for task_id in pending:
-            task_execute(task_id=task_id, worker="bench")
+        MemoryTask.objects.filter(pk__in=[task_id for task_id, _ in pending]).update(
+            run_after=datetime.now(timezone.utc)
+        )
+        for task_id, task_type in pending:  # each as a worker of its type's queue would
+            task_execute(task_id=task_id, worker="bench", lane=queue_of(task_type))
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from apps.pipeline.services import task_execute
 from apps.portability.models import ExportRequest
 from apps.privacy.models import ErasureRequest
 from apps.profiles.models import Entity, Profile
-from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse
+from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse, SkillWithheld
 from apps.tenancy.models import Client, ClientAPIKey
 from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
 from tests.conftest import api_for
@@ -350,6 +350,7 @@ def alpha_rows(organization) -> dict:
         SkillExperience,
         SkillUse,
         SkillFeedback,
+        SkillWithheld,
         EpisodicMemory,
         SemanticMemory,
         Entity,

@@ -40,6 +40,7 @@ ERROR_DESCRIPTIONS = {
     411: "A chunked body sent to a server that cannot read one; send a Content-Length.",
     413: "The body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE.",
     415: "The body is not application/json.",
+    429: "Over a rate limit: the message names it; Retry-After says when to send again.",
 }
 
 # A date-time inside the accepted window, in the shape the server parses: months with their real day
@@ -253,5 +254,7 @@ class PlatformAutoSchema(AutoSchema):
             statuses.add(404)
         if self._get_request_body():
             statuses |= {411, 413, 415}
-        statuses |= set(getattr(self.view, "error_statuses", ()))
+        # A view's own: a tuple for all its methods, or a mapping of method to tuple.
+        declared = getattr(self.view, "error_statuses", ())
+        statuses |= set(declared.get(self.method, ()) if isinstance(declared, dict) else declared)
         return statuses

@@ -12,6 +12,11 @@ BACKOFFS: dict[str, tuple[str, str]] = {}
 BATCHES: dict[str, tuple[Callable, str]] = {}
 # Task types whose tasks only the client whose request created them may read (GET tasks/<id>/).
 REQUESTER_ONLY: set[str] = set()
+# Task types run by workers of a Celery queue of their own (`celery worker -Q <queue>`), never by the
+# default workers, so their slowness cannot hold anyone else's work: task type -> queue name.
+QUEUES: dict[str, str] = {}
+# Task types of which at most N run at once per organisation: task type -> the setting naming N.
+ORGANIZATION_CAPS: dict[str, str] = {}
 
 
 class NotYet(Exception):  # noqa: N818  (not a failure: the task waits and runs again)
@@ -30,6 +35,8 @@ def register_handler(
     requester_only: bool = False,
     backoff: tuple[str, str] | None = None,
     batch: tuple[Callable, str] | None = None,
+    queue: str | None = None,
+    organization_cap: str | None = None,
 ):
     """Decorator of a handler `handle(task)` returning a JSON-able result, claimed at `priority` (default
     COMPILE). `requester_only`: its tasks are the requesting client's alone (an export's); `backoff`:
@@ -38,7 +45,9 @@ def register_handler(
     priority together and calls `prepare(tasks)` once before their handlers (work they share, such as
     one embedding call); it returns how many of them, from the first, it took (the rest go back to the
     queue unstarted, so a batch stays within the time limits). `prepare` must leave each handler correct
-    on its own, since a task whose `prepare` failed, or that is retried, runs without it."""
+    on its own, since a task whose `prepare` failed, or that is retried, runs without it;
+    `queue`: the Celery queue whose workers alone run its tasks (default: the default workers);
+    `organization_cap`: the setting naming how many of its tasks may run at once per organisation."""
 
     def decorator(function):
         if task_type in HANDLERS and HANDLERS[task_type] is not function:
@@ -52,6 +61,10 @@ def register_handler(
             BACKOFFS[task_type] = backoff
         if batch is not None:
             BATCHES[task_type] = batch
+        if queue is not None:
+            QUEUES[task_type] = queue
+        if organization_cap is not None:
+            ORGANIZATION_CAPS[task_type] = organization_cap
         return function
 
     return decorator
@@ -66,3 +79,13 @@ def handler_for(task_type: str) -> Callable:
 
 def backoff_of(task_type: str) -> tuple[str, str]:
     return BACKOFFS.get(task_type, ("TASK_RETRY_BASE_SECONDS", "TASK_RETRY_MAX_SECONDS"))
+
+
+def queue_of(task_type: str) -> str | None:
+    """The Celery queue of a task type's own workers; None: the default queue."""
+    return QUEUES.get(task_type)
+
+
+def lanes() -> list[str | None]:
+    """Every queue tasks are published to: None (the default) and each registered one."""
+    return [None, *sorted(set(QUEUES.values()))]

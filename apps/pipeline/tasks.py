@@ -8,13 +8,15 @@ from apps.pipeline import services
 
 
 @shared_task(name="pipeline.run_memory_task", bind=True)
-def run_memory_task(self, task_id: str | None = None):
-    """An eager run (no broker) runs the named task only, inside the caller's request."""
+def run_memory_task(self, task_id: str | None = None, lane: str | None = None):
+    """Drains the due tasks of `lane`, the queue the message came from (None: the default queue). An eager
+    run (no broker) runs the named task only, inside the caller's request."""
     if self.request.is_eager:
-        return services.task_execute(task_id=task_id, worker=services.worker_name()) if task_id else "not-claimed"
+        worker = services.worker_name()
+        return services.task_execute(task_id=task_id, worker=worker, lane=lane) if task_id else "not-claimed"
     # Workers reuse connections across tasks (CELERY_DB_REUSE_MAX); replace a broken or expired one.
     close_old_connections()
-    return services.tasks_drain(worker=services.worker_name(), first_task_id=task_id)
+    return services.tasks_drain(worker=services.worker_name(), first_task_id=task_id, lane=lane)
 
 
 @shared_task(name="pipeline.republish_due_tasks")

@@ -9,7 +9,7 @@ from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticM
 from apps.pipeline.models import MemoryTask
 from apps.profiles.models import Edge, Entity, LintFinding, Mention, Profile, ProfileRevision, ProfileSource, TopicState
 from apps.providers.models import LLMUsage
-from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse, SkillVersion
+from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse, SkillVersion, SkillWithheld
 from apps.tenancy.models import Client, ClientAPIKey, EndUser
 
 # What the importer does with a row whose parent is neither in the archive nor already imported.
@@ -118,6 +118,13 @@ SKILL_FEEDBACK = Kind(
     "skill_feedback",
     SkillFeedback,
     parents={"skill_id": (Skill, SKIP), "end_user_id": USER, "client_id": (Client, NULL)},
+    same_as_parent={"skill_id": ("scope",)},
+)
+# The users a skill not shared with them ranked first for (the review queue's count): with its skill.
+SKILLS_WITHHELD = Kind(
+    "skills_withheld",
+    SkillWithheld,
+    parents={"skill_id": (Skill, SKIP), "end_user_id": USER},
     same_as_parent={"skill_id": ("scope",)},
 )
 

@@ -283,3 +283,22 @@ class SkillFeedback(BaseModel):
 
     def __str__(self):
         return f"{self.verdict} on {self.skill_id}"
+
+
+class SkillWithheld(BaseModel):
+    """A skill not yet shared that ranked first for an end user who was not served it: one row per
+    skill and asking user (one party, one voice), so the review queue shows how many it would answer."""
+
+    organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=64, help_text="The skill's scope.")
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="withheld")
+    end_user = models.ForeignKey("tenancy.EndUser", on_delete=models.CASCADE, related_name="skills_withheld")
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["skill", "end_user"], name="skill_withheld_unique_per_user"),
+        ]
+
+    def __str__(self):
+        return f"{self.skill_id} withheld from {self.end_user_id}"

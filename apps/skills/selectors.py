@@ -5,7 +5,7 @@ from django.db.models import Count, IntegerField, Max, OuterRef, Prefetch, Q, Su
 from django.db.models.functions import Coalesce
 
 from apps.conversations.selectors import cites_turns_being_deleted, session_list, sessions_being_deleted
-from apps.skills.models import Skill, SkillExperience, SkillUse, SkillVersion
+from apps.skills.models import Skill, SkillExperience, SkillUse, SkillVersion, SkillWithheld
 from apps.skills.trust import served_q
 from apps.tenancy.readers import Reader
 
@@ -34,10 +34,24 @@ def with_retrievals(queryset):
     )
 
 
+def with_withheld(queryset):
+    """`withheld_from_users`: the end users a skill not shared with them ranked first for (each once)."""
+    withheld = SkillWithheld.objects.filter(skill=OuterRef("pk")).order_by().values("skill")
+    return queryset.annotate(
+        withheld_from_users=Coalesce(
+            Subquery(withheld.annotate(n=Count("*")).values("n"), output_field=IntegerField()), 0
+        )
+    )
+
+
 def skill_list(*, reader: Reader, filters: dict | None = None):
     """Archived skills only when asked for by status; with a user_id, only those that user is served."""
     filters = filters or {}
-    queryset = with_retrievals(reader.rows(Skill).select_related("end_user").defer("embedding", "search_vector"))
+    queryset = with_withheld(
+        with_retrievals(reader.rows(Skill).select_related("end_user").defer("embedding", "search_vector"))
+    )
+    if filters.get("withheld"):
+        queryset = queryset.filter(shared=False, withheld__isnull=False).distinct()
     if filters.get("status"):
         queryset = queryset.filter(status=filters["status"])
     else:
@@ -61,8 +75,10 @@ def skill_detail_queryset(*, reader: Reader):
             Prefetch("experiences", queryset=SkillExperience.objects.only("id"))
         ),
     )
-    return with_retrievals(
-        reader.rows(Skill).select_related("end_user").defer("embedding", "search_vector").prefetch_related(versions)
+    return with_withheld(
+        with_retrievals(
+            reader.rows(Skill).select_related("end_user").defer("embedding", "search_vector").prefetch_related(versions)
+        )
     )
 
 
@@ -105,3 +121,11 @@ def session_distilled_into(session) -> str:
     if SkillExperience.objects.filter(session_id=session.pk).exists():
         return "skill experiences were distilled from it"
     return ""
+
+
+def skills_of_end_user(*, end_user):
+    """The skills a person supports, owns or taught (an experience of theirs in a version's lineage)."""
+    taught = SkillVersion.objects.filter(experiences__end_user=end_user).values("skill_id")
+    return Skill.objects.filter(organization_id=end_user.organization_id).filter(
+        Q(supporters__contains=[end_user.pk]) | Q(end_user=end_user) | Q(pk__in=taught)
+    )

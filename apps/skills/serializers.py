@@ -65,6 +65,11 @@ class SkillListFilterSerializer(PageQuerySerializer):
     scope = fields.RegexField(SCOPE_PATTERN, required=False)
     user_id = fields.CharField(max_length=255, required=False)
     q = fields.CharField(max_length=500, required=False)
+    withheld = fields.StrictBooleanField(
+        required=False,
+        help_text="true: only skills not yet shared that ranked first for users who were not served them "
+        "(the review queue's; a person's approval shares one).",
+    )
 
 
 class SkillOutputSerializer(serializers.Serializer):
@@ -83,6 +88,10 @@ class SkillOutputSerializer(serializers.Serializer):
         help_text="Served to every user of the scope; false: only to the users who taught it."
     )
     action_signature = serializers.ListField(child=serializers.CharField())
+    withheld_from_users = serializers.IntegerField(
+        help_text="How many end users it ranked first for while not shared with them (each user once): "
+        "what it would answer if a person shared it."
+    )
     retrieval_count = serializers.IntegerField()
     last_retrieved_at = serializers.DateTimeField(allow_null=True)
     created_at = serializers.DateTimeField()
@@ -91,7 +100,21 @@ class SkillOutputSerializer(serializers.Serializer):
 
 RetrievedSkillSerializer = projection(
     SkillOutputSerializer,
-    ("id", "name", "description", "instructions", "triggers", "examples", "entry_type", "version", "scope", "shared"),
+    # `action_signature`: the tools the skill's workflow calls, so an agent (the AI SDK middleware) can tell
+    # from its own tool calls that it followed the skill and report it applied.
+    (
+        "id",
+        "name",
+        "description",
+        "instructions",
+        "triggers",
+        "examples",
+        "entry_type",
+        "version",
+        "scope",
+        "shared",
+        "action_signature",
+    ),
     name="RetrievedSkillSerializer",
     score=serializers.FloatField(help_text="The ranking score: relevance times the effectiveness factor."),
     relevance=serializers.FloatField(help_text="The hybrid search score alone."),

@@ -9,7 +9,7 @@ class WebhooksConfig(AppConfig):
         from apps.core.events import register_event_listener
         from apps.core.schedules import register_schedule
         from apps.privacy.services.purge import register_purge_step
-        from apps.webhooks import handlers  # noqa: F401  (registers the delivery handler)
+        from apps.webhooks import checks, handlers  # noqa: F401  (register the network check and the delivery handler)
         from apps.webhooks.services import event_deliveries_create, purge_deliveries
 
         register_event_listener(event_deliveries_create)

@@ -8,19 +8,23 @@ from apps.core import fields
 from apps.core.api import InputSerializer
 from apps.core.events import EVENT_TYPES
 from apps.core.pagination import PageQuerySerializer
+from apps.webhooks.egress import url_refusal
 from apps.webhooks.models import WebhookDelivery
 
 URL_MAX_LENGTH = 2000
 
 
 def http_url(value: str) -> None:
-    """Parsed as the delivering HTTP client parses it, so a URL the API accepts is one a delivery can reach."""
+    """Parsed as the delivering HTTP client parses it, so a URL the API accepts is one a delivery can reach;
+    aimed at an address deliveries may not reach, refused now (and at every connection: apps.webhooks.egress)."""
     try:
         url = httpx2.URL(value)
     except httpx2.InvalidURL:
         url = None
     if url is None or url.scheme not in ("http", "https") or not url.host or any(c.isspace() for c in value):
         raise serializers.ValidationError("Enter a valid http or https URL (with a host, without spaces).")
+    if refusal := url_refusal(value):
+        raise serializers.ValidationError(refusal)
 
 
 @extend_schema_field({"type": "string", "format": "uri", "pattern": "^https?://[^/?#\\s]", "maxLength": URL_MAX_LENGTH})
@@ -103,11 +107,17 @@ class DeliveryOutputSerializer(serializers.Serializer):
     endpoint_id = serializers.UUIDField()
     event_type = serializers.CharField()
     event_id = serializers.CharField()
-    payload = serializers.JSONField(help_text="The JSON body POSTed to the endpoint.")
+    payload = serializers.JSONField(
+        help_text="The JSON body POSTed to the endpoint, without `data.content`: an endpoint that opted in gets "
+        "the content rendered from the current rows at each attempt, and the log never keeps it."
+    )
     status = serializers.ChoiceField(choices=WebhookDelivery.Status.choices)
     attempts = serializers.IntegerField()
     last_status_code = serializers.IntegerField(allow_null=True)
-    last_error = serializers.CharField(help_text="`HTTP <status>` or the network error's type; never a body.")
+    last_error = serializers.CharField(
+        help_text="`HTTP <status>`, `No HTTP answer` (connection failed, not HTTP, or past the deadline) or "
+        "`Refused: the URL's address is not allowed`; never a body."
+    )
     last_attempt_at = serializers.DateTimeField(allow_null=True)
     delivered_at = serializers.DateTimeField(allow_null=True)
     task_id = serializers.UUIDField(allow_null=True)

@@ -8,33 +8,74 @@ import time
 import uuid
 from datetime import timedelta
 
+import httpcore2
 import httpx2
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from rest_framework import exceptions
 
-from apps.core.events import Event
-from apps.pipeline.models import MemoryTask
+from apps.core.errors import ConflictError
+from apps.core.events import CONTENT_RENDERERS, Event, event_content
+from apps.pipeline.locks import advisory_xact_lock
 from apps.pipeline.services import enqueue
+from apps.webhooks import egress
 from apps.webhooks.models import TEST_EVENT, WebhookDelivery, WebhookEndpoint
 from apps.webhooks.signing import secret_generate, signed_headers
 
 logger = logging.getLogger(__name__)
 
 DELIVER_WEBHOOK = "deliver_webhook"
+# The Celery queue deliveries are published to: only workers started with `-Q webhooks` run them.
+WEBHOOK_QUEUE = "webhooks"
 # Statuses worth another attempt besides 5xx: the receiver asked us to slow down or timed out.
 RETRYABLE_STATUSES = (408, 429)
+# The delivery log's errors. One for every address refused, whatever its port or path, given before any
+# connection; one for every attempt that got no HTTP answer (refused or reset connection, a service that
+# does not speak HTTP, TLS failure, the deadline): the log is no scanner. The worker's log names the class.
+ERROR_REFUSED = "Refused: the URL's address is not allowed"
+ERROR_NO_ANSWER = "No HTTP answer"
+NO_ANSWER_ERRORS = (
+    httpcore2.TimeoutException,
+    httpcore2.NetworkError,
+    httpcore2.ProtocolError,
+    httpcore2.UnsupportedProtocol,
+    OSError,
+)
 
 
 class DeliveryFailed(Exception):
-    """Worth retrying; the message names a status code or an exception type, never what the receiver answered."""
+    """Worth retrying; the message names a status code or the generic error, never what the receiver answered."""
 
 
+class TooManyTestSends(exceptions.Throttled):
+    default_code = "rate_limited"
+
+    def __init__(self, *, limit: int, wait: float):
+        super().__init__(
+            wait=wait,
+            detail=f"Too many test events: an organisation may send {limit} per minute (WEBHOOK_TEST_SENDS_PER_MINUTE).",
+            code="rate_limited",
+        )
+        self.error_details = {"limit": f"{limit}/minute", "retry_after_seconds": self.wait}
+
+
+@transaction.atomic
 def endpoint_create(
     *, organization, registered_by, url: str, events: list[str], include_content: bool = False, description: str = ""
 ) -> tuple[WebhookEndpoint, str]:
-    """The secret is returned once; the caller shows it once."""
+    """The secret is returned once; the caller shows it once. At most WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZATION."""
+    limit = settings.WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZATION
+    # Counted under a lock of the organisation's endpoints, so two requests cannot both take the last place.
+    advisory_xact_lock(f"webhooks:endpoints:{organization.pk}")
+    if limit and WebhookEndpoint.objects.filter(organization=organization).count() >= limit:
+        raise ConflictError(
+            f"This organisation already has {limit} webhook endpoints, the most it may have "
+            "(WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZATION); delete one first.",
+            code="limit_reached",
+            details={"limit": limit},
+        )
     endpoint = WebhookEndpoint.objects.create(
         organization=organization,
         registered_by=registered_by,
@@ -69,17 +110,25 @@ def endpoint_delete(*, endpoint: WebhookEndpoint) -> None:
     endpoint.delete()
 
 
-def event_payload(event: Event, *, include_content: bool) -> dict:
-    data = dict(event.data)
-    if include_content and event.content:
-        data["content"] = event.content
+def event_payload(event: Event) -> dict:
+    """What the delivery log keeps: ids and small facts, never content (delivery_body adds it at send time)."""
     return {
         "id": event.id,
         "type": event.type,
         "timestamp": event.occurred_at.isoformat(),
         "organization_id": str(event.organization_id),
-        "data": data,
+        "data": dict(event.data),
     }
+
+
+def delivery_body(delivery: WebhookDelivery) -> bytes:
+    """The JSON POSTed: the stored payload, and for an endpoint that opted in, `data.content` rendered from the
+    current rows (null once they are gone), so the log never holds a copy an erasure would have to find."""
+    payload = delivery.payload
+    if delivery.endpoint.include_content and delivery.event_type in CONTENT_RENDERERS:
+        content = event_content(delivery.event_type, organization_id=delivery.organization_id, data=payload["data"])
+        payload = {**payload, "data": {**payload["data"], "content": content}}
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, default=str).encode()
 
 
 def delivery_enqueue(*, endpoint: WebhookEndpoint, event: Event) -> WebhookDelivery:
@@ -90,7 +139,6 @@ def delivery_enqueue(*, endpoint: WebhookEndpoint, event: Event) -> WebhookDeliv
         {"delivery": str(delivery_id)},
         organization=endpoint.organization,
         max_attempts=settings.WEBHOOK_MAX_ATTEMPTS,
-        priority=MemoryTask.Priority.URGENT,
     )
     return WebhookDelivery.objects.create(
         id=delivery_id,
@@ -98,7 +146,7 @@ def delivery_enqueue(*, endpoint: WebhookEndpoint, event: Event) -> WebhookDeliv
         endpoint=endpoint,
         event_type=event.type,
         event_id=event.id,
-        payload=event_payload(event, include_content=endpoint.include_content),
+        payload=event_payload(event),
         task_id=task.pk,
     )
 
@@ -113,38 +161,98 @@ def event_deliveries_create(event: Event) -> list[WebhookDelivery]:
 
 @transaction.atomic
 def endpoint_send_test(*, endpoint: WebhookEndpoint) -> WebhookDelivery:
+    """At most WEBHOOK_TEST_SENDS_PER_MINUTE per organisation (TooManyTestSends, a 429, beyond)."""
+    limit = settings.WEBHOOK_TEST_SENDS_PER_MINUTE
+    if limit:
+        advisory_xact_lock(f"webhooks:test-sends:{endpoint.organization_id}")
+        now = timezone.now()
+        recent = list(
+            WebhookDelivery.objects.filter(
+                organization_id=endpoint.organization_id,
+                event_type=TEST_EVENT,
+                created_at__gte=now - timedelta(minutes=1),
+            )
+            .order_by("-created_at")
+            .values_list("created_at", flat=True)[:limit]
+        )
+        if len(recent) >= limit:
+            wait = (recent[-1] + timedelta(minutes=1) - now).total_seconds()
+            raise TooManyTestSends(limit=limit, wait=max(1.0, wait))
     event = Event(type=TEST_EVENT, organization_id=endpoint.organization_id, data={"endpoint_id": str(endpoint.pk)})
     return delivery_enqueue(endpoint=endpoint, event=event)
 
 
-# One connection pool per thread and process: a forked worker must not share its parent's sockets.
-_clients = threading.local()
+# One connection pool per thread and process: a forked worker must not share its parent's sockets. Its
+# connections are made by egress.GuardedBackend (checked addresses, one deadline per attempt); no proxy
+# from the environment is used, since a proxy would resolve the name where no check sees it.
+_pools = threading.local()
 
 
-def _http() -> httpx2.Client:
-    if getattr(_clients, "pid", None) != os.getpid():
-        _clients.client = httpx2.Client(follow_redirects=False, headers={"User-Agent": "memory-platform-webhooks"})
-        _clients.pid = os.getpid()
-    return _clients.client
+def _pool() -> httpcore2.ConnectionPool:
+    if getattr(_pools, "pid", None) != os.getpid():
+        _pools.pool = httpcore2.ConnectionPool(
+            ssl_context=httpx2.create_ssl_context(),
+            network_backend=egress.GuardedBackend(),
+            keepalive_expiry=5.0,  # httpx's default; an idle connection is not kept for ever
+            retries=0,
+        )
+        _pools.pid = os.getpid()
+    return _pools.pool
+
+
+def _read_some(response) -> None:
+    """Reads the answer's body (which decides nothing) so the connection can serve the next delivery, but
+    at most WEBHOOK_MAX_RESPONSE_BYTES and within the deadline; past either, the connection is dropped."""
+    read = 0
+    try:
+        for chunk in response.iter_stream():
+            read += len(chunk)
+            if read > settings.WEBHOOK_MAX_RESPONSE_BYTES:
+                return
+    except NO_ANSWER_ERRORS:
+        return
 
 
 def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
-    """(status code or None, error without content)."""
-    body = json.dumps(delivery.payload, separators=(",", ":"), ensure_ascii=False).encode()
-    headers = {
-        "Content-Type": "application/json",
-        **signed_headers(
-            secret=delivery.endpoint.secret, message_id=delivery.event_id, timestamp=int(time.time()), body=body
-        ),
-    }
+    """(status code or None, error without content). The whole attempt (name resolution, connect, TLS, request,
+    answer) ends within WEBHOOK_TIMEOUT_SECONDS; at most WEBHOOK_MAX_RESPONSE_BYTES of the answer are read."""
     try:
-        response = _http().post(
-            delivery.endpoint.url, content=body, headers=headers, timeout=settings.WEBHOOK_TIMEOUT_SECONDS
-        )
-    except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
-        return None, type(exc).__name__
-    response.close()
-    return response.status_code, "" if response.is_success else f"HTTP {response.status_code}"
+        url = httpx2.URL(delivery.endpoint.url)
+    except httpx2.InvalidURL:
+        return None, ERROR_REFUSED
+    if url.userinfo or url.scheme not in ("http", "https"):  # refused at creation too; older rows may have it
+        return None, ERROR_REFUSED
+    body = delivery_body(delivery)
+    signed = signed_headers(
+        secret=delivery.endpoint.secret, message_id=delivery.event_id, timestamp=int(time.time()), body=body
+    )
+    headers = [
+        (b"Host", url.netloc),
+        (b"User-Agent", b"memory-platform-webhooks"),
+        (b"Content-Type", b"application/json"),
+        (b"Content-Length", str(len(body)).encode()),
+        *((name.encode(), value.encode()) for name, value in signed.items()),
+    ]
+    target = httpcore2.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path)
+    timeout = settings.WEBHOOK_TIMEOUT_SECONDS
+    try:
+        with egress.deadline(timeout):
+            with _pool().stream(
+                "POST",
+                target,
+                headers=headers,
+                content=body,
+                extensions={"timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}},
+            ) as response:
+                status = response.status
+                _read_some(response)
+    except egress.AddressRefused:
+        logger.info("webhook delivery %s refused: its endpoint's address is not allowed", delivery.pk)
+        return None, ERROR_REFUSED
+    except NO_ANSWER_ERRORS as exc:
+        logger.info("webhook delivery %s got no HTTP answer (%s)", delivery.pk, type(exc).__name__)
+        return None, ERROR_NO_ANSWER
+    return status, "" if 200 <= status < 300 else f"HTTP {status}"
 
 
 def _endpoint_failed(endpoint: WebhookEndpoint) -> None:
@@ -185,7 +293,7 @@ def delivery_run(*, delivery_id, final: bool) -> dict:
             consecutive_failures=0, updated_at=now
         )
         return {"status": WebhookDelivery.Status.SUCCEEDED, "status_code": status_code}
-    retryable = status_code is None or status_code >= 500 or status_code in RETRYABLE_STATUSES
+    retryable = error == ERROR_NO_ANSWER or (status_code or 0) >= 500 or status_code in RETRYABLE_STATUSES
     if retryable and not final:
         deliveries.update(**attempt)
         raise DeliveryFailed(error)

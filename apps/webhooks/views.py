@@ -20,6 +20,8 @@ class WebhookListView(
         example="GET /api/v1/webhooks/",
     )
 ):
+    error_statuses = {"POST": (409,)}  # the organisation has WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZATION endpoints
+
     @extend_schema(
         request=serializers.WebhookCreateInputSerializer, responses={201: serializers.WebhookCreatedOutputSerializer}
     )
@@ -60,6 +62,8 @@ class WebhookDeliveryListView(ClientAPIView):
 
 
 class WebhookTestView(ClientAPIView):
+    error_statuses = (429,)  # over WEBHOOK_TEST_SENDS_PER_MINUTE
+
     @extend_schema(request=None, responses={202: serializers.DeliveryOutputSerializer})
     @serves(operations.test_webhook, example=f"POST /api/v1/webhooks/{EXAMPLE_ID}/test")
     def post(self, request, webhook_id):

@@ -1,7 +1,8 @@
 """Webhooks (issue 40): seconds from an event to its delivery, and events lost, when the receiver fails
 half of the requests it gets.
 
-One real Celery worker process (solo pool) on a private Redis and this process's database; a local
+One real Celery worker process of the `webhooks` queue (solo pool) on a private Redis and this process's
+database, allowed to reach 127.0.0.0/8 (WEBHOOK_ALLOWED_NETWORKS; loopback is refused by default); a local
 HTTP receiver (tests/webhooks/receiver.py) that answers 503 to a seeded random half of the requests
 and verifies the signature of the others. Events are committed one after another at a steady rate
 (each a delivery row and its task in one transaction, as every event is); latency = the receiver's
@@ -39,6 +40,7 @@ def _wait_for_deliveries(endpoint, timeout: float) -> None:
 def run(output_dir, *, events: int = 200, rate_per_second: float = 20.0, log=print) -> dict:
     from django.core.management import call_command
     from django.db import connection, transaction
+    from django.test.utils import override_settings
 
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create
@@ -57,7 +59,12 @@ def run(output_dir, *, events: int = 200, rate_per_second: float = 20.0, log=pri
     committed: dict[str, float] = {}
     try:
         redis_server.start()
-        with celery_broker(redis_server.url), Receiver(fail_rate=FAIL_RATE, seed=40) as receiver:
+        with (
+            celery_broker(redis_server.url),
+            # Test events stand for events here: the per-organisation limit on test sends is lifted.
+            override_settings(WEBHOOK_TEST_SENDS_PER_MINUTE=0, WEBHOOK_ALLOWED_NETWORKS=["127.0.0.0/8"]),
+            Receiver(fail_rate=FAIL_RATE, seed=40) as receiver,
+        ):
             endpoint, secret = endpoint_create(
                 organization=organization, registered_by=client, url=receiver.url, events=["skill.evolved"]
             )
@@ -67,7 +74,8 @@ def run(output_dir, *, events: int = 200, rate_per_second: float = 20.0, log=pri
                 settings_dict=connection.settings_dict,
                 log_path=output_dir / "webhooks-worker.log",
                 pool="solo",
-                env={"WEBHOOK_RETRY_MAX_SECONDS": str(RETRY_MAX_SECONDS)},
+                queues="webhooks",
+                env={"WEBHOOK_RETRY_MAX_SECONDS": str(RETRY_MAX_SECONDS), "WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8"},
             ).start()
             log(f"webhooks: worker pid {worker.pid} (solo pool); receiver fails {FAIL_RATE:.0%} of requests")
             started = time.monotonic()
@@ -99,7 +107,7 @@ def run(output_dir, *, events: int = 200, rate_per_second: float = 20.0, log=pri
     p50, p95 = percentile(latencies, 0.5), percentile(latencies, 0.95)
     result = {
         "benchmark": "webhooks",
-        "worker": f"1 Celery worker process, solo pool; shipped WEBHOOK_* settings, WEBHOOK_RETRY_MAX_SECONDS={RETRY_MAX_SECONDS}",
+        "worker": f"1 Celery worker process of the webhooks queue, solo pool; shipped WEBHOOK_* settings, WEBHOOK_RETRY_MAX_SECONDS={RETRY_MAX_SECONDS}",
         "receiver": f"local http.server, {FAIL_RATE:.0%} of requests answered 503 (seeded), signatures verified",
         "events": len(committed),
         "rate_per_second": rate_per_second,

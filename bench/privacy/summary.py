@@ -1,11 +1,11 @@
-"""`python -m bench privacy`: the privacy rows in one command (issues 26 and 39) — erasure, poisoning,
-slow clients and review abuse — each writing its own JSON, then bench/results/privacy.json with each
-row's headline."""
+"""`python -m bench privacy`: the privacy rows in one command (issues 26, 39 and 54) — erasure, poisoning,
+slow clients, review abuse and webhooks — each writing its own JSON, then bench/results/privacy.json
+with each row's headline."""
 
 import json
 
 from bench.common import write_result
-from bench.privacy import erasure, poisoning, review_abuse, slow_clients
+from bench.privacy import erasure, poisoning, review_abuse, slow_clients, webhooks
 
 
 def run(output_dir) -> dict:
@@ -13,6 +13,7 @@ def run(output_dir) -> dict:
     poisoned = poisoning.run(output_dir)
     slow = slow_clients.run(output_dir)
     abuse = review_abuse.run(output_dir)
+    hooks = webhooks.run(output_dir)
     summary = {
         "benchmark": "privacy",
         "erasure": {
@@ -27,6 +28,16 @@ def run(output_dir) -> dict:
             "p95_before_over_after": slow["p95_before_over_after"],
         },
         "review_abuse": {**abuse["rows"], "targets_met": abuse["targets_met"]},
+        "webhooks": {
+            "trickle_delay_seconds_as_deployed": hooks["trickle"]["as_deployed"]["delay_seconds"],
+            "trickle_delay_seconds_one_process_for_both_queues": hooks["trickle"]["one_process_for_both_queues"][
+                "delay_seconds"
+            ],
+            "content_then_erasure_residual": hooks["content_then_erasure"]["residual"],
+            "internal_spellings_reached": hooks["internal_addresses"]["reached_at_connect_time"],
+            "internal_spellings": hooks["internal_addresses"]["spellings"],
+            "targets_met": hooks["targets_met"],
+        },
     }
     write_result(output_dir, "privacy", summary)
     print(json.dumps(summary, indent=2))

@@ -1,10 +1,12 @@
-"""tau-bench task path: import 100 real airline trajectories as task sessions, distil and evolve them
-with the rule-based learner, then retrieve the top-5 skills for each trajectory's first user turn.
+"""tau-bench task path, the issue-52 protocol: trials 0-2 of the dev tasks (0-24) imported as task
+sessions, sealed with their outcome, distilled and evolved by the rule-based learner; then each task's
+trial-3 first request is asked by a new customer, who is served the scope's shared skills only.
 
-Reports experiences and skills created, sessions per second through distill+evolve, and the
-share of requests whose top-5 holds a skill whose action signature covers the task's gold
-action names (`info.task.actions`), retrieved as the trajectory's user (shared skills and that
-user's own) and, beside it, naming no user (shared skills only). `python -m bench skills`.
+Reported per variant (each session its own customer, and each task's three sessions from one user):
+over the attainable tasks (some live skill's action signature covers the task's gold action names,
+`info.task.actions`), the share whose first covering skill is at rank 1 and within the top 5; beside
+it the effectiveness replay (trial 3 retrieving with its session ids and sealed with its reward).
+`python -m bench skills`.
 """
 
 import uuid
@@ -21,21 +23,6 @@ def _first_user_turn(trajectory: dict) -> str:
     return next((m.get("content") or "" for m in trajectory["traj"] if m["role"] == "user"), "")
 
 
-def _import(client, trajectories) -> tuple[list, int]:
-    """Through the same ingest service as the API, sealed, as task sessions with outcome from reward."""
-    from apps.conversations.management.commands.import_sessions import trajectory_sessions
-    from apps.conversations.models import Session
-
-    messages = 0
-    for item in trajectory_sessions(trajectories):
-        body = task_session_ingest(client, item)
-        messages += body["messages_stored"]
-    sessions = list(
-        Session.objects.filter(organization=client.organization).select_related("organization").order_by("session_id")
-    )
-    return sessions, messages
-
-
 def _coverage(ranked_lists, golds) -> dict:
     """Share of requests with gold actions whose top-1 / top-k skill covers them."""
     top1 = topk = counted = 0
@@ -49,7 +36,7 @@ def _coverage(ranked_lists, golds) -> dict:
     return {"requests": counted, "top1": round(top1 / counted, 4), f"top{TOP_K}": round(topk / counted, 4)}
 
 
-def _effectiveness_replay(trajectories) -> dict:  # noqa: PLR0915 (a benchmark run: one procedure, read top to bottom)
+def _effectiveness_replay(trajectories) -> dict:
     """Trials 0-2 build the skills; each trial-3 session retrieves with its session id (as its user)
     and is sealed with its real reward. Reports the per-skill figures this evidence gives and the
     gold-action coverage of trial 3's requests before it (relevance alone) and after it, with the
@@ -59,13 +46,10 @@ def _effectiveness_replay(trajectories) -> dict:  # noqa: PLR0915 (a benchmark r
     from django.test.utils import override_settings
 
     from apps.conversations.management.commands.import_sessions import trajectory_sessions
-    from apps.pipeline.locks import advisory_lock
     from apps.pipeline.models import MemoryTask
     from apps.pipeline.services import tasks_cancel
     from apps.skills.effectiveness import ranking_adjustments, skill_evidence
     from apps.skills.models import Skill
-    from apps.skills.services.distill import DISTILL_LOCKS, session_distill
-    from apps.skills.services.evolve.run import evolve_key, skills_evolve
     from apps.skills.services.retrieve import skills_rank, skills_retrieve
     from apps.tenancy.services import client_create, organization_create
 
@@ -75,17 +59,7 @@ def _effectiveness_replay(trajectories) -> dict:  # noqa: PLR0915 (a benchmark r
             client, _ = client_create(organization=organization, name="bench", write_scope=SCOPE, read_scopes=[SCOPE])
             learning = [t for t in trajectories if t.get("trial", 0) < 3]
             replay = [t for t in trajectories if t.get("trial", 0) == 3]
-            sessions, _ = _import(client, learning)
-            tasks_cancel(queryset=MemoryTask.objects.filter(organization=organization))
-            for session in sessions:
-                with advisory_lock(DISTILL_LOCKS.key_of(session)):
-                    session_distill(session=session)
-            while True:
-                with advisory_lock(evolve_key(organization=organization, scope=SCOPE)):
-                    result = skills_evolve(organization=organization, scope=SCOPE)
-                if not result["remaining"] or not (result["consumed"] or result["superseded"]):
-                    break
-            tasks_cancel(queryset=MemoryTask.objects.filter(organization=organization))
+            _learn(client, trajectory_sessions(learning))
 
             items = trajectory_sessions(replay)
             golds = [{action["name"] for action in t["info"]["task"]["actions"]} for t in replay]
@@ -146,106 +120,178 @@ def _effectiveness_replay(trajectories) -> dict:  # noqa: PLR0915 (a benchmark r
         organization.delete()
 
 
-def run(output_dir) -> dict:  # noqa: PLR0915 (a benchmark run: one procedure, read top to bottom)
-    from django.conf import settings
-    from django.test.utils import override_settings
+VARIANTS = {
+    # Every session a different customer: what a crowd of end users teaches.
+    "distinct_customers": lambda trajectory: f"customer-{trajectory['task_id']}-{trajectory.get('trial', 0)}",
+    # A task's three sessions from one user: one voice per task.
+    "one_user_per_task": lambda trajectory: f"customer-{trajectory['task_id']}",
+}
+LEARNED_TRIALS = (0, 1, 2)
+ASKED_TRIAL = 3
 
+
+def _gold(trajectory) -> set:
+    return {action["name"] for action in trajectory["info"]["task"]["actions"]}
+
+
+def _learn(client, items) -> dict:
+    """Ingested as the API does, then distilled and evolved in this process until nothing is left."""
     from apps.pipeline.locks import advisory_lock
     from apps.pipeline.models import MemoryTask
     from apps.pipeline.services import tasks_cancel
-    from apps.skills.models import Skill, SkillExperience
     from apps.skills.services.distill import DISTILL_LOCKS, session_distill
     from apps.skills.services.evolve.run import evolve_key, skills_evolve
-    from apps.skills.services.retrieve import skills_rank
+
+    sessions, _ = _import_items(client, items)
+    # The benchmark runs the learners itself; a worker must not race it for the queued rows.
+    tasks_cancel(queryset=MemoryTask.objects.filter(organization=client.organization))
+    with Stopwatch() as distilling:
+        for session in sessions:
+            with advisory_lock(DISTILL_LOCKS.key_of(session)):
+                session_distill(session=session)
+    runs = 0
+    with Stopwatch() as evolving:
+        while True:
+            with advisory_lock(evolve_key(organization=client.organization, scope=SCOPE)):
+                result = skills_evolve(organization=client.organization, scope=SCOPE)
+            runs += 1
+            if not result["remaining"] or not (result["consumed"] or result["superseded"]):
+                break
+    tasks_cancel(queryset=MemoryTask.objects.filter(organization=client.organization))
+    return {
+        "sessions": len(sessions),
+        "successful_sessions": sum(1 for session in sessions if session.outcome == "success"),
+        "evolution_runs": runs,
+        "distill_seconds": round(distilling.seconds, 3),
+        "evolve_seconds": round(evolving.seconds, 3),
+    }
+
+
+def _import_items(client, items) -> tuple[list, int]:
+    from apps.conversations.models import Session
+
+    messages = sum(task_session_ingest(client, item)["messages_stored"] for item in items)
+    sessions = list(
+        Session.objects.filter(organization=client.organization).select_related("organization").order_by("session_id")
+    )
+    return sessions, messages
+
+
+def _protocol(trajectories, *, customer) -> dict:
+    """One variant of the protocol in an organisation of its own."""
+    from django.test.utils import override_settings
+
+    from apps.conversations.management.commands.import_sessions import trajectory_sessions
+    from apps.skills.models import Skill, SkillExperience
+    from apps.skills.services.review import skill_share_by_person
     from apps.tenancy.services import client_create, organization_create
 
-    trajectories = load("tau-airline-dev.json")
+    learning = [t for t in trajectories if t.get("trial", 0) in LEARNED_TRIALS]
+    asked = sorted((t for t in trajectories if t.get("trial", 0) == ASKED_TRIAL), key=lambda t: t["task_id"])
+    items = trajectory_sessions(learning)
+    for item, trajectory in zip(items, learning):
+        item["user_id"] = customer(trajectory)
     organization = organization_create(name=f"bench-skills-{uuid.uuid4().hex[:8]}")
     try:
         with override_settings(LLM_PROVIDER="rules", SKILL_REVIEW_MODE="auto"):
             client, _ = client_create(organization=organization, name="bench", write_scope=SCOPE, read_scopes=[SCOPE])
-            with Stopwatch() as importing:
-                sessions, messages = _import(client, trajectories)
-            # The benchmark runs the learners itself; a worker must not race it for the queued rows.
-            tasks_cancel(queryset=MemoryTask.objects.filter(organization=organization))
-
-            with Stopwatch() as distilling:
-                for session in sessions:
-                    with advisory_lock(DISTILL_LOCKS.key_of(session)):
-                        session_distill(session=session)
-            runs = 0
-            with Stopwatch() as evolving:
-                while True:
-                    with advisory_lock(evolve_key(organization=organization, scope=SCOPE)):
-                        result = skills_evolve(organization=organization, scope=SCOPE)
-                    runs += 1
-                    if not result["remaining"] or not (result["consumed"] or result["superseded"]):
-                        break
-            tasks_cancel(queryset=MemoryTask.objects.filter(organization=organization))
-
-            skills = {skill.pk: skill for skill in Skill.objects.filter(organization=organization, status="active")}
-            latencies, covered, covered_shared, with_gold, reachable = [], 0, 0, 0, 0
-            for trajectory in trajectories:
-                gold = {action["name"] for action in trajectory["info"]["task"]["actions"]}
-                # As an agent acting for the trajectory's user asks: the scope's shared skills and
-                # those that user taught (apps.skills.trust).
-                user_id = trajectory["info"]["task"].get("user_id") or "imported"
-                with Stopwatch() as watch:
-                    hits = skills_rank(
-                        reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K, user_id=user_id
-                    )
-                latencies.append(watch.ms)
-                shared_hits = skills_rank(reader=client.reader, task=_first_user_turn(trajectory), k=TOP_K)
-                if not gold:
-                    continue
-                with_gold += 1
-                covered += any(gold <= set(skill.action_signature) for skill in (hit.skill for hit in hits))
-                covered_shared += any(
-                    gold <= set(skill.action_signature) for skill in (hit.skill for hit in shared_hits)
-                )
-                reachable += any(gold <= set(skill.action_signature) for skill in skills.values())
-
-        experiences = Counter(
-            SkillExperience.objects.filter(organization=organization).values_list("experience_type", flat=True)
-        )
-        skill_types = Counter(skill.entry_type for skill in skills.values())
-        learn_seconds = distilling.seconds + evolving.seconds
-        retrieval_ms = percentiles(latencies)
-        results = {
-            "dataset": "tau-airline-dev.json",
-            "llm_provider": "rules",
-            "embedding_provider": settings.EMBEDDING_PROVIDER,
-            "sessions": len(sessions),
-            "messages": messages,
-            "successful_sessions": sum(1 for s in sessions if s.outcome == "success"),
-            "experiences": sum(experiences.values()),
-            "experiences_by_type": dict(experiences),
-            "skills": len(skills),
-            "skills_by_entry_type": dict(skill_types),
-            "evolution_runs": runs,
-            "import_seconds": round(importing.seconds, 3),
-            "distill_seconds": round(distilling.seconds, 3),
-            "evolve_seconds": round(evolving.seconds, 3),
-            "sessions_per_second": round(len(sessions) / learn_seconds, 2) if learn_seconds else None,
-            "requests": len(trajectories),
-            "requests_with_gold_actions": with_gold,
-            f"top{TOP_K}_covers_gold_actions": round(covered / with_gold, 4) if with_gold else None,
-            f"top{TOP_K}_shared_only_covers_gold_actions": round(covered_shared / with_gold, 4) if with_gold else None,
-            "shared_skills": sum(1 for skill in skills.values() if skill.shared),
-            "share_min_users": settings.SKILL_SHARE_MIN_USERS,
-            "any_skill_covers_gold_actions": round(reachable / with_gold, 4) if with_gold else None,
-            "retrieval_p50_ms": retrieval_ms["p50"],
-            "retrieval_p95_ms": retrieval_ms["p95"],
-        }
+            learned = _learn(client, items)
+            live = list(Skill.objects.filter(organization=organization, status=Skill.Status.ACTIVE))
+            rows, latencies = _asked(client, asked, live, customer="new-customer")
+            # Where the crowd is thin a person decides: each skill the queue shows (`withheld=true`) shared
+            # with one approval, then the same requests asked by other new customers.
+            queue = list(
+                Skill.objects.filter(organization=organization, shared=False, withheld__isnull=False).distinct()
+            )
+            for skill in queue:
+                skill_share_by_person(skill=skill, actor="bench:reviewer")
+            reviewed, _ = _asked(client, asked, live, customer="newer-customer")
+            experiences = Counter(
+                SkillExperience.objects.filter(organization=organization).values_list("experience_type", flat=True)
+            )
     finally:
         organization.delete()
+    retrieval_ms = percentiles(latencies)
+    return {
+        **learned,
+        "experiences": sum(experiences.values()),
+        "experiences_by_type": dict(experiences),
+        "skills": len(live),
+        "shared_skills": sum(1 for skill in live if skill.shared),
+        **_coverage_of(rows),
+        "retrieval_p50_ms": retrieval_ms["p50"],
+        "retrieval_p95_ms": retrieval_ms["p95"],
+        "after_one_review": {"skills_shared_by_a_person": len(queue), **_coverage_of(reviewed)},
+        "per_task": rows,
+    }
 
+
+def _coverage_of(rows) -> dict:
+    attainable = [row for row in rows if row["attainable"]]
+    return {
+        "tasks_with_gold_actions": len(rows),
+        "attainable_tasks": len(attainable),
+        "rank1": round(sum(row["rank"] == 1 for row in attainable) / len(attainable), 4) if attainable else None,
+        f"top{TOP_K}": round(sum(row["rank"] is not None for row in attainable) / len(attainable), 4)
+        if attainable
+        else None,
+    }
+
+
+def _asked(client, asked, live, *, customer: str) -> tuple[list, list]:
+    """Each task's trial-3 first request, asked (as an agent does, with a session id) by a customer of
+    its own who taught nothing: per task the rank of the first skill covering its gold actions."""
+    from apps.skills.services.retrieve import skills_retrieve
+
+    rows, latencies = [], []
+    for trajectory in asked:
+        gold = _gold(trajectory)
+        if not gold:
+            continue
+        with Stopwatch() as watch:
+            ranked = skills_retrieve(
+                client=client,
+                task=_first_user_turn(trajectory),
+                k=TOP_K,
+                user_id=f"{customer}-{trajectory['task_id']}",
+                session_id=f"asked-{trajectory['task_id']}",
+            )
+        latencies.append(watch.ms)
+        rank = next((n for n, hit in enumerate(ranked, start=1) if gold <= set(hit.skill.action_signature)), None)
+        rows.append(
+            {
+                "task": trajectory["task_id"],
+                "attainable": any(gold <= set(skill.action_signature) for skill in live),
+                "rank": rank,
+                "served": [hit.skill.name for hit in ranked],
+            }
+        )
+    return rows, latencies
+
+
+def run(output_dir) -> dict:
+    from django.conf import settings
+
+    trajectories = [t for t in load("tau-airline-dev.json") if t["task_id"] < 25]
+    results = {
+        "dataset": "tau-airline-dev.json (tasks 0-24)",
+        "llm_provider": "rules",
+        "embedding_provider": settings.EMBEDDING_PROVIDER,
+        "share_min_users": settings.SKILL_SHARE_MIN_USERS,
+        "learned_trials": list(LEARNED_TRIALS),
+        "asked_trial": ASKED_TRIAL,
+        **{name: _protocol(trajectories, customer=customer) for name, customer in VARIANTS.items()},
+    }
     results["effectiveness_replay"] = _effectiveness_replay(trajectories)
     write_result(output_dir, "skills", results)
-    print(
-        f"skills (tau-bench airline, rules): {results['sessions']} sessions -> {results['experiences']} experiences "
-        f"-> {results['skills']} skills; {results['sessions_per_second']} sessions/s through distill+evolve; "
-        f"top-{TOP_K} covers gold actions for {results[f'top{TOP_K}_covers_gold_actions']:.1%} of "
-        f"{with_gold} requests (any skill: {results['any_skill_covers_gold_actions']:.1%})"
-    )
+    for name in VARIANTS:
+        row = results[name]
+        print(
+            f"skills ({name}, {settings.EMBEDDING_PROVIDER}): {row['sessions']} sessions -> {row['experiences']} "
+            f"experiences -> {row['skills']} skills ({row['shared_skills']} shared); a new customer's first covering "
+            f"skill at rank 1 for {row['rank1']} and in the top {TOP_K} for {row[f'top{TOP_K}']} of "
+            f"{row['attainable_tasks']} attainable tasks ({row['tasks_with_gold_actions']} with gold actions); after a "
+            f"person shared the {row['after_one_review']['skills_shared_by_a_person']} skills of the review queue: "
+            f"{row['after_one_review']['rank1']} / {row['after_one_review'][f'top{TOP_K}']}"
+        )
     return results

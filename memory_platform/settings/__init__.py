@@ -264,6 +264,13 @@ REST_FRAMEWORK = {
 # Per-client rate limits (apps.core.throttling): requests a minute for a client whose own limit
 # (Client.requests_per_minute) is empty; 0 = no limit. Counted in Redis, shared by every process.
 API_REQUESTS_PER_MINUTE = env.int("API_REQUESTS_PER_MINUTE", default=600)
+# And per organisation, over all its clients (only requests within a client's own limit count): more keys
+# are not more capacity. 0 = no limit.
+ORGANIZATION_REQUESTS_PER_MINUTE = env.int("ORGANIZATION_REQUESTS_PER_MINUTE", default=3000)
+# Per client address (REMOTE_ADDR): admin login attempts and OAuth token requests (CREDENTIAL_…), OAuth client
+# registrations (OAUTH_REGISTRATIONS_…). The admin's lockout per username (ADMIN_LOGIN_FAILURE_LIMIT) stays.
+CREDENTIAL_REQUESTS_PER_MINUTE = env.int("CREDENTIAL_REQUESTS_PER_MINUTE", default=30)
+OAUTH_REGISTRATIONS_PER_MINUTE = env.int("OAUTH_REGISTRATIONS_PER_MINUTE", default=5)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Memory Platform API",
@@ -457,8 +464,8 @@ EVOLUTION_MAX_EXPERIENCES = env.int("EVOLUTION_MAX_EXPERIENCES", default=50)
 EVOLUTION_MAX_EDITS = env.int("EVOLUTION_MAX_EDITS", default=10)
 EVOLUTION_MIN_EDIT_SIMILARITY = env.float("EVOLUTION_MIN_EDIT_SIMILARITY", default=0.4)
 EVOLUTION_DEBOUNCE_SECONDS = env.float("EVOLUTION_DEBOUNCE_SECONDS", default=5.0)
-# Rule evolver: a workflow lesson whose title embeds this close to a workflow's joins it.
-EVOLUTION_TITLE_SIMILARITY = env.float("EVOLUTION_TITLE_SIMILARITY", default=0.9)
+# Rule evolver: a workflow lesson joins the workflow whose tools overlap its own this much (shared / all).
+EVOLUTION_WORKFLOW_OVERLAP = env.float("EVOLUTION_WORKFLOW_OVERLAP", default=0.6)
 
 # Ingest and sessions (apps.conversations).
 DEFAULT_SESSION_TAG = env("DEFAULT_SESSION_TAG", default="conversation")
@@ -521,10 +528,21 @@ PORTABILITY_BATCH_SIZE = env.int("PORTABILITY_BATCH_SIZE", default=2000)
 IMPORT_MAX_BYTES = env.int("IMPORT_MAX_BYTES", default=16 * 1024**3)
 IMPORT_MAX_FILE_BYTES = env.int("IMPORT_MAX_FILE_BYTES", default=8 * 1024**3)
 IMPORT_MAX_COMPRESSION_RATIO = env.float("IMPORT_MAX_COMPRESSION_RATIO", default=100.0)
-# Webhooks (apps.webhooks): each delivery attempt's timeout; attempts of one delivery (network errors,
+# Webhooks (apps.webhooks): each delivery attempt's wall-clock deadline (name resolution, connect, TLS,
+# request and answer together) and how much of an answer is read; attempts of one delivery (no answer,
 # 5xx, 408 and 429 are retried) and their exponential backoff; an endpoint is disabled after this many
 # deliveries in a row failed for good.
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+WEBHOOK_MAX_RESPONSE_BYTES = env.int("WEBHOOK_MAX_RESPONSE_BYTES", default=65536)
+# Deliveries run on the `webhooks` Celery queue's own workers; of those, at most this many at once per
+# organisation (0: no cap), so one organisation's slow receiver cannot hold every webhook worker.
+WEBHOOK_MAX_CONCURRENT_PER_ORGANIZATION = env.int("WEBHOOK_MAX_CONCURRENT_PER_ORGANIZATION", default=1)
+# Endpoints an organisation may register, and test events it may send per minute (0: no limit).
+WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZATION = env.int("WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZATION", default=20)
+WEBHOOK_TEST_SENDS_PER_MINUTE = env.int("WEBHOOK_TEST_SENDS_PER_MINUTE", default=5)
+# Networks (CIDR, comma-separated) deliveries may reach although they are loopback, private, link-local
+# or reserved, e.g. `10.20.0.0/16` for a single-tenant deployment's own receivers; empty: public only.
+WEBHOOK_ALLOWED_NETWORKS = env.list("WEBHOOK_ALLOWED_NETWORKS", default=[])
 WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=16)
 WEBHOOK_RETRY_BASE_SECONDS = env.float("WEBHOOK_RETRY_BASE_SECONDS", default=1.0)
 WEBHOOK_RETRY_MAX_SECONDS = env.float("WEBHOOK_RETRY_MAX_SECONDS", default=3600.0)
@@ -533,6 +551,9 @@ WEBHOOK_DISABLE_AFTER_FAILURES = env.int("WEBHOOK_DISABLE_AFTER_FAILURES", defau
 WEBHOOK_DELIVERY_RETENTION_DAYS = env.int("WEBHOOK_DELIVERY_RETENTION_DAYS", default=30)
 # How many of a subject's most recent turns verification fingerprints to look for their words.
 ERASURE_SCAN_MAX_TURNS = env.int("ERASURE_SCAN_MAX_TURNS", default=20000)
+# An erasure is `succeeded` only once every read replica still served from has replayed it; it waits this long
+# for them, then fails (and the pipeline runs it again).
+ERASURE_REPLICA_WAIT_SECONDS = env.float("ERASURE_REPLICA_WAIT_SECONDS", default=30.0)
 
 LOG_LEVEL = env("LOG_LEVEL", default="INFO")
 # Log lines carry ids, routes and error classes, never user content (apps.core.logs): every handler
@@ -573,6 +594,10 @@ OAUTH_ACCESS_TOKEN_SECONDS = env.int("OAUTH_ACCESS_TOKEN_SECONDS", default=3600)
 OAUTH_REFRESH_TOKEN_SECONDS = env.int("OAUTH_REFRESH_TOKEN_SECONDS", default=30 * 86400)
 # RFC 7591: MCP hosts register themselves (open registration; a registration alone grants nothing).
 OAUTH_DYNAMIC_REGISTRATION = env.bool("OAUTH_DYNAMIC_REGISTRATION", default=True)
+# A registration's RFC 7592 management token (to read, change or delete it) expires after this; an MCP host
+# registers again. A registration names at most OAUTH_REGISTRATION_MAX_REDIRECT_URIS redirect URIs.
+OAUTH_REGISTRATION_TOKEN_SECONDS = env.int("OAUTH_REGISTRATION_TOKEN_SECONDS", default=86400)
+OAUTH_REGISTRATION_MAX_REDIRECT_URIS = env.int("OAUTH_REGISTRATION_MAX_REDIRECT_URIS", default=10)
 # Named, so a model of ours can point at it (migrations resolve swappable models through settings).
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
 OAUTH2_PROVIDER = {
@@ -602,6 +627,9 @@ OAUTH2_PROVIDER = {
     "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
     "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
     "DCR_ENABLED": OAUTH_DYNAMIC_REGISTRATION,
+    "DCR_REGISTRATION_TOKEN_EXPIRE_SECONDS": OAUTH_REGISTRATION_TOKEN_SECONDS,
+    # oauthlib's server with the authorization-code and refresh grants only, whatever an application row says.
+    "OAUTH2_SERVER_CLASS": "apps.oauth.server.AuthorizationCodeServer",
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
     "REQUEST_APPROVAL_PROMPT": "force",
 }

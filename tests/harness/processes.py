@@ -330,7 +330,8 @@ def database_url(settings_dict: dict) -> str:
 
 class CeleryWorker:
     """`celery -A memory_platform worker` in its own session, on a given broker and database;
-    with `beat=True` it also runs beat (`-B`) on the database's schedules, as a small deploy does."""
+    with `beat=True` it also runs beat (`-B`) on the database's schedules, as a small deploy does;
+    `queues` (`-Q`, comma-separated) names the queues it consumes (default: the default queue)."""
 
     def __init__(
         self,
@@ -343,6 +344,7 @@ class CeleryWorker:
         concurrency: int = 1,
         env: dict | None = None,
         beat: bool = False,
+        queues: str | None = None,
     ):
         self.log_path = log_path
         self.command = [
@@ -364,6 +366,8 @@ class CeleryWorker:
             self.command.append(f"--include={include}")
         if beat:
             self.command.append("--beat")
+        if queues:
+            self.command.append(f"--queues={queues}")
         self.env = dict(os.environ)
         self.env.update(
             DJANGO_SETTINGS_MODULE="memory_platform.settings",

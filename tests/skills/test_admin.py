@@ -52,3 +52,23 @@ def test_the_experience_changelist_loads(staff_client, organization):
     ExperienceFactory(organization=organization, title="Check seat availability first")
     response = staff_client.get("/admin/skills/skillexperience/")
     assert response.status_code == 200 and "Check seat availability first" in response.content.decode()
+
+
+def test_the_review_queue_lists_the_skills_that_would_answer_other_users_with_their_count(
+    staff_client, organization, client_a, rules
+):
+    from apps.skills.models import SkillWithheld
+    from apps.tenancy.services import end_user_get_or_create
+
+    private = SkillFactory(organization=organization, name="private-workflow", shared=False)
+    SkillFactory(organization=organization, name="already-shared", shared=True)
+    for user_id in ("bob", "cat", "dan"):
+        end_user = end_user_get_or_create(organization=organization, user_id=user_id)
+        SkillWithheld.objects.create(organization=organization, scope=private.scope, skill=private, end_user=end_user)
+
+    response = staff_client.get("/admin/skills/skill/review/?withheld=yes")
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert "private-workflow" in content and "already-shared" not in content
+    assert 'class="field-withheld_from">3<' in content
+    assert "Would answer other users" in content

@@ -91,12 +91,15 @@ def test_a_known_workflow_gets_a_new_version_with_the_new_request_as_trigger(cli
     experience.refresh_from_db()
     assert experience.status == "consumed"
 
-    # The same request again adds nothing: superseded, no new version.
+    # The same request from another user adds no trigger but a supporter: a vote, in the lineage.
     again = ExperienceFactory(organization=client_a.organization, content=experience.content)
     skills_evolve(organization=client_a.organization, scope="default")
     again.refresh_from_db()
     existing.refresh_from_db()
-    assert again.status == "superseded" and existing.version == 2
+    assert again.status == "consumed" and existing.triggers == ["book a flight", "I need a flight to Denver"]
+    assert again.end_user_id in existing.supporters and list(existing.versions.get(version=3).experiences.all()) == [
+        again
+    ]
 
 
 def test_lessons_worth_avoiding_become_caveats_of_the_workflows_that_use_the_tool(client_a, rules):
@@ -318,26 +321,37 @@ def test_garbage_from_the_llm_evolver_changes_nothing(client_a, fake_openai):
     assert experience.status == "pending" and Skill.objects.count() == 0 and SkillVersion.objects.count() == 0
 
 
-def test_lessons_with_another_signature_but_the_same_title_join_one_workflow(client_a, rules):
+def test_lessons_with_an_extra_lookup_or_reads_in_another_order_join_one_workflow(client_a, rules):
     rules.SKILL_SHARE_MIN_USERS = 1  # each experience is another user's; test_trust.py covers corroboration
     organization = client_a.organization
     first = ExperienceFactory(
         organization=organization,
-        title="Change the flight of an existing reservation",
+        title="Workflow: get_user_details → get_reservation_details → search_direct_flight → update_reservation_flights",
         content="Request: move my flight to Friday\nSteps:\n1. get_user_details(user_id)\n2. update_reservation_flights(...)",
-        action_signature=["get_user_details", "update_reservation_flights"],
+        action_signature=[
+            "get_user_details",
+            "get_reservation_details",
+            "search_direct_flight",
+            "update_reservation_flights",
+        ],
     )
     second = ExperienceFactory(
         organization=organization,
-        title="Change the flight of an existing reservation",
+        title="Workflow: get_reservation_details → get_user_details → … → calculate",
         content="Request: I want a later flight\nSteps:\n1. get_reservation_details(id)\n2. update_reservation_flights(...)",
-        action_signature=["get_reservation_details", "update_reservation_flights"],
+        action_signature=[
+            "get_reservation_details",
+            "get_user_details",
+            "search_direct_flight",
+            "update_reservation_flights",
+            "calculate",
+        ],
     )
     other = ExperienceFactory(
         organization=organization,
-        title="Cancel a reservation and refund it",
+        title="Workflow: get_user_details → get_reservation_details → cancel_reservation",
         content="Request: cancel my trip\nSteps:\n1. cancel_reservation(id)",
-        action_signature=["cancel_reservation"],
+        action_signature=["get_user_details", "get_reservation_details", "cancel_reservation"],
     )
     _evolve_until_done(organization)
     workflows = {skill.name: skill for skill in Skill.objects.filter(organization=organization, entry_type="workflow")}

@@ -2,12 +2,20 @@
 is served to other users only once enough users taught it or a person approved it, and lessons that
 read like instructions to the model, links or secrets wait for a person."""
 
-import pytest
+import time
 
-from apps.skills.models import Skill, SkillExperience
+import pytest
+from celery.contrib.testing.worker import start_worker
+
+from apps.conversations.models import Session
+from apps.conversations.services.ingest import messages_ingest
+from apps.pipeline.models import MemoryTask
+from apps.pipeline.services import task_execute, tasks_cancel
+from apps.skills.models import Skill, SkillExperience, SkillWithheld
 from apps.skills.screen import screen_flags
+from apps.skills.services.distill import session_distill
 from apps.skills.services.evolve.run import skills_evolve
-from apps.skills.services.retrieve import skills_rank
+from apps.skills.services.retrieve import skills_rank, skills_retrieve
 from apps.skills.services.review import experience_approve, experience_reject, skill_approve, skill_share_by_person
 from bench.privacy.poisoning import (
     ATTACKER,
@@ -20,6 +28,9 @@ from bench.privacy.poisoning import (
     poisoned,
     served_over_rest,
 )
+from memory_platform.celery import app
+from tests.conftest import api_for
+from tests.factories import ClientFactory
 
 
 @pytest.mark.parametrize(
@@ -171,3 +182,151 @@ def test_manual_review_approval_shares_the_skill(client_a, rules):
     assert skill.status == "pending_review" and not skill.shared
     skill = skill_approve(skill=skill, actor="admin:ann")
     assert skill.status == "active" and skill.shared and _served(client_a, "bob") == [skill.pk]
+
+
+SAME_REQUEST = "Please book a flight from NYC to Boston on Friday."
+
+
+def _distil_and_evolve_each(client, users, *, request=SAME_REQUEST):
+    """As the worker does: each sealed session distilled, then its scope evolved, one after another."""
+
+    results = []
+    for user in users:
+        messages_ingest(
+            client=client,
+            user_id=user,
+            session_id="booking",
+            messages=booking_transcript(request),
+            session_tag="task",
+            seal=True,
+            outcome="success",
+        )
+        tasks_cancel(queryset=MemoryTask.objects.filter(organization=client.organization))
+        results.append(session_distill(session=Session.objects.get(end_user__user_id=user, session_id="booking")))
+        skills_evolve(organization=client.organization, scope=client.write_scope)
+    return results
+
+
+def test_the_same_session_from_another_user_is_a_vote_and_shares_the_skill_at_the_threshold(client_a, rules):
+    results = _distil_and_evolve_each(client_a, ["u1", "u2"])
+    assert [result["votes"] for result in results] == [0, 1]
+    skill = Skill.objects.get()
+    assert len(skill.supporters) == 2 and not skill.shared
+    assert _served(client_a, "u4") == []
+
+    (third,) = _distil_and_evolve_each(client_a, ["u3"])
+    assert third["votes"] == 1 and third["evolve_task"] is None  # counted at once, no evolution needed
+    skill.refresh_from_db()
+    assert skill.shared and len(skill.supporters) == 3
+    assert skill.versions.get(version=skill.version).operation == "share"
+    assert _served(client_a, "u4") == [skill.pk] == _served(client_a, None)
+    # The lineage records every teaching session, one experience each.
+    taught = SkillExperience.objects.filter(skill_versions__skill=skill).values_list("session__end_user__user_id")
+    assert {user for (user,) in taught} == {"u1", "u2", "u3"}
+
+
+def test_one_user_repeating_a_session_is_still_one_voice(client_a, rules):
+    results = _distil_and_evolve_each(client_a, ["u1"])
+
+    for number in range(4):
+        messages_ingest(
+            client=client_a,
+            user_id="u1",
+            session_id=f"again-{number}",
+            messages=booking_transcript(SAME_REQUEST),
+            session_tag="task",
+            seal=True,
+            outcome="success",
+        )
+
+        results.append(session_distill(session=Session.objects.get(session_id=f"again-{number}")))
+    assert [result["duplicates"] for result in results] == [0, 1, 1, 1, 1]
+    skill = Skill.objects.get()
+    assert not skill.shared and len(skill.supporters) == 1
+
+
+def test_two_new_teachers_in_one_evolution_both_count(client_a, rules):
+    learn(client_a, [(user, "booking", booking_transcript(SAME_REQUEST)) for user in ["u1", "u2", "u3"]])
+    skill = Skill.objects.get()
+    assert skill.shared and len(skill.supporters) == 3
+
+
+def test_erasing_a_supporter_withdraws_their_vote_and_the_skill_is_judged_again(client_a, rules):
+    _distil_and_evolve_each(client_a, ["u1", "u2", "u3"])
+    skill = Skill.objects.get()
+    assert skill.shared and _served(client_a, "u4") == [skill.pk]
+    client_a.can_erase = True
+    client_a.save(update_fields=["can_erase"])
+
+    body = api_for(client_a).delete("/api/v1/users/u2/memories").json()
+    assert task_execute(task_id=body["task_id"], worker="test") == "succeeded"
+
+    skill.refresh_from_db()
+    assert len(skill.supporters) == 2 and skill.status == "pending_review"
+    assert _served(client_a, "u4") == []
+    assert not SkillExperience.objects.filter(end_user__user_id="u2").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_five_users_over_the_api_and_a_real_worker_serve_a_sixth(settings):
+    settings.LLM_PROVIDER = "rules"
+    settings.EVOLUTION_DEBOUNCE_SECONDS = 0.2
+    client = ClientFactory()
+    api = api_for(client)
+    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+        for user in ["u1", "u2", "u3", "u4", "u5"]:
+            accepted = api.post(
+                "/api/v1/memory/add",
+                {
+                    "user_id": user,
+                    "session_id": "booking",
+                    "messages": booking_transcript(SAME_REQUEST),
+                    "session_tag": "task",
+                    "seal": True,
+                    "outcome": "success",
+                },
+                format="json",
+            )
+            assert accepted.status_code == 202, accepted.content
+        deadline = time.monotonic() + 120  # generous: a loaded machine runs workers slowly
+        while (
+            not (served := api.post("/api/v1/skills/retrieve", {"task": TASK, "user_id": "u6"}, format="json")).json()[
+                "skills"
+            ]
+            or len(Skill.objects.get().supporters) < 5
+        ):
+            assert time.monotonic() < deadline, served.json()
+            time.sleep(0.5)
+    skill = Skill.objects.get()
+    assert skill.shared and skill.version >= 2
+    assert [item["name"] for item in served.json()["skills"]] == [skill.name]
+
+
+def test_a_private_skill_that_ranked_first_for_others_is_queued_with_their_count_and_one_approval_shares_it(
+    client_a, rules
+):
+    _teach(client_a, ["ann"])
+    skill = Skill.objects.get()
+    for user_id, session_id in [("bob", "s1"), ("bob", "s2"), ("cat", "s1")]:
+        assert skills_retrieve(client=client_a, task=TASK, k=5, user_id=user_id, session_id=session_id) == []
+    skills_retrieve(client=client_a, task=TASK, k=5, user_id="ann", session_id="s1")  # served: not withheld
+
+    api = api_for(client_a)
+    listed = api.get("/api/v1/skills/", {"withheld": "true"}).json()["results"]
+    assert [(item["id"], item["withheld_from_users"]) for item in listed] == [(str(skill.pk), 2)]
+    assert api.get(f"/api/v1/skills/{skill.pk}/").json()["withheld_from_users"] == 2
+    assert "withheld" in api.get("/api/v1/skills/", {"withheld": "yes"}).json()["error"]["details"]
+
+    skill_share_by_person(skill=skill, actor="admin:ann")
+    assert _served(client_a, "dan") == [skill.pk]
+    assert api.get("/api/v1/skills/", {"withheld": "true"}).json()["results"] == []
+
+
+def test_only_a_skill_the_asking_client_may_read_is_recorded_as_withheld(client_a, foreign_client, rules):
+    _teach(client_a, ["ann"])
+    other_scope = ClientFactory(organization=client_a.organization, write_scope="other", read_scopes=["other"])
+    for asker in (other_scope, foreign_client):
+        assert skills_retrieve(client=asker, task=TASK, k=5, user_id="bob", session_id="s1") == []
+    assert not SkillWithheld.objects.exists()
+    skills_retrieve(client=client_a, task=TASK, k=5, user_id="bob", session_id="s1")
+    assert SkillWithheld.objects.get().skill == Skill.objects.get()

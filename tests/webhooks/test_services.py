@@ -4,14 +4,18 @@ erasure and an export finishing), run by task_execute against a real local HTTP 
 import base64
 import hashlib
 import hmac
+import json
+import re
 import time
 
 import pytest
 
 from apps.pipeline.models import MemoryTask
+from apps.pipeline.registry import queue_of
 from apps.pipeline.services import task_execute
 from apps.privacy.services.erasure import erasure_request
 from apps.privacy.services.subjects import subject_resolve
+from apps.privacy.services.verify import SHINGLE_WORDS, subject_fingerprint
 from apps.skills.services.distill import session_distill
 from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
 from apps.webhooks.services import endpoint_create, endpoint_send_test
@@ -27,7 +31,8 @@ ALL_EVENTS = ["skill.evolved", "skill.review_needed", "session.learned", "erasur
 
 
 def run_tasks(task_type: str, *, timeout: float = 10.0) -> None:
-    """Runs the active tasks of a type as they come due (retries included) until none is left."""
+    """Runs the active tasks of a type as they come due (retries included) until none is left, as a worker
+    of the type's queue does."""
     deadline = time.monotonic() + timeout
     while active := list(
         MemoryTask.objects.filter(task_type=task_type, status__in=MemoryTask.ACTIVE_STATUSES).values_list(
@@ -36,7 +41,7 @@ def run_tasks(task_type: str, *, timeout: float = 10.0) -> None:
     ):
         assert time.monotonic() < deadline, f"{task_type} tasks still active"
         for task_id in active:
-            task_execute(task_id=task_id, worker="test")
+            task_execute(task_id=task_id, worker="test", lane=queue_of(task_type))
         time.sleep(0.02)
 
 
@@ -54,7 +59,7 @@ def _learn_skills(client) -> None:
     run_tasks("evolve_skills")
 
 
-def test_a_skill_sent_to_review_is_posted_signed_with_ids_only(manager, settings):
+def test_a_skill_sent_to_review_is_posted_signed_with_ids_only(manager, settings, allow_loopback):
     settings.LLM_PROVIDER, settings.SKILL_REVIEW_MODE = "rules", "manual"
     with Receiver() as receiver:
         endpoint, secret = _endpoint(manager, receiver.url, events=["skill.review_needed"])
@@ -81,7 +86,7 @@ def test_a_skill_sent_to_review_is_posted_signed_with_ids_only(manager, settings
     assert all(delivery.attempts == 1 and delivery.last_status_code == 200 for delivery in deliveries)
 
 
-def test_content_is_sent_only_to_an_endpoint_that_opted_in(manager, settings):
+def test_content_is_sent_only_to_an_endpoint_that_opted_in(manager, settings, allow_loopback):
     settings.LLM_PROVIDER = "rules"
     with Receiver() as plain, Receiver() as rich:
         _endpoint(manager, plain.url, events=["skill.evolved"])
@@ -96,7 +101,7 @@ def test_content_is_sent_only_to_an_endpoint_that_opted_in(manager, settings):
         assert content["name"] and content["instructions"].startswith("Steps:")
 
 
-def test_a_distilled_session_and_a_finished_erasure_are_announced(manager, settings, add_messages):
+def test_a_distilled_session_and_a_finished_erasure_are_announced(manager, settings, add_messages, allow_loopback):
     settings.LLM_PROVIDER = "rules"
     trajectory = next(item for item in tau_trajectories() if item["reward"] >= 1.0)
     with Receiver() as receiver:
@@ -113,15 +118,13 @@ def test_a_distilled_session_and_a_finished_erasure_are_announced(manager, setti
     by_type = {item["payload"]["type"]: item["payload"]["data"] for item in receiver.received}
     assert by_type["session.learned"]["user_id"] == "learner"
     assert by_type["session.learned"]["learned_by"] == "distillation"
-    assert by_type["erasure.finished"] == {
-        "erasure_id": str(erasure.pk),
-        "subject_kind": "user",
-        "subject_id": "learner",
-        "status": "succeeded",
-    }
+    # The erasure's id names it; the erased user_id is nowhere in the event.
+    assert by_type["erasure.finished"] == {"erasure_id": str(erasure.pk), "subject_kind": "user", "status": "succeeded"}
+    (sent,) = [item["body"] for item in receiver.received if item["payload"]["type"] == "erasure.finished"]
+    assert b"learner" not in sent
 
 
-def test_an_organisations_endpoint_never_gets_another_organisations_events(manager, settings):
+def test_an_organisations_endpoint_never_gets_another_organisations_events(manager, settings, allow_loopback):
     settings.LLM_PROVIDER = "rules"
     other = ClientFactory(name="other-org", can_manage_webhooks=True)
     with Receiver() as ours, Receiver() as theirs:
@@ -135,7 +138,8 @@ def test_an_organisations_endpoint_never_gets_another_organisations_events(manag
     assert not WebhookDelivery.objects.filter(organization=other.organization).exists()
 
 
-def test_network_errors_and_5xx_are_retried_until_delivered(manager, fast_retries):
+def test_network_errors_and_5xx_are_retried_until_delivered(manager, fast_retries, allow_loopback):
+    fast_retries.WEBHOOK_TEST_SENDS_PER_MINUTE = 0  # twenty test events in a row
     with Receiver(fail_rate=0.5, seed=7) as receiver:
         endpoint, _ = _endpoint(manager, receiver.url)
         sent = [endpoint_send_test(endpoint=endpoint).event_id for _ in range(20)]
@@ -150,7 +154,9 @@ def test_network_errors_and_5xx_are_retried_until_delivered(manager, fast_retrie
     assert endpoint.active and endpoint.consecutive_failures == 0
 
 
-def test_an_unreachable_endpoint_is_retried_then_the_delivery_fails_without_content(manager, fast_retries):
+def test_an_unreachable_endpoint_is_retried_then_the_delivery_fails_without_content(
+    manager, fast_retries, allow_loopback
+):
     fast_retries.WEBHOOK_MAX_ATTEMPTS = 3
     with Receiver() as receiver:
         url = receiver.url
@@ -160,13 +166,13 @@ def test_an_unreachable_endpoint_is_retried_then_the_delivery_fails_without_cont
 
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("failed", 3, None)
-    assert delivery.last_error == "ConnectError"
+    assert delivery.last_error == "No HTTP answer"
     assert MemoryTask.objects.get(pk=delivery.task_id).status == "dead"
     endpoint.refresh_from_db()
     assert endpoint.consecutive_failures == 1 and endpoint.active
 
 
-def test_a_4xx_is_not_retried(manager, fast_retries):
+def test_a_4xx_is_not_retried(manager, fast_retries, allow_loopback):
     with Receiver(fail_rate=1.0, fail_status=410) as receiver:
         endpoint, _ = _endpoint(manager, receiver.url)
         delivery = endpoint_send_test(endpoint=endpoint)
@@ -177,7 +183,9 @@ def test_a_4xx_is_not_retried(manager, fast_retries):
     assert delivery.last_error == "HTTP 410" and receiver.requests == 1
 
 
-def test_an_endpoint_is_disabled_after_repeated_failures_and_re_enabled_by_a_patch(manager, fast_retries):
+def test_an_endpoint_is_disabled_after_repeated_failures_and_re_enabled_by_a_patch(
+    manager, fast_retries, allow_loopback
+):
     fast_retries.WEBHOOK_MAX_ATTEMPTS = 2
     fast_retries.WEBHOOK_DISABLE_AFTER_FAILURES = 3
     with Receiver(fail_rate=1.0, fail_status=500) as receiver:
@@ -208,7 +216,7 @@ def test_an_event_without_endpoints_stores_nothing(manager, settings):
     assert not MemoryTask.objects.filter(task_type="deliver_webhook").exists()
 
 
-def test_an_erasure_deletes_the_deliveries_naming_its_user_and_keeps_the_others(manager, settings):
+def test_an_erasure_deletes_the_deliveries_naming_its_user_and_keeps_the_others(manager, settings, allow_loopback):
     settings.LLM_PROVIDER = "rules"
     first, second = [item for item in tau_trajectories() if item["reward"] >= 1.0][:2]
     with Receiver() as receiver:
@@ -246,3 +254,40 @@ def test_finished_deliveries_are_pruned_after_the_retention_and_pending_ones_kep
     )
     assert deliveries_prune() == 1
     assert set(WebhookDelivery.objects.values_list("pk", flat=True)) == {old_pending.pk, recent.pk}
+
+
+def _runs_of_words(text: str, size: int) -> set[str]:
+    words = re.findall(r"\w+", text.lower())
+    return {" ".join(words[i : i + size]) for i in range(len(words) - size + 1)}
+
+
+def test_content_sent_then_erasing_the_person_quoted_succeeds_with_nothing_left(manager, settings, allow_loopback):
+    """Issue 54, finding 2: the delivery log kept the content it sent (a skill quoting the person), so the
+    erasure found its words there and failed. Content is now rendered at send time and never stored."""
+    settings.LLM_PROVIDER = "rules"
+    trajectories = [item for item in tau_trajectories() if item["reward"] >= 1.0 and item["info"]["task"]["actions"]]
+    with Receiver() as receiver:
+        _endpoint(manager, receiver.url, events=["skill.evolved", "erasure.finished"], include_content=True)
+        for trajectory in trajectories[:2]:
+            session_distill(session=tau_session(manager, trajectory, user_id="quoted"))
+        run_tasks("evolve_skills")
+        run_tasks("deliver_webhook")
+        subject = subject_resolve(organization=manager.organization, kind="user", subject_id="quoted")
+        needles, _ = subject_fingerprint(subject)
+        sent = [item["payload"] for item in receiver.received if item["payload"]["type"] == "skill.evolved"]
+        quoting = [
+            payload
+            for payload in sent
+            if _runs_of_words(json.dumps(payload["data"]["content"]), SHINGLE_WORDS) & needles
+        ]
+        assert quoting, "the content sent quotes the person (what made the erasure fail)"
+        assert not WebhookDelivery.objects.filter(payload__data__has_key="content").exists()
+
+        erasure = erasure_request(subject=subject, requested_by=manager)
+        task_execute(task_id=erasure.task_id, worker="test")
+        run_tasks("deliver_webhook")
+
+    erasure.refresh_from_db()
+    assert (erasure.status, erasure.residual["total"]) == ("succeeded", 0), (erasure.error, erasure.residual)
+    finished = [item["payload"]["data"] for item in receiver.received if item["payload"]["type"] == "erasure.finished"]
+    assert [data["erasure_id"] for data in finished] == [str(erasure.pk)]

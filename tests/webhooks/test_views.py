@@ -39,6 +39,9 @@ def test_the_secret_is_shown_once_and_never_again(manager):
         ({"url": "https://"}, "url"),
         ({"url": "https://hooks.example.com/a b"}, "url"),
         ({"url": "https://[::1/x"}, "url"),
+        ({"url": "http://127.0.0.1:8000/admin/"}, "url"),
+        ({"url": "http://169.254.169.254/latest/meta-data/"}, "url"),
+        ({"url": "https://user:password@hooks.example.com/memory"}, "url"),
         ({"events": ["skill.deleted"]}, "events"),
         ({"events": []}, "events"),
         ({"include_content": "yes"}, "include_content"),
@@ -104,14 +107,45 @@ def test_the_deliveries_list_is_pinned_in_queries(manager, django_assert_max_num
     assert api.get(f"/api/v1/webhooks/{endpoint_id}/deliveries?status=bogus").status_code == 400
 
 
+@pytest.mark.django_db
+def test_an_organisation_may_register_so_many_endpoints_and_is_told_the_limit(manager, settings):
+    settings.WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZATION = 3
+    api = api_for(manager)
+    for _ in range(3):
+        assert api.post("/api/v1/webhooks/", BODY, format="json").status_code == 201
+    refused = api.post("/api/v1/webhooks/", BODY, format="json")
+    assert refused.status_code == 409
+    error = refused.json()["error"]
+    assert error["code"] == "limit_reached" and error["details"] == {"limit": 3}
+    assert "WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZATION" in error["message"]
+    other = api_for(ClientFactory(name="other-org", can_manage_webhooks=True))
+    assert other.post("/api/v1/webhooks/", BODY, format="json").status_code == 201  # a limit per organisation
+    assert WebhookEndpoint.objects.filter(organization=manager.organization).count() == 3
+
+
+@pytest.mark.django_db
+def test_test_events_are_limited_per_organisation_per_minute_with_a_429_naming_the_limit(manager, settings):
+    settings.WEBHOOK_TEST_SENDS_PER_MINUTE = 2
+    api = api_for(manager)
+    first, second = (api.post("/api/v1/webhooks/", BODY, format="json").json()["id"] for _ in range(2))
+    assert api.post(f"/api/v1/webhooks/{first}/test", format="json").status_code == 202
+    assert api.post(f"/api/v1/webhooks/{second}/test", format="json").status_code == 202
+    refused = api.post(f"/api/v1/webhooks/{first}/test", format="json")  # another endpoint, the same organisation
+    assert refused.status_code == 429 and 1 <= int(refused["Retry-After"]) <= 60
+    error = refused.json()["error"]
+    assert error["code"] == "rate_limited" and error["details"]["limit"] == "2/minute"
+    assert "WEBHOOK_TEST_SENDS_PER_MINUTE" in error["message"]
+    assert api.get(f"/api/v1/webhooks/{first}/deliveries").json()["count"] == 1
+
+
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
-def test_a_test_event_is_delivered_by_a_real_worker(manager):
+def test_a_test_event_is_delivered_by_a_real_worker_of_the_webhooks_queue(manager, allow_loopback):
     api = api_for(manager)
     with Receiver() as receiver:
         created = api.post("/api/v1/webhooks/", {**BODY, "url": receiver.url}, format="json").json()
         receiver.secret = created["secret"]
-        with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+        with start_worker(app, pool="solo", queues=["webhooks"], perform_ping_check=False, shutdown_timeout=10):
             delivery = api.post(f"/api/v1/webhooks/{created['id']}/test", format="json").json()
             deadline = time.monotonic() + 60
             while not receiver.received:

@@ -19,7 +19,7 @@ from django.utils import timezone
 from apps.core import timing
 from apps.pipeline.locks import advisory_xact_lock
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.registry import BATCHES, NotYet, backoff_of, handler_for
+from apps.pipeline.registry import BATCHES, ORGANIZATION_CAPS, QUEUES, NotYet, backoff_of, handler_for, queue_of
 from apps.pipeline.services.broker import publish
 from apps.pipeline.services.heartbeats import worker_name
 
@@ -69,12 +69,51 @@ def _compile_filter(*, worker: str, now) -> str:
     return "" if running < cap else f"AND priority < {int(MemoryTask.Priority.COMPILE)}"
 
 
-def _claim(*, worker: str, narrowed_by: str, **params) -> list[MemoryTask]:
-    """Moves the due rows `narrowed_by` (SQL after the WHERE) selects to running in one statement,
-    skipping rows another worker is claiming. Times come from the application clock, like run_after,
-    so a task is never "not yet due" because the database clock disagrees."""
+# Held while a claim of a lane with per-organisation caps counts what runs, so two claimers cannot
+# both pass a cap; released when the claim commits.
+ORGANIZATION_CAP_LOCK = "pipeline:organization-cap"
+
+
+def _lane_filter(lane: str | None) -> tuple[str, dict]:
+    """The claim's condition keeping a lane's task types: a queue's own types, or for the default lane
+    every type without a queue of its own."""
+    if lane is not None:
+        return "AND task_type = ANY(%(lane_types)s)", {"lane_types": sorted(t for t, q in QUEUES.items() if q == lane)}
+    if not QUEUES:
+        return "", {}
+    return "AND NOT (task_type = ANY(%(lane_types)s))", {"lane_types": sorted(QUEUES)}
+
+
+def _organization_cap_filter(*, lane: str | None, now) -> tuple[str, dict]:
+    """The claim's condition leaving an organisation's tasks of a capped type due while that many of them
+    run in live processes (ORGANIZATION_CAPS). Call inside the claim's transaction."""
+    caps = {task_type: getattr(settings, name) for task_type, name in ORGANIZATION_CAPS.items()}
+    caps = {task_type: cap for task_type, cap in caps.items() if cap and QUEUES.get(task_type) == lane}
+    if not caps:
+        return "", {}
+    advisory_xact_lock(ORGANIZATION_CAP_LOCK)
+    table = MemoryTask._meta.db_table
+    sql, params = "", {"cap_fresh": now - timedelta(seconds=settings.TASK_STALE_AFTER_SECONDS)}
+    for index, (task_type, cap) in enumerate(sorted(caps.items())):
+        sql += f"""
+            AND (task_type <> %(cap_type_{index})s OR organization_id IS NULL OR (
+                SELECT count(*) FROM {table} running
+                WHERE running.status = 'running' AND running.task_type = %(cap_type_{index})s
+                AND running.organization_id = {table}.organization_id AND running.heartbeat_at >= %(cap_fresh)s
+            ) < %(cap_{index})s)"""
+        params.update({f"cap_type_{index}": task_type, f"cap_{index}": cap})
+    return sql, params
+
+
+def _claim(*, worker: str, lane: str | None, narrowed_by: str, **params) -> list[MemoryTask]:
+    """Moves the due rows of `lane` that `narrowed_by` (SQL after the WHERE) selects to running in one
+    statement, skipping rows another worker is claiming. Times come from the application clock, like
+    run_after, so a task is never "not yet due" because the database clock disagrees."""
     table, now = MemoryTask._meta.db_table, timezone.now()
+    lane_sql, lane_params = _lane_filter(lane)
     with transaction.atomic():
+        cap_sql, cap_params = _organization_cap_filter(lane=lane, now=now)
+        compile_sql = _compile_filter(worker=worker, now=now) if lane is None else ""
         return list(
             MemoryTask.objects.raw(
                 f"""
@@ -82,24 +121,27 @@ def _claim(*, worker: str, narrowed_by: str, **params) -> list[MemoryTask]:
                 WHERE id IN (
                     SELECT id FROM {table}
                     WHERE status IN ('queued', 'failed') AND run_after <= %(now)s
-                    {_compile_filter(worker=worker, now=now)}
+                    {lane_sql}
+                    {compile_sql}
+                    {cap_sql}
                     {narrowed_by}
                     FOR UPDATE SKIP LOCKED
                 )
                 RETURNING *
                 """,
-                {"worker": worker, "now": now, **params},
+                {"worker": worker, "now": now, **lane_params, **cap_params, **params},
             )
         )
 
 
-def task_claim(*, task_id, worker: str) -> MemoryTask | None:
-    """None if it is not ours to run (a compile-class row over the compile cap stays due)."""
-    return next(iter(_claim(worker=worker, narrowed_by="AND id = %(id)s", id=str(task_id))), None)
+def task_claim(*, task_id, worker: str, lane: str | None = None) -> MemoryTask | None:
+    """None if it is not ours to run (a compile-class row over the compile cap stays due, as does a row of
+    another lane or of an organisation at its cap)."""
+    return next(iter(_claim(worker=worker, lane=lane, narrowed_by="AND id = %(id)s", id=str(task_id))), None)
 
 
-def tasks_claim_due(*, worker: str, limit: int) -> list[MemoryTask]:
-    claimed = _claim(worker=worker, narrowed_by="ORDER BY priority, run_after LIMIT %(limit)s", limit=limit)
+def tasks_claim_due(*, worker: str, limit: int, lane: str | None = None) -> list[MemoryTask]:
+    claimed = _claim(worker=worker, lane=lane, narrowed_by="ORDER BY priority, run_after LIMIT %(limit)s", limit=limit)
     return sorted(claimed, key=lambda task: (task.priority, task.run_after))
 
 
@@ -108,7 +150,7 @@ def _tasks_release(tasks: list[MemoryTask]) -> None:
     MemoryTask.objects.filter(
         pk__in=[task.pk for task in tasks], status=MemoryTask.Status.RUNNING, claimed_by=tasks[0].claimed_by
     ).update(status=MemoryTask.Status.QUEUED, attempts=F("attempts") - 1, claimed_by="", updated_at=timezone.now())
-    publish(task_id=tasks[0].pk)
+    publish(task_id=tasks[0].pk, lane=queue_of(tasks[0].task_type))
 
 
 class _Heartbeats:
@@ -199,13 +241,13 @@ def _finish(task: MemoryTask, **fields) -> bool:
     return bool(updated)
 
 
-def task_execute(*, task_id, worker: str) -> str:
+def task_execute(*, task_id, worker: str, lane: str | None = None) -> str:
     """Runs the named task alone (an eager run inside a request); `not-claimed` if it is not ours to run."""
-    task = task_claim(task_id=task_id, worker=worker)
+    task = task_claim(task_id=task_id, worker=worker, lane=lane)
     return "not-claimed" if task is None else _run_claimed(task)
 
 
-def _run_with_batch(task: MemoryTask, *, worker: str) -> Counter[str]:
+def _run_with_batch(task: MemoryTask, *, worker: str, lane: str | None) -> Counter[str]:
     """Runs a claimed task; for a batched type, first claims up to the batch size of due tasks of its type
     and priority and runs their `prepare` once. `prepare` returns how many of them (the first ones) it
     took; the rest go back to the queue unstarted. A failed `prepare` is logged and each handler does
@@ -216,6 +258,7 @@ def _run_with_batch(task: MemoryTask, *, worker: str) -> Counter[str]:
         if (more := getattr(settings, size_setting) - 1) > 0:
             mates = _claim(
                 worker=worker,
+                lane=lane,
                 narrowed_by="AND task_type = %(type)s AND priority = %(priority)s ORDER BY run_after LIMIT %(limit)s",
                 type=task.task_type,
                 priority=task.priority,
@@ -267,7 +310,7 @@ def _run_claimed(task: MemoryTask) -> str:
         run_after = timezone.now() + timedelta(seconds=retry_in)
         task.timings["deferred"] = task.timings.get("deferred", 0) + 1
         if _finish(task, status=MemoryTask.Status.QUEUED, attempts=task.attempts - 1, run_after=run_after):
-            publish(task_id=task.id, run_after=run_after)
+            publish(task_id=task.id, run_after=run_after, lane=queue_of(task.task_type))
         logger.info("task %s (%s) waits %.1fs: %s", task.id, task.task_type, retry_in, type(exc).__name__)
         return "deferred"
     except Exception as exc:
@@ -282,7 +325,7 @@ def _run_claimed(task: MemoryTask) -> str:
             return "dead"
         run_after = now + timedelta(seconds=retry_delay(task.attempts, task.task_type))
         if _finish(task, status=MemoryTask.Status.FAILED, error=error, run_after=run_after):
-            publish(task_id=task.id, run_after=run_after)
+            publish(task_id=task.id, run_after=run_after, lane=queue_of(task.task_type))
         logger.warning("task %s (%s) failed attempt %s: %s", task.id, task.task_type, task.attempts, type(exc).__name__)
         return "failed"
     finally:
@@ -296,17 +339,18 @@ def _run_claimed(task: MemoryTask) -> str:
 BATCH_HOLD_SECONDS = 0.25
 
 
-def tasks_drain(*, worker: str, first_task_id=None) -> dict:
-    """What one Celery message does: runs the task it names, then every due task in batches (growing
-    while tasks are quick) until none is due or TASK_DRAIN_SECONDS pass. Returns counts per outcome."""
+def tasks_drain(*, worker: str, first_task_id=None, lane: str | None = None) -> dict:
+    """What one Celery message does: runs the task it names, then every due task of its lane (the queue it
+    came from) in batches (growing while tasks are quick) until none is due or TASK_DRAIN_SECONDS pass.
+    Returns counts per outcome."""
     outcomes: Counter[str] = Counter()
     deadline = time.monotonic() + settings.TASK_DRAIN_SECONDS
     if first_task_id is not None:
-        first = task_claim(task_id=first_task_id, worker=worker)
-        outcomes.update(["not-claimed"] if first is None else _run_with_batch(first, worker=worker))
+        first = task_claim(task_id=first_task_id, worker=worker, lane=lane)
+        outcomes.update(["not-claimed"] if first is None else _run_with_batch(first, worker=worker, lane=lane))
     size = 1
     while time.monotonic() < deadline:
-        batch = tasks_claim_due(worker=worker, limit=size)
+        batch = tasks_claim_due(worker=worker, limit=size, lane=lane)
         if not batch:
             return dict(outcomes)
         started = time.monotonic()
@@ -315,11 +359,11 @@ def tasks_drain(*, worker: str, first_task_id=None) -> dict:
                 _tasks_release(batch[index:])
                 size = 1
                 break
-            outcomes.update(_run_with_batch(task, worker=worker))
+            outcomes.update(_run_with_batch(task, worker=worker, lane=lane))
         else:
             quick = time.monotonic() - started < BATCH_HOLD_SECONDS
             size = min(size * 2, settings.TASK_CLAIM_BATCH) if quick else 1
-    publish(task_id=None)  # due work may remain: the next message carries on
+    publish(task_id=None, lane=lane)  # due work may remain: the next message carries on
     return dict(outcomes)
 
 

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from apps.core.bulk import insert_unless_conflict
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.registry import PRIORITIES
+from apps.pipeline.registry import PRIORITIES, queue_of
 from apps.pipeline.services.broker import publish_on_commit
 
 
@@ -55,7 +55,7 @@ def enqueue(
                 return _handed_to(holder, client)
         else:
             raise RuntimeError(f"no active {task_type} task held its idempotency key after three inserts")
-    publish_on_commit(task_id=task.id, run_after=task.run_after)
+    publish_on_commit(task_id=task.id, run_after=task.run_after, lane=queue_of(task_type))
     return task
 
 
@@ -97,5 +97,5 @@ def task_run_sooner(*, task: MemoryTask, run_after) -> bool:
     )
     if moved:
         task.run_after = run_after
-        publish_on_commit(task_id=task.id, run_after=run_after)
+        publish_on_commit(task_id=task.id, run_after=run_after, lane=queue_of(task.task_type))
     return bool(moved)

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from apps.core.models import update_row
 from apps.pipeline.models import MemoryTask, ProcessHeartbeat
+from apps.pipeline.registry import queue_of
 from apps.pipeline.services.broker import publish_on_commit
 
 logger = logging.getLogger(__name__)
@@ -31,10 +32,10 @@ def recover_stale_tasks() -> dict:
                 task.status, task.finished_at, dead = MemoryTask.Status.DEAD, now, dead + 1
             else:
                 task.status, task.run_after = MemoryTask.Status.QUEUED, now
-                requeued.append(task.id)
+                requeued.append(task)
             task.save(update_fields=["status", "finished_at", "run_after", "error", "updated_at"])
-    for task_id in requeued:
-        publish_on_commit(task_id=task_id)
+    for task in requeued:
+        publish_on_commit(task_id=task.id, lane=queue_of(task.task_type))
     if stale:
         logger.warning("recovered %s stale tasks (%s requeued, %s dead)", len(stale), len(requeued), dead)
     return {"requeued": len(requeued), "dead": dead}
@@ -66,7 +67,7 @@ def task_retry_now(*, task: MemoryTask) -> MemoryTask:
         raise ValueError(
             f"An active {task.task_type} task already holds its idempotency key {task.idempotency_key!r}."
         ) from None
-    publish_on_commit(task_id=task.id)
+    publish_on_commit(task_id=task.id, lane=queue_of(task.task_type))
     return task
 
 

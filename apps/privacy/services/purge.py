@@ -42,6 +42,7 @@ def purge_skills(subject: Subject, erasure_id) -> dict:
     counts = forget_skills(subject.derived(), actor=f"privacy:erasure:{erasure_id}", own_skills=subject.own_skills())
     counts["skills.SkillUse"] = delete_in_batches(subject.skill_uses())
     counts["skills.SkillFeedback"] = delete_in_batches(subject.skill_feedback())
+    counts["skills.SkillWithheld"] = delete_in_batches(subject.skills_withheld())
     return counts
 
 

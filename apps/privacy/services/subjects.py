@@ -11,7 +11,7 @@ from apps.conversations.models import IngestRequest, Message, Session
 from apps.pipeline.models import MemoryTask
 from apps.privacy.services.provenance import MEMORY_MODELS, Derived
 from apps.profiles.models import Entity, Mention, Profile, ProfileRevision, ProfileSource, TopicState
-from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse, SkillVersion
+from apps.skills.models import Skill, SkillExperience, SkillFeedback, SkillUse, SkillVersion, SkillWithheld
 from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization
 
 USER = "user"
@@ -95,6 +95,10 @@ class Subject:
 
     def skill_feedback(self) -> QuerySet:
         return self._rows(SkillFeedback, user="end_user", client="client")
+
+    def skills_withheld(self) -> QuerySet:
+        """The records of the skills a user asked for and was not served (no client wrote them)."""
+        return self._rows(SkillWithheld, user="end_user")
 
     def lineage_links(self) -> QuerySet:
         return SkillVersion.experiences.through.objects.filter(skillexperience__in=self.experiences().values("pk"))

@@ -35,6 +35,7 @@ def subject_checks(subject: Subject) -> list[tuple[str, QuerySet]]:
         ("skills.SkillVersion.experiences", subject.lineage_links()),
         ("skills.SkillUse", subject.skill_uses()),
         ("skills.SkillFeedback", subject.skill_feedback()),
+        ("skills.SkillWithheld", subject.skills_withheld()),
     ]
     if subject.kind == USER:
         skills += [("skills.Skill", subject.own_skills()), ("skills.SkillVersion", subject.named_skill_versions())]

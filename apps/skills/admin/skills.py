@@ -19,7 +19,7 @@ from apps.skills.admin.effectiveness import effectiveness_panel
 from apps.skills.effectiveness import success_rate_sql, users_sql
 from apps.skills.history import skill_history
 from apps.skills.models import Skill, SkillVersion
-from apps.skills.selectors import with_retrievals
+from apps.skills.selectors import with_retrievals, with_withheld
 from apps.skills.services.review import (
     person_actor,
     skill_approve,
@@ -103,6 +103,21 @@ class RejectForm(forms.Form):
     )
 
 
+class WithheldFilter(admin.SimpleListFilter):
+    """The skills a person could share to answer users who asked for what they teach."""
+
+    title = "would answer other users"
+    parameter_name = "withheld"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Yes: ranked first for users it is not shared with")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(shared=False, withheld_from_users__gt=0).order_by("-withheld_from_users")
+        return queryset
+
+
 @admin.register(Skill)
 class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
     item_argument = item_label = "skill"
@@ -115,11 +130,12 @@ class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
         "scope",
         "version",
         "retrievals",
+        "withheld_from",
         "outcomes",
         "updated_at",
         "versions_link",
     ]
-    list_filter = ["status", "shared", "entry_type", ScopeFilter]
+    list_filter = ["status", "shared", WithheldFilter, "entry_type", ScopeFilter]
     list_select_related = ["organization", "end_user"]
     search_fields = ["name", "description", "instructions"]
     list_per_page = 50
@@ -194,7 +210,7 @@ class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
         )
 
     def get_queryset(self, request):
-        return with_retrievals(super().get_queryset(request)).annotate(
+        return with_withheld(with_retrievals(super().get_queryset(request))).annotate(
             outcome_users=RawSQL(*users_sql(), output_field=IntegerField()),
             success_rate=RawSQL(*success_rate_sql(), output_field=FloatField()),
         )
@@ -202,6 +218,11 @@ class SkillAdmin(ServiceActions, OrganizationScopedAdmin):
     @admin.display(description="retrievals", ordering="retrieval_count")
     def retrievals(self, skill):
         return skill.retrieval_count
+
+    @admin.display(description="withheld from (users)", ordering="withheld_from_users")
+    def withheld_from(self, skill):
+        """Users it ranked first for while not shared with them: one approval (share) serves them."""
+        return skill.withheld_from_users if not skill.shared else "–"
 
     @admin.display(description="success rate (users)", ordering="success_rate")
     def outcomes(self, skill):

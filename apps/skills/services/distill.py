@@ -22,6 +22,7 @@ from apps.skills.selectors import with_retrievals
 from apps.skills.services.evolve.run import evolve_enqueue
 from apps.skills.services.llm_distiller import llm_lessons
 from apps.skills.services.rule_distiller import rule_lessons
+from apps.skills.services.skills import skill_announce, skill_update
 from apps.skills.trust import visible_q
 
 logger = logging.getLogger(__name__)
@@ -61,15 +62,49 @@ def _existing_skills(session: Session) -> list[dict]:
     )
 
 
-def _is_duplicate_workflow(session: Session, lesson) -> bool:
-    """A workflow lesson with the same action signature and the same request adds nothing."""
+def _earlier_teachings(session: Session, lesson):
+    """The workflow experiences of the scope with the lesson's action signature and request."""
+    if not (lesson.action_signature and lesson.experience_type == ExperienceType.WORTH_LEARNING):
+        return SkillExperience.objects.none()
     return SkillExperience.objects.filter(
         organization_id=session.organization_id,
         scope=session.scope,
         experience_type=ExperienceType.WORTH_LEARNING,
         action_signature=lesson.action_signature,
         evidence__quote=lesson.evidence.get("quote", ""),
-    ).exists()
+    )
+
+
+def _taught_before_by_this_user(session: Session, lesson) -> bool:
+    """One person, however many sessions, is one voice: their own repeat adds nothing."""
+    return _earlier_teachings(session, lesson).filter(end_user_id=session.end_user_id).exists()
+
+
+def _vote(*, experience: SkillExperience, actor: str) -> list[Skill]:
+    """Another user taught what skills already hold: they join those skills' supporters, the version
+    records the experience (its session), and a skill so corroborated is shared at once."""
+    earlier = _earlier_teachings(experience.session, experience).exclude(pk=experience.pk)
+    skills = list(
+        Skill.objects.select_for_update()
+        .filter(
+            pk__in=Skill.objects.filter(versions__experiences__in=earlier, end_user__isnull=True)
+            .exclude(status=Skill.Status.ARCHIVED)
+            .values("pk")
+        )
+        .order_by("pk")
+    )
+    for skill in skills:
+        version = skill.version
+        skill = skill_update(
+            skill=skill,
+            changes={},
+            actor=actor,
+            reason=f"the same workflow taught by another user (a vote): {experience.title}"[:2000],
+            experiences=[experience],
+        )
+        if skill.version != version:
+            skill_announce(skill=skill)
+    return skills
 
 
 def _screened(lesson) -> dict:
@@ -93,15 +128,8 @@ def session_distill(*, session: Session, task=None) -> dict:
         distiller = f"llm:{settings.LLM_MODEL}"
     else:
         lessons, distiller = rule_lessons(session=session, messages=messages), "rules"
-    kept = [
-        lesson
-        for lesson in lessons
-        if not (
-            lesson.action_signature
-            and lesson.experience_type == ExperienceType.WORTH_LEARNING
-            and _is_duplicate_workflow(session, lesson)
-        )
-    ]
+    kept = [lesson for lesson in lessons if not _taught_before_by_this_user(session, lesson)]
+    repeats = {id(lesson) for lesson in kept if _earlier_teachings(session, lesson).exists()}
     experiences = [
         SkillExperience(
             organization_id=session.organization_id,
@@ -115,6 +143,7 @@ def session_distill(*, session: Session, task=None) -> dict:
         )
         for lesson in kept
     ]
+    repeated = [experience for experience, lesson in zip(experiences, kept) if id(lesson) in repeats]
     for experience, vector in zip(
         experiences, embed_texts([experience.embedding_text() for experience in experiences])
     ):
@@ -125,8 +154,21 @@ def session_distill(*, session: Session, task=None) -> dict:
         # ran since it was read is seen: a turn is gone, the task retries).
         turns_held(organization_id=session.organization_id, turn_ids=[message.pk for message in messages])
         experiences = SkillExperience.objects.bulk_create(experiences)
+        voted = [
+            experience
+            for experience in repeated
+            if experience.status == SkillExperience.Status.PENDING
+            and _vote(experience=experience, actor=f"distillation:{distiller}")
+        ]
+        SkillExperience.objects.filter(pk__in=[experience.pk for experience in voted]).update(
+            status=SkillExperience.Status.CONSUMED
+        )
         messages_mark_learned(session=session, by="distillation", through_seq=messages[-1].seq if messages else 0)
-        learnable = [experience for experience in experiences if experience.status == SkillExperience.Status.PENDING]
+        learnable = [
+            experience
+            for experience in experiences
+            if experience.status == SkillExperience.Status.PENDING and experience not in voted
+        ]
         evolve_task = evolve_enqueue(organization=session.organization, scope=session.scope) if learnable else None
         session_announce_learned(session=session, by="distillation", experiences=len(experiences))
     if problems:
@@ -137,6 +179,7 @@ def session_distill(*, session: Session, task=None) -> dict:
         "experiences": len(experiences),
         "flagged": len(experiences) - len(learnable),
         "duplicates": len(lessons) - len(kept),
+        "votes": len(voted),
         "problems": problems,
         "evolve_task": str(evolve_task.pk) if evolve_task else None,
     }

@@ -1,12 +1,17 @@
 """Act-time retrieval: the top-k skills for a task, ranked by relevance with a bounded adjustment
 for their outcomes; each served is recorded as a use (the read path updates no skill row)."""
 
+import json
 from dataclasses import dataclass
 
+from django.db.models import Min
+from pgvector.django import CosineDistance
+
 from apps.core.errors import InvalidInput
-from apps.search.engine import search_source
+from apps.search.engine import rrf_scores, search_source
+from apps.search.engine.ranking import query_vector
 from apps.skills.effectiveness import Adjustment, ranking_adjustments
-from apps.skills.models import Skill, SkillUse
+from apps.skills.models import ExperienceType, Skill, SkillUse, SkillVersion, SkillWithheld
 from apps.skills.search import PROCEDURAL
 from apps.tenancy.models import EndUser
 from apps.tenancy.readers import Reader
@@ -16,6 +21,9 @@ from apps.tenancy.services import end_user_get_or_create
 # skill a few places but never bring in one the task is not about.
 CANDIDATE_FACTOR = 2
 MIN_CANDIDATES = 10
+# The candidates ranked by the requests they were learned from, fused with the search's own ranking
+# (whose keyword and semantic rankings weigh 3 and 1): as strong as the keyword ranking.
+TAUGHT_FOR_WEIGHT = 3.0
 
 
 @dataclass
@@ -41,6 +49,27 @@ def _end_user(*, client, user_id: str | None, session_id: str | None):
     return end_user_get_or_create(organization=client.organization, user_id=user_id)
 
 
+def _taught_for(*, task: str, skills: list[Skill]) -> dict:
+    """{skill id: its share of the fused relevance} by how close `task` is to the requests the skill was
+    learned from (the workflow lessons of its lineage, every teacher's): a generic skill one request
+    resembles does not outrank the one taught for such requests. Used to order, never served: one
+    user's words stay theirs."""
+    if len(skills) < 2:
+        return {}
+    closest = (
+        SkillVersion.experiences.through.objects.filter(
+            skillversion__skill__in=[skill.pk for skill in skills],
+            skillexperience__experience_type=ExperienceType.WORTH_LEARNING,
+            skillexperience__embedding__isnull=False,
+        )
+        .values("skillversion__skill_id")
+        .annotate(distance=Min(CosineDistance("skillexperience__embedding", json.loads(query_vector(task).literal))))
+        .order_by("distance")
+    )
+    ranking = [row["skillversion__skill_id"] for row in closest]
+    return {pk: score * TAUGHT_FOR_WEIGHT for pk, (_, score) in rrf_scores([ranking], key=lambda pk: pk).items()}
+
+
 def skills_rank(*, reader: Reader, task: str, k: int, user_id: str | None = None) -> list[Retrieved]:
     """The best k by hybrid relevance times the effectiveness factor; without a user_id, shared skills only."""
     hits = search_source(
@@ -52,8 +81,12 @@ def skills_rank(*, reader: Reader, task: str, k: int, user_id: str | None = None
         filters={"user_id": user_id} if user_id else {},
     )
     adjustments = ranking_adjustments([skill for skill, _ in hits])
+    taught_for = _taught_for(task=task, skills=[skill for skill, _ in hits])
     return sorted(
-        (Retrieved(skill=skill, relevance=score, adjustment=adjustments[skill.pk]) for skill, score in hits),
+        (
+            Retrieved(skill=skill, relevance=score + taught_for.get(skill.pk, 0.0), adjustment=adjustments[skill.pk])
+            for skill, score in hits
+        ),
         key=lambda retrieved: -retrieved.score,
     )[:k]
 
@@ -79,4 +112,38 @@ def skills_retrieve(
         )
         for rank, retrieved in enumerate(ranked, start=1)
     )
+    if end_user is not None:
+        withheld = _withheld_first(reader=client.reader, task=task, ranked=ranked, end_user=end_user)
+        if withheld is not None:
+            SkillWithheld.objects.bulk_create(
+                [
+                    SkillWithheld(
+                        organization_id=withheld.organization_id,
+                        scope=withheld.scope,
+                        skill=withheld,
+                        end_user=end_user,
+                    )
+                ],
+                ignore_conflicts=True,
+            )
     return ranked
+
+
+def _withheld_first(*, reader: Reader, task: str, ranked: list[Retrieved], end_user) -> Skill | None:
+    """The active skill not shared with `end_user` whose text is closer to the task than that of the skill
+    they were served first (or any, when none was): it would have answered them (queued for review)."""
+    vector = json.loads(query_vector(task).literal)
+    closest = (
+        reader.rows(Skill)
+        .filter(status=Skill.Status.ACTIVE, shared=False, end_user__isnull=True, embedding__isnull=False)
+        .exclude(supporters__contains=[end_user.pk])
+        .annotate(distance=CosineDistance("embedding", vector))
+        .only("pk", "organization_id", "scope")
+        .order_by("distance")
+        .first()
+    )
+    if closest is None or not ranked:
+        return closest
+    served = Skill.objects.filter(pk=ranked[0].skill.pk).annotate(distance=CosineDistance("embedding", vector))
+    served_distance = served.values_list("distance", flat=True).first()
+    return closest if served_distance is None or closest.distance < served_distance else None

@@ -203,8 +203,15 @@ def skill_announce(*, skill: Skill) -> None:
         event_type,
         organization_id=skill.organization_id,
         data={"skill_id": str(skill.pk), "scope": skill.scope, "version": skill.version, "status": skill.status},
-        content={name: getattr(skill, name) for name in ("name", "description", "instructions", "triggers")},
     )
+
+
+def skill_event_content(*, organization_id, data: dict) -> dict | None:
+    """A skill event's content (for endpoints that opted in): the skill as it is now, None once it is gone."""
+    skill = Skill.objects.filter(organization_id=organization_id, pk=data["skill_id"]).first()
+    if skill is None:
+        return None
+    return {name: getattr(skill, name) for name in ("name", "description", "instructions", "triggers", "version")}
 
 
 def skill_delete(*, skill: Skill) -> None:

@@ -1188,12 +1188,12 @@ export interface components {
             endpoint_id: string;
             event_type: string;
             event_id: string;
-            /** @description The JSON body POSTed to the endpoint. */
+            /** @description The JSON body POSTed to the endpoint, without `data.content`: an endpoint that opted in gets the content rendered from the current rows at each attempt, and the log never keeps it. */
             payload: unknown;
             status: components["schemas"]["DeliveryOutputStatusEnum"];
             attempts: number;
             last_status_code: number | null;
-            /** @description `HTTP <status>` or the network error's type; never a body. */
+            /** @description `HTTP <status>`, `No HTTP answer` (connection failed, not HTTP, or past the deadline) or `Refused: the URL's address is not allowed`; never a body. */
             last_error: string;
             /** Format: date-time */
             last_attempt_at: string | null;
@@ -1385,6 +1385,8 @@ export interface components {
             event_type: string;
             /** Format: double */
             score: number;
+            /** @description The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's `name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown. */
+            text: string;
         };
         ErasureAcceptedOutput: {
             /** Format: uuid */
@@ -1483,6 +1485,8 @@ export interface components {
             memory_type: "experience";
             /** Format: double */
             score: number;
+            /** @description The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's `name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown. */
+            text: string;
         };
         ExportAcceptedOutput: {
             /** Format: uuid */
@@ -1750,6 +1754,8 @@ export interface components {
             memory_type: "message";
             /** Format: double */
             score: number;
+            /** @description The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's `name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown. */
+            text: string;
         };
         /**
          * @description * `add` - add
@@ -1926,6 +1932,8 @@ export interface components {
             memory_type: "procedural";
             /** Format: double */
             score: number;
+            /** @description The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's `name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown. */
+            text: string;
         };
         ProfileDetailOutput: {
             /** Format: uuid */
@@ -2012,6 +2020,8 @@ export interface components {
             memory_type: "profile";
             /** Format: double */
             score: number;
+            /** @description The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's `name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown. */
+            text: string;
         };
         QuotedSource: {
             item_type: string;
@@ -2032,6 +2042,7 @@ export interface components {
             scope: string;
             /** @description Served to every user of the scope; false: only to the users who taught it. */
             shared: boolean;
+            action_signature: string[];
             /**
              * Format: double
              * @description The ranking score: relevance times the effectiveness factor.
@@ -2195,6 +2206,8 @@ export interface components {
             source: string;
             /** Format: double */
             score: number;
+            /** @description The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's `name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown. */
+            text: string;
         };
         SessionDeleteOutput: {
             session_id: string;
@@ -2297,6 +2310,8 @@ export interface components {
             /** @description Served to every user of the scope; false: only to the users who taught it. */
             shared: boolean;
             action_signature: string[];
+            /** @description How many end users it ranked first for while not shared with them (each user once): what it would answer if a person shared it. */
+            withheld_from_users: number;
             retrieval_count: number;
             /** Format: date-time */
             last_retrieved_at: string | null;
@@ -2344,6 +2359,8 @@ export interface components {
             /** @description Served to every user of the scope; false: only to the users who taught it. */
             shared: boolean;
             action_signature: string[];
+            /** @description How many end users it ranked first for while not shared with them (each user once): what it would answer if a person shared it. */
+            withheld_from_users: number;
             retrieval_count: number;
             /** Format: date-time */
             last_retrieved_at: string | null;
@@ -2502,6 +2519,8 @@ export interface components {
             memory_type: "topic";
             /** Format: double */
             score: number;
+            /** @description The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's `name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown. */
+            text: string;
         };
         /**
          * @description A stored turn, defined once: a session's transcript shows it without what the session says
@@ -5243,6 +5262,8 @@ export interface operations {
                  */
                 status?: "active" | "pending_review" | "archived";
                 user_id?: string;
+                /** @description true: only skills not yet shared that ranked first for users who were not served them (the review queue's; a person's approval shares one). */
+                withheld?: boolean;
             };
             header?: never;
             path?: never;
@@ -5926,6 +5947,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The request conflicts with stored state (a sealed session, a reused Idempotency-Key). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A chunked body sent to a server that cannot read one; send a Content-Length. */
             411: {
                 headers: {
@@ -6273,6 +6303,15 @@ export interface operations {
             };
             /** @description No such item among those the client reads (a foreign id and a missing one look the same). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over a rate limit: the message names it; Retry-After says when to send again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,4 +1,4 @@
-"""`make run`: migrate, ensure the demo tenant, then serve web + MCP + worker + beat under a supervisor
+"""`make run`: migrate, ensure the demo tenant, then serve web + MCP + workers + beat under a supervisor
 that restarts whichever exits, until Ctrl-C. The children log to files under DATA_DIR/logs; the
 terminal shows the summary once everything answers, then only warnings, errors and restarts."""
 
@@ -60,8 +60,30 @@ def web_command(*, bind: str, workers: int) -> list[str]:
     ]
 
 
+def webhook_worker_command(*, concurrency: int) -> list[str]:
+    """The worker of the `webhooks` queue (apps.webhooks): a budget of its own, so a slow receiver holds
+    webhook deliveries only."""
+    return [
+        "celery",
+        "-A",
+        "memory_platform",
+        "worker",
+        "-Q",
+        "webhooks",
+        "-n",
+        "webhooks@%h",
+        "-l",
+        "INFO",
+        "-c",
+        str(concurrency),
+    ]
+
+
 class Command(BaseCommand):
-    help = "Run the whole platform in the foreground: API and admin, the MCP endpoint, a Celery worker and beat."
+    help = (
+        "Run the whole platform in the foreground: API and admin, the MCP endpoint, a Celery worker, "
+        "the webhook worker and beat."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--bind", default="127.0.0.1:8000")
@@ -73,15 +95,23 @@ class Command(BaseCommand):
             default=os.cpu_count() or 2,
             help="Celery worker processes (default: one per core; each embeds on one thread, EMBEDDING_THREADS).",
         )
+        parser.add_argument(
+            "--webhook-concurrency",
+            type=int,
+            default=2,
+            help="processes of the webhook worker (the `webhooks` queue: deliveries only, never anyone's learning)",
+        )
 
-    def handle(self, *args, bind, mcp_bind, web_workers, concurrency, **options):
+    def handle(self, *args, bind, mcp_bind, web_workers, concurrency, webhook_concurrency, **options):
         started = time.time()
         start_embedded_database()  # this process owns the embedded PostgreSQL; its children attach to it
         call_command("migrate", interactive=False, verbosity=0)  # also upserts the beat schedules
         demo = demo_setup(data_dir=settings.DATA_DIR)
         log_dir = settings.DATA_DIR / "logs"
         state_path = settings.DATA_DIR / "run" / "supervisor.json"
-        self.stdout.write(f"Starting the memory platform; the web, MCP, worker and beat logs go to {log_dir}/")
+        self.stdout.write(
+            f"Starting the memory platform; the web, MCP, worker, webhooks and beat logs go to {log_dir}/"
+        )
 
         python = sys.executable
         bin_dir = os.path.dirname(python)
@@ -94,6 +124,7 @@ class Command(BaseCommand):
         with_worker = _redis_reachable(settings.CELERY_BROKER_URL)
         if with_worker:
             commands["worker"] = ["celery", "-A", "memory_platform", "worker", "-l", "INFO", "-c", str(concurrency)]
+            commands["webhooks"] = webhook_worker_command(concurrency=webhook_concurrency)
             commands["beat"] = ["celery", "-A", "memory_platform", "beat", "-l", "INFO"]
         else:
             self.stdout.write(

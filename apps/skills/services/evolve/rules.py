@@ -6,10 +6,9 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from apps.providers.embeddings import embed_texts
 from apps.skills.models import ExperienceType, Skill, SkillExperience
 from apps.skills.selectors import with_retrievals
-from apps.skills.services.rule_distiller import workflow_request, workflow_steps, workflow_title
+from apps.skills.services.rule_distiller import workflow_request, workflow_steps
 from apps.skills.services.skills import skill_slug
 from apps.skills.trust import may_reach, teachers
 
@@ -22,6 +21,8 @@ TRIGGER_MAX_CHARS = 300
 DESCRIPTION_REQUEST_MAX_CHARS = 200
 CAVEAT_MAX_CHARS = 400
 _DIGITS = re.compile(r"\d+")
+# Two workflows of at least this many common tools may differ in a few (EVOLUTION_WORKFLOW_OVERLAP).
+WORKFLOW_MIN_SHARED_TOOLS = 3
 
 
 @dataclass
@@ -83,28 +84,37 @@ def copied_texts(experience: SkillExperience) -> list[str]:
     ]
 
 
-class _TitleGroups:
-    """Workflows by title embedding: the same procedure may be reached with a different tool sequence."""
+def workflow_overlap(first, second) -> float:
+    """How alike two tool sequences are as workflows: their tools' overlap (an extra lookup or a read in
+    another order changes little); sequences of fewer shared tools than WORKFLOW_MIN_SHARED_TOOLS match only
+    when their tools are the same."""
+    first, second = set(first), set(second)
+    if first == second:
+        return 1.0
+    shared = len(first & second)
+    return shared / len(first | second) if shared >= WORKFLOW_MIN_SHARED_TOOLS else 0.0
 
-    def __init__(self, *, workflows: list[Skill], experiences: list[SkillExperience]):
-        titles = [workflow_title(skill.action_signature) for skill in workflows]
-        titles += [experience.title for experience in experiences]
-        vectors = embed_texts(titles) if titles else []
-        self.vectors = {experience.pk: vector for experience, vector in zip(experiences, vectors[len(workflows) :])}
-        self.groups = [(vector, str(skill.pk), skill) for skill, vector in zip(workflows, vectors)]
 
-    def add(self, experience: SkillExperience, *, key: str, skill: Skill | None) -> None:
-        if all(group_key != key for _, group_key, _ in self.groups):
-            self.groups.append((self.vectors[experience.pk], key, skill))
+def _common_order(first, second) -> int:
+    """The length of the longest run of tools both call in the same order (not necessarily adjacent)."""
+    previous = [0] * (len(second) + 1)
+    for tool in first:
+        current = [0]
+        for index, other in enumerate(second):
+            current.append(previous[index] + 1 if tool == other else max(previous[index + 1], current[index]))
+        previous = current
+    return previous[-1]
 
-    def match(self, experience: SkillExperience, *, default: tuple) -> tuple:
-        vector = self.vectors[experience.pk]
-        best, best_similarity = default, settings.EVOLUTION_TITLE_SIMILARITY
-        for group_vector, key, skill in self.groups:
-            similarity = sum(a * b for a, b in zip(vector, group_vector))
-            if similarity >= best_similarity:
-                best, best_similarity = (key, skill), similarity
-        return best
+
+def _same_workflow(signature, candidates) -> tuple | None:
+    """The (key, skill) of the candidate workflow most like `signature` (overlap, then the order they
+    share), if one is alike enough."""
+    best, best_score = None, (settings.EVOLUTION_WORKFLOW_OVERLAP, -1)
+    for key, skill, other in candidates:
+        score = (workflow_overlap(signature, other), _common_order(signature, other))
+        if score[0] >= best_score[0] and score > best_score:
+            best, best_score = (key, skill), score
+    return best
 
 
 def _caveat_groups(pending: list[SkillExperience]) -> list[list[SkillExperience]]:
@@ -125,15 +135,9 @@ def rule_drafts(*, organization, scope: str, pending: list[SkillExperience], bud
         .defer("embedding")
     )
     run = _RuleRun(live=live, budget=budget)
-    workflows = {tuple(skill.action_signature): skill for skill in live if skill.entry_type == Skill.EntryType.WORKFLOW}
-    learning = [
-        experience
-        for experience in pending
-        if experience.experience_type == ExperienceType.WORTH_LEARNING and experience.action_signature
-    ]
-    similar = _TitleGroups(workflows=list(workflows.values()), experiences=learning)
-    for experience in learning:
-        run.add_workflow_lesson(experience, workflows=workflows, similar=similar)
+    for experience in pending:
+        if experience.experience_type == ExperienceType.WORTH_LEARNING and experience.action_signature:
+            run.add_workflow_lesson(experience)
     for group in _caveat_groups(pending):
         run.add_caveat_group(group)
     return run.drafts, run.superseded, run.held
@@ -153,27 +157,30 @@ class _RuleRun:
             self.drafts[key] = Draft(skill=skill, fields=fields or {})
         return self.drafts[key]
 
-    def add_workflow_lesson(self, experience: SkillExperience, *, workflows: dict, similar: _TitleGroups) -> None:
-        signature = tuple(experience.action_signature)
+    def workflows(self):
+        """(key, skill, signature) of the live workflows and this run's new ones."""
+        for skill in self.live:
+            if skill.entry_type == Skill.EntryType.WORKFLOW:
+                yield str(skill.pk), skill, skill.action_signature
+        for key, draft in self.drafts.items():
+            if draft.skill is None and draft.get("entry_type") == Skill.EntryType.WORKFLOW:
+                yield key, None, draft.get("action_signature")
+
+    def add_workflow_lesson(self, experience: SkillExperience) -> None:
+        """Votes count at the level of the workflow: a lesson joins the workflow it resembles most."""
+        signature = list(experience.action_signature)
         request = workflow_request(experience.content)
-        skill = workflows.get(signature)
-        key = str(skill.pk) if skill else "new:" + "/".join(signature)
-        if skill is None and key not in self.drafts:
-            key, skill = similar.match(experience, default=(key, None))
-        similar.add(experience, key=key, skill=skill)
-        fields = None if skill else _workflow_fields(list(signature), workflow_steps(experience.content), request)
+        key, skill = _same_workflow(signature, self.workflows()) or ("new:" + "/".join(signature), None)
+        fields = None if skill else _workflow_fields(signature, workflow_steps(experience.content), request)
         draft = self.draft_for(key, skill, fields)
         if draft is None:
             return  # over budget: stays pending
         request = request[:TRIGGER_MAX_CHARS]
         triggers = list(draft.get("triggers") or [])
-        if not request or request in triggers:
-            self.superseded.add(experience.pk)
-            return
-        # The same procedure seen again supports the skill; its request (one user's words) is copied
-        # only where no other user would be served it.
+        # The same procedure seen again supports the skill (its teacher a supporter, a vote); its request
+        # (one user's words) is copied only when new and where no other user would be served it.
         audience = None if skill is not None else teachers(draft.experiences)
-        if not may_reach(experiences=[experience], audience_ids=audience):
+        if not request or request in triggers or not may_reach(experiences=[experience], audience_ids=audience):
             draft.experiences.append(experience)
             draft.reasons.append(f"workflow seen again (support): {experience.title}")
             return
