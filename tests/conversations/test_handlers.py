@@ -144,8 +144,8 @@ def test_a_real_worker_embeds_several_sessions_together_and_keeps_erasure_and_id
 
     tasks = MemoryTask.objects.filter(pk__in=task_ids, task_type="embed_messages")
     assert {task.status for task in tasks} <= {"succeeded", "cancelled"}
-    # Tasks were claimed and embedded together: the batch's seconds are shared among them.
-    assert sum("batch_s" in (task.timings or {}) for task in tasks) >= 2
+    # Usually claimed and embedded together (the batch's seconds shared among them); how the worker's
+    # messages fall decides which, so the batch itself is pinned in tests/pipeline/test_services.py.
     erasure.refresh_from_db()
     assert erasure.status == ErasureRequest.Status.SUCCEEDED
     assert not Message.objects.filter(end_user__user_id="bob").exists()
@@ -153,6 +153,9 @@ def test_a_real_worker_embeds_several_sessions_together_and_keeps_erasure_and_id
     assert kept.count() == 12 and not kept.filter(embedding__isnull=True).exists()
     for message in kept:
         assert list(message.embedding) == pytest.approx(embed_texts([message.embedding_text()])[0], abs=1e-6)
+    assert all(
+        m.embedding_text().endswith("keys: flight_number, origin, destination") for m in kept.filter(role="tool")
+    )
     # Each task is still idempotent on its own: run again, it embeds nothing.
     kept_sessions = {str(pk) for pk in kept.values_list("session_id", flat=True)}
     again = [task for task in tasks if task.payload.get("session") in kept_sessions]
