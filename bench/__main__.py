@@ -16,6 +16,7 @@ QUESTIONS = {
     "How much of what a question needs does search find?": {
         "locomo": "bench.retrieval.locomo",
         "locomo_dates": "bench.retrieval.locomo_dates",
+        "tool_outputs": "bench.retrieval.tool_outputs",
         "retrieval_study": "bench.retrieval.study",
         "context": "bench.retrieval.context",
         "tokens": "bench.retrieval.tokens",

@@ -1,5 +1,8 @@
 """Sessions and their messages: the transcripts everything else is learned from."""
 
+import json
+from collections import deque
+
 from django.conf import settings
 from django.contrib.postgres.fields import DateRangeField
 from django.contrib.postgres.indexes import GinIndex
@@ -132,10 +135,45 @@ class Message(BaseModel):
         return f"{self.session_id}#{self.seq} {self.role}"
 
     def embedding_text(self) -> str:
-        """What the turn's vector encodes: the speaker's name matters to questions about people."""
-        if self.name and self.role != Message.Role.TOOL:
-            return f"{self.name}: {self.content}"
-        return self.content
+        """What the turn's vector encodes: the speaker's name matters to questions about people. A long
+        turn is embedded by its head (a tool output's, with the keys of its JSON when cut there); the
+        whole text stays in the transcript and the keyword index, which finds an id or a number anywhere."""
+        if self.role == Message.Role.TOOL:
+            return tool_output_head(self.content, max_chars=settings.EMBEDDING_TOOL_OUTPUT_CHARS)
+        text = f"{self.name}: {self.content}" if self.name else self.content
+        return text[: settings.EMBEDDING_TURN_MAX_CHARS]
+
+
+# At most this many keys follow a cut JSON output (objects keyed by ids have as many keys as records).
+TOOL_OUTPUT_KEYS = 40
+
+
+def tool_output_head(text: str, *, max_chars: int) -> str:
+    """A tool output's first `max_chars` characters; when that cuts a JSON output (after the `[tool] `
+    its turn starts with), followed by the keys of its objects, first seen first, so that the vector
+    still says what kind of record the output holds."""
+    if len(text) <= max_chars:
+        return text
+    _, separator, body = text.partition("] ") if text.startswith("[") else ("", "", text)
+    keys = _json_keys(body if separator else text)[:TOOL_OUTPUT_KEYS]
+    return f"{text[:max_chars]} … keys: {', '.join(keys)}" if keys else text[:max_chars]
+
+
+def _json_keys(text: str) -> list[str]:
+    """The distinct keys of the objects in a JSON document, breadth first ([] if it is not JSON)."""
+    try:
+        waiting = deque([json.loads(text)])
+    except ValueError:
+        return []
+    keys: dict[str, None] = {}
+    while waiting:
+        value = waiting.popleft()
+        if isinstance(value, dict):
+            keys.update(dict.fromkeys(value))
+            waiting.extend(value.values())
+        elif isinstance(value, list):
+            waiting.extend(value)
+    return list(keys)
 
 
 class IngestRequest(BaseModel):

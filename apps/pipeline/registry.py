@@ -7,6 +7,9 @@ HANDLERS: dict[str, Callable] = {}
 PRIORITIES: dict[str, int] = {}
 # Task types whose retries back off by settings of their own: (base setting, cap setting) names.
 BACKOFFS: dict[str, tuple[str, str]] = {}
+# Task types whose due tasks a process claims several at a time: (prepare, size setting name). The
+# executor calls `prepare(tasks)` once for the claimed tasks, then runs the handler of each it took.
+BATCHES: dict[str, tuple[Callable, str]] = {}
 # Task types whose tasks only the client whose request created them may read (GET tasks/<id>/).
 REQUESTER_ONLY: set[str] = set()
 # Task types run by workers of a Celery queue of their own (`celery worker -Q <queue>`), never by the
@@ -31,12 +34,18 @@ def register_handler(
     priority: int | None = None,
     requester_only: bool = False,
     backoff: tuple[str, str] | None = None,
+    batch: tuple[Callable, str] | None = None,
     queue: str | None = None,
     organization_cap: str | None = None,
 ):
     """Decorator of a handler `handle(task)` returning a JSON-able result, claimed at `priority` (default
     COMPILE). `requester_only`: its tasks are the requesting client's alone (an export's); `backoff`:
     the (base, cap) setting names its retries back off by (a webhook retries sooner than a model call);
+    `batch`: (prepare, size setting name): a process claims up to that many due tasks of the type and
+    priority together and calls `prepare(tasks)` once before their handlers (work they share, such as
+    one embedding call); it returns how many of them, from the first, it took (the rest go back to the
+    queue unstarted, so a batch stays within the time limits). `prepare` must leave each handler correct
+    on its own, since a task whose `prepare` failed, or that is retried, runs without it;
     `queue`: the Celery queue whose workers alone run its tasks (default: the default workers);
     `organization_cap`: the setting naming how many of its tasks may run at once per organisation."""
 
@@ -50,6 +59,8 @@ def register_handler(
             REQUESTER_ONLY.add(task_type)
         if backoff is not None:
             BACKOFFS[task_type] = backoff
+        if batch is not None:
+            BATCHES[task_type] = batch
         if queue is not None:
             QUEUES[task_type] = queue
         if organization_cap is not None:

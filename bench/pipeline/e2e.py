@@ -6,8 +6,10 @@ learner) on a private Redis, fed through the REST API by the Python SDK.
   from the first add until every task the adds returned has finished, and until every turn is
   searchable (embedded); and the same e5 model's raw `embed_texts` rate on the same texts in this
   process, before the platform starts and after it stops: the floor (the faster of the two).
-- tasks: 75 tau-bench task sessions, sealed with their outcome; seconds from the first add to the
-  first skill and until every session is distilled.
+- tasks: 75 tau-bench task sessions (trials 0-2 of tasks 0-24, each session a customer of its own),
+  sealed with their outcome; seconds from the first add to the first skill, until every session is
+  distilled and until every task the adds returned has finished, and the CPU seconds the worker's
+  processes (and PostgreSQL's) spent meanwhile, per session.
 - where the time goes, per task type, from the task rows: debounce (created → due), queue wait
   (due → first claim), attempts, time inside handlers and, within it, embedding, model calls, SQL
   and lock waits (`MemoryTask.timings`).
@@ -27,6 +29,8 @@ from tests.harness.processes import wait_for
 TARGET_FLOOR_SHARE = 0.5
 TARGET_FIRST_SKILL_SECONDS = 60
 TARGET_ALL_DISTILLED_SECONDS = 300
+TARGET_TASKS_FINISHED_SECONDS = 180
+TARGET_WORKER_CPU_PER_SESSION = 2.0
 CONVERSATION = "conv-26"
 TASK_SESSIONS = 75
 TIMEOUT_SECONDS = 1800
@@ -176,16 +180,46 @@ def _run_conversation(platform_, memory, sample, log) -> dict:
     }
 
 
+def _cpu_seconds(root_pid: int | None) -> float:
+    """User + system CPU seconds of a process and its descendants, reaped ones included."""
+    import psutil
+
+    try:
+        root = psutil.Process(root_pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    seconds = 0.0
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        seconds += times.user + times.system + times.children_user + times.children_system
+    return seconds
+
+
+def _background_cpu(platform_) -> dict:
+    """CPU seconds so far of the Celery worker (its main process and pool) and of PostgreSQL."""
+    import json
+
+    children = json.loads((platform_.data_dir / "run" / "supervisor.json").read_text())["children"]
+    postmaster = int((platform_.postgres.pgdata / "postmaster.pid").read_text().split()[0])
+    return {"worker": _cpu_seconds(children["worker"]["pid"]), "postgres": _cpu_seconds(postmaster)}
+
+
 def _run_tasks(platform_, memory, trajectories, log) -> dict:
     from apps.conversations.management.commands.import_sessions import trajectory_sessions
 
+    # Trials 0-2 of tasks 0-24 (the file's first 75, trial by trial), each session its own customer.
     sessions = trajectory_sessions(trajectories)[:TASK_SESSIONS]
     started_at = _scalar(platform_, "SELECT now()")
+    cpu_before = _background_cpu(platform_)
     started = time.monotonic()
     task_ids = []
     for item in sessions:
         body = memory.add(
-            item["user_id"],
+            f"{item['user_id']}-{item['session_id']}",
             item["session_id"],
             item["messages"],
             session_tag="task",
@@ -216,13 +250,19 @@ def _run_tasks(platform_, memory, trajectories, log) -> dict:
     wait_for(
         lambda: _finished(platform_, task_ids), timeout=TIMEOUT_SECONDS, interval=0.2, message="the returned tasks"
     )
+    finished = time.monotonic() - started
+    cpu_after = _background_cpu(platform_)
+    cpu = {name: round(cpu_after[name] - cpu_before[name], 2) for name in cpu_after}
     return {
         "sessions": len(sessions),
         "tasks_returned": len(task_ids),
         "add_seconds": round(added, 2),
         "first_skill_seconds": None if first_skill is None else round(first_skill, 2),
         "all_distilled_seconds": round(all_distilled, 2),
-        "returned_tasks_finished_seconds": round(time.monotonic() - started, 2),
+        "returned_tasks_finished_seconds": round(finished, 2),
+        "cpu_seconds": cpu,
+        "worker_cpu_seconds_per_session": round(cpu["worker"] / len(sessions), 3),
+        "postgres_cpu_seconds_per_session": round(cpu["postgres"] / len(sessions), 3),
         "skills": skills(),
         "breakdown": breakdown(platform_, started_at),
     }
@@ -263,11 +303,15 @@ def run(output_dir, *, log=print) -> dict:
             "end_to_end_share_of_floor": TARGET_FLOOR_SHARE,
             "first_skill_seconds": TARGET_FIRST_SKILL_SECONDS,
             "all_distilled_seconds": TARGET_ALL_DISTILLED_SECONDS,
+            "tasks_returned_tasks_finished_seconds": TARGET_TASKS_FINISHED_SECONDS,
+            "worker_cpu_seconds_per_session": TARGET_WORKER_CPU_PER_SESSION,
         },
         "meets_targets": share >= TARGET_FLOOR_SHARE
         and tasks["first_skill_seconds"] is not None
         and tasks["first_skill_seconds"] <= TARGET_FIRST_SKILL_SECONDS
-        and tasks["all_distilled_seconds"] <= TARGET_ALL_DISTILLED_SECONDS,
+        and tasks["all_distilled_seconds"] <= TARGET_ALL_DISTILLED_SECONDS
+        and tasks["returned_tasks_finished_seconds"] <= TARGET_TASKS_FINISHED_SECONDS
+        and tasks["worker_cpu_seconds_per_session"] <= TARGET_WORKER_CPU_PER_SESSION,
         "machine": machine(load_before=load_before),
         "measured_at": measured_at(),
     }
@@ -278,6 +322,9 @@ def run(output_dir, *, log=print) -> dict:
         f"{conversation['returned_tasks_finished_seconds']}s ({conversation['turns_per_s_end_to_end']} turns/s); "
         f"floor {floor['texts_per_s']} texts/s (before {floor_before['texts_per_s']}, after {floor_after['texts_per_s']}); end to end = {share:.2f} x floor (target {TARGET_FLOOR_SHARE}). "
         f"Tasks: first skill {tasks['first_skill_seconds']}s, all {tasks['sessions']} distilled in "
-        f"{tasks['all_distilled_seconds']}s, {tasks['skills']} skills"
+        f"{tasks['all_distilled_seconds']}s, every returned task finished in {tasks['returned_tasks_finished_seconds']}s "
+        f"(target {TARGET_TASKS_FINISHED_SECONDS}s), {tasks['skills']} skills; worker CPU "
+        f"{tasks['worker_cpu_seconds_per_session']}s per session (target {TARGET_WORKER_CPU_PER_SESSION}), "
+        f"PostgreSQL {tasks['postgres_cpu_seconds_per_session']}s"
     )
     return result

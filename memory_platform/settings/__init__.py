@@ -433,6 +433,15 @@ EMBEDDING_DIMENSIONS = 384
 # Threads one process gives a local model (e5, local). One: a worker runs one process per core
 # (Celery's default concurrency), so more threads would only fight each other for the same cores.
 EMBEDDING_THREADS = env.int("EMBEDDING_THREADS", default=1)
+# What of a turn its vector encodes (Message.embedding_text): a tool output's head, with the keys of its
+# JSON when cut there, and any other turn's head. The whole text stays in the transcript and in the
+# keyword index (tsvector, trigram). e5 reads 512 tokens at a time: 2000 characters of prose, about 500
+# of JSON with ids (bench/README.md, pipeline_e2e and tool_outputs).
+EMBEDDING_TOOL_OUTPUT_CHARS = env.int("EMBEDDING_TOOL_OUTPUT_CHARS", default=500)
+EMBEDDING_TURN_MAX_CHARS = env.int("EMBEDDING_TURN_MAX_CHARS", default=2000)
+# Indexing tasks (embed_messages) of one priority a worker process claims together and embeds in one
+# call, a text that several of them hold once (1: one by one).
+EMBED_BATCH_TASKS = env.int("EMBED_BATCH_TASKS", default=16)
 
 # Skill memory (apps.skills): distillation of task sessions and evolution into skills.
 SKILL_REVIEW_MODE = env("SKILL_REVIEW_MODE", default="auto")  # auto: evolved skills go live; manual: pending_review

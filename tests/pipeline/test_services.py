@@ -912,3 +912,42 @@ def test_a_long_handler_keeps_its_heartbeat_fresh(settings, organization):
         HANDLERS.pop("test_slow_heartbeat", None)
     ((before, after),) = seen
     assert after > before  # refreshed while the handler ran
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batched_type_prepares_the_tasks_it_takes_and_gives_the_rest_back(
+    organization, handlers, settings, monkeypatch
+):
+    """A batched type's tasks are claimed together; `prepare` runs once for those it takes, whose handlers
+    then run; the rest go back to the queue unstarted (no attempt spent) and run in a later batch. A
+    `prepare` that fails leaves each handler to do its own work."""
+    from apps.pipeline.registry import BATCHES
+
+    prepared, ran = [], []
+
+    def prepare(tasks):
+        prepared.append([task.payload["n"] for task in tasks])
+        if tasks[0].payload["n"] == 2:
+            raise RuntimeError("the shared step failed")
+        return 2  # takes the first two
+
+    handlers("test_batched", lambda task: ran.append(task.payload["n"]) or {})
+    monkeypatch.setitem(BATCHES, "test_batched", (prepare, "EMBED_BATCH_TASKS"))
+    settings.EMBED_BATCH_TASKS = 3
+    for n in range(5):
+        due_task(
+            organization,
+            task_type="test_batched",
+            payload={"n": n},
+            run_after=timezone.now() - timedelta(seconds=60 - n),
+        )
+
+    assert tasks_drain(worker="host:1") == {"succeeded": 5}
+
+    # 0 with 1 and 2: 0 and 1 taken, 2 back to the queue. Then 2 leads a batch (with 3 and 4, or with 4
+    # when the drain's growing claim already holds 3), whose prepare fails: each does its own work.
+    assert prepared[0] == [0, 1, 2] and prepared[1][0] == 2
+    assert ran[:3] == [0, 1, 2] and sorted(ran) == [0, 1, 2, 3, 4]
+    assert set(MemoryTask.objects.values_list("attempts", flat=True)) == {1}
+    batched = MemoryTask.objects.filter(payload__n__in=[0, 1])
+    assert all("batch_s" in task.timings for task in batched)

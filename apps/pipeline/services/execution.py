@@ -10,6 +10,7 @@ from collections import Counter
 from contextlib import contextmanager
 from datetime import timedelta
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
@@ -18,7 +19,7 @@ from django.utils import timezone
 from apps.core import timing
 from apps.pipeline.locks import advisory_xact_lock
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.registry import ORGANIZATION_CAPS, QUEUES, NotYet, backoff_of, handler_for, queue_of
+from apps.pipeline.registry import BATCHES, ORGANIZATION_CAPS, QUEUES, NotYet, backoff_of, handler_for, queue_of
 from apps.pipeline.services.broker import publish
 from apps.pipeline.services.heartbeats import worker_name
 
@@ -241,8 +242,61 @@ def _finish(task: MemoryTask, **fields) -> bool:
 
 
 def task_execute(*, task_id, worker: str, lane: str | None = None) -> str:
+    """Runs the named task alone (an eager run inside a request); `not-claimed` if it is not ours to run."""
     task = task_claim(task_id=task_id, worker=worker, lane=lane)
     return "not-claimed" if task is None else _run_claimed(task)
+
+
+def _run_with_batch(task: MemoryTask, *, worker: str, lane: str | None) -> Counter[str]:
+    """Runs a claimed task; for a batched type, first claims up to the batch size of due tasks of its type
+    and priority and runs their `prepare` once. `prepare` returns how many of them (the first ones) it
+    took; the rest go back to the queue unstarted. A failed `prepare` is logged and each handler does
+    its own work. The batch's seconds are shared equally among the tasks it took."""
+    tasks = [task]
+    if task.task_type in BATCHES:
+        prepare, size_setting = BATCHES[task.task_type]
+        if (more := getattr(settings, size_setting) - 1) > 0:
+            mates = _claim(
+                worker=worker,
+                lane=lane,
+                narrowed_by="AND task_type = %(type)s AND priority = %(priority)s ORDER BY run_after LIMIT %(limit)s",
+                type=task.task_type,
+                priority=task.priority,
+                limit=more,
+            )
+            tasks += sorted(mates, key=lambda mate: mate.run_after)  # RETURNING keeps no order
+        if len(tasks) > 1:
+            tasks = _prepare(prepare, tasks)
+    return Counter(_run_claimed(each) for each in tasks)
+
+
+def _prepare(prepare, tasks: list[MemoryTask]) -> list[MemoryTask]:
+    for each in tasks:
+        _heartbeats.add(each.pk)
+    started, taken = time.perf_counter(), len(tasks)
+    with timing.account() as spent, connection.execute_wrapper(_timed_sql):
+        try:
+            taken = max(1, min(prepare(tasks), len(tasks)))
+        except SoftTimeLimitExceeded:  # none of them has started: back to the queue, no attempt spent
+            _tasks_release(tasks)
+            for each in tasks:
+                _heartbeats.remove(each.pk)
+            raise
+        except Exception as exc:  # each handler still does its own work, with its own retries
+            logger.warning(
+                "batch of %s %s tasks: prepare failed: %s", len(tasks), tasks[0].task_type, type(exc).__name__
+            )
+    if taken < len(tasks):
+        _tasks_release(tasks[taken:])
+    for each in tasks[taken:]:
+        _heartbeats.remove(each.pk)
+    tasks = tasks[:taken]
+    spent["batch_s"] = time.perf_counter() - started
+    for each in tasks:
+        each.timings = dict(each.timings or {})
+        for key, seconds in spent.items():
+            each.timings[key] = round(each.timings.get(key, 0.0) + seconds / len(tasks), 4)
+    return tasks
 
 
 def _run_claimed(task: MemoryTask) -> str:
@@ -292,7 +346,8 @@ def tasks_drain(*, worker: str, first_task_id=None, lane: str | None = None) -> 
     outcomes: Counter[str] = Counter()
     deadline = time.monotonic() + settings.TASK_DRAIN_SECONDS
     if first_task_id is not None:
-        outcomes[task_execute(task_id=first_task_id, worker=worker, lane=lane)] += 1
+        first = task_claim(task_id=first_task_id, worker=worker, lane=lane)
+        outcomes.update(["not-claimed"] if first is None else _run_with_batch(first, worker=worker, lane=lane))
     size = 1
     while time.monotonic() < deadline:
         batch = tasks_claim_due(worker=worker, limit=size, lane=lane)
@@ -304,7 +359,7 @@ def tasks_drain(*, worker: str, first_task_id=None, lane: str | None = None) -> 
                 _tasks_release(batch[index:])
                 size = 1
                 break
-            outcomes[_run_claimed(task)] += 1
+            outcomes.update(_run_with_batch(task, worker=worker, lane=lane))
         else:
             quick = time.monotonic() - started < BATCH_HOLD_SECONDS
             size = min(size * 2, settings.TASK_CLAIM_BATCH) if quick else 1
