@@ -12,14 +12,8 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from apps.conversations.models import SESSION_ID_PATTERN, IngestRequest, Message, Session, SessionTag
-from apps.conversations.routing import (
-    DELETE_SESSION,
-    embedding_enqueue,
-    extraction_enqueue,
-    projection_enqueue,
-    session_delete_key,
-)
-from apps.conversations.services.sessions import session_seal, work_after_seal
+from apps.conversations.routing import DELETE_SESSION, NewTurns, SessionEvent, session_delete_key, session_work
+from apps.conversations.services.sessions import session_seal
 from apps.conversations.turns import normalise_messages
 from apps.core.bulk import copy_create, insert_unless_conflict
 from apps.core.errors import ConflictError
@@ -147,13 +141,15 @@ def messages_ingest(
     )
     first_seq = session.last_seq + 1
     stored = _turns_store(session=session, end_user=end_user, turns=turns, client=client, outcome=outcome, seal=seal)
-    if stored:
-        tasks.append(embedding_enqueue(session, from_seq=first_seq, to_seq=session.last_seq, client=client))
-        if session.session_tag == SessionTag.CONVERSATION and not seal:
-            tasks.append(extraction_enqueue(session, client=client))
-            tasks.append(projection_enqueue(session, client=client))
-    if seal:
-        tasks.extend(work_after_seal(session=session, client=client))
+    if stored or seal:
+        tasks.extend(
+            session_work(
+                session,
+                event=SessionEvent.SEAL if seal else SessionEvent.TURNS,
+                client=client,
+                new_turns=NewTurns(from_seq=first_seq, to_seq=session.last_seq) if stored else None,
+            )
+        )
 
     body = {
         "session_id": session.session_id,
