@@ -181,7 +181,17 @@ def _evidence(members: list[Item], vectors: np.ndarray) -> list[Evidence]:
     centre = vectors.mean(axis=0)
     nearest = np.argsort(-(vectors @ centre), kind="stable")[: settings.TOPIC_MAX_EVIDENCE]
     chosen = sorted((members[i] for i in nearest), key=lambda item: (item.at, item.seq, item.item_id), reverse=True)
-    return [Evidence(item.item_type, item.item_id, "Topic", _quote(item.text), item.at, item.where) for item in chosen]
+    return [
+        Evidence(
+            item_type=item.item_type,
+            item_id=item.item_id,
+            section="Topic",
+            quote=_quote(item.text),
+            at=item.at,
+            where=item.where,
+        )
+        for item in chosen
+    ]
 
 
 def _rules_page(label: str, evidence: list[Evidence]) -> str:
@@ -229,8 +239,18 @@ def owner_topics_compile(*, end_user: EndUser, scope: str, task=None, reason: st
         min_items=settings.TOPIC_CLUSTER_MIN_ITEMS,
         mean=scope_mean(organization_id=organization.pk, scope=scope),
     )
-    result = {"items": len(items), "eps": eps, "topics": len(clusters), "created": 0, "updated": 0, "unchanged": 0}
-    result |= {"archived": 0, "noise": len(items) - sum(map(len, clusters)), "prompt_tokens": 0, "completion_tokens": 0}
+    result = {
+        "items": len(items),
+        "eps": eps,
+        "topics": len(clusters),
+        "created": 0,
+        "updated": 0,
+        "unchanged": 0,
+        "archived": 0,
+        "noise": len(items) - sum(map(len, clusters)),
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+    }
     owner = {"organization": organization, "scope": scope, "end_user": end_user}
     pages = list(Profile.objects.filter(**owner, kind=Profile.Kind.TOPIC).order_by("created_at", "id"))
     matched = _match([{items[i].item_id for i in members} for members in clusters], pages)
@@ -238,11 +258,15 @@ def owner_topics_compile(*, end_user: EndUser, scope: str, task=None, reason: st
         cluster = [items[i] for i in members]
         label = topic_label(cluster, items)
         evidence = _evidence(cluster, vectors[members])
-        title, model, usage, used, why = label, RULES_MODEL, {}, evidence, reason
+        title = label
         markdown = _rules_page(label, evidence)
+        model = RULES_MODEL
+        usage = {}
+        used = evidence
+        why = reason
         if llm_enabled():
             try:
-                answer, used, shown, usage = evidence_page(
+                written = evidence_page(
                     prompt=TOPIC_PROMPT,
                     head=f"Keywords: {label}\nEvidence:\n",
                     evidence=evidence,
@@ -251,8 +275,11 @@ def owner_topics_compile(*, end_user: EndUser, scope: str, task=None, reason: st
                     task=task,
                     purpose="compile_topics",
                 )
-                title, markdown = answer.title.strip()[:TITLE_MAX_CHARS] or label, answer.markdown + "\n"
-                used, model = used or evidence[:shown], usage.get("model") or settings.LLM_MODEL
+                title = written.answer.title.strip()[:TITLE_MAX_CHARS] or label
+                markdown = written.answer.markdown + "\n"
+                used = written.used or evidence[: written.shown]
+                usage = written.usage
+                model = usage.get("model") or settings.LLM_MODEL
             except LLMOutputError:
                 why = f"{reason}; the model's answer was unusable, rules page"
         result["prompt_tokens"] += usage.get("prompt_tokens", 0)
