@@ -28,8 +28,7 @@ def _import(client, trajectories) -> tuple[list, int]:
 
     messages = 0
     for item in trajectory_sessions(trajectories):
-        body = task_session_ingest(client, item)
-        messages += body["messages_stored"]
+        messages += task_session_ingest(client, item).messages_stored
     sessions = list(
         Session.objects.filter(organization=client.organization).select_related("organization").order_by("session_id")
     )
