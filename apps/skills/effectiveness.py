@@ -14,7 +14,7 @@ from apps.conversations.models import Session, SessionTag
 from apps.skills.models import Skill, SkillFeedback, SkillUse, SkillVersion
 
 Z = 1.959964  # two-sided 95%
-# Review's boundary (Evidence.harmful), chosen with bench/skill_effect.py.
+# Review's boundary (Evidence.harmful), chosen with bench/skills/effect.py.
 REVIEW_Z = 2.05
 REVIEW_HORIZON = 50
 RANKING_CACHE_SECONDS = 30
@@ -127,7 +127,7 @@ class Evidence:
 
     def harmful(self) -> bool:
         """Review looks after every sealed session, so its interval widens while evidence is young
-        (O'Brien-Fleming-shaped) to keep neutral skills sent to review near 5% (bench/skill_effect.py).
+        (O'Brien-Fleming-shaped) to keep neutral skills sent to review near 5% (bench/skills/effect.py).
         Fewer failing users than it takes to share a lesson (apps.skills.trust) cannot take it away."""
         if self.users < settings.SKILL_REVIEW_MIN_USERS or self.failures < settings.SKILL_SHARE_MIN_USERS:
             return False
