@@ -328,9 +328,131 @@ def database_url(settings_dict: dict) -> str:
     return f"postgres://{user}{password}@/{settings_dict['NAME']}?{query}"
 
 
-class CeleryWorker:
+def celery_command(program: str, *options: str) -> list[str]:
+    """`celery -A memory_platform <program> <options>` with this interpreter."""
+    return [sys.executable, "-m", "celery", "-A", "memory_platform", program, *options]
+
+
+def gunicorn_command(port: int, *options: str) -> list[str]:
+    """gunicorn of this environment serving the API on 127.0.0.1:`port` (with gunicorn.conf.py)."""
+    return [
+        str(Path(sys.executable).with_name("gunicorn")),
+        "memory_platform.wsgi",
+        "--bind",
+        f"127.0.0.1:{port}",
+        *options,
+    ]
+
+
+def healthy(port: int) -> bool:
+    """Whether the API on 127.0.0.1:`port` answers /healthz with 200."""
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        connection.close()
+
+
+def platform_env(*, broker_url: str, settings_dict: dict, env: dict | None = None) -> dict:
+    """This process's environment for a platform process on `broker_url` and the database of
+    `settings_dict`, with `env` on top."""
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memory_platform.settings",
+        "REDIS_URL": broker_url,
+        "CELERY_BROKER_URL": broker_url,
+        "CELERY_RESULT_BACKEND": broker_url,
+        "CELERY_TASK_ALWAYS_EAGER": "false",
+        "DATABASE_URL": database_url(settings_dict),
+        # Never take a handle on the embedded server: only the parent may stop it.
+        "EMBEDDED_POSTGRES_ATTACH": "1",
+        "PYTHONPATH": str(BASE_DIR),
+        **(env or {}),
+    }
+
+
+class PlatformProcess:
+    """A platform process (worker, beat, web server) in its own session, logging to `log_path`, killed
+    with its parent; `start` waits until `_ready()` says so. Subclasses set `name` and `command`."""
+
+    name = "process"
+    stop_grace = 10  # seconds between SIGTERM and SIGKILL
+
+    def __init__(self, *, command: list[str], env: dict, log_path: Path):
+        self.command = command
+        self.env = env
+        self.log_path = log_path
+        self.process: subprocess.Popen | None = None
+        self._log = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def start(self, *, timeout: float = 30):
+        self._log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            self.command,
+            cwd=BASE_DIR,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        try:
+            wait_for(self._running_and_ready, timeout=timeout, interval=0.1, message=f"{self.name} ready")
+        except BaseException:
+            self.kill()
+            raise
+        return self
+
+    def _running_and_ready(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"{self.name} exited with {self.process.returncode}; log:\n{self.log()}")
+        return self._ready()
+
+    def _ready(self) -> bool:
+        raise NotImplementedError
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL, as when a machine or container dies: no shutdown code runs, nothing is acked."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self._reap()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            _terminate(self.process, grace=self.stop_grace)
+        self._reap()
+
+    def _reap(self) -> None:
+        if self.process is not None:
+            self.process.wait()
+            # A child (a prefork pool process, a gunicorn worker) could outlive its parent; the
+            # session id is the parent's pid.
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class CeleryWorker(PlatformProcess):
     """`celery -A memory_platform worker` in its own session, on a given broker and database;
     with `beat=True` it also runs beat (`-B`) on the database's schedules, as a small deploy does."""
+
+    name = "worker"
 
     def __init__(
         self,
@@ -344,13 +466,7 @@ class CeleryWorker:
         env: dict | None = None,
         beat: bool = False,
     ):
-        self.log_path = log_path
-        self.command = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "memory_platform",
+        command = celery_command(
             "worker",
             f"--pool={pool}",
             f"--concurrency={concurrency}",
@@ -359,119 +475,41 @@ class CeleryWorker:
             # INFO: readiness is read from the worker's "ready." log line.
             "--loglevel=INFO",
             f"--hostname=pipeline-{log_path.stem}@%h",
-        ]
+        )
         if include:
-            self.command.append(f"--include={include}")
+            command.append(f"--include={include}")
         if beat:
-            self.command.append("--beat")
-        self.env = dict(os.environ)
-        self.env.update(
-            DJANGO_SETTINGS_MODULE="memory_platform.settings",
-            REDIS_URL=broker_url,
-            CELERY_BROKER_URL=broker_url,
-            CELERY_RESULT_BACKEND=broker_url,
-            CELERY_TASK_ALWAYS_EAGER="false",
-            DATABASE_URL=database_url(settings_dict),
-            # Never take a handle on the embedded server: only the parent may stop it.
-            EMBEDDED_POSTGRES_ATTACH="1",
-            PYTHONPATH=str(BASE_DIR),
+            command.append("--beat")
+        super().__init__(
+            command=command,
+            env=platform_env(broker_url=broker_url, settings_dict=settings_dict, env=env),
+            log_path=log_path,
         )
-        self.env.update(env or {})
-        self.process: subprocess.Popen | None = None
-        self._log = None
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def start(self, *, timeout: float = 30) -> "CeleryWorker":
-        self._log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            self.command,
-            cwd=BASE_DIR,
-            env=self.env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
-        try:
-            wait_for(self._ready, timeout=timeout, interval=0.1, message=f"worker ready (log {self.log_path})")
-        except BaseException:
-            self.kill()
-            raise
-        return self
 
     def _ready(self) -> bool:
-        if self.process.poll() is not None:
-            raise RuntimeError(f"worker exited with {self.process.returncode}; log:\n{self.log()}")
         return " ready." in self.log()
 
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def kill(self) -> None:
-        """SIGKILL, as when a machine or container dies: no shutdown code runs, nothing is acked."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self._reap()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            _terminate(self.process, grace=10)
-        self._reap()
-
-    def _reap(self) -> None:
-        if self.process is not None:
-            self.process.wait()
-            # A prefork child could outlive its parent; the session id is the parent's pid.
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-
-class CeleryBeat:
+class CeleryBeat(PlatformProcess):
     """`celery -A memory_platform beat` in its own session, on a given broker and database."""
 
+    name = "beat"
+
     def __init__(self, *, broker_url: str, settings_dict: dict, log_path: Path, env: dict | None = None):
-        self.log_path = log_path
-        self.command = [sys.executable, "-m", "celery", "-A", "memory_platform", "beat", "--loglevel=INFO"]
-        self.env = dict(os.environ)
-        self.env.update(
-            DJANGO_SETTINGS_MODULE="memory_platform.settings",
-            REDIS_URL=broker_url,
-            CELERY_BROKER_URL=broker_url,
-            CELERY_RESULT_BACKEND=broker_url,
-            DATABASE_URL=database_url(settings_dict),
-            EMBEDDED_POSTGRES_ATTACH="1",
-            PYTHONPATH=str(BASE_DIR),
+        super().__init__(
+            command=celery_command("beat", "--loglevel=INFO"),
+            env=platform_env(broker_url=broker_url, settings_dict=settings_dict, env=env),
+            log_path=log_path,
         )
-        self.env.update(env or {})
-        self.process: subprocess.Popen | None = None
-        self._log = None
+        self.ready_text = "beat: Starting"
 
     def start(self, *, ready: str = "beat: Starting", timeout: float = 30) -> "CeleryBeat":
         """Starts beat and waits for `ready` in its log."""
-        self._log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            self.command,
-            cwd=BASE_DIR,
-            env=self.env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
-        try:
-            self.wait_for_log(ready, timeout=timeout)
-        except BaseException:
-            self.kill()
-            raise
-        return self
+        self.ready_text = ready
+        return super().start(timeout=timeout)
+
+    def _ready(self) -> bool:
+        return self.ready_text in self.log()
 
     def wait_for_log(self, text: str, *, timeout: float) -> None:
         def logged() -> bool:
@@ -481,31 +519,12 @@ class CeleryBeat:
 
         wait_for(logged, timeout=timeout, interval=0.1, message=f"{text!r} in {self.log_path}")
 
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def kill(self) -> None:
-        """SIGKILL, as when a machine or container dies: its database session ends with it."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self._reap()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            _terminate(self.process, grace=10)
-        self._reap()
-
-    def _reap(self) -> None:
-        if self.process is not None:
-            self.process.wait()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-
-class WebServer:
+class WebServer(PlatformProcess):
     """gunicorn serving the API (with gunicorn.conf.py, as `make run` and the compose file do) on a
     given broker and database, in its own session."""
+
+    name = "gunicorn"
 
     def __init__(
         self,
@@ -519,84 +538,20 @@ class WebServer:
         extra_args: tuple = (),
     ):
         self.port = free_port()
-        self.log_path = log_path
-        self.command = [
-            str(Path(sys.executable).with_name("gunicorn")),
-            "memory_platform.wsgi",
-            "--bind",
-            f"127.0.0.1:{self.port}",
-            "--workers",
-            str(workers),
-            "--threads",
-            str(threads),
-            "--timeout",
-            "120",
-            *extra_args,
-        ]
-        self.env = dict(os.environ)
-        self.env.update(
-            DJANGO_SETTINGS_MODULE="memory_platform.settings",
-            REDIS_URL=broker_url,
-            CELERY_BROKER_URL=broker_url,
-            CELERY_RESULT_BACKEND=broker_url,
-            CELERY_TASK_ALWAYS_EAGER="false",
-            DATABASE_URL=database_url(settings_dict),
-            EMBEDDED_POSTGRES_ATTACH="1",
-            PYTHONPATH=str(BASE_DIR),
+        super().__init__(
+            command=gunicorn_command(
+                self.port, "--workers", str(workers), "--threads", str(threads), "--timeout", "120", *extra_args
+            ),
+            env=platform_env(broker_url=broker_url, settings_dict=settings_dict, env=env),
+            log_path=log_path,
         )
-        self.env.update(env or {})
-        self.process: subprocess.Popen | None = None
-        self._log = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, *, timeout: float = 30) -> "WebServer":
-        self._log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            self.command,
-            cwd=BASE_DIR,
-            env=self.env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
-        try:
-            wait_for(self._answers, timeout=timeout, interval=0.1, message=f"gunicorn on port {self.port}")
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def _answers(self) -> bool:
-        import http.client
-
-        if self.process.poll() is not None:
-            raise RuntimeError(f"gunicorn exited with {self.process.returncode}; log:\n{self.log()}")
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-        try:
-            connection.request("GET", "/healthz")
-            return connection.getresponse().status == 200
-        except OSError:
-            return False
-        finally:
-            connection.close()
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def stop(self) -> None:
-        if self.process is not None:
-            _terminate(self.process, grace=10)
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+    def _ready(self) -> bool:
+        return healthy(self.port)
 
 
 @contextmanager
