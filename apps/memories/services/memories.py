@@ -4,6 +4,7 @@ The API's delete is apps.privacy.services.provenance.memory_forget, which finds 
 import re
 from collections.abc import Iterable
 from datetime import timedelta
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import transaction
@@ -160,16 +161,42 @@ def memory_create(
     task_id=None,
 ):
     """A new memory of the session's user, in the session's scope, with its first history row."""
-    owner = (session.organization_id, session.scope, session.end_user_id, session.client_id)
-    return _memory_insert(memory_type, owner, fields, source_message_ids, embedding, actor, reason, task_id)
+    return _memory_insert(
+        memory_type,
+        owner=MemoryOwner(
+            organization_id=session.organization_id,
+            scope=session.scope,
+            end_user_id=session.end_user_id,
+            created_by_id=session.client_id,
+        ),
+        fields=fields,
+        source_message_ids=source_message_ids,
+        embedding=embedding,
+        actor=actor,
+        reason=reason,
+        task_id=task_id,
+    )
 
 
 def memory_store(*, memory_type: str, client, end_user, fields: dict, actor: str, reason: str = ""):
     """A memory stated directly (no model involved), in the client's write scope, with its first history row."""
     (embedding,) = memory_embed(memory_type, [fields])
-    owner = (client.organization_id, client.write_scope, end_user.pk, client.pk)
+    owner = MemoryOwner(
+        organization_id=client.organization_id,
+        scope=client.write_scope,
+        end_user_id=end_user.pk,
+        created_by_id=client.pk,
+    )
     with transaction.atomic():
-        return _memory_insert(memory_type, owner, fields, [], embedding, actor, reason)
+        return _memory_insert(
+            memory_type,
+            owner=owner,
+            fields=fields,
+            source_message_ids=[],
+            embedding=embedding,
+            actor=actor,
+            reason=reason,
+        )
 
 
 def memory_edit(*, memory, fields: dict, actor: str, reason: str = ""):
@@ -181,13 +208,28 @@ def memory_edit(*, memory, fields: dict, actor: str, reason: str = ""):
     )
 
 
-def _memory_insert(memory_type: str, owner: tuple, fields, source_message_ids, embedding, actor, reason, task_id=None):
-    organization_id, scope, end_user_id, created_by_id = owner
+class MemoryOwner(NamedTuple):
+    """Whose a new memory is: organisation, scope and end user, and the client whose write made it."""
+
+    organization_id: object
+    scope: str
+    end_user_id: object
+    created_by_id: object
+
+
+def _memory_insert(
+    memory_type: str,
+    *,
+    owner: MemoryOwner,
+    fields: dict,
+    source_message_ids: list,
+    embedding,
+    actor: str,
+    reason: str,
+    task_id=None,
+):
     memory = MODELS[memory_type](
-        organization_id=organization_id,
-        scope=scope,
-        end_user_id=end_user_id,
-        created_by_id=created_by_id,
+        **owner._asdict(),
         source_message_ids=list(dict.fromkeys(source_message_ids)),
         embedding=embedding,
         embedding_model=embedding_model_name() if embedding is not None else "",

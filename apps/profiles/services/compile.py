@@ -3,7 +3,7 @@ rules offline, by the LLM from numbered evidence otherwise, and a new revision o
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Annotated
 
@@ -174,6 +174,40 @@ def evidence_page(
     return EvidencePage(answer=page, used=used, shown=len(lines), usage=usage)
 
 
+@dataclass(frozen=True)
+class PageDraft:
+    """A page before it is stored: the model's, or the rules page when there is no model or its answer
+    was unusable."""
+
+    markdown: str
+    used: list[Evidence]  # the items the page rests on
+    shown: int  # how many of the first items the page was written from
+    model: str
+    usage: dict
+    answer: BaseModel | None = None  # the model's answer; None: the rules page
+    unusable: bool = False  # the model answered something unusable, so the rules page stands
+
+
+def page_draft(*, rules_markdown: str, evidence: list[Evidence], **written) -> PageDraft:
+    """The model's page from the evidence (`written`: evidence_page's prompt, head, answer, organization,
+    task and purpose) when an LLM is configured, else `rules_markdown`."""
+    rules = PageDraft(markdown=rules_markdown, used=evidence, shown=len(evidence), model=RULES_MODEL, usage={})
+    if not llm_enabled():
+        return rules
+    try:
+        page = evidence_page(evidence=evidence, **written)
+    except LLMOutputError:
+        return replace(rules, unusable=True)
+    return PageDraft(
+        markdown=page.answer.markdown + "\n",
+        used=page.used,
+        shown=page.shown,
+        model=page.usage.get("model") or settings.LLM_MODEL,
+        usage=page.usage,
+        answer=page.answer,
+    )
+
+
 def _embed(profile: Profile) -> None:
     (profile.embedding,) = embed_texts([profile.embedding_text()])
     profile.embedding_model = embedding_model_name()
@@ -186,27 +220,22 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
         profile = Profile.objects.filter(entity=entity).first()
         return page_archive(profile=profile) if profile else {"profile": None, "changed": False}
     evidence = evidence[: settings.PROFILE_MAX_EVIDENCE]
-    markdown = _rules_page(entity, evidence)
-    model = RULES_MODEL
-    usage = {}
-    used = evidence
-    if llm_enabled():
-        try:
-            page = evidence_page(
-                prompt=COMPILE_PROMPT,
-                head=f"Person: {entity.name}\nEvidence:\n",
-                evidence=evidence,
-                answer=ProfilePageAnswer,
-                organization=entity.organization,
-                task=task,
-                purpose="compile_profile",
-            )
-            markdown = page.answer.markdown + "\n"
-            used = page.used
-            usage = page.usage
-            model = usage.get("model") or settings.LLM_MODEL
-        except LLMOutputError:
-            reason = f"{reason}; the model's answer was unusable, rules page"
+    draft = page_draft(
+        rules_markdown=_rules_page(entity, evidence),
+        evidence=evidence,
+        prompt=COMPILE_PROMPT,
+        head=f"Person: {entity.name}\nEvidence:\n",
+        answer=ProfilePageAnswer,
+        organization=entity.organization,
+        task=task,
+        purpose="compile_profile",
+    )
+    if draft.unusable:
+        reason = f"{reason}; the model's answer was unusable, rules page"
+    markdown = draft.markdown
+    model = draft.model
+    usage = draft.usage
+    used = draft.used
     sources = sources_of(used)
     candidate = Profile(name=entity.name, markdown=markdown)
     _embed(candidate)

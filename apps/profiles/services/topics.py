@@ -23,16 +23,15 @@ from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.memories.services.memories import items_held
 from apps.profiles.models import ItemType, Profile, TopicState
 from apps.profiles.services.compile import (
-    RULES_MODEL,
     Evidence,
     _embed,
     _quote,
-    evidence_page,
     page_archive,
+    page_draft,
     page_store,
     sources_of,
 )
-from apps.providers.llm import LLMOutputError, kept, llm_enabled
+from apps.providers.llm import kept
 from apps.tenancy.models import EndUser
 
 logger = logging.getLogger(__name__)
@@ -258,30 +257,22 @@ def owner_topics_compile(*, end_user: EndUser, scope: str, task=None, reason: st
         cluster = [items[i] for i in members]
         label = topic_label(cluster, items)
         evidence = _evidence(cluster, vectors[members])
-        title = label
-        markdown = _rules_page(label, evidence)
-        model = RULES_MODEL
-        usage = {}
-        used = evidence
-        why = reason
-        if llm_enabled():
-            try:
-                written = evidence_page(
-                    prompt=TOPIC_PROMPT,
-                    head=f"Keywords: {label}\nEvidence:\n",
-                    evidence=evidence,
-                    answer=TopicPageAnswer,
-                    organization=organization,
-                    task=task,
-                    purpose="compile_topics",
-                )
-                title = written.answer.title.strip()[:TITLE_MAX_CHARS] or label
-                markdown = written.answer.markdown + "\n"
-                used = written.used or evidence[: written.shown]
-                usage = written.usage
-                model = usage.get("model") or settings.LLM_MODEL
-            except LLMOutputError:
-                why = f"{reason}; the model's answer was unusable, rules page"
+        draft = page_draft(
+            rules_markdown=_rules_page(label, evidence),
+            evidence=evidence,
+            prompt=TOPIC_PROMPT,
+            head=f"Keywords: {label}\nEvidence:\n",
+            answer=TopicPageAnswer,
+            organization=organization,
+            task=task,
+            purpose="compile_topics",
+        )
+        title = (draft.answer.title.strip()[:TITLE_MAX_CHARS] or label) if draft.answer else label
+        markdown = draft.markdown
+        model = draft.model
+        usage = draft.usage
+        used = draft.used or evidence[: draft.shown]
+        why = f"{reason}; the model's answer was unusable, rules page" if draft.unusable else reason
         result["prompt_tokens"] += usage.get("prompt_tokens", 0)
         result["completion_tokens"] += usage.get("completion_tokens", 0)
         candidate = Profile(name=title[:TITLE_MAX_CHARS], markdown=markdown)
