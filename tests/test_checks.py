@@ -13,9 +13,9 @@ from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
+from harness.processes import celery_command, database_url, free_port, gunicorn_command
 from memory_platform.checks import SETTING_RULES
 from memory_platform.settings import Env
-from tests.harness.processes import celery_command, database_url, free_port, gunicorn_command
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

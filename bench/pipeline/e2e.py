@@ -22,7 +22,7 @@ from datetime import datetime
 
 from bench.common import deployed, load_average, machine, measured_at, write_result
 from bench.data import conversation_sessions, load, turn_text
-from tests.harness.processes import wait_for
+from harness.processes import wait_for
 
 TARGET_FLOOR_SHARE = 0.5
 TARGET_FIRST_SKILL_SECONDS = 60
@@ -231,7 +231,7 @@ def _run_tasks(platform_, memory, trajectories, log) -> dict:
 def run(output_dir, *, log=print) -> dict:
     from memory_platform_client import MemoryClient
 
-    from tests.harness.platforms import RunPlatform
+    from harness.platforms import RunPlatform
 
     sample = next(s for s in load("locomo-dev.json") if s["sample_id"] == CONVERSATION)
     trajectories = load("tau-airline-dev.json")

@@ -99,7 +99,7 @@ def run(output_dir, *, tasks: int = 2000, samples: int = 200, log=print) -> dict
     from django.db import connection
 
     from apps.tenancy.models import Organization
-    from tests.harness.processes import CeleryWorker, RedisServer, celery_broker
+    from harness.processes import CeleryWorker, RedisServer, celery_broker
 
     load_before = load_average()
     output_dir = Path(output_dir)

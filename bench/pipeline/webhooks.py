@@ -2,7 +2,7 @@
 half of the requests it gets.
 
 One real Celery worker process (solo pool) on a private Redis and this process's database; a local
-HTTP receiver (tests/webhooks/receiver.py) that answers 503 to a seeded random half of the requests
+HTTP receiver (harness/webhook_receiver.py) that answers 503 to a seeded random half of the requests
 and verifies the signature of the others. Events are committed one after another at a steady rate
 (each a delivery row and its task in one transaction, as every event is); latency = the receiver's
 first successful receipt − the commit. The worker runs the shipped webhook settings except the
@@ -44,8 +44,8 @@ def run(output_dir, *, events: int = 200, rate_per_second: float = 20.0, log=pri
     from apps.tenancy.services import client_create
     from apps.webhooks.models import WebhookDelivery
     from apps.webhooks.services import endpoint_create, endpoint_send_test
-    from tests.harness.processes import CeleryWorker, RedisServer, celery_broker
-    from tests.webhooks.receiver import Receiver
+    from harness.processes import CeleryWorker, RedisServer, celery_broker
+    from harness.webhook_receiver import Receiver
 
     load_before = load_average()
     output_dir = Path(output_dir)

@@ -28,7 +28,7 @@ def _compile_with_fake_llm(organization) -> dict:
 
     from apps.profiles.models import Entity
     from apps.profiles.services.compile import profile_compile
-    from tests.fake_openai import FakeOpenAI
+    from harness.fake_openai import FakeOpenAI
 
     server = FakeOpenAI().start()
     try:

@@ -2,7 +2,7 @@ import pytest
 from django.db import connection
 
 from apps.pipeline.registry import HANDLERS, register_handler
-from tests.harness.processes import RedisServer, celery_broker
+from harness.processes import RedisServer, celery_broker
 from tests.pipeline.fault_handlers import EFFECTS_TABLE, RUNS_TABLE
 
 

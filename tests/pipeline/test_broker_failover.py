@@ -11,7 +11,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import enqueue
-from tests.harness.processes import CeleryWorker, SentinelGroup, celery_broker, wait_for
+from harness.processes import CeleryWorker, SentinelGroup, celery_broker, wait_for
 from tests.pipeline.fault_handlers import EFFECTS_TABLE, RUNS_TABLE, SLOW_SIDE_EFFECT, rows
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

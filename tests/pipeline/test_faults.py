@@ -14,9 +14,9 @@ from apps.pipeline.models import MemoryTask
 from apps.pipeline.selectors import machinery_status
 from apps.pipeline.services import enqueue, recover_stale_tasks
 from apps.providers.embeddings import embedding_model_name
+from harness.broker_pause import run_pause
+from harness.processes import CeleryWorker, WebServer, wait_for
 from tests.conftest import api_for
-from tests.harness.broker_pause import run_pause
-from tests.harness.processes import CeleryWorker, WebServer, wait_for
 from tests.pipeline.fault_handlers import ALWAYS_RAISES, EFFECTS_TABLE, RUNS_TABLE, SLOW_SIDE_EFFECT, rows
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

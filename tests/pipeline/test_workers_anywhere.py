@@ -11,7 +11,7 @@ from django.db import connection
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import enqueue
 from apps.pipeline.services.execution import BATCH_HOLD_SECONDS
-from tests.harness.processes import CeleryWorker, wait_for
+from harness.processes import CeleryWorker, wait_for
 from tests.pipeline.fault_handlers import EFFECTS_TABLE, RUNS_TABLE, SLOW_SIDE_EFFECT, rows
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

@@ -18,7 +18,7 @@ from urllib.parse import quote
 import redis
 from kombu import pools as kombu_pools
 
-BASE_DIR = Path(__file__).resolve().parent.parent.parent
+BASE_DIR = Path(__file__).resolve().parent.parent
 PR_SET_PDEATHSIG = 1
 
 

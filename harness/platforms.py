@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.harness.processes import (
+from harness.processes import (
     BASE_DIR,
     PlatformProcess,
     RedisServer,

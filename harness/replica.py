@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.harness.processes import free_port, wait_for
+from harness.processes import free_port, wait_for
 
 
 def _postgres_user() -> str | None:
