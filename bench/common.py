@@ -55,6 +55,11 @@ def measured_at() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+def measured(*, load_before: float | None = None) -> dict:
+    """The `machine` and `measured_at` fields of a result."""
+    return {"machine": machine(load_before=load_before), "measured_at": measured_at()}
+
+
 def write_json(path, result) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ import statistics
 import time
 from datetime import datetime
 
-from bench.common import deployed, load_average, machine, measured_at, write_result
+from bench.common import deployed, load_average, measured, write_result
 from bench.data import conversation_sessions, load, turn_text
 from harness.processes import wait_for
 
@@ -268,8 +268,7 @@ def run(output_dir, *, log=print) -> dict:
         and tasks["first_skill_seconds"] is not None
         and tasks["first_skill_seconds"] <= TARGET_FIRST_SKILL_SECONDS
         and tasks["all_distilled_seconds"] <= TARGET_ALL_DISTILLED_SECONDS,
-        "machine": machine(load_before=load_before),
-        "measured_at": measured_at(),
+        **measured(load_before=load_before),
     }
     write_result(output_dir, "pipeline_e2e", result)
     log(

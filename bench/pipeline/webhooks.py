@@ -18,7 +18,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.common import load_average, machine, measured_at, percentile, write_result
+from bench.common import load_average, measured, percentile, write_result
 
 TARGET_LOST = 0
 TARGET_P50_SECONDS = 1.0
@@ -113,8 +113,7 @@ def run(output_dir, *, events: int = 200, rate_per_second: float = 20.0, log=pri
         "event_to_delivery_seconds": {"p50": round(p50, 3), "p95": round(p95, 3), "max": round(max(latencies), 3)},
         "targets": {"lost": TARGET_LOST, "p50_seconds": TARGET_P50_SECONDS},
         "met": lost == TARGET_LOST and not unfinished and p50 < TARGET_P50_SECONDS,
-        "machine": machine(load_before=load_before),
-        "measured_at": measured_at(),
+        **measured(load_before=load_before),
     }
     log(
         f"webhooks: {len(committed)} events, {len(latencies)} delivered, {lost} lost, {unfinished} unfinished; "
