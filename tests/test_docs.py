@@ -2,7 +2,8 @@
 settings and every setting read from the environment is documented there; every `manage.py`
 command, `make` target and benchmark the README and docs/ name exists; the layer table of
 docs/architecture.md is the layer contract import-linter checks, and its registry table is every
-registry of apps/."""
+registry of apps/; the README stays a front door and bench/README.md opens with every benchmark's
+current figure."""
 
 import ast
 import re
@@ -17,6 +18,9 @@ SERVER_CONFIG = BASE_DIR / "gunicorn.conf.py"  # the web server's own settings, 
 CONFIGURATION = BASE_DIR / "docs" / "configuration.md"
 DOCUMENTS = [BASE_DIR / "README.md", *sorted((BASE_DIR / "docs").glob("*.md")), BASE_DIR / "bench" / "README.md"]
 ARCHITECTURE = BASE_DIR / "docs" / "architecture.md"
+README = BASE_DIR / "README.md"
+BENCH_README = BASE_DIR / "bench" / "README.md"
+README_MAX_LINES = 150  # a front door: one screen of what it is, two commands and the tour; the rest is in docs/
 
 
 def environment_settings() -> set[str]:
@@ -181,3 +185,17 @@ def test_the_registry_table_is_every_registry_of_the_apps():
     assert len(code) >= 12, "the finder found fewer registries than there were when it was written"
     assert sorted(code - documented) == [], "a registry missing from docs/architecture.md"
     assert sorted(documented - code) == [], "a documented registry that is not in the code"
+
+
+def test_the_readme_is_a_front_door():
+    lines = len(README.read_text().splitlines())
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; move the detail into docs/"
+
+
+def test_the_bench_readme_opens_with_a_current_figure_for_every_benchmark():
+    from bench.__main__ import BENCHMARKS
+
+    table = BENCH_README.read_text().split("## Current figures", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \| `([^`|]*python -m bench [^`|]*)` \|", table, flags=re.M)
+    assert {name for name, _ in rows} == set(BENCHMARKS), "each benchmark has one row, with its command"
+    assert all(f"python -m bench {name}" in command for name, command in rows)
