@@ -152,3 +152,4 @@ def test_a_search_hit_carries_exactly_the_fields_of_its_memory_types_schema(
     documented = resolve(schema, {"$ref": union["discriminator"]["mapping"][memory_type]})
     assert hit["memory_type"] == memory_type
     assert set(hit) == set(documented["properties"]) == set(documented["required"])
+    assert TEXT in hit["text"], "every hit's `text` shows what was stored, whatever the type"

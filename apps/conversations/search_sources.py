@@ -23,6 +23,7 @@ MESSAGE_SOURCE = SearchSource(
         "occurred_at",
     ),
     visible=message_visible,
+    text=lambda message: message.content,
     default_method="hybrid",
     time_column="occurred_at",
     event_time_column="occurred_at",

@@ -21,6 +21,7 @@ EPISODIC_SOURCE = SearchSource(
     model=EpisodicMemory,
     output=EpisodicMemoryOutputSerializer,
     item_fields=("occurred_at", "time_granularity", "actor", "event_type", *COMMON_FIELDS),
+    text=lambda memory: memory.summary,
     # Time range filters ask when the event happened, not when it was remembered.
     time_column="occurred_at",
     event_time_column="occurred_at",
@@ -34,6 +35,7 @@ SEMANTIC_SOURCE = SearchSource(
     model=SemanticMemory,
     output=SemanticMemoryOutputSerializer,
     item_fields=("name", "source", *COMMON_FIELDS),
+    text=lambda memory: f"{memory.name}: {memory.summary}",
     time_column="updated_at",
     fuzzy_fields=("name", "summary"),
     embedding_text=lambda memory: embedding_text(SEMANTIC, memory_snapshot(memory)),

@@ -20,6 +20,7 @@ def _page_source(memory_type: str, kind: Profile.Kind, mixed_cap) -> SearchSourc
         output=ProfileOutputSerializer,
         item_fields=PAGE_FIELDS,
         visible=profile_visible,
+        text=lambda page: page.markdown,
         served=Q(status=Profile.Status.ACTIVE, kind=kind),
         default_method="hybrid",
         time_column="compiled_at",

@@ -25,6 +25,9 @@ class SearchSource:
     # What a reader sees: `visible(reader, user_id)`, the Q (own columns and subqueries, no joins) the
     # owning app's selectors filter by, pending deletes included; `user_id` is the search's (or None).
     visible: Callable[..., Q]
+    # The hit's text as a person reads it, whatever the type (every hit's `text`): one field a typed
+    # client renders any hit by.
+    text: Callable[..., str]
     # Which of the visible items a search serves (e.g. only active skills), over the model.
     served: Q = field(default_factory=Q)
     default_method: str = "hybrid"

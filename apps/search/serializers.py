@@ -48,6 +48,12 @@ class MemorySearchInputSerializer(SearchAllUsersInputSerializer):
     user_id = fields.CharField(max_length=255)
 
 
+HIT_TEXT_HELP = (
+    "The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's "
+    "`name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown."
+)
+
+
 def result_serializer(source) -> type:
     """A hit of one memory type as the schema shows it: `id`, `memory_type`, `score` and the type's item fields."""
     name = f"{source.memory_type.capitalize()}SearchResultSerializer"
@@ -57,6 +63,7 @@ def result_serializer(source) -> type:
         name=name,
         memory_type=MemoryTypeField(source.memory_type),
         score=serializers.FloatField(),
+        text=serializers.CharField(help_text=HIT_TEXT_HELP),
     )
 
 
@@ -66,6 +73,7 @@ def render_hit(hit) -> dict:
         "id": str(hit.instance.pk),
         "memory_type": hit.source.memory_type,
         "score": round(hit.score, 6),
+        "text": hit.source.text(hit.instance),
         **hit.source.to_item(hit.instance),
     }
 

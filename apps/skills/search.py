@@ -16,6 +16,7 @@ PROCEDURAL = SearchSource(
     # A user is served the shared skills and those they own or taught (apps.skills.trust): the rule
     # takes the user, rather than the owner filter of `user_column`.
     visible=skill_served,
+    text=lambda skill: f"{skill.name}: {skill.description}",
     served=Q(status=Skill.Status.ACTIVE),
     default_method="hybrid",
     time_column="updated_at",
@@ -40,6 +41,7 @@ EXPERIENCE = SearchSource(
         "created_at",
     ),
     visible=experience_visible,
+    text=lambda experience: f"{experience.title}: {experience.content}",
     default_method="hybrid",
     time_column="created_at",
     user_column="end_user_id",

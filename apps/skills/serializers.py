@@ -91,7 +91,21 @@ class SkillOutputSerializer(serializers.Serializer):
 
 RetrievedSkillSerializer = projection(
     SkillOutputSerializer,
-    ("id", "name", "description", "instructions", "triggers", "examples", "entry_type", "version", "scope", "shared"),
+    # `action_signature`: the tools the skill's workflow calls, so an agent (the AI SDK middleware) can tell
+    # from its own tool calls that it followed the skill and report it applied.
+    (
+        "id",
+        "name",
+        "description",
+        "instructions",
+        "triggers",
+        "examples",
+        "entry_type",
+        "version",
+        "scope",
+        "shared",
+        "action_signature",
+    ),
     name="RetrievedSkillSerializer",
     score=serializers.FloatField(help_text="The ranking score: relevance times the effectiveness factor."),
     relevance=serializers.FloatField(help_text="The hybrid search score alone."),

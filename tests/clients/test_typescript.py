@@ -30,7 +30,8 @@ from tests.factories import ClientFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "clients" / "typescript"
-INSTALLED = PACKAGE / "node_modules" / ".installed-lock-sha256"
+EXAMPLE = ROOT / "examples" / "vercel-ai-sdk"
+STAMP = Path("node_modules") / ".installed-lock-sha256"
 MAX_SAFE_INTEGER = 2**53 - 1
 AI_TOOLS = ("add_memory", "search_memory", "get_context", "retrieve_skills")
 # Every test of the node suite runs here: `node --test` reports each file's tests (and the describe
@@ -38,8 +39,19 @@ AI_TOOLS = ("add_memory", "search_memory", "get_context", "retrieve_skills")
 SUMMARY = re.compile(r"^# (tests|suites|pass|fail|cancelled|skipped|todo) (\d+)$", re.MULTILINE)
 
 
-def run(*command: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(command, cwd=PACKAGE, capture_output=True, text=True, timeout=timeout, env=env)
+def run(
+    *command: str, timeout: float = 300, env: dict | None = None, cwd: Path = PACKAGE
+) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def npm_ci(directory: Path) -> None:
+    """`npm ci` from the committed lockfile, once per lockfile (a stamp holds its hash)."""
+    lock = hashlib.sha256((directory / "package-lock.json").read_bytes()).hexdigest()
+    stamp = directory / STAMP
+    if not stamp.exists() or stamp.read_text() != lock:
+        succeeded(run("npm", "ci", "--no-audit", "--no-fund", timeout=600, cwd=directory), f"npm ci in {directory}")
+        stamp.write_text(lock)
 
 
 def succeeded(result: subprocess.CompletedProcess, what: str) -> subprocess.CompletedProcess:
@@ -61,10 +73,7 @@ def node() -> str:
         pytest.fail(
             f"Node.js {version} is too old: the TypeScript SDK needs Node.js 20+ (global fetch, AbortSignal.any)."
         )
-    lock = hashlib.sha256((PACKAGE / "package-lock.json").read_bytes()).hexdigest()
-    if not INSTALLED.exists() or INSTALLED.read_text() != lock:
-        succeeded(run("npm", "ci", "--no-audit", "--no-fund", timeout=600), "npm ci")
-        INSTALLED.write_text(lock)
+    npm_ci(PACKAGE)
     succeeded(run("node", "node_modules/typescript/bin/tsc", "-p", "."), "tsc")
     return shutil.which("node")
 
@@ -118,6 +127,36 @@ def test_the_node_suite_passes_against_the_live_platform(node, live_server, clie
     assert counts["pass"] >= 25, output
 
 
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_the_ai_sdk_example_learns_across_runs(node, live_server, client_a, settings):
+    """examples/vercel-ai-sdk: three customers' runs teach the refund workflow (task sessions sealed
+    `success` by the middleware); the fourth customer's prompt holds the skill and their fact, and the
+    scripted model, following it, makes no failed call; the skill is recorded as applied."""
+    settings.EVOLUTION_DEBOUNCE_SECONDS = 0
+    npm_ci(EXAMPLE)
+    env = {"PATH": shutil.os.environ["PATH"], "MEMORY_PLATFORM_URL": live_server.url}
+    env["MEMORY_PLATFORM_API_KEY"] = client_a.raw_key
+    app.control.purge()
+    task_postrun.connect(close_connections, weak=False)
+    try:
+        with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+            result = run(node, "agent.mjs", timeout=300, env=env, cwd=EXAMPLE)
+    finally:
+        task_postrun.disconnect(close_connections)
+    output = f"{result.stdout}\n{result.stderr}"
+    runs = re.findall(r"^run (\d) \((\w+)-\w+\): (.+)$", result.stdout, re.MULTILINE)
+
+    assert result.returncode == 0, output
+    assert runs == [
+        ("1", "alice", "no skill yet; calls: issue_refund ✗, find_order, check_refund_policy, issue_refund"),
+        ("2", "bob", "no skill yet; calls: issue_refund ✗, find_order, check_refund_policy, issue_refund"),
+        ("3", "carol", "no skill yet; calls: issue_refund ✗, find_order, check_refund_policy, issue_refund"),
+        ("4", "dave", "skill in the prompt; calls: find_order, check_refund_policy, issue_refund"),
+    ], output
+    assert "[1] Refund preference: Dave wants refunds on his original card." in result.stdout
+
+
 # What holds the package to the platform and to the Python SDK ----------------------------------------
 
 
@@ -146,6 +185,61 @@ def test_the_tool_table_is_the_python_sdks():
         "clients/typescript/src/contract.ts is stale: regenerate it with "
         "`.venv/bin/python clients/typescript/scripts/generate_contract.py > clients/typescript/src/contract.ts`"
     )
+
+
+# What a README snippet uses without defining it (shown earlier in the README, or the reader's own).
+SNIPPET_GIVENS = {
+    "memory": 'import type { MemoryClient as GivenClient } from "@memory-platform/client";\n'
+    "declare const memory: GivenClient;",
+    # a provider's model, as `wrapLanguageModel` takes it
+    "model": 'import type { wrapLanguageModel as givenWrap } from "ai";\n'
+    'declare const model: Parameters<typeof givenWrap>[0]["model"];',
+    "tools": 'import type { ToolSet as GivenTools } from "ai";\ndeclare const tools: GivenTools;',
+}
+
+
+def readme_snippets() -> dict[str, str]:
+    """Each ```ts block of the README and of the package's README, by a file name, with the declarations of
+    what it uses without defining."""
+    snippets = {}
+    for readme in (ROOT / "README.md", PACKAGE / "README.md"):
+        for number, code in enumerate(re.findall(r"```ts\n(.*?)```", readme.read_text(), re.DOTALL), 1):
+            defined = set(re.findall(r"\b(?:const|let|var)\s+(\w+)", code))
+            defined |= {
+                name for names in re.findall(r"import[^;]*?\{([^}]*)\}", code) for name in re.findall(r"\w+", names)
+            }
+            givens = [
+                given
+                for name, given in SNIPPET_GIVENS.items()
+                if re.search(rf"\b{name}\b", code) and name not in defined
+            ]
+            snippets[f"{readme.relative_to(ROOT).as_posix().replace('/', '_').lower()}_{number}.ts"] = "\n".join(
+                [*givens, code]
+            )
+    return snippets
+
+
+def test_the_readme_snippets_type_check(node):
+    """Every ```ts block of the README and of the package's README compiles against the built package
+    (imported by its name, as an application does), with what it takes from the reader declared."""
+    snippets = readme_snippets()
+    folder = PACKAGE / "readme-snippets"
+    folder.mkdir(exist_ok=True)
+    try:
+        for name, code in snippets.items():
+            (folder / name).write_text(code)
+        config = {
+            "extends": "../tsconfig.json",
+            "compilerOptions": {"noEmit": True, "rootDir": ".", "noUnusedLocals": False},
+            "include": ["*.ts"],
+        }
+        (folder / "tsconfig.json").write_text(json.dumps(config))
+        result = run(node, "node_modules/typescript/bin/tsc", "-p", f"{folder.name}/tsconfig.json")
+    finally:
+        shutil.rmtree(folder)
+
+    assert len(snippets) >= 4
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_tsc_refuses_a_path_or_method_the_schema_lacks(node, tmp_path):

@@ -494,3 +494,20 @@ def test_mcp_notices_an_argument_or_a_tool_only_one_side_has(listed, tool):
 def test_the_docs_show_the_table():
     """docs/api.md holds `python -m memory_platform_client.contract`'s output as it is now."""
     assert markdown() in DOCS.read_text()
+
+
+def test_every_search_hit_has_a_text_field(schema):
+    """Issue 53: one text field on every hit, so a typed client (the TypeScript SDK's types, generated from
+    this schema) renders any hit, and the MCP search tool shows it whatever the memory type."""
+    from apps.search.registry import SOURCES
+
+    union = schema["components"]["schemas"]["SearchResult"]
+    members = {
+        name: schema["components"]["schemas"][ref.rsplit("/", 1)[1]]
+        for name, ref in union["discriminator"]["mapping"].items()
+    }
+
+    assert set(members) == set(SOURCES)
+    for memory_type, member in members.items():
+        assert member["properties"]["text"]["type"] == "string", memory_type
+        assert "text" in member["required"], memory_type

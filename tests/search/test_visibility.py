@@ -216,6 +216,7 @@ def test_a_rule_that_joins_or_transforms_the_readers_values_is_refused(client_a)
         model=Message,
         output=MessageOutputSerializer,
         item_fields=("content",),
+        text=lambda message: message.content,
         visible=lambda reader, user_id: Q(
             organization_id=reader.organization_id, scope__contains=reader.read_scopes[0]
         ),

@@ -1,5 +1,8 @@
 /**
- * Tools for the Vercel AI SDK (`ai`): `memoryTools(client, { userId })` returns `add_memory`,
+ * `@memory-platform/client/ai`, for the Vercel AI SDK (`ai`): `memoryMiddleware` (middleware.ts: the user's
+ * context and skills in every model call, each exchange saved), and the tools defined here.
+ *
+ * Tools: `memoryTools(client, { userId })` returns `add_memory`,
  * `search_memory`, `get_context` and `retrieve_skills`, each one call of a `MemoryClient` method. Their
  * names, descriptions and arguments are the platform's MCP tools' (`contract.ts`, generated from the
  * tool table), with zod input schemas. The end user is the application's to say, never the model's:
@@ -134,3 +137,17 @@ export function memoryTools(client: MemoryClient, options: MemoryToolsOptions): 
   }
   return tools;
 }
+
+export {
+  MEMORY_HEADER,
+  type ContextMemoryType,
+  type MemoryMiddleware,
+  type MemoryMiddlewareOptions,
+  type Outcome,
+  type RetrievedSkill,
+  type RunRecord,
+  type SavedTurn,
+  type Stage,
+  memoryBlock,
+  memoryMiddleware,
+} from "./middleware.js";

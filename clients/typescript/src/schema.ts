@@ -1385,6 +1385,8 @@ export interface components {
             event_type: string;
             /** Format: double */
             score: number;
+            /** @description The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's `name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown. */
+            text: string;
         };
         ErasureAcceptedOutput: {
             /** Format: uuid */
@@ -1483,6 +1485,8 @@ export interface components {
             memory_type: "experience";
             /** Format: double */
             score: number;
+            /** @description The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's `name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown. */
+            text: string;
         };
         ExportAcceptedOutput: {
             /** Format: uuid */
@@ -1750,6 +1754,8 @@ export interface components {
             memory_type: "message";
             /** Format: double */
             score: number;
+            /** @description The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's `name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown. */
+            text: string;
         };
         /**
          * @description * `add` - add
@@ -1926,6 +1932,8 @@ export interface components {
             memory_type: "procedural";
             /** Format: double */
             score: number;
+            /** @description The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's `name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown. */
+            text: string;
         };
         ProfileDetailOutput: {
             /** Format: uuid */
@@ -2012,6 +2020,8 @@ export interface components {
             memory_type: "profile";
             /** Format: double */
             score: number;
+            /** @description The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's `name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown. */
+            text: string;
         };
         QuotedSource: {
             item_type: string;
@@ -2032,6 +2042,7 @@ export interface components {
             scope: string;
             /** @description Served to every user of the scope; false: only to the users who taught it. */
             shared: boolean;
+            action_signature: string[];
             /**
              * Format: double
              * @description The ranking score: relevance times the effectiveness factor.
@@ -2195,6 +2206,8 @@ export interface components {
             source: string;
             /** Format: double */
             score: number;
+            /** @description The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's `name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown. */
+            text: string;
         };
         SessionDeleteOutput: {
             session_id: string;
@@ -2502,6 +2515,8 @@ export interface components {
             memory_type: "topic";
             /** Format: double */
             score: number;
+            /** @description The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's `name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown. */
+            text: string;
         };
         /**
          * @description A stored turn, defined once: a session's transcript shows it without what the session says

@@ -332,7 +332,8 @@ class _Methods:
         time_window: str | None = None,
     ):
         """Searches one user's memories; an empty query lists the most recent items. `time_window`
-        (`filter`, `boost`, `off`) says what a time the query names ("last May") does."""
+        (`filter`, `boost`, `off`) says what a time the query names ("last May") does. Each hit has `id`,
+        `memory_type`, `score` and `text` (whatever its type), then its type's own fields."""
         body = _body(
             user_id=user_id,
             query=query,

@@ -164,22 +164,23 @@ def render_add(body: dict) -> str:
 
 
 def _hit_text(hit: dict) -> str:
-    kind = hit["memory_type"]
+    """A hit's line: its `text` (every hit has one), after what places it (date, session, kind)."""
+    kind, text = hit["memory_type"], clip(hit["text"])
     if kind == "message":
         speaker = hit["role"] + (f" {hit['name']}" if hit.get("name") else "")
-        return f"{when(hit.get('occurred_at'))} session {hit['session_id']} #{hit['seq']} {speaker}: {clip(hit['content'])}"
+        return f"{when(hit.get('occurred_at'))} session {hit['session_id']} #{hit['seq']} {speaker}: {text}"
     if kind == "episodic":
-        return f"{when(hit.get('occurred_at'))} {clip(hit['summary'])}"
+        return f"{when(hit.get('occurred_at'))} {text}"
     if kind == "semantic":
-        return f"{hit['name']}: {clip(hit['summary'])} (updated {when(hit.get('updated_at'))})"
+        return f"{text} (updated {when(hit.get('updated_at'))})"
     if kind == "procedural":
-        return f"skill {hit['name']} ({hit['entry_type']}, v{hit['version']}): {clip(hit['description'])}"
+        return f"skill ({hit['entry_type']}, v{hit['version']}) {text}"
     if kind in ("profile", "topic"):
         what = "profile of" if kind == "profile" else "topic"
-        return f"{what} {hit['name']} (revision {hit['revision']}): {clip(hit['markdown'])}"
+        return f"{what} {hit['name']} (revision {hit['revision']}): {text}"
     if kind == "experience":
-        return f"lesson {clip(hit['title'], 120)}: {clip(hit['content'])} ({when(hit.get('created_at'))})"
-    return clip(hit)
+        return f"lesson {text} ({when(hit.get('created_at'))})"
+    return text
 
 
 def render_search(body: dict) -> str:
