@@ -30,6 +30,7 @@ QUESTIONS = {
         "erasure": "bench.scale.erasure",
         "export": "bench.scale.export",
         "replica": "bench.scale.replica",
+        "middleware": "bench.scale.middleware",
         "ai_middleware": "bench.scale.ai_middleware",
     },
     "How long until what I add is stored, searchable and learned?": {

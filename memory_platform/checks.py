@@ -91,6 +91,12 @@ SETTING_RULES = {
     "MCP_THREADS": at_least(1),
     "OAUTH_ACCESS_TOKEN_SECONDS": at_least(60),
     "OAUTH_REFRESH_TOKEN_SECONDS": at_least(60),
+    "OAUTH_REGISTRATION_TOKEN_SECONDS": at_least(60),
+    "OAUTH_REGISTRATION_MAX_REDIRECT_URIS": at_least(1),
+    "OAUTH_REGISTRATIONS_PER_MINUTE": at_least(0),
+    "API_REQUESTS_PER_MINUTE": at_least(0),
+    "ORGANIZATION_REQUESTS_PER_MINUTE": at_least(0),
+    "CREDENTIAL_REQUESTS_PER_MINUTE": at_least(0),
     # Models
     "LLM_PROVIDER": OneOf(LLM_PROVIDERS),
     "LLM_TIMEOUT_SECONDS": POSITIVE,
@@ -152,6 +158,7 @@ SETTING_RULES = {
     # Privacy
     "CONVERSATION_RETENTION_DAYS": at_least(0),
     "ERASURE_BATCH_SIZE": at_least(1),
+    "ERASURE_REPLICA_WAIT_SECONDS": at_least(0),
     "DELETE_WAIT_SECONDS": Between(0, 300),
     # Export and import
     "EXPORT_TTL_SECONDS": at_least(1),

@@ -40,6 +40,27 @@ def chromium(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def no_counts_per_address():
+    """Every request of the suite comes from 127.0.0.1: a test starts with none of the others' counts per
+    address (apps.core.throttling; counts per client are a fresh client's in each test)."""
+    import redis
+    from django.conf import settings
+
+    from apps.core.redis_clients import redis_client
+    from apps.core.throttling import ADDRESS_KEY_PREFIX
+
+    connection = redis_client(settings.RATE_LIMIT_REDIS_URL, socket_connect_timeout=1, socket_timeout=2)
+    try:
+        keys = list(connection.scan_iter(match=f"{ADDRESS_KEY_PREFIX}*", count=1000))
+        if keys:
+            connection.delete(*keys)
+    except redis.RedisError:
+        pass  # the tests that need Redis say so themselves
+    finally:
+        connection.close()
+
+
+@pytest.fixture(autouse=True)
 def export_dir(settings, tmp_path):
     """Archives written by export requests go to the test's own directory."""
     settings.EXPORT_DIR = tmp_path / "exports"

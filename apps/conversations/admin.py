@@ -8,7 +8,15 @@ from django.utils.html import format_html
 
 from apps.conversations.models import Session, SessionTag
 from apps.conversations.selectors import session_messages
-from apps.core.extensions import Tile, admin_page, admin_url, of_organization, register_dashboard_card
+from apps.core.extensions import (
+    Tile,
+    admin_page,
+    admin_url,
+    holding,
+    of_organization,
+    register_admin_holdings,
+    register_dashboard_card,
+)
 from apps.tenancy.admin_base import OrganizationScopedAdmin
 
 
@@ -104,3 +112,18 @@ def sessions_card(*, user, organization):
 
 
 register_dashboard_card(sessions_card, order=30)
+
+
+def end_user_sessions(end_user) -> list:
+    sessions = Session.objects.filter(end_user=end_user).order_by("-last_message_at")
+    return [
+        holding(
+            "Sessions",
+            sessions,
+            label=lambda session: f"{session.session_id} ({session.session_tag}, {session.scope})",
+            filters={"end_user": end_user.pk},
+        )
+    ]
+
+
+register_admin_holdings("tenancy.EndUser", end_user_sessions)

@@ -3,6 +3,7 @@ and each client's last write position (read-your-writes); `default` whenever in 
 
 import collections
 import logging
+import math
 import random
 import threading
 import time
@@ -190,6 +191,29 @@ def read_alias(client=None, *, up_to_date: bool = False, wait_seconds: float = 0
             return alias
         if now >= deadline:
             return DEFAULT_DB_ALIAS
+        time.sleep(min(0.1, deadline - now))
+
+
+def replicas_behind(*, timeout: float) -> list[str]:
+    """Waits up to `timeout` seconds until every replica reads may be served from has replayed what was
+    committed before this call (one down or beyond REPLICA_MAX_LAG_SECONDS serves no reads, and catches up
+    past it before it serves again); returns the aliases still behind then (none: done)."""
+    aliases = replica_aliases()
+    if not aliases:
+        return []
+    needed = primary_position()
+    deadline = time.monotonic() + timeout
+    while True:
+        now = time.monotonic()
+        behind = []
+        for alias in aliases:
+            state = _state(alias, now, fresh=True)
+            lag = math.inf if state is None or state.lag_seconds is None else state.lag_seconds
+            serving = lag <= settings.REPLICA_MAX_LAG_SECONDS
+            if serving and (state.replayed or 0) < needed:
+                behind.append(alias)
+        if not behind or now >= deadline:
+            return behind
         time.sleep(min(0.1, deadline - now))
 
 

@@ -2,6 +2,7 @@
 
 from django.contrib import admin
 
+from apps.core.extensions import holding, register_admin_holdings
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
 from apps.tenancy.admin_base import HistoryInline, ReadOnlyAdmin
 
@@ -71,3 +72,19 @@ class SemanticMemoryAdmin(MemoryAdmin):
     search_fields = ["name", "summary", "details", "=end_user__user_id"]
     fields = [*OWNER_FIELDS, "name", "summary", "details", "source", *TAIL_FIELDS]
     inlines = [SemanticMemoryChangeInline]
+
+
+def end_user_memories(end_user) -> list:
+    """Soft-deleted ones too: they are kept (with their history) until DELETED_MEMORY_RETENTION_DAYS."""
+    return [
+        holding(
+            title,
+            model.objects.filter(end_user=end_user).order_by("-created_at"),
+            label=lambda memory: memory.summary[:80],
+            filters={"end_user": end_user.pk},
+        )
+        for title, model in (("Episodic memories", EpisodicMemory), ("Semantic memories", SemanticMemory))
+    ]
+
+
+register_admin_holdings("tenancy.EndUser", end_user_memories)

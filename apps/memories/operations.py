@@ -139,9 +139,10 @@ def consolidate_memories(*, client, data: dict) -> dict:
     params = validated(serializers.ConsolidateInputSerializer, object_body(data))
     end_user = None
     if params.get("user_id"):
-        # Known only where the caller writes: a user of another scope is as missing as one never seen.
-        owners = selectors.memory_owners(organization_id=client.organization_id, scope=client.write_scope)
-        end_user = get_or_404(owners, user_id=params["user_id"])
+        # Known only where the caller writes: a user of another scope is as missing as one never seen. A
+        # known user with nothing to merge is not missing (the run finds nothing).
+        known = selectors.scope_users(organization_id=client.organization_id, scope=client.write_scope)
+        end_user = get_or_404(known, user_id=params["user_id"])
     task = consolidation_request(
         organization=client.organization,
         scope=client.write_scope,

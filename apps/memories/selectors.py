@@ -3,7 +3,7 @@
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import Exists, OuterRef, Q
 
-from apps.conversations.models import Message
+from apps.conversations.models import Message, Session
 from apps.conversations.selectors import cites_turns_being_deleted
 from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.tenancy.models import EndUser
@@ -55,16 +55,13 @@ def memory_list(*, reader: Reader, memory_type: str, filters: dict):
     return queryset.order_by(f"-{time_field}", "-id")
 
 
-def memory_owners(*, organization_id, scope: str):
-    """The organisation's end users who hold live memories in `scope`."""
-    live = {
-        "organization_id": organization_id,
-        "scope": scope,
-        "end_user_id": OuterRef("pk"),
-        "deleted_at__isnull": True,
-    }
+def scope_users(*, organization_id, scope: str):
+    """The organisation's end users known in `scope`: with a session there, or memories (stored directly)."""
+    mine = {"organization_id": organization_id, "scope": scope, "end_user_id": OuterRef("pk")}
     return EndUser.objects.filter(organization_id=organization_id).filter(
-        Exists(EpisodicMemory.objects.filter(**live)) | Exists(SemanticMemory.objects.filter(**live))
+        Exists(Session.objects.filter(**mine))
+        | Exists(EpisodicMemory.objects.filter(**mine))
+        | Exists(SemanticMemory.objects.filter(**mine))
     )
 
 

@@ -5,7 +5,7 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path, reverse
 
-from apps.core.extensions import admin_page, register_admin_action
+from apps.core.extensions import admin_page, register_admin_action, register_object_tool
 from apps.privacy.models import ErasureRequest
 from apps.privacy.services.erasure import erasure_request
 from apps.privacy.services.subjects import CLIENT, USER, subject_resolve
@@ -112,6 +112,14 @@ def _erase_action(kind: str):
     return admin.action(action, description=f"Erase this {kind} (shows what will be removed first)")
 
 
+def erase_person_tool(request, end_user):
+    """On an end user's page, in place of the Delete the tenancy admin does not offer."""
+    if not request.user.has_perm(ERASE_PERMISSION):
+        return None
+    return "Erase this person…", reverse(f"admin:privacy_erase_{USER}", args=[end_user.pk])
+
+
 # The tenancy admin stays unaware of privacy: its end users and clients get these actions here.
 for kind, (model, *_) in ERASABLE.items():
     register_admin_action(model._meta.label, _erase_action(kind))
+register_object_tool(EndUser._meta.label, erase_person_tool)

@@ -6,7 +6,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from apps.conversations.models import Message
-from apps.core.extensions import register_admin_action
+from apps.core.extensions import holding, register_admin_action, register_admin_holdings
 from apps.profiles.models import Entity, ItemType, LintFinding, Profile
 from apps.profiles.services.entities import topics_compile_request
 from apps.profiles.services.lint import finding_resolve
@@ -147,3 +147,23 @@ def compile_topics_now(modeladmin, request, queryset):
 
 # The tenancy admin stays unaware of compiled memory: its end users get this action here.
 register_admin_action("tenancy.EndUser", compile_topics_now)
+
+
+def end_user_profiles(end_user) -> list:
+    """The pages compiled from the person's memory (of them and of the people and topics they spoke of)."""
+    return [
+        holding(
+            "Profile pages",
+            Profile.objects.filter(end_user=end_user).order_by("kind", "name"),
+            label=lambda profile: f"{profile.name} ({profile.kind})",
+            filters={"end_user": end_user.pk},
+        ),
+        holding(
+            "Entities",
+            Entity.objects.filter(end_user=end_user).order_by("-mention_count", "name"),
+            label=lambda entity: entity.name,
+        ),
+    ]
+
+
+register_admin_holdings("tenancy.EndUser", end_user_profiles)

@@ -98,7 +98,23 @@ def embed_texts(texts: list[str]) -> list[list[float]]:
         return _embed(texts, queries=False)
 
 
+# Query vectors of the in-process models kept per process: an agent's model call asks for its context
+# and its skills with the same text, one request after the other on one connection (bench/README.md,
+# `middleware`). A remote provider's answers are not kept (its failures must show where they happen).
+QUERY_CACHE_SIZE = 256
+CACHED_PROVIDERS = ("e5", "local")
+
+
+@lru_cache(maxsize=QUERY_CACHE_SIZE)
+def _cached_query(provider: str, model: str, text: str) -> tuple[float, ...]:
+    (vector,) = _embed([text], queries=True)
+    return tuple(vector)
+
+
 def embed_query(text: str) -> list[float]:
     with timed("embedding"):
+        provider = settings.EMBEDDING_PROVIDER
+        if provider in CACHED_PROVIDERS:
+            return list(_cached_query(provider, embedding_model_name(), text))
         (vector,) = _embed([text], queries=True)
     return vector

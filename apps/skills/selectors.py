@@ -105,3 +105,11 @@ def session_distilled_into(session) -> str:
     if SkillExperience.objects.filter(session_id=session.pk).exists():
         return "skill experiences were distilled from it"
     return ""
+
+
+def skills_of_end_user(*, end_user):
+    """The skills a person supports, owns or taught (an experience of theirs in a version's lineage)."""
+    taught = SkillVersion.objects.filter(experiences__end_user=end_user).values("skill_id")
+    return Skill.objects.filter(organization_id=end_user.organization_id).filter(
+        Q(supporters__contains=[end_user.pk]) | Q(end_user=end_user) | Q(pk__in=taught)
+    )

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.utils.cache import add_never_cache_headers
 
-from apps.core.extensions import admin_page
+from apps.core.extensions import admin_page, holdings_of, object_tools_of
 from apps.tenancy.admin_base import OrganizationScopedAdmin
 from apps.tenancy.models import Client, ClientAPIKey, EndUser, Organization, StaffMembership
 from apps.tenancy.services import api_key_create, client_create, client_revoke_keys
@@ -92,12 +92,32 @@ class ClientAdmin(OrganizationScopedAdmin):
 
 @admin.register(EndUser)
 class EndUserAdmin(OrganizationScopedAdmin):
+    """A person's page lists what the other apps hold about them (they register it: core.extensions). Nobody
+    deletes one here: a row delete would cascade turns and sessions and leave skills quoting the person, with
+    no erasure recorded; the erasure (apps.privacy registers "Erase this person") removes and verifies it all."""
+
     list_display = ["user_id", "organization", "created_at"]
     list_select_related = ["organization"]
     search_fields = ["user_id"]
+    # user_id is the identity every API client names the person by: never edited.
+    fields = readonly_fields = ["organization", "user_id", "created_at"]
+    change_form_template = "admin/tenancy/enduser/change_form.html"
 
     def has_add_permission(self, request):
         return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        end_user = self.get_object(request, object_id)
+        if end_user is not None:
+            extra_context = {
+                **(extra_context or {}),
+                "holdings": holdings_of(end_user),
+                "extra_object_tools": object_tools_of(request, end_user),
+            }
+        return super().change_view(request, object_id, form_url, extra_context)
 
 
 @admin.register(StaffMembership)

@@ -9,6 +9,10 @@ search vectors, a task's result). After the erasure or deletion every text-like 
 table (text, JSON, arrays, search vectors) is scanned for the words. Reported per kind: the tables (and
 columns) holding them before and after, and how many of the other parties' turns were deleted.
 
+`admin_delete` is a curator removing the person in the admin (issue 54): the page offers no plain Delete,
+its "Erase this person" runs the erasure; its report says whether Delete was offered and what the
+erasure's own verification (the fingerprint of the person's words over every table) found after.
+
 Retention is the one kind that keeps what was learned by design (memories, skills, experiences
 outlive their transcripts); for it only the transcript-derived columns are counted.
 `python -m bench privacy_erasure` (a row of `python -m bench privacy`).
@@ -20,7 +24,15 @@ import uuid
 
 from bench.common import Stopwatch, machine, measured_at, private_broker, write_result
 
-KINDS = ("client_erasure", "user_erasure", "turn_delete_rest", "turn_delete_mcp", "session_delete", "retention")
+KINDS = (
+    "client_erasure",
+    "user_erasure",
+    "admin_delete",
+    "turn_delete_rest",
+    "turn_delete_mcp",
+    "session_delete",
+    "retention",
+)
 TRANSCRIPT_COLUMNS = (
     "conversations.Message.content",
     "conversations.Message.context",
@@ -40,13 +52,59 @@ def _other_turns(world, kind: str, target) -> set:
     turns = Message.objects.filter(organization=world.organization)
     if kind == "client_erasure":
         turns = turns.exclude(created_by=world.two)
-    elif kind == "user_erasure":
+    elif kind in ("user_erasure", "admin_delete"):
         turns = turns.exclude(end_user__user_id=target)
     elif kind == "session_delete":
         turns = turns.exclude(session=target)
     else:
         turns = turns.exclude(pk=target.pk)
     return set(turns.values_list("pk", "content"))
+
+
+def _admin_delete(world, user_id: str) -> dict:
+    """As staff of the organisation in the admin: the person's page, then its erase link, confirmed."""
+    from django.contrib.auth.models import Permission, User
+    from django.test import Client as Browser
+    from django.urls import reverse
+
+    from apps.pipeline.services import task_execute
+    from apps.privacy.models import ErasureRequest
+    from apps.privacy.services.subjects import subject_resolve
+    from apps.privacy.services.verify import subject_fingerprint, subject_verify
+    from apps.tenancy.models import EndUser, StaffMembership
+
+    staff = User.objects.create_user(f"bench-dpo-{uuid.uuid4().hex[:8]}", is_staff=True)
+    try:
+        staff.user_permissions.set(Permission.objects.all())
+        StaffMembership.objects.create(user=staff, organization=world.organization)
+        browser = Browser(SERVER_NAME="localhost")
+        browser.force_login(staff)
+        person = EndUser.objects.get(organization=world.organization, user_id=user_id)
+        page = browser.get(reverse("admin:tenancy_enduser_change", args=[person.pk])).content.decode()
+        delete_url, erase_url = (
+            reverse("admin:tenancy_enduser_delete", args=[person.pk]),
+            reverse("admin:privacy_erase_user", args=[person.pk]),
+        )
+        subject = subject_resolve(organization=world.organization, kind="user", subject_id=user_id)
+        fingerprint = subject_fingerprint(subject)
+        report = {
+            "delete_offered": delete_url in page or browser.get(delete_url).status_code == 200,
+            "erase_link_on_page": erase_url in page,
+        }
+        browser.post(erase_url)
+        erasure = ErasureRequest.objects.get(organization=world.organization, subject_id=user_id)
+        task_execute(task_id=erasure.task_id, worker="bench")
+        erasure.refresh_from_db()
+        subject = subject_resolve(organization=world.organization, kind="user", subject_id=user_id)
+        return {
+            **report,
+            "status": erasure.status,
+            "verification_total": (erasure.residual or {}).get("total"),
+            "fingerprint_runs": len(fingerprint[0]),
+            "residual_rows_with_their_words_after": subject_verify(subject=subject, fingerprint=fingerprint)["total"],
+        }
+    finally:
+        staff.delete()
 
 
 def _act(world, kind: str, target) -> dict:
@@ -62,6 +120,8 @@ def _act(world, kind: str, target) -> dict:
     from apps.pipeline.services import task_execute
     from apps.privacy.models import ErasureRequest
 
+    if kind == "admin_delete":
+        return _admin_delete(world, target)
     api = APIClient(SERVER_NAME="localhost")
     api.credentials(HTTP_AUTHORIZATION=f"Api-Key {world.one_key}")
     if kind in ("client_erasure", "user_erasure"):
@@ -129,9 +189,10 @@ def _scenario(kind: str) -> dict:
             turn = Message.objects.get(organization=organization, content__contains=world.turn_word)
             target = {
                 "user_erasure": URSULA,
+                "admin_delete": URSULA,
                 "session_delete": Session.objects.get(pk=turn.session_id),
             }.get(kind, turn)
-            watched = world.word if kind in ("client_erasure", "user_erasure") else world.turn_word
+            watched = world.word if kind in ("client_erasure", "user_erasure", "admin_delete") else world.turn_word
             only = TRANSCRIPT_COLUMNS if kind == "retention" else None
             before = residue(watched, only=only)
             others = _other_turns(world, kind, target)

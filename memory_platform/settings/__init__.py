@@ -264,6 +264,13 @@ REST_FRAMEWORK = {
 # Per-client rate limits (apps.core.throttling): requests a minute for a client whose own limit
 # (Client.requests_per_minute) is empty; 0 = no limit. Counted in Redis, shared by every process.
 API_REQUESTS_PER_MINUTE = env.int("API_REQUESTS_PER_MINUTE", default=600)
+# And per organisation, over all its clients (only requests within a client's own limit count): more keys
+# are not more capacity. 0 = no limit.
+ORGANIZATION_REQUESTS_PER_MINUTE = env.int("ORGANIZATION_REQUESTS_PER_MINUTE", default=3000)
+# Per client address (REMOTE_ADDR): admin login attempts and OAuth token requests (CREDENTIAL_…), OAuth client
+# registrations (OAUTH_REGISTRATIONS_…). The admin's lockout per username (ADMIN_LOGIN_FAILURE_LIMIT) stays.
+CREDENTIAL_REQUESTS_PER_MINUTE = env.int("CREDENTIAL_REQUESTS_PER_MINUTE", default=30)
+OAUTH_REGISTRATIONS_PER_MINUTE = env.int("OAUTH_REGISTRATIONS_PER_MINUTE", default=5)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Memory Platform API",
@@ -524,6 +531,9 @@ WEBHOOK_DISABLE_AFTER_FAILURES = env.int("WEBHOOK_DISABLE_AFTER_FAILURES", defau
 WEBHOOK_DELIVERY_RETENTION_DAYS = env.int("WEBHOOK_DELIVERY_RETENTION_DAYS", default=30)
 # How many of a subject's most recent turns verification fingerprints to look for their words.
 ERASURE_SCAN_MAX_TURNS = env.int("ERASURE_SCAN_MAX_TURNS", default=20000)
+# An erasure is `succeeded` only once every read replica still served from has replayed it; it waits this long
+# for them, then fails (and the pipeline runs it again).
+ERASURE_REPLICA_WAIT_SECONDS = env.float("ERASURE_REPLICA_WAIT_SECONDS", default=30.0)
 
 LOG_LEVEL = env("LOG_LEVEL", default="INFO")
 # Log lines carry ids, routes and error classes, never user content (apps.core.logs): every handler
@@ -564,6 +574,10 @@ OAUTH_ACCESS_TOKEN_SECONDS = env.int("OAUTH_ACCESS_TOKEN_SECONDS", default=3600)
 OAUTH_REFRESH_TOKEN_SECONDS = env.int("OAUTH_REFRESH_TOKEN_SECONDS", default=30 * 86400)
 # RFC 7591: MCP hosts register themselves (open registration; a registration alone grants nothing).
 OAUTH_DYNAMIC_REGISTRATION = env.bool("OAUTH_DYNAMIC_REGISTRATION", default=True)
+# A registration's RFC 7592 management token (to read, change or delete it) expires after this; an MCP host
+# registers again. A registration names at most OAUTH_REGISTRATION_MAX_REDIRECT_URIS redirect URIs.
+OAUTH_REGISTRATION_TOKEN_SECONDS = env.int("OAUTH_REGISTRATION_TOKEN_SECONDS", default=86400)
+OAUTH_REGISTRATION_MAX_REDIRECT_URIS = env.int("OAUTH_REGISTRATION_MAX_REDIRECT_URIS", default=10)
 # Named, so a model of ours can point at it (migrations resolve swappable models through settings).
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
 OAUTH2_PROVIDER = {
@@ -593,6 +607,9 @@ OAUTH2_PROVIDER = {
     "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
     "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
     "DCR_ENABLED": OAUTH_DYNAMIC_REGISTRATION,
+    "DCR_REGISTRATION_TOKEN_EXPIRE_SECONDS": OAUTH_REGISTRATION_TOKEN_SECONDS,
+    # oauthlib's server with the authorization-code and refresh grants only, whatever an application row says.
+    "OAUTH2_SERVER_CLASS": "apps.oauth.server.AuthorizationCodeServer",
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
     "REQUEST_APPROVAL_PROMPT": "force",
 }

@@ -19,6 +19,7 @@ from memory_platform_client import AsyncMemoryClient, MemoryClient, Retries, Tas
 from memory_platform_client.adapters.langchain_history import PlatformChatMessageHistory
 from memory_platform_client.adapters.langgraph_store import PlatformStore
 from memory_platform_client.adapters.openai_agents import PlatformSession
+from memory_platform_client.adapters.skill_loop import session_key
 from openai import AsyncOpenAI
 from pydantic import BaseModel
 
@@ -409,5 +410,22 @@ def test_langchain_history_clear(sdk, client_a, purger):
     history.clear()
 
     assert history.messages == [] and not Message.objects.exists()
-    with pytest.raises(ValueError, match="1-56 letters"):
-        PlatformChatMessageHistory("not valid!", user_id="alice", client=sdk)
+
+
+def test_langchain_and_agents_session_ids_may_be_any_string(live_server, sdk, client_a):
+    """The frameworks take any string; the platform keeps `session_key(id)`, the caller's id is kept."""
+    ids = ["chat 42", "alice@example.com", "a conversation id of more than sixty characters, spaces and all"]
+    for session_id in ids:
+        history = PlatformChatMessageHistory(session_id, user_id="alice", client=sdk)
+        history.add_messages([HumanMessage(f"hello from {session_id}")])
+        assert history.session_id == session_id and history.messages == [HumanMessage(f"hello from {session_id}")]
+
+    async def scenario():
+        async with _async(live_server, client_a) as memory:
+            session = PlatformSession("chat 42", user_id="bob", client=memory)
+            await session.add_items(AGENT_ITEMS[:1])
+            return session.session_id, await session.get_items()
+
+    assert anyio.run(scenario) == ("chat 42", AGENT_ITEMS[:1])
+    stored = set(Session.objects.values_list("session_id", flat=True))
+    assert stored == {session_key(session_id) for session_id in ids} and session_key("chat 42").startswith("chat-42_")

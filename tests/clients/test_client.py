@@ -329,11 +329,12 @@ def test_async_client(live_server, client_a):
 
 def test_the_sdk_imports_without_django():
     """`pip install ./clients/python` needs no Django: the package and its MCP server import without it,
-    and its adapters package without any framework (each adapter's framework is an extra)."""
+    and its adapters package and shared skill loop without any framework (each adapter's framework is an extra)."""
     code = (
         "import sys; sys.modules['django'] = None; sys.modules['rest_framework'] = None\n"
-        "for name in ('langgraph', 'agents', 'langchain_core'): sys.modules[name] = None\n"
+        "for name in ('langgraph', 'agents', 'langchain_core', 'langchain'): sys.modules[name] = None\n"
         "import memory_platform_client, memory_platform_client.mcp_server.stdio, memory_platform_client.adapters\n"
+        "import memory_platform_client.adapters.skill_loop\n"
         "from importlib.metadata import requires\n"
         "print(sorted(r.split(';')[0].split('>')[0].split('<')[0] for r in requires('memory-platform-client')))"
     )
@@ -342,7 +343,7 @@ def test_the_sdk_imports_without_django():
     assert result.returncode == 0, result.stderr
     assert (
         result.stdout.strip()
-        == "['anyio', 'httpx2', 'langchain-core', 'langgraph', 'mcp', 'openai-agents', 'pydantic']"
+        == "['anyio', 'httpx2', 'langchain', 'langchain-core', 'langgraph', 'mcp', 'openai-agents', 'pydantic']"
     )
 
 

@@ -1,4 +1,5 @@
-"""Per-client rate limits: 429 with Retry-After and the limit named, per client, shared by every process."""
+"""API rate limits: 429 with Retry-After and the limit named, per client and per organisation, shared by every
+process."""
 
 import pytest
 from django.test import override_settings
@@ -87,3 +88,25 @@ def test_an_unreachable_redis_lets_requests_through_and_is_not_asked_again_at_on
     warnings = [record for record in caplog.records if record.name == "apps.core.request_redis"]
     assert len(warnings) == 1
     assert "rate limits are not enforced" in warnings[0].getMessage()
+
+
+@override_settings(API_REQUESTS_PER_MINUTE=100, ORGANIZATION_REQUESTS_PER_MINUTE=3)
+def test_an_organisation_gets_its_limit_however_many_clients_it_has(db, organization):
+    first, second = ClientFactory(organization=organization), ClientFactory(organization=organization)
+    outsider = ClientFactory()
+
+    statuses = [api_for(client).get("/api/v1/me").status_code for client in (first, second, first, second)]
+
+    assert statuses == [200, 200, 200, 429]
+    error = api_for(first).get("/api/v1/me").json()["error"]
+    assert error["code"] == "rate_limited" and "this client's organisation may make 3 requests" in error["message"]
+    assert api_for(outsider).get("/api/v1/me").status_code == 200
+
+
+@override_settings(ORGANIZATION_REQUESTS_PER_MINUTE=3)
+def test_a_client_over_its_own_limit_does_not_spend_its_organisations(db, organization):
+    greedy = ClientFactory(organization=organization, requests_per_minute=1)
+    sibling = ClientFactory(organization=organization)
+
+    assert [api_for(greedy).get("/api/v1/me").status_code for _ in range(5)] == [200, 429, 429, 429, 429]
+    assert [api_for(sibling).get("/api/v1/me").status_code for _ in range(3)] == [200, 200, 429]

@@ -19,6 +19,7 @@ from tests.mcp_server.oauth import (
     Approver,
     MemoryStorage,
     bound_application,
+    hidden_inputs,
     minted_token,
     oauth_transport,
     pkce_pair,
@@ -315,16 +316,21 @@ def test_staff_approve_only_for_clients_of_their_organisation(issuer, client_a, 
         foreign_pick = await approver.decide(
             authorization_url(issuer, unbound_id, challenge, None), client=foreign_client
         )
-        bound_elsewhere = await approver.decide(
-            authorization_url(issuer, application.client_id, challenge, None), client=client_a
-        )
-        return foreign_pick, bound_elsewhere
+        bound_url = authorization_url(issuer, application.client_id, challenge, None)
+        bound_page = await approver.open(bound_url)
+        # The form of another application's page posted for it anyway, with the staff's own client.
+        fields = hidden_inputs((await approver.open(authorization_url(issuer, unbound_id, challenge, None))).text)
+        fields.update(client_id=application.client_id, platform_client=str(client_a.pk), allow="Approve")
+        tampered = await approver.http.post(bound_url, data=fields)
+        return foreign_pick, bound_page, tampered
 
-    foreign_pick, bound_elsewhere = with_approver(staff, issuer, scenario)
+    foreign_pick, bound_page, tampered = with_approver(staff, issuer, scenario)
 
-    # Neither choice is offered, so neither is accepted: the page comes back naming the field.
-    for response in (foreign_pick, bound_elsewhere):
-        assert response.status_code == 200 and "Select a valid choice" in response.text
+    # A foreign client is not offered, so not accepted: the page comes back naming the field. An
+    # application bound to another organisation's client is refused before its page.
+    assert foreign_pick.status_code == 200 and "Select a valid choice" in foreign_pick.text
+    assert bound_page.status_code == 403
+    assert tampered.status_code == 200 and "Select a valid choice" in tampered.text
     assert ApplicationBinding.objects.get().client == foreign_client
     assert not ApplicationBinding.objects.filter(application__client_id=unbound_id).exists()
 

@@ -248,6 +248,18 @@ def test_bad_requests_are_refused_naming_what_was_wrong(api, client_a, memories)
     assert not MemoryTask.objects.filter(task_type=CONSOLIDATE_MEMORIES).exists()
 
 
+def test_a_known_user_with_nothing_to_merge_is_not_missing(api, client_a, add_messages, rules, run_tasks):
+    """Offline, a conversation yields no memories; its user is still known in the scope: 202, nothing merged.
+    A user known only in another scope of the organisation stays as missing as one never seen."""
+    add_messages(client_a, user_id="carol", session_id="chat-1", messages=[{"role": "user", "content": "Hi."}])
+    add_messages(ClientFactory(organization=client_a.organization, write_scope="elsewhere"), user_id="dave")
+    assert not SemanticMemory.objects.exists() and not EpisodicMemory.objects.exists()
+
+    result = consolidate(api, run_tasks, user_id="carol")
+    assert (result["merged"], result["retired"], result["flagged"]) == (0, 0, 0)
+    assert api.post("/api/v1/memory/consolidate", {"user_id": "dave"}, format="json").status_code == 404
+
+
 def test_a_repeat_while_one_waits_joins_it(api, memories):
     first = api.post("/api/v1/memory/consolidate", {"user_id": "alice"}, format="json").json()
     second = api.post("/api/v1/memory/consolidate", {"user_id": "alice"}, format="json").json()

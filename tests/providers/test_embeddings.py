@@ -2,6 +2,7 @@ import math
 
 import pytest
 
+from apps.providers import embeddings
 from apps.providers.embeddings import embed_query, embed_texts, embedding_model_name
 
 
@@ -30,6 +31,24 @@ def test_e5_embeds_a_query_with_the_query_prefix_not_as_a_passage(e5):
     as_query = embed_query(text)
     assert as_query != as_passage  # "query: " and "passage: " prefixes make different vectors
     assert _cosine(as_query, as_passage) > 0.8  # of the same text
+
+
+def test_an_in_process_models_query_is_embedded_once_per_text_and_model(e5, settings, monkeypatch):
+    calls = []
+    real = embeddings._embed
+    monkeypatch.setattr(
+        embeddings, "_embed", lambda texts, queries: calls.append(texts) or real(texts, queries=queries)
+    )
+    text = "a question asked twice in one model call, for the context and for the skills"
+
+    first, second = embed_query(text), embed_query(text)
+    settings.EMBEDDING_MODEL = "another-e5"  # another model's vector is its own
+    embed_query(text)
+    settings.EMBEDDING_PROVIDER = "hash"  # not kept: a remote provider's failures must show, hash is cheap
+    embed_query(text), embed_query(text)
+
+    assert first == second and len(first) == 384
+    assert calls == [[text], [text], [text], [text]]
 
 
 def test_symmetric_providers_embed_a_query_as_they_embed_a_passage(settings):

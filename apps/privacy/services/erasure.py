@@ -4,12 +4,14 @@ import logging
 from collections import Counter
 from functools import partial
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.core.events import ERASURE_FINISHED, emit_event
 from apps.core.models import update_row
+from apps.core.replicas import replicas_behind
 from apps.pipeline.services import enqueue
 from apps.privacy.models import ErasureRequest
 from apps.privacy.services.purge import subject_purge
@@ -84,17 +86,20 @@ def erasure_run(*, erasure: ErasureRequest) -> dict:
     if residual["total"]:
         update_row(erasure, status=ErasureRequest.Status.FAILED, residual=residual, error=ErasureIncomplete.__name__)
         raise ErasureIncomplete(f"erasure {erasure.pk}: {residual['total']} residual item(s) after the purge")
+    # Not done while a read replica still serves what went (DATABASE_REPLICA_URLS).
+    behind = replicas_behind(timeout=settings.ERASURE_REPLICA_WAIT_SECONDS)
+    if behind:
+        residual = {**residual, "replicas_behind": behind}
+        update_row(erasure, status=ErasureRequest.Status.FAILED, residual=residual, error=ErasureIncomplete.__name__)
+        raise ErasureIncomplete(f"erasure {erasure.pk}: read replica(s) {', '.join(behind)} have not replayed it")
     with transaction.atomic():
         update_row(erasure, status=ErasureRequest.Status.SUCCEEDED, residual=residual, finished_at=timezone.now())
         emit_event(
             ERASURE_FINISHED,
             organization_id=erasure.organization_id,
-            data={
-                "erasure_id": str(erasure.pk),
-                "subject_kind": erasure.subject_kind,
-                "subject_id": erasure.subject_id,
-                "status": erasure.status,
-            },
+            # Identified by the erasure's id (the requester has it from the 202), never by the erased user_id:
+            # the event leaves the platform and its delivery log keeps it.
+            data={"erasure_id": str(erasure.pk), "subject_kind": erasure.subject_kind, "status": erasure.status},
         )
     # Compiled pages of other people may have cited what is gone: lint them now, not at the next beat.
     profiles_lint_enqueue(organization=erasure.organization)

@@ -1,12 +1,22 @@
-"""The admin home page's skill cards, and the action this app adds to the sessions' admin (core.extensions)."""
+"""The admin home page's skill cards, the action this app adds to the sessions' admin and what it lists on an end
+user's page (core.extensions)."""
 
 from django.contrib import admin, messages
 from django.db.models import Count
 from django.urls import reverse
 
 from apps.core.errors import ConflictError
-from apps.core.extensions import Tile, admin_url, of_organization, register_admin_action, register_dashboard_card
+from apps.core.extensions import (
+    Tile,
+    admin_url,
+    holding,
+    of_organization,
+    register_admin_action,
+    register_admin_holdings,
+    register_dashboard_card,
+)
 from apps.skills.models import Skill, SkillExperience
+from apps.skills.selectors import skills_of_end_user
 from apps.skills.services.distill import distill_request
 
 
@@ -53,6 +63,23 @@ def distill_now(modeladmin, request, queryset):
         modeladmin.message_user(request, f"Queued distillation of {queued} session(s).", messages.SUCCESS)
 
 
+def end_user_skills(end_user) -> list:
+    return [
+        holding(
+            "Skills they support or taught",
+            skills_of_end_user(end_user=end_user).order_by("name"),
+            label=lambda skill: f"{skill.name} ({skill.status})",
+        ),
+        holding(
+            "Skill experiences",
+            SkillExperience.objects.filter(end_user=end_user).order_by("-created_at"),
+            label=lambda experience: experience.title[:80],
+            filters={"end_user": end_user.pk},
+        ),
+    ]
+
+
 register_dashboard_card(skills_card, order=10)
 register_dashboard_card(experiences_card, order=20)
 register_admin_action("conversations.Session", distill_now)
+register_admin_holdings("tenancy.EndUser", end_user_skills)

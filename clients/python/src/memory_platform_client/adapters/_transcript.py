@@ -9,6 +9,7 @@ order. The chain is found by reading `<id>`, `<id>--2`… until one is missing."
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from typing import Any
@@ -23,27 +24,46 @@ CLEAR_POLL_SECONDS = 0.2
 SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,56}$")
 
 
-def check_session_id(session_id: str) -> str:
-    """The platform's session ids are 1-64 of [A-Za-z0-9_-]; 8 are kept for the chain's suffix."""
-    if not isinstance(session_id, str) or not SESSION_ID.match(session_id):
-        raise ValueError(f"session_id must be 1-56 letters, digits, '_' or '-', not {session_id!r}")
-    return session_id
+SLUG_CHARS = 31
+DIGEST_CHARS = 24  # 96 bits of SHA-256
 
 
-def segment_id(base: str, number: int) -> str:
-    return base if number == 1 else f"{base}{SEGMENT_SEPARATOR}{number}"
+def session_key(session_id: str) -> str:
+    """The platform session id for a framework's session id (any non-empty string).
+
+    The platform's session ids are 1-64 of `[A-Za-z0-9_-]`, 8 of them kept for the chain's suffix. An
+    id that is already 1-56 of those is kept as it is. Any other ("chat 42", an email, 60+ characters)
+    becomes `<slug>_<digest>`: its first 31 letters and digits (other runs of characters as one '-') and
+    24 hex digits of its SHA-256, so two ids collide only if SHA-256 does (96 bits), or if a caller
+    passes the mapped form of another id as an id itself. The same id always maps to the same key."""
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError(f"session_id must be a non-empty string, not {session_id!r}")
+    if SESSION_ID.match(session_id):
+        return session_id
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", session_id).strip("-")[:SLUG_CHARS].strip("-")
+    digest = hashlib.sha256(session_id.encode()).hexdigest()[:DIGEST_CHARS]
+    return f"{slug}_{digest}" if slug else digest
 
 
 class Transcript:
-    """One user's conversation `session_id` in the platform, in the key's write scope."""
+    """One user's conversation `session_id` (any string, kept in the platform as `session_key(session_id)`)
+    in the key's write scope."""
 
     def __init__(self, *, user_id: str, session_id: str, session_tag: str = "conversation"):
         self.user_id = user_id
-        self.session_id = check_session_id(session_id)
+        self.session_id = session_key(session_id)
         self.session_tag = session_tag
 
+    def segment_id(self, number: int) -> str:
+        """The platform session id of the chain's `number`th session."""
+        return self.session_id if number == 1 else f"{self.session_id}{SEGMENT_SEPARATOR}{number}"
+
+    def number_of(self, segment_id: str) -> int:
+        suffix = segment_id[len(self.session_id) + len(SEGMENT_SEPARATOR) :]
+        return int(suffix) if segment_id != self.session_id else 1
+
     def _path(self, number: int) -> str:
-        return f"sessions/{_segment(segment_id(self.session_id, number))}/"
+        return f"sessions/{_segment(self.segment_id(number))}/"
 
     def _session(self, number: int, *, limit: int | None = None, offset: int = 0) -> Op:
         """One platform session with its turns (every turn without `limit`), or None when missing."""
@@ -82,14 +102,19 @@ class Transcript:
                 collected[:0] = session["messages"]
         return collected if limit is None else collected[max(0, len(collected) - limit) :]
 
-    def add(self, messages: list[Any]) -> Op:
-        """Appends turns to the chain's last session, or opens the next one when it is sealed."""
+    def add(self, messages: list[Any], *, number: int | None = None) -> Op:
+        """Appends turns to the chain's last session (or to session `number`, when the caller knows it),
+        or opens the next one when it is sealed → the `memory/add` answer."""
         if not messages:
             return None
-        segments = yield from self.segments()
-        number = segments[-1]["number"] if segments else 1
-        if segments and segments[-1]["status"] == "sealed":
-            number += 1
+        if number is None:
+            segments = yield from self.segments()
+            number = segments[-1]["number"] if segments else 1
+            if segments and segments[-1]["status"] == "sealed":
+                number += 1
+            last = len(segments)
+        else:
+            last = number
         body = {
             "user_id": self.user_id,
             "messages": to_messages(messages),
@@ -102,13 +127,13 @@ class Transcript:
                     yield Call(
                         "POST",
                         "memory/add",
-                        json={**body, "session_id": segment_id(self.session_id, number)},
+                        json={**body, "session_id": self.segment_id(number)},
                         headers={"Idempotency-Key": f"{key}-{number}"},
                     )
                 )
             except ConflictError as error:
                 # Sealed between our read and our add (or still being deleted): the next one.
-                if error.code != "conflict" or number > len(segments) + 2:
+                if error.code != "conflict" or number > last + 2:
                     raise
                 number += 1
 
