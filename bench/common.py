@@ -1,9 +1,8 @@
 """What the benchmarks share: percentiles, timing, writing a result and the machine it was measured on,
 running queued tasks in this process, and the servers and platforms a benchmark starts (real
-processes, from tests/harness)."""
+processes, from harness/)."""
 
 import json
-import math
 import os
 import platform
 import tempfile
@@ -12,16 +11,9 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+from harness.measure import percentile
+
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-
-
-def percentile(values, share: float) -> float:
-    """Nearest rank: the smallest of `values` with at least `share` of them at or below it."""
-    ordered = sorted(values)
-    if not ordered:
-        raise ValueError("a percentile of no values")
-    rank = math.ceil(round(share * len(ordered), 9))  # 0.95 * 20 is 19.000000000000004 in floats
-    return ordered[max(0, rank - 1)]
 
 
 def percentiles(values, *, digits: int = 2) -> dict:
@@ -63,6 +55,11 @@ def measured_at() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+def measured(*, load_before: float | None = None) -> dict:
+    """The `machine` and `measured_at` fields of a result."""
+    return {"machine": machine(load_before=load_before), "measured_at": measured_at()}
+
+
 def write_json(path, result) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -98,10 +95,10 @@ def run_pending_tasks(organization, task_types=None) -> None:
 @contextmanager
 def private_broker():
     """Celery publishes to a redis-server of the run's own for the block, so nothing of the run reaches
-    a shared Redis; yields the server (tests.harness.processes.RedisServer)."""
+    a shared Redis; yields the server (harness.processes.RedisServer)."""
     from django.test.utils import override_settings
 
-    from tests.harness.processes import RedisServer, celery_broker
+    from harness.processes import RedisServer, celery_broker
 
     server = RedisServer().start()
     try:
@@ -117,9 +114,9 @@ def private_broker():
 @contextmanager
 def api_server(**options):
     """gunicorn serving the API as `make run` does (gunicorn.conf.py; `options` as for
-    tests.harness.processes.WebServer) on this process's database and a private redis-server, both
+    harness.processes.WebServer) on this process's database and a private redis-server, both
     stopped afterwards; yields the server (its `url` and `port`)."""
-    from tests.harness.processes import web_on_private_redis
+    from harness.processes import web_on_private_redis
 
     with (
         tempfile.TemporaryDirectory(prefix="bench-api-") as logs,
@@ -130,7 +127,7 @@ def api_server(**options):
 
 @contextmanager
 def deployed(platform_class, *, name: str, **options):
-    """A whole platform (tests.harness.platforms: `RunPlatform`, `SeparateProcesses`) on a private
+    """A whole platform (harness.platforms: `RunPlatform`, `SeparateProcesses`) on a private
     PostgreSQL and redis-server in a directory of its own, started, and stopped afterwards; its logs are
     printed when the block fails."""
     with tempfile.TemporaryDirectory(prefix=f"bench-{name}-", ignore_cleanup_errors=True) as work_dir:

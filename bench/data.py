@@ -114,9 +114,9 @@ def ingest(client, sample: dict, *, user_id: str | None = None, writers: tuple =
     return texts
 
 
-def task_session_ingest(client, item: dict) -> dict:
+def task_session_ingest(client, item: dict):
     """Ingests one trajectory (an item of import_sessions.trajectory_sessions) as a sealed task session
-    with its outcome, through the ingest service; returns the service's response."""
+    with its outcome, through the ingest service; returns the service's result (`Ingested`)."""
     from apps.conversations.services.ingest import messages_ingest
 
     return messages_ingest(

@@ -97,12 +97,17 @@ def api(client_a):
 
 @pytest.fixture
 def add_messages():
-    """Ingest through the real service: add_messages(client, user_id, session_id, messages, **options)."""
+    """Ingest through the real service: add_messages(client, user_id, session_id, messages, **options)
+    returns the result's fields as a dict."""
+    from dataclasses import asdict
+
     from apps.conversations.services.ingest import messages_ingest
 
     def add(client, user_id="user-1", session_id="s1", messages=None, **options):
         messages = messages or [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi there"}]
-        return messages_ingest(client=client, user_id=user_id, session_id=session_id, messages=messages, **options)
+        return asdict(
+            messages_ingest(client=client, user_id=user_id, session_id=session_id, messages=messages, **options)
+        )
 
     return add
 

@@ -3,7 +3,6 @@ and the processes that refuse to start (memory_platform.startup: web, worker, be
 
 import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -14,9 +13,9 @@ from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
+from harness.processes import celery_command, database_url, free_port, gunicorn_command
 from memory_platform.checks import SETTING_RULES
 from memory_platform.settings import Env
-from tests.harness.processes import database_url, free_port
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -109,19 +108,8 @@ def _run(command: list[str], *, env: dict, timeout: float = 90) -> subprocess.Co
 
 
 CELERY = {
-    "worker": [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "memory_platform",
-        "worker",
-        "--pool=solo",
-        "--without-mingle",
-        "--without-gossip",
-        "--loglevel=INFO",
-    ],
-    "beat": [sys.executable, "-m", "celery", "-A", "memory_platform", "beat", "--loglevel=INFO"],
+    "worker": celery_command("worker", "--pool=solo", "--without-mingle", "--without-gossip", "--loglevel=INFO"),
+    "beat": celery_command("beat", "--loglevel=INFO"),
 }
 
 
@@ -169,9 +157,8 @@ def test_worker_and_beat_refuse_to_start_on_unapplied_migrations(process, unmigr
 
 @pytest.mark.django_db
 def test_the_web_server_refuses_to_start_on_a_bad_setting():
-    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
     result = _run(
-        [gunicorn, "memory_platform.wsgi", "--bind", f"127.0.0.1:{free_port()}", "--workers", "1"],
+        gunicorn_command(free_port(), "--workers", "1"),
         env={
             "DATABASE_URL": database_url(connection.settings_dict),
             "EMBEDDING_PROVIDER": "bert",

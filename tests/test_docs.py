@@ -1,7 +1,9 @@
 """The documentation names only what exists: every setting in docs/configuration.md is read by the
 settings and every setting read from the environment is documented there; every `manage.py`
 command, `make` target and benchmark the README and docs/ name exists; the layer table of
-docs/architecture.md is the layer contract import-linter checks."""
+docs/architecture.md is the layer contract import-linter checks, and its registry table is every
+registry of apps/; the README stays a front door and bench/README.md opens with every benchmark's
+current figure."""
 
 import ast
 import re
@@ -16,6 +18,9 @@ SERVER_CONFIG = BASE_DIR / "gunicorn.conf.py"  # the web server's own settings, 
 CONFIGURATION = BASE_DIR / "docs" / "configuration.md"
 DOCUMENTS = [BASE_DIR / "README.md", *sorted((BASE_DIR / "docs").glob("*.md")), BASE_DIR / "bench" / "README.md"]
 ARCHITECTURE = BASE_DIR / "docs" / "architecture.md"
+README = BASE_DIR / "README.md"
+BENCH_README = BASE_DIR / "bench" / "README.md"
+README_MAX_LINES = 150  # a front door: one screen of what it is, two commands and the tour; the rest is in docs/
 
 
 def environment_settings() -> set[str]:
@@ -141,3 +146,56 @@ def test_the_layer_comparison_fails_when_the_table_leaves_a_package_out():
     assert documented_layers(table) == contract_layers(pyproject)
     pyproject["tool"]["importlinter"]["contracts"][1]["layers"].insert(1, "apps.context | apps.portability")
     assert documented_layers(table) != contract_layers(pyproject)
+
+
+def documented_registries(text: str) -> set[tuple[str, str]]:
+    """(module, function) of each row of the "Registries" table whose module is in apps/."""
+    section = text.split("## Registries", 1)[1].split("\n## ", 1)[0]
+    named = set()
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) > 2 and (module := re.fullmatch(r"`(apps\.[\w.]+)`", cells[1])):
+            named |= {(module.group(1), function) for function in re.findall(r"`(\w+)`", cells[2])}
+    return named
+
+
+def code_registries() -> set[tuple[str, str]]:
+    """(module, function) of every module-level `register_*` of apps/ that fills a registry: one that
+    only calls other `register_*` functions (an app registering its own things) is not one."""
+    found = set()
+    for path in sorted((BASE_DIR / "apps").rglob("*.py")):
+        if "migrations" in path.parts:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("register_"):
+                called = {
+                    getattr(call.func, "id", getattr(call.func, "attr", ""))
+                    for call in ast.walk(node)
+                    if isinstance(call, ast.Call)
+                }
+                if not any(name.startswith("register_") for name in called):
+                    module = ".".join(path.relative_to(BASE_DIR).with_suffix("").parts)
+                    found.add((module, node.name))
+    return found
+
+
+def test_the_registry_table_is_every_registry_of_the_apps():
+    documented = documented_registries(ARCHITECTURE.read_text())
+    code = code_registries()
+    assert len(code) >= 12, "the finder found fewer registries than there were when it was written"
+    assert sorted(code - documented) == [], "a registry missing from docs/architecture.md"
+    assert sorted(documented - code) == [], "a documented registry that is not in the code"
+
+
+def test_the_readme_is_a_front_door():
+    lines = len(README.read_text().splitlines())
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; move the detail into docs/"
+
+
+def test_the_bench_readme_opens_with_a_current_figure_for_every_benchmark():
+    from bench.__main__ import BENCHMARKS
+
+    table = BENCH_README.read_text().split("## Current figures", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \| `([^`|]*python -m bench [^`|]*)` \|", table, flags=re.M)
+    assert {name for name, _ in rows} == set(BENCHMARKS), "each benchmark has one row, with its command"
+    assert all(f"python -m bench {name}" in command for name, command in rows)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.platforms import RunPlatform
+from harness.platforms import RunPlatform
 from tests.mcp_server.mcp_client import http_transport, run
 
 README = Path(__file__).resolve().parent.parent / "README.md"

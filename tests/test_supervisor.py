@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from harness.processes import wait_for
 from memory_platform.supervisor import Child, Supervisor, supervisor_status
-from tests.harness.processes import wait_for
 
 pytestmark = pytest.mark.django_db
 

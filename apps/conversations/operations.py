@@ -33,13 +33,13 @@ def add_memory(*, client, data, idempotency_key: str | None = None) -> dict:
     if idempotency_key and len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
         raise InvalidInput({"Idempotency-Key": [f"At most {MAX_IDEMPOTENCY_KEY} characters."]})
     add = validated(serializers.MemoryAddInputSerializer, data)
-    body = messages_ingest(
+    ingested = messages_ingest(
         client=client,
         **add,
         idempotency_key=idempotency_key or None,
         request_hash=request_fingerprint(data) if idempotency_key else None,
     )
-    return serializers.MemoryAddOutputSerializer(body).data
+    return serializers.MemoryAddOutputSerializer(ingested).data
 
 
 @operation()

@@ -1,7 +1,11 @@
-"""The background work a session's events route to, by session_tag: task types and keys defined once,
-handled by the apps that register under these names."""
+"""The background work a session's events route to, by session_tag: the whole rule (TAG_WORK and
+session_work), and the task types and keys it queues, defined once and handled by the apps that register
+under these names."""
 
 import logging
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db.models import Q
@@ -69,15 +73,13 @@ def _enqueue_debounced(task_type: str, session, *, client=None) -> MemoryTask | 
     return task
 
 
-def embedding_enqueue(session, *, from_seq: int, to_seq: int, client=None) -> MemoryTask | None:
-    """A conversation's turns are searched while the person talks: indexed first. A task session's wait
-    behind learning: its users wait for the skill, and its long tool output is costliest to embed."""
+def _embedding_enqueue(session, *, new_turns: "NewTurns", priority, client=None) -> MemoryTask | None:
     return _enqueue_if_handled(
         EMBED_MESSAGES,
-        {"session": str(session.pk), "from_seq": from_seq, "to_seq": to_seq},
+        {"session": str(session.pk), "from_seq": new_turns.from_seq, "to_seq": new_turns.to_seq},
         session=session,
         client=client,
-        priority=None if session.session_tag == SessionTag.CONVERSATION else MemoryTask.Priority.COMPILE,
+        priority=priority,
     )
 
 
@@ -124,3 +126,63 @@ def distillation_enqueue(session, *, client=None) -> MemoryTask | None:
         client=client,
         idempotency_key=f"distill:{session.pk}",
     )
+
+
+class SessionEvent(StrEnum):
+    TURNS = "turns"  # turns were stored in an open session
+    SEAL = "seal"  # the session was sealed (with the turns stored by the same request, if any)
+    RETAG = "retag"  # the session moved to another tag (the old tag's pending learning is cancelled)
+
+
+class NewTurns(NamedTuple):
+    """The sequence numbers of the turns one request stored, first and last included."""
+
+    from_seq: int
+    to_seq: int
+
+
+@dataclass(frozen=True)
+class TagWork:
+    learning: tuple[str, ...]  # the task types that learn from a session of this tag, in queueing order
+    learns_while_open: bool  # queued (debounced) as turns arrive; otherwise only once the session is sealed
+    embedding_priority: int | None  # of its new turns' embedding; None is the default priority
+
+
+# The tag -> work rule, whole. Every tag's new turns are embedded; a conversation's are searched while the
+# person talks, so indexed first, while a task session's wait behind learning (its users wait for the skill,
+# and its long tool output is costliest to embed). A conversation is extracted and projected as it goes
+# (due at once when sealed); a task session is distilled once sealed.
+TAG_WORK = {
+    SessionTag.CONVERSATION: TagWork(
+        learning=(EXTRACT_MEMORIES, PROJECT_ENTITIES), learns_while_open=True, embedding_priority=None
+    ),
+    SessionTag.TASK: TagWork(
+        learning=(DISTILL_SESSION,), learns_while_open=False, embedding_priority=MemoryTask.Priority.COMPILE
+    ),
+}
+
+_LEARNING_ENQUEUE = {
+    EXTRACT_MEMORIES: extraction_enqueue,
+    PROJECT_ENTITIES: projection_enqueue,
+    DISTILL_SESSION: distillation_enqueue,
+}
+
+
+def _learning_due(session, *, work: TagWork, event: SessionEvent) -> bool:
+    if not work.learns_while_open:
+        return session.status == Session.Status.SEALED
+    if event == SessionEvent.SEAL:  # a sealed session whose turns were all erased has nothing to learn from
+        return session.message_count > 0
+    return True
+
+
+def session_work(session, *, event: SessionEvent, client=None, new_turns: NewTurns | None = None) -> list[MemoryTask]:
+    """Queues what `event` of `session` sets off under its tag (TAG_WORK): the embedding of `new_turns`,
+    then the tag's learning when it is due. Returns the tasks queued, or joined when already pending."""
+    work = TAG_WORK[session.session_tag]
+    tasks = []
+    if new_turns is not None:
+        tasks.append(_embedding_enqueue(session, new_turns=new_turns, priority=work.embedding_priority, client=client))
+    if _learning_due(session, work=work, event=event):
+        tasks.extend(_LEARNING_ENQUEUE[task_type](session, client=client) for task_type in work.learning)
+    return [task for task in tasks if task is not None]

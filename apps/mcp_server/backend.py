@@ -1,5 +1,5 @@
 """The MCP tools' backend: each tool calls the operation its REST endpoint calls, so both transports
-check access, validate, answer and refuse alike (tests/test_contract.py checks OPERATIONS)."""
+check access, validate, answer and refuse alike (tests/mcp_server/test_contract.py checks OPERATIONS)."""
 
 import asyncio
 import inspect

@@ -1,5 +1,5 @@
 """What follows when a memory is deleted, edited or merged away here: steps that apps above register from
-their ready() (apps.privacy's provenance cascade), so this app never imports them."""
+their ready() (apps.privacy.services.cascade), so this app never imports them."""
 
 from collections.abc import Callable
 from dataclasses import dataclass

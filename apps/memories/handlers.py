@@ -6,14 +6,12 @@ from apps.memories.services.consolidate import CONSOLIDATE_MEMORIES, consolidati
 from apps.memories.services.dates import NORMALIZE_DATES, dates_normalize
 from apps.memories.services.extract import session_extract_locked
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.registry import register_handler
+from apps.pipeline.registry import payload_row, register_handler
 
 
 @register_handler(EXTRACT_MEMORIES, priority=MemoryTask.Priority.LEARN)
-def handle_extract_memories(task) -> dict:
-    session = Session.objects.select_related("organization", "end_user").filter(pk=task.payload["session"]).first()
-    if session is None:
-        return {"skipped": "session no longer exists", "turns": 0}
+@payload_row("session", Session.objects.select_related("organization", "end_user"), gone="session", turns=0)
+def handle_extract_memories(task, session) -> dict:
     return session_extract_locked(session=session, task=task)
 
 

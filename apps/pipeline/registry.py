@@ -1,6 +1,7 @@
 """Handlers by task type, and the priority their tasks are claimed at. Apps register theirs; the
 pipeline never imports the apps."""
 
+import functools
 from collections.abc import Callable
 
 HANDLERS: dict[str, Callable] = {}
@@ -66,6 +67,24 @@ def register_handler(
         if organization_cap is not None:
             ORGANIZATION_CAPS[task_type] = organization_cap
         return function
+
+    return decorator
+
+
+def payload_row(key: str, queryset, *, gone: str, **skipped):
+    """Decorator of a handler `handle(task, row)`: it is called with the row of `queryset` whose primary
+    key is `task.payload[key]`. A row deleted since the task was queued leaves nothing to do: the task
+    succeeds with `{"skipped": "<gone> no longer exists", **skipped}`."""
+
+    def decorator(handler):
+        @functools.wraps(handler)
+        def handle(task) -> dict:
+            row = queryset.filter(pk=task.payload[key]).first()
+            if row is None:
+                return {"skipped": f"{gone} no longer exists", **skipped}
+            return handler(task, row)
+
+        return handle
 
     return decorator
 

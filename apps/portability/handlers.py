@@ -1,16 +1,14 @@
 """Pipeline handlers of portability: thin, they load by id and call a service."""
 
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.registry import register_handler
+from apps.pipeline.registry import payload_row, register_handler
 from apps.portability.models import ExportRequest
 from apps.portability.services.requests import EXPIRE_EXPORTS, EXPORT_ARCHIVE, export_run, exports_expire
 
 
 @register_handler(EXPORT_ARCHIVE, requester_only=True)
-def handle_export_archive(task) -> dict:
-    export = ExportRequest.objects.select_related("organization").filter(pk=task.payload["export"]).first()
-    if export is None:
-        return {"skipped": "export request no longer exists"}
+@payload_row("export", ExportRequest.objects.select_related("organization"), gone="export request")
+def handle_export_archive(task, export) -> dict:
     return export_run(export=export)
 
 

@@ -12,7 +12,7 @@ class PrivacyConfig(AppConfig):
         from apps.privacy.services import cascade
         from apps.skills.changes import register_experience_change
 
-        # The provenance cascade behind the deletes and edits of the apps below.
+        # The cascade behind the deletes and edits of the apps below.
         register_memory_change(
             MemoryChange(delete=cascade.memory_delete, edited=cascade.memory_edited, removed=cascade.items_removed)
         )

@@ -2,7 +2,7 @@
 
 from apps.conversations.routing import DELETE_SESSION
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.registry import register_handler
+from apps.pipeline.registry import payload_row, register_handler
 from apps.privacy.models import ErasureRequest
 from apps.privacy.services.cascade import session_purge
 from apps.privacy.services.erasure import ERASE_SUBJECT, erasure_run
@@ -10,10 +10,8 @@ from apps.privacy.services.retention import PRUNE_RETENTION, retention_prune
 
 
 @register_handler(ERASE_SUBJECT, priority=MemoryTask.Priority.URGENT)
-def handle_erase_subject(task) -> dict:
-    erasure = ErasureRequest.objects.select_related("organization").filter(pk=task.payload["erasure"]).first()
-    if erasure is None:
-        return {"skipped": "erasure request no longer exists"}
+@payload_row("erasure", ErasureRequest.objects.select_related("organization"), gone="erasure request")
+def handle_erase_subject(task, erasure) -> dict:
     return erasure_run(erasure=erasure)
 
 

@@ -41,7 +41,7 @@ class ErasureDetailView(ClientAPIView):
         return Response(operations.get_erasure(client=self.client, erasure_id=erasure_id))
 
 
-# A turn goes with what was derived from it (the provenance cascade), so its deletion lives here.
+# A turn goes with what was derived from it (apps.privacy.services.provenance), so its deletion lives here.
 MessageDeleteView = delete_view(
     operations.delete_message, example="DELETE /api/v1/memory/message/6f1c2a9e-5d7b-4e0a-9c4d-2b8e1f3a7c55"
 )

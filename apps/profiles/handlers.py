@@ -8,7 +8,7 @@ from apps.conversations.models import Session
 from apps.conversations.routing import PROJECT_ENTITIES, extraction_pending_until, projection_pending
 from apps.pipeline.locks import UserLocks, advisory_lock
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.registry import NotYet, register_handler
+from apps.pipeline.registry import NotYet, payload_row, register_handler
 from apps.profiles.models import Entity
 from apps.profiles.services.compile import profile_compile
 from apps.profiles.services.entities import COMPILE_PROFILE, COMPILE_TOPICS, LINT_PROFILES, session_project
@@ -20,10 +20,8 @@ OWNER_LOCKS = UserLocks("profiles")  # projection and compilation; registered in
 
 
 @register_handler(PROJECT_ENTITIES, priority=MemoryTask.Priority.LEARN)
-def handle_project_entities(task) -> dict:
-    session = Session.objects.select_related("organization", "end_user").filter(pk=task.payload["session"]).first()
-    if session is None:
-        return {"skipped": "session no longer exists"}
+@payload_row("session", Session.objects.select_related("organization", "end_user"), gone="session")
+def handle_project_entities(task, session) -> dict:
     extraction_due = extraction_pending_until(session)
     if extraction_due is not None:  # it reads what the extraction writes: ask again once that has run
         wait = (extraction_due - timezone.now()).total_seconds()
@@ -47,10 +45,8 @@ def _yield_to_projections(task, *, organization_id, end_user_id) -> None:
 
 
 @register_handler(COMPILE_PROFILE)
-def handle_compile_profile(task) -> dict:
-    entity = Entity.objects.select_related("organization").filter(pk=task.payload["entity"]).first()
-    if entity is None:
-        return {"skipped": "entity no longer exists"}
+@payload_row("entity", Entity.objects.select_related("organization"), gone="entity")
+def handle_compile_profile(task, entity) -> dict:
     _yield_to_projections(task, organization_id=entity.organization_id, end_user_id=entity.end_user_id)
     with advisory_lock(OWNER_LOCKS.key_of(entity), wait=False):
         return profile_compile(entity=entity, task=task)
@@ -62,10 +58,8 @@ def handle_lint_profiles(task) -> dict:
 
 
 @register_handler(COMPILE_TOPICS)
-def handle_compile_topics(task) -> dict:
-    organization = Organization.objects.filter(pk=task.payload["organization"]).first()
-    if organization is None:
-        return {"skipped": "organisation no longer exists"}
+@payload_row("organization", Organization.objects.all(), gone="organisation")
+def handle_compile_topics(task, organization) -> dict:
     end_user = None
     if task.payload.get("end_user"):
         end_user = EndUser.objects.filter(pk=task.payload["end_user"], organization=organization).first()

@@ -2,8 +2,8 @@
 
 from apps.core.operations import operation, validated
 from apps.core.replicas import read_on_replica
-from apps.search.engine import search
-from apps.search.serializers import MemorySearchInputSerializer, SearchAllUsersInputSerializer, render_hit
+from apps.search.engine import SearchAnswer, search
+from apps.search.serializers import MemorySearchInputSerializer, SearchAllUsersInputSerializer, SearchOutputSerializer
 
 
 def _search(*, client, serializer_class, data, from_query: bool) -> dict:
@@ -16,19 +16,12 @@ def _search(*, client, serializer_class, data, from_query: bool) -> dict:
         "time_window": filters.pop("time_window", None),
     }
 
-    def searched(reader) -> tuple:
+    def searched(reader) -> dict:
         hits = search(reader=reader, filters=filters, **asked)
-        return hits, [render_hit(hit) for hit in hits]  # rendering may read related rows: on the same copy
+        # Rendering may read related rows: on the same copy.
+        return SearchOutputSerializer(SearchAnswer(query=asked["query"], hits=hits)).data
 
-    hits, results = read_on_replica(client, searched)
-    return {
-        "query": asked["query"],
-        "count": len(results),
-        "reranked_by": hits.reranked_by,
-        "decomposed_into": hits.decomposed_into,
-        "time_window": hits.time_window.as_dict() if hits.time_window else None,
-        "results": results,
-    }
+    return read_on_replica(client, searched)
 
 
 @operation()  # a search reads, even as a POST: read-only clients may call it

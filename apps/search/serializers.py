@@ -1,4 +1,4 @@
-from drf_spectacular.utils import PolymorphicProxySerializer
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
 from apps.core import fields
@@ -86,6 +86,14 @@ RESULT = PolymorphicProxySerializer(
 )
 
 
+@extend_schema_field(RESULT)
+class SearchResultsField(serializers.Field):
+    """The hits, each rendered by `render_hit`; the schema is RESULT's (one result schema per memory type)."""
+
+    def to_representation(self, hits):
+        return [render_hit(hit) for hit in hits]
+
+
 class TimeWindowSerializer(serializers.Serializer):
     expression = serializers.CharField(help_text='The words that named the time, e.g. "last May".')
     start = serializers.DateField(help_text="First day of the window.")
@@ -97,18 +105,28 @@ class TimeWindowSerializer(serializers.Serializer):
 
 
 class SearchOutputSerializer(serializers.Serializer):
+    # Renders a SearchAnswer (apps.search.engine). The schema lists `results` first, the answer last.
+    results = SearchResultsField(source="hits")
     query = serializers.CharField()
     count = serializers.IntegerField()
     reranked_by = serializers.CharField(
-        allow_null=True, help_text="The reranker that ordered the results (RERANKER); null: the fused order."
+        source="hits.reranked_by",
+        allow_null=True,
+        help_text="The reranker that ordered the results (RERANKER); null: the fused order.",
     )
     decomposed_into = serializers.ListField(
+        source="hits.decomposed_into",
         child=serializers.CharField(),
         allow_null=True,
         help_text="The sub-queries searched beside the question (QUERY_DECOMPOSER); null: the question alone.",
     )
     time_window = TimeWindowSerializer(
+        source="hits.time_window",
         allow_null=True,
         help_text="The days the query named (resolved against now) and what the search did with them; null: none.",
     )
-    results = RESULT
+
+    def to_representation(self, instance):
+        answer = super().to_representation(instance)
+        answer["results"] = answer.pop("results")
+        return answer

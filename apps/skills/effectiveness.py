@@ -3,37 +3,64 @@ user (docs/decisions.md), with Wilson and Newcombe intervals, review's evidence 
 
 import math
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.db.models import Max
 
-from apps.conversations.models import Session
+from apps.conversations.models import Session, SessionTag
 from apps.skills.models import Skill, SkillFeedback, SkillUse, SkillVersion
 
 Z = 1.959964  # two-sided 95%
-# Review's boundary (Evidence.harmful), chosen with bench/skill_effect.py.
+# Review's boundary (Evidence.harmful), chosen with bench/skills/effect.py.
 REVIEW_Z = 2.05
 REVIEW_HORIZON = 50
 RANKING_CACHE_SECONDS = 30
 # A shrunk lift of this size moves a skill's ranking score most of the way to its bound (tanh).
 LIFT_SCALE = 0.25
 
-_SESSIONS, _USES, _FEEDBACK, _SKILLS = (model._meta.db_table for model in (Session, SkillUse, SkillFeedback, Skill))
-_OUTCOME = "s.outcome IN ('success', 'failure')"
+_SESSIONS = Session._meta.db_table
+_USES = SkillUse._meta.db_table
+_FEEDBACK = SkillFeedback._meta.db_table
+_SKILLS = Skill._meta.db_table
+
+
+def _session_column(field: str) -> str:
+    """A column of the conversations app's sessions (alias s), named by its model field: a renamed
+    field fails here, when the module loads, not in a query."""
+    return f"s.{Session._meta.get_field(field).column}"
+
+
+def _literal(choice) -> str:
+    return f"'{choice.value}'"
+
+
+_SUCCESS = _literal(Session.Outcome.SUCCESS)
+_FAILURE = _literal(Session.Outcome.FAILURE)
+_S_ID, _S_ORGANIZATION, _S_END_USER, _S_SCOPE, _S_SESSION_ID = map(
+    _session_column, ("id", "organization", "end_user", "scope", "session_id")
+)
+_S_STATUS, _S_TAG, _S_OUTCOME, _S_SEALED_AT = map(_session_column, ("status", "session_tag", "outcome", "sealed_at"))
+# The sessions whose outcomes count: sealed task sessions that ended in success or failure.
+_COUNTED_SESSION = (
+    f"{_S_STATUS} = {_literal(Session.Status.SEALED)} AND {_S_TAG} = {_literal(SessionTag.TASK)}"
+    f" AND {_S_OUTCOME} IN ({_SUCCESS}, {_FAILURE})"
+)
 _SESSION_JOIN = f"""
-    JOIN {_SESSIONS} s ON s.organization_id = u.organization_id AND s.end_user_id = u.end_user_id
-     AND s.scope = u.session_scope AND s.session_id = u.session_id
-     AND s.status = 'sealed' AND s.session_tag = 'task' AND {_OUTCOME}
+    JOIN {_SESSIONS} s ON {_S_ORGANIZATION} = u.organization_id AND {_S_END_USER} = u.end_user_id
+     AND {_S_SCOPE} = u.session_scope AND {_S_SESSION_ID} = u.session_id AND {_COUNTED_SESSION}
 """
+# The columns each counted session contributes, under the names the per-user counts read.
+_SESSION_ROW = f"{_S_END_USER} AS end_user_id, {_S_ID} AS session, {_S_OUTCOME} AS outcome, {_S_SEALED_AT} AS sealed_at"
 # A retrieval of fifty skills charges its outcome only to the few the agent was likely to follow.
 _COUNTED = "u.session_scope = u.scope AND (u.rank <= %s OR u.applied_at IS NOT NULL)"
 # One user's ten sessions are one voice: the outcome most of them had, the latest on a tie.
-_USER_SUCCEEDED = "(wins > losses OR (wins = losses AND latest = 'success'))"
-_PER_USER_COLUMNS = """
-    count(DISTINCT session) FILTER (WHERE outcome = 'success') AS wins,
-    count(DISTINCT session) FILTER (WHERE outcome = 'failure') AS losses,
+_USER_SUCCEEDED = f"(wins > losses OR (wins = losses AND latest = {_SUCCESS}))"
+_PER_USER_COLUMNS = f"""
+    count(DISTINCT session) FILTER (WHERE outcome = {_SUCCESS}) AS wins,
+    count(DISTINCT session) FILTER (WHERE outcome = {_FAILURE}) AS losses,
     (array_agg(outcome ORDER BY sealed_at DESC NULLS LAST, session DESC))[1] AS latest
 """
 
@@ -100,7 +127,7 @@ class Evidence:
 
     def harmful(self) -> bool:
         """Review looks after every sealed session, so its interval widens while evidence is young
-        (O'Brien-Fleming-shaped) to keep neutral skills sent to review near 5% (bench/skill_effect.py).
+        (O'Brien-Fleming-shaped) to keep neutral skills sent to review near 5% (bench/skills/effect.py).
         Fewer failing users than it takes to share a lesson (apps.skills.trust) cannot take it away."""
         if self.users < settings.SKILL_REVIEW_MIN_USERS or self.failures < settings.SKILL_SHARE_MIN_USERS:
             return False
@@ -128,6 +155,22 @@ class Evidence:
         )
 
 
+class UseCounts(NamedTuple):
+    uses: int = 0  # retrievals, counted or not
+    applied: int = 0  # of which the agent reported applying the skill
+
+
+class UserOutcomes(NamedTuple):
+    sessions: int = 0
+    users: int = 0
+    successes: int = 0  # users who succeeded, one voice each
+
+
+class UserCounts(NamedTuple):
+    users: int = 0
+    successes: int = 0
+
+
 def _rounded(value):
     return None if value is None else round(value, 4)
 
@@ -143,7 +186,7 @@ def _fetch(sql: str, params: list) -> list[tuple]:
 
 
 def _user_counts(key: str, sessions: str, params: list) -> dict:
-    """{key: (users, successes)} over the rows of `sessions` (key, end_user_id, session, outcome, sealed_at)."""
+    """{key: UserCounts} over the rows of `sessions` (key, end_user_id, session, outcome, sealed_at)."""
     rows = _fetch(
         f"""
         WITH per_user AS (
@@ -153,11 +196,11 @@ def _user_counts(key: str, sessions: str, params: list) -> dict:
         """,
         params,
     )
-    return {value: (users, successes) for value, users, successes in rows}
+    return {value: UserCounts(users=users, successes=successes) for value, users, successes in rows}
 
 
 def _use_counts(skill_id) -> dict:
-    """{version or None (all): (uses, applied)}: every retrieval, counted or not."""
+    """{version or None (all): UseCounts}: every retrieval, counted or not."""
     rows = _fetch(
         f"""
         SELECT version, count(*), count(applied_at), GROUPING(version) FROM {_USES}
@@ -165,15 +208,15 @@ def _use_counts(skill_id) -> dict:
         """,
         [skill_id],
     )
-    return {None if total else version: (uses, applied) for version, uses, applied, total in rows}
+    return {None if total else version: UseCounts(uses=uses, applied=applied) for version, uses, applied, total in rows}
 
 
 def _user_outcomes(skill_id, *, since_version: int = 1) -> dict:
-    """{version or None (all from `since_version`): (sessions, users, successes)}."""
+    """{version or None (all from `since_version`): UserOutcomes}."""
     rows = _fetch(
         f"""
         WITH counted AS (
-            SELECT DISTINCT u.version, u.end_user_id, s.id AS session, s.outcome, s.sealed_at
+            SELECT DISTINCT u.version, {_SESSION_ROW}
             FROM {_USES} u {_SESSION_JOIN}
             WHERE u.skill_id = %s AND u.version >= %s AND {_COUNTED}
         ), per_user AS (
@@ -185,27 +228,39 @@ def _user_outcomes(skill_id, *, since_version: int = 1) -> dict:
         """,
         [skill_id, since_version, settings.SKILL_EVIDENCE_TOP_RANKS],
     )
-    return {version: (int(sessions), users, successes) for version, sessions, users, successes in rows}
+    return {
+        version: UserOutcomes(sessions=int(sessions), users=users, successes=successes)
+        for version, sessions, users, successes in rows
+    }
 
 
-def _baseline(skill: Skill) -> tuple[int, int]:
-    """(users, successes) of the scope's users whose task sessions did not retrieve the skill."""
-    return _scope_rates(skill.organization_id, [skill.scope], without_skill=skill.pk).get(skill.scope, (0, 0))
+def _baseline(skill: Skill) -> UserCounts:
+    """Of the scope's users whose task sessions did not retrieve the skill."""
+    return _scope_rates(skill.organization_id, [skill.scope], without_skill=skill.pk).get(skill.scope, UserCounts())
 
 
-def _evidence(uses: tuple, outcomes: tuple, baseline: tuple) -> Evidence:
-    """From (uses, applied), (sessions, users, successes) and (baseline users, baseline successes)."""
-    _, users, successes = outcomes
-    return Evidence(*uses, *outcomes, users - successes, *baseline)
+def _evidence(*, uses: UseCounts, outcomes: UserOutcomes, baseline: UserCounts) -> Evidence:
+    return Evidence(
+        uses=uses.uses,
+        applied=uses.applied,
+        sessions=outcomes.sessions,
+        users=outcomes.users,
+        successes=outcomes.successes,
+        failures=outcomes.users - outcomes.successes,
+        baseline_users=baseline.users,
+        baseline_successes=baseline.successes,
+    )
 
 
 def skill_evidence(skill: Skill) -> tuple[Evidence, dict[int, Evidence]]:
     baseline = _baseline(skill)
     uses = _use_counts(skill.pk)
     outcomes = _user_outcomes(skill.pk)
-    overall = _evidence(uses.get(None, (0, 0)), outcomes.get(None, (0, 0, 0)), baseline)
+    overall = _evidence(
+        uses=uses.get(None, UseCounts()), outcomes=outcomes.get(None, UserOutcomes()), baseline=baseline
+    )
     versions = {
-        version: _evidence(counts, outcomes.get(version, (0, 0, 0)), baseline)
+        version: _evidence(uses=counts, outcomes=outcomes.get(version, UserOutcomes()), baseline=baseline)
         for version, counts in uses.items()
         if version is not None
     }
@@ -220,9 +275,11 @@ def review_evidence(skill: Skill) -> tuple[Evidence, int]:
     since = approved or 1
     uses = _use_counts(skill.pk)
     in_window = [counts for version, counts in uses.items() if version is not None and version >= since]
-    use_counts = (sum(uses for uses, _ in in_window), sum(applied for _, applied in in_window))
-    outcomes = _user_outcomes(skill.pk, since_version=since).get(None, (0, 0, 0))
-    return _evidence(use_counts, outcomes, _baseline(skill)), since
+    use_counts = UseCounts(
+        uses=sum(counts.uses for counts in in_window), applied=sum(counts.applied for counts in in_window)
+    )
+    outcomes = _user_outcomes(skill.pk, since_version=since).get(None, UserOutcomes())
+    return _evidence(uses=use_counts, outcomes=outcomes, baseline=_baseline(skill)), since
 
 
 def skill_effectiveness(skill: Skill) -> dict:
@@ -243,22 +300,22 @@ class Adjustment:
     reason: str
 
 
-def _scope_rates(organization_id, scopes: list[str], *, without_skill=None) -> dict[str, tuple[int, int]]:
+def _scope_rates(organization_id, scopes: list[str], *, without_skill=None) -> dict[str, UserCounts]:
     """Of the scopes' users with sealed task sessions (none of which retrieved `without_skill`)."""
     unretrieved = f"""AND NOT EXISTS (SELECT 1 FROM {_USES} u WHERE u.skill_id = %s
-        AND u.organization_id = s.organization_id AND u.end_user_id = s.end_user_id
-        AND u.session_scope = s.scope AND u.session_id = s.session_id)"""
+        AND u.organization_id = {_S_ORGANIZATION} AND u.end_user_id = {_S_END_USER}
+        AND u.session_scope = {_S_SCOPE} AND u.session_id = {_S_SESSION_ID})"""
     sessions = f"""
-        SELECT s.scope, s.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_SESSIONS} s
-        WHERE s.organization_id = %s AND s.scope = ANY(%s) AND s.session_tag = 'task' AND s.status = 'sealed'
-          AND {_OUTCOME} {unretrieved if without_skill else ""}
+        SELECT {_S_SCOPE} AS scope, {_SESSION_ROW} FROM {_SESSIONS} s
+        WHERE {_S_ORGANIZATION} = %s AND {_S_SCOPE} = ANY(%s) AND {_COUNTED_SESSION}
+          {unretrieved if without_skill else ""}
     """
     return _user_counts("scope", sessions, [organization_id, scopes, *([without_skill] if without_skill else [])])
 
 
 def _skill_outcomes(skill_ids: list) -> dict:
     sessions = f"""
-        SELECT DISTINCT u.skill_id, u.end_user_id, s.id AS session, s.outcome, s.sealed_at
+        SELECT DISTINCT u.skill_id, {_SESSION_ROW}
         FROM {_USES} u {_SESSION_JOIN} WHERE u.skill_id = ANY(%s::uuid[]) AND {_COUNTED}
     """
     return _user_counts(
@@ -350,7 +407,7 @@ def failure_notes(skills: list[Skill]) -> dict:
 
 # Per-user outcomes of the changelist row's skill (the outer query's skill table).
 _PER_USER_OF_EACH_SKILL = f"""(SELECT {_PER_USER_COLUMNS} FROM (
-    SELECT DISTINCT u.end_user_id, s.id AS session, s.outcome, s.sealed_at FROM {_USES} u {_SESSION_JOIN}
+    SELECT DISTINCT {_SESSION_ROW} FROM {_USES} u {_SESSION_JOIN}
     WHERE u.skill_id = {_SKILLS}.id AND {_COUNTED}) counted GROUP BY end_user_id) per_user"""
 
 
@@ -369,8 +426,9 @@ def outcomes_over_time(skill: Skill, *, weeks: int = 12) -> list[tuple]:
     """[(week start, successes, failures)] of its counted sessions, the last `weeks` weeks that had any."""
     rows = _fetch(
         f"""
-        SELECT date_trunc('week', s.sealed_at) AS week, count(DISTINCT s.id) FILTER (WHERE s.outcome = 'success'),
-               count(DISTINCT s.id) FILTER (WHERE s.outcome = 'failure')
+        SELECT date_trunc('week', {_S_SEALED_AT}) AS week,
+               count(DISTINCT {_S_ID}) FILTER (WHERE {_S_OUTCOME} = {_SUCCESS}),
+               count(DISTINCT {_S_ID}) FILTER (WHERE {_S_OUTCOME} = {_FAILURE})
         FROM {_USES} u {_SESSION_JOIN} WHERE u.skill_id = %s AND {_COUNTED}
         GROUP BY week ORDER BY week DESC LIMIT %s
         """,

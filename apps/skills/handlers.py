@@ -4,17 +4,15 @@ from apps.conversations.models import Session
 from apps.conversations.routing import DISTILL_SESSION
 from apps.core.errors import ConflictError
 from apps.pipeline.models import MemoryTask
-from apps.pipeline.registry import register_handler
+from apps.pipeline.registry import payload_row, register_handler
 from apps.skills.services.distill import session_distill_locked
 from apps.skills.services.evolve.run import EVOLVE_SKILLS, evolve_enqueue, skills_evolve_locked
 from apps.skills.services.review import skills_review_effectiveness
 
 
 @register_handler(DISTILL_SESSION, priority=MemoryTask.Priority.LEARN)
-def handle_distill_session(task) -> dict:
-    session = Session.objects.select_related("organization").filter(pk=task.payload["session"]).first()
-    if session is None:
-        return {"skipped": "session no longer exists", "experiences": 0}
+@payload_row("session", Session.objects.select_related("organization"), gone="session", experiences=0)
+def handle_distill_session(task, session) -> dict:
     try:
         result = session_distill_locked(session=session, task=task)
     except ConflictError as exc:  # not a sealed task session: retrying would not change that

@@ -24,8 +24,8 @@ def run(output_dir: Path) -> dict:
     from apps.pipeline.models import MemoryTask
     from apps.pipeline.services import republish_due_tasks
     from apps.tenancy.services import client_create, organization_create
-    from tests.harness.broker_pause import run_pause
-    from tests.harness.processes import CeleryWorker, RedisServer, WebServer, celery_broker, wait_for
+    from harness.broker_pause import run_pause
+    from harness.processes import CeleryWorker, RedisServer, WebServer, celery_broker, wait_for
 
     organization = organization_create(name=f"bench-pause-{uuid.uuid4().hex[:8]}")
     client, api_key = client_create(organization=organization, name="bench", write_scope="bench")

@@ -15,7 +15,7 @@ from bench.common import deployed, machine, write_result
 
 
 def _rows():
-    from tests.harness import fault_rows
+    from harness import fault_rows
 
     return [
         ("redis_kill_idle", lambda p: fault_rows.redis_kill(p, busy=False, down_seconds=3)),
@@ -29,8 +29,8 @@ def _rows():
 
 
 def run(output_dir: Path) -> dict:
-    from tests.harness.fault_rows import Traffic, settle
-    from tests.harness.platforms import PATHS
+    from harness.fault_rows import Traffic, settle
+    from harness.platforms import PATHS
 
     results = []
     for path in os.environ.get("BENCH_FAULT_PATHS", "runplatform,separate").split(","):

@@ -22,9 +22,9 @@ import statistics
 import time
 from datetime import datetime
 
-from bench.common import deployed, load_average, machine, measured_at, write_result
+from bench.common import deployed, load_average, measured, write_result
 from bench.data import conversation_sessions, load, turn_text
-from tests.harness.processes import wait_for
+from harness.processes import wait_for
 
 TARGET_FLOOR_SHARE = 0.5
 TARGET_FIRST_SKILL_SECONDS = 60
@@ -271,7 +271,7 @@ def _run_tasks(platform_, memory, trajectories, log) -> dict:
 def run(output_dir, *, log=print) -> dict:
     from memory_platform_client import MemoryClient
 
-    from tests.harness.platforms import RunPlatform
+    from harness.platforms import RunPlatform
 
     sample = next(s for s in load("locomo-dev.json") if s["sample_id"] == CONVERSATION)
     trajectories = load("tau-airline-dev.json")
@@ -312,8 +312,7 @@ def run(output_dir, *, log=print) -> dict:
         and tasks["all_distilled_seconds"] <= TARGET_ALL_DISTILLED_SECONDS
         and tasks["returned_tasks_finished_seconds"] <= TARGET_TASKS_FINISHED_SECONDS
         and tasks["worker_cpu_seconds_per_session"] <= TARGET_WORKER_CPU_PER_SESSION,
-        "machine": machine(load_before=load_before),
-        "measured_at": measured_at(),
+        **measured(load_before=load_before),
     }
     write_result(output_dir, "pipeline_e2e", result)
     log(

@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 from apps.pipeline.registry import register_handler
-from bench.common import load_average, machine, measured_at, percentile, write_result
+from bench.common import load_average, measured, percentile, write_result
 
 NOOP = "bench_noop"
 TARGET_TASKS_PER_SECOND = 1000
@@ -99,7 +99,7 @@ def run(output_dir, *, tasks: int = 2000, samples: int = 200, log=print) -> dict
     from django.db import connection
 
     from apps.tenancy.models import Organization
-    from tests.harness.processes import CeleryWorker, RedisServer, celery_broker
+    from harness.processes import CeleryWorker, RedisServer, celery_broker
 
     load_before = load_average()
     output_dir = Path(output_dir)
@@ -143,8 +143,7 @@ def run(output_dir, *, tasks: int = 2000, samples: int = 200, log=print) -> dict
         },
         "targets": {"tasks_per_s": TARGET_TASKS_PER_SECOND, "p50_ms": TARGET_P50_MS},
         "meets_targets": throughput["worker_tasks_per_s"] >= TARGET_TASKS_PER_SECOND and p50 < TARGET_P50_MS,
-        "machine": machine(load_before=load_before),
-        "measured_at": measured_at(),
+        **measured(load_before=load_before),
     }
     write_result(output_dir, "pipeline", result)
     log(

@@ -3,7 +3,7 @@ half of the requests it gets.
 
 One real Celery worker process of the `webhooks` queue (solo pool) on a private Redis and this process's
 database, allowed to reach 127.0.0.0/8 (WEBHOOK_ALLOWED_NETWORKS; loopback is refused by default); a local
-HTTP receiver (tests/webhooks/receiver.py) that answers 503 to a seeded random half of the requests
+HTTP receiver (harness/webhook_receiver.py) that answers 503 to a seeded random half of the requests
 and verifies the signature of the others. Events are committed one after another at a steady rate
 (each a delivery row and its task in one transaction, as every event is); latency = the receiver's
 first successful receipt − the commit. The worker runs the shipped webhook settings except the
@@ -19,7 +19,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.common import load_average, machine, measured_at, percentile, write_result
+from bench.common import load_average, measured, percentile, write_result
 
 TARGET_LOST = 0
 TARGET_P50_SECONDS = 1.0
@@ -46,8 +46,8 @@ def run(output_dir, *, events: int = 200, rate_per_second: float = 20.0, log=pri
     from apps.tenancy.services import client_create
     from apps.webhooks.models import WebhookDelivery
     from apps.webhooks.services import endpoint_create, endpoint_send_test
-    from tests.harness.processes import CeleryWorker, RedisServer, celery_broker
-    from tests.webhooks.receiver import Receiver
+    from harness.processes import CeleryWorker, RedisServer, celery_broker
+    from harness.webhook_receiver import Receiver
 
     load_before = load_average()
     output_dir = Path(output_dir)
@@ -121,8 +121,7 @@ def run(output_dir, *, events: int = 200, rate_per_second: float = 20.0, log=pri
         "event_to_delivery_seconds": {"p50": round(p50, 3), "p95": round(p95, 3), "max": round(max(latencies), 3)},
         "targets": {"lost": TARGET_LOST, "p50_seconds": TARGET_P50_SECONDS},
         "met": lost == TARGET_LOST and not unfinished and p50 < TARGET_P50_SECONDS,
-        "machine": machine(load_before=load_before),
-        "measured_at": measured_at(),
+        **measured(load_before=load_before),
     }
     log(
         f"webhooks: {len(committed)} events, {len(latencies)} delivered, {lost} lost, {unfinished} unfinished; "

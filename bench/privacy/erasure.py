@@ -3,7 +3,7 @@ went with them.
 
 For each kind of erasure or deletion, a fresh organisation where two clients of one scope write the
 same conversation and task sessions, with one client's distinctive words planted in every
-derivation the platform has (tests/privacy/provenance_world.py: experiences, a shared skill and its
+derivation the platform has (harness/provenance_world.py: experiences, a shared skill and its
 versions, memories and their history, entities and profile pages, neighbours' stored context and
 search vectors, a task's result). After the erasure or deletion every text-like column of every
 table (text, JSON, arrays, search vectors) is scanned for the words. Reported per kind: the tables (and
@@ -174,7 +174,7 @@ def _scenario(kind: str) -> dict:
     from apps.search.engine import search
     from apps.search.registry import SOURCES
     from apps.tenancy.services import client_create, organization_create
-    from tests.privacy.provenance_world import URSULA, build, residue
+    from harness.provenance_world import URSULA, build, residue
 
     organization = organization_create(name=f"bench-privacy-{uuid.uuid4().hex[:12]}")
     try:

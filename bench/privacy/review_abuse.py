@@ -1,6 +1,6 @@
 """`python -m bench privacy_review_abuse` (and a row of `python -m bench privacy`): can one party move
 skills to review, or keep a harmful one out of it (issue 39)? Through the operations the REST views
-call (tests/skills/review_world.py: retrieve with the session id, add and seal with an outcome, then
+call (harness/review_world.py: retrieve with the session id, add and seal with an outcome, then
 the review step the distill handler runs), default settings, one organisation per row:
 
 - one user: 10 good skills (each succeeded once for each of its 10 users; 10 users worked without
@@ -33,7 +33,7 @@ def _organization(name: str):
 
 
 def _one_user() -> dict:
-    from tests.skills.review_world import build_world
+    from harness.review_world import build_world
 
     organization, client = _organization("user")
     try:
@@ -51,7 +51,7 @@ def _one_user() -> dict:
 
 def _one_client() -> dict:
     from apps.tenancy.services import client_create
-    from tests.skills.review_world import build_world
+    from harness.review_world import build_world
 
     organization, client = _organization("client")
     try:
@@ -72,7 +72,7 @@ def _one_client() -> dict:
 
 
 def _users_to_flag(*, shill: bool) -> dict:
-    from tests.skills.review_world import build_world, trigger
+    from harness.review_world import build_world, trigger
 
     organization, client = _organization("honest")
     try:

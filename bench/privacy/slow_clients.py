@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.common import Stopwatch, percentile, write_result
-from tests.harness.processes import RedisServer, free_port, wait_for
+from harness.processes import RedisServer, free_port, wait_for
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 SLOW_SOCKETS = 12

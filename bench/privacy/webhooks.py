@@ -13,7 +13,7 @@ Content and erasure: a content endpoint (`include_content`) receives the skills 
 person's task sessions (quoting them), then that person is erased: the erasure's status, its residual,
 and whether `erasure.finished` was delivered.
 
-Internal addresses: every spelling of tests/webhooks/receiver.INTERNAL_SPELLINGS aimed at a listener's
+Internal addresses: every spelling of harness/webhook_receiver.INTERNAL_SPELLINGS aimed at a listener's
 port, registered through the API (refused or not) and delivered to from a stored row (reached or not),
 with the shipped settings; the control allows 127.0.0.0/8 and counts the spellings that then reach it.
 
@@ -55,7 +55,7 @@ def _learning_seconds(client, *, timeout: float = 180.0) -> float:
         messages=CONVERSATION,
         seal=True,
     )
-    tasks = MemoryTask.objects.filter(pk__in=added["task_ids"])
+    tasks = MemoryTask.objects.filter(pk__in=added.task_ids)
     while tasks.exclude(status=MemoryTask.Status.SUCCEEDED).exists():
         if time.monotonic() - started > timeout:
             raise TimeoutError(f"B's learning not finished after {timeout} s")
@@ -69,8 +69,8 @@ def trickle(output_dir: Path, arrangement: str, *, log=print) -> dict:
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create
     from apps.webhooks.services import endpoint_create, endpoint_send_test
-    from tests.harness.processes import CeleryWorker, RedisServer, celery_broker, wait_for
-    from tests.webhooks.receiver import RawListener, trickle_body
+    from harness.processes import CeleryWorker, RedisServer, celery_broker, wait_for
+    from harness.webhook_receiver import RawListener, trickle_body
 
     slow_org = Organization.objects.create(name=f"bench-trickle-a-{uuid.uuid4().hex[:10]}")
     learner_org = Organization.objects.create(name=f"bench-trickle-b-{uuid.uuid4().hex[:10]}")
@@ -120,6 +120,8 @@ def trickle(output_dir: Path, arrangement: str, *, log=print) -> dict:
 def content_then_erasure(*, log=print) -> dict:
     from django.test.utils import override_settings
 
+    from apps.conversations.management.commands.import_sessions import trajectory_sessions
+    from apps.conversations.models import Session
     from apps.pipeline.models import MemoryTask
     from apps.pipeline.services import task_execute
     from apps.privacy.models import ErasureRequest
@@ -130,15 +132,16 @@ def content_then_erasure(*, log=print) -> dict:
     from apps.tenancy.services import client_create
     from apps.webhooks.services import endpoint_create
     from bench.common import private_broker, run_pending_tasks
-    from tests.fixtures import tau_trajectories
-    from tests.skills.factories import tau_session
-    from tests.webhooks.receiver import Receiver
+    from bench.data import load, task_session_ingest
+    from harness.webhook_receiver import Receiver
 
     organization = Organization.objects.create(name=f"bench-content-{uuid.uuid4().hex[:10]}")
     client, _ = client_create(
         organization=organization, name="c", write_scope="default", can_erase=True, can_manage_webhooks=True
     )
-    trajectories = [item for item in tau_trajectories() if item["reward"] >= 1.0 and item["info"]["task"]["actions"]]
+    trajectories = [
+        item for item in load("tau-airline-dev.json") if item["reward"] >= 1.0 and item["info"]["task"]["actions"]
+    ]
     try:
         with (
             private_broker(),
@@ -152,8 +155,13 @@ def content_then_erasure(*, log=print) -> dict:
                 events=["skill.evolved", "erasure.finished"],
                 include_content=True,
             )
-            for trajectory in trajectories[:2]:
-                session_distill(session=tau_session(client, trajectory, user_id="quoted"))
+            for item in trajectory_sessions(trajectories[:2]):
+                task_session_ingest(client, {**item, "user_id": "quoted"})
+                session_distill(
+                    session=Session.objects.get(
+                        organization=organization, session_id=item["session_id"], end_user__user_id="quoted"
+                    )
+                )
             run_pending_tasks(organization)
             skills_sent = sum(item["payload"]["type"] == "skill.evolved" for item in receiver.received)
             erasure = erasure_request(
@@ -189,7 +197,7 @@ def internal_addresses(*, log=print) -> dict:
     from apps.tenancy.services import client_create
     from apps.webhooks.operations import create_webhook
     from apps.webhooks.services import DeliveryFailed, delivery_run, endpoint_create, endpoint_send_test
-    from tests.webhooks.receiver import INTERNAL_SPELLINGS, Receiver
+    from harness.webhook_receiver import INTERNAL_SPELLINGS, Receiver
 
     organization = Organization.objects.create(name=f"bench-ssrf-{uuid.uuid4().hex[:10]}")
     client, _ = client_create(organization=organization, name="s", can_manage_webhooks=True)

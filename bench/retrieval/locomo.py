@@ -52,20 +52,59 @@ def recall(ranked: list[str], evidence: list[str], k: int) -> float:
     return len(set(ranked[:k]) & set(evidence)) / len(evidence)
 
 
-def cited_ranking(hits, dia_by_message: dict) -> list[str]:
-    """dia_ids in rank order: a turn gives its own, a page (profile or topic) those of the turns it cites."""
+def add_recalls(scores: dict, *, category, ranking: list[str], evidence: list[str]) -> None:
+    """Appends the recall@k of `ranking` for each k of KS to `scores[(category, k)]`."""
+    for k in KS:
+        scores[(category, k)].append(recall(ranking, evidence, k))
+
+
+def sample_search(
+    client, sample: dict, question: str, *, memory_types=("message",), method="hybrid", limit=None, **options
+):
+    """The platform's search of one LOCOMO conversation's memories (its user's), as the benchmarks ask
+    it: the top `limit` (default max(KS)) of `memory_types`; `options` go to the engine."""
+    from apps.search.engine import search
+
+    return search(
+        reader=client.reader,
+        query=str(question),
+        memory_types=list(memory_types),
+        method=method,
+        limit=limit or max(KS),
+        filters={"user_id": sample["sample_id"]},
+        **options,
+    )
+
+
+def timed_sample_search(client, sample: dict, question: str, **options) -> tuple:
+    """`sample_search`, timed: (hits, milliseconds)."""
+    with Stopwatch() as watch:
+        hits = sample_search(client, sample, question, **options)
+    return hits, watch.ms
+
+
+def dia_ranking(hits, dia_by_message: dict, *, turns_of) -> list[str]:
+    """dia_ids in rank order: a turn gives its own, any other item those of the turns `turns_of(item)`
+    names (keys of `dia_by_message`)."""
     ranking = []
     for hit in hits:
         if hit.source.memory_type == "message":
             dia_ids = [hit.instance.metadata.get("dia_id")]
         else:
-            dia_ids = [
-                dia_by_message.get(ref["item_id"]) for ref in hit.instance.source_refs if ref["item_type"] == "message"
-            ]
+            dia_ids = [dia_by_message.get(message_id) for message_id in turns_of(hit.instance)]
         for dia_id in dia_ids:
             if dia_id and dia_id not in ranking:
                 ranking.append(dia_id)
     return ranking
+
+
+def cited_ranking(hits, dia_by_message: dict) -> list[str]:
+    """dia_ids in rank order: a turn gives its own, a page (profile or topic) those of the turns it cites."""
+    return dia_ranking(
+        hits,
+        dia_by_message,
+        turns_of=lambda page: [ref["item_id"] for ref in page.source_refs if ref["item_type"] == "message"],
+    )
 
 
 def evaluate(  # noqa: PLR0915 (a benchmark run: one procedure, read top to bottom)
@@ -84,7 +123,6 @@ def evaluate(  # noqa: PLR0915 (a benchmark run: one procedure, read top to bott
     from apps.conversations.models import Message
     from apps.providers.embeddings import embed_query, embedding_model_name
     from apps.providers.llm import llm_enabled
-    from apps.search.engine import search
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create, organization_create
 
@@ -145,27 +183,17 @@ def evaluate(  # noqa: PLR0915 (a benchmark run: one procedure, read top to bott
                     ("baseline_dense", dense_rank),
                     ("baseline_rrf", rrf(bm25_rank, dense_rank)),
                 ):
-                    for k in KS:
-                        per_method[name][(category, k)].append(recall(ranking, evidence, k))
+                    add_recalls(per_method[name], category=category, ranking=ranking, evidence=evidence)
 
                 for method, reranker, decomposer in variants:
                     name = variant_name(method, reranker, decomposer)
-                    with Stopwatch() as watch:
-                        hits = search(
-                            reader=client.reader,
-                            query=question,
-                            memory_types=["message"],
-                            method=method,
-                            limit=max(KS),
-                            filters={"user_id": sample["sample_id"]},
-                            reranker=reranker,
-                            decomposer=decomposer,
-                        )
-                    latencies[name].append(watch.ms)
+                    hits, milliseconds = timed_sample_search(
+                        client, sample, question, method=method, reranker=reranker, decomposer=decomposer
+                    )
+                    latencies[name].append(milliseconds)
                     decomposed[name] += hits.decomposed_into is not None
                     ranking = [hit.instance.metadata.get("dia_id") for hit in hits]
-                    for k in KS:
-                        per_method[name][(category, k)].append(recall(ranking, evidence, k))
+                    add_recalls(per_method[name], category=category, ranking=ranking, evidence=evidence)
             log(f"{sample['sample_id']}: {len(rows)} turns, {questions} questions so far")
     finally:
         Organization.objects.filter(pk=organization.pk).delete()
@@ -328,20 +356,6 @@ def run(output_dir) -> dict:
 EXTRACT_VARIANTS = ("messages_before_extraction", "messages_after_extraction", "messages_episodic_semantic")
 
 
-def _dia_ranking(hits, dia_by_message: dict) -> list[str]:
-    """dia_ids in rank order: a message gives its own, a memory those of the turns it was learned from."""
-    ranking = []
-    for hit in hits:
-        if hit.source.memory_type == "message":
-            dia_ids = [hit.instance.metadata.get("dia_id")]
-        else:
-            dia_ids = [dia_by_message.get(message_id) for message_id in hit.instance.source_message_ids]
-        for dia_id in dia_ids:
-            if dia_id and dia_id not in ranking:
-                ranking.append(dia_id)
-    return ranking
-
-
 def run_extract(file: str, *, methods=("hybrid",), output: str | None = None, log=print) -> dict:
     """Recall@k before and after extraction, and when searching messages + episodic + semantic together.
 
@@ -355,7 +369,6 @@ def run_extract(file: str, *, methods=("hybrid",), output: str | None = None, lo
     from apps.conversations.models import Message
     from apps.memories.models import EpisodicMemory, SemanticMemory
     from apps.providers.embeddings import embedding_model_name
-    from apps.search.engine import search
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create, organization_create
 
@@ -369,17 +382,10 @@ def run_extract(file: str, *, methods=("hybrid",), output: str | None = None, lo
     def score(sample, variant, memory_types, texts, dia_by_message):
         for qa, evidence in scored_questions(sample, set(texts)):
             for method in methods:
-                hits = search(
-                    reader=client.reader,
-                    query=str(qa["question"]),
-                    memory_types=memory_types,
-                    method=method,
-                    limit=max(KS),
-                    filters={"user_id": sample["sample_id"]},
-                )
-                ranking = _dia_ranking(hits, dia_by_message)
-                for k in KS:
-                    scores[(variant, method)][(qa["category"], k)].append(recall(ranking, evidence, k))
+                hits = sample_search(client, sample, qa["question"], memory_types=memory_types, method=method)
+                # A memory gives the turns it was learned from.
+                ranking = dia_ranking(hits, dia_by_message, turns_of=lambda memory: memory.source_message_ids)
+                add_recalls(scores[(variant, method)], category=qa["category"], ranking=ranking, evidence=evidence)
 
     try:
         for sample in samples:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bench.common import Stopwatch, percentiles, run_pending_tasks, write_json
 from bench.data import CATEGORIES, conversation_sessions, data_file, ingest, scored_questions
-from bench.retrieval.locomo import KS, recall
+from bench.retrieval.locomo import KS, add_recalls, timed_sample_search
 
 MODES = ("off", "filter", "boost")
 RERANKERS = ("context",)
@@ -39,7 +39,6 @@ def evaluate(file: str, *, method: str = "hybrid", rerankers=RERANKERS, output: 
     from apps.core.temporal import query_window
     from apps.memories.services.dates import dates_normalize
     from apps.providers.embeddings import embedding_model_name
-    from apps.search.engine import search
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create, organization_create
 
@@ -75,26 +74,17 @@ def evaluate(file: str, *, method: str = "hybrid", rerankers=RERANKERS, output: 
                         if window is None and mode != "off":
                             rankings[mode] = rankings["off"]  # no window: the same search
                             continue
-                        with Stopwatch() as watch:
-                            hits = search(
-                                reader=client.reader,
-                                query=question,
-                                memory_types=["message"],
-                                method=method,
-                                limit=max(KS),
-                                filters={"user_id": sample["sample_id"]},
-                                reranker=reranker,
-                                time_window=mode,
-                                now=asked_at,
-                            )
-                        latencies[(mode, reranker)].append(watch.ms)
+                        hits, milliseconds = timed_sample_search(
+                            client, sample, question, method=method, reranker=reranker, time_window=mode, now=asked_at
+                        )
+                        latencies[(mode, reranker)].append(milliseconds)
                         rankings[mode] = [hit.instance.metadata.get("dia_id") for hit in hits]
                     for mode, ranking in rankings.items():
-                        for k in KS:
-                            value = recall(ranking, evidence, k)
-                            scores[(mode, reranker)][(qa["category"], k)].append(value)
-                            if window is not None:
-                                scores[(mode, reranker)][(WINDOWED, k)].append(value)
+                        add_recalls(
+                            scores[(mode, reranker)], category=qa["category"], ranking=ranking, evidence=evidence
+                        )
+                        if window is not None:
+                            add_recalls(scores[(mode, reranker)], category=WINDOWED, ranking=ranking, evidence=evidence)
             log(f"{sample['sample_id']}: {len(texts)} turns, {questions} questions so far ({windowed} name a time)")
     finally:
         Organization.objects.filter(pk=organization.pk).delete()

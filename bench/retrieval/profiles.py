@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.common import Stopwatch, run_pending_tasks, write_result
 from bench.data import CATEGORIES, ingest, load, scored_questions
-from bench.retrieval.locomo import cited_ranking, recall
+from bench.retrieval.locomo import cited_ranking, recall, sample_search
 
 K = 10
 VARIANTS = ("message", "message+profile")
@@ -28,7 +28,7 @@ def _compile_with_fake_llm(organization) -> dict:
 
     from apps.profiles.models import Entity
     from apps.profiles.services.compile import profile_compile
-    from tests.fake_openai import FakeOpenAI
+    from harness.fake_openai import FakeOpenAI
 
     server = FakeOpenAI().start()
     try:
@@ -52,7 +52,6 @@ def run(output_dir: Path, *, log=print) -> dict:
     from apps.conversations.models import Message
     from apps.profiles.models import Entity, Profile
     from apps.providers.embeddings import embedding_model_name
-    from apps.search.engine import search
     from apps.tenancy.models import Organization
     from apps.tenancy.services import client_create, organization_create
 
@@ -83,14 +82,7 @@ def run(output_dir: Path, *, log=print) -> dict:
                 for qa, evidence in scored_questions(sample, set(texts)):
                     questions += 1
                     for variant in VARIANTS:
-                        hits = search(
-                            reader=client.reader,
-                            query=str(qa["question"]),
-                            memory_types=variant.split("+"),
-                            method="hybrid",
-                            limit=K,
-                            filters={"user_id": sample["sample_id"]},
-                        )
+                        hits = sample_search(client, sample, qa["question"], memory_types=variant.split("+"), limit=K)
                         ranking = cited_ranking(hits, dia_by_message)
                         recalls[variant][qa["category"]].append(recall(ranking, evidence, len(ranking) or K))
                         if variant == "message+profile":

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from bench.common import Stopwatch, run_pending_tasks, write_result
 from bench.data import CATEGORIES, ingest, load, scored_questions
-from bench.retrieval.locomo import cited_ranking, recall
+from bench.retrieval.locomo import cited_ranking, recall, sample_search
 
 K = 10
 OPEN_DOMAIN = 3
@@ -41,7 +41,6 @@ def run(output_dir: Path, *, log=print) -> dict:  # noqa: PLR0915 (a benchmark r
     from apps.profiles.models import Profile
     from apps.profiles.services.topics import owner_topics_compile
     from apps.providers.embeddings import embedding_model_name
-    from apps.search.engine import search
     from apps.tenancy.models import EndUser, Organization
     from apps.tenancy.services import client_create, organization_create
 
@@ -90,14 +89,7 @@ def run(output_dir: Path, *, log=print) -> dict:  # noqa: PLR0915 (a benchmark r
                         cited_any.append(bool(set(evidence) & cited))
                         cited_all.append(set(evidence) <= cited)
                     for variant in variants:
-                        hits = search(
-                            reader=client.reader,
-                            query=str(qa["question"]),
-                            memory_types=variant.split("+"),
-                            method="hybrid",
-                            limit=K,
-                            filters={"user_id": sample["sample_id"]},
-                        )
+                        hits = sample_search(client, sample, qa["question"], memory_types=variant.split("+"), limit=K)
                         ranking = cited_ranking(hits, dia_by_message)
                         recalls[variant][qa["category"]].append(recall(ranking, evidence, len(ranking) or K))
                         if variant == "message+topic":

@@ -18,8 +18,7 @@ import uuid
 from bench.common import (
     Stopwatch,
     load_average,
-    machine,
-    measured_at,
+    measured,
     percentile,
     private_broker,
     write_result,
@@ -162,8 +161,7 @@ def run(output_dir, *, messages: int = MESSAGES, memories: int = MEMORIES, log=p
         },
         "target": f"ingest p95 during erasure <= {TARGET_P95_RATIO}x its p95 without",
         "meets_target": ratio <= TARGET_P95_RATIO,
-        "machine": machine(load_before=load_before),
-        "measured_at": measured_at(),
+        **measured(load_before=load_before),
     }
     write_result(output_dir, "erasure", result)
     log(

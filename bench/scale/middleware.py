@@ -21,7 +21,7 @@ import time
 from bench.common import Stopwatch, deployed, load_average, machine, measured_at, percentiles, write_result
 from bench.data import load
 from bench.pipeline.e2e import _conversation_adds
-from tests.harness.processes import wait_for
+from harness.processes import wait_for
 
 TARGET_P50_MS = 30
 USER = "bench-user"
@@ -83,7 +83,7 @@ def run(output_dir, *, log=print) -> dict:
     from memory_platform_client.adapters.langchain import MemoryMiddleware
     from memory_platform_client.adapters.skill_loop import MemoryOptions, SkillLoop
 
-    from tests.harness.platforms import RunPlatform
+    from harness.platforms import RunPlatform
 
     samples = load("locomo-dev.json")
     sample = next(s for s in samples if s["sample_id"] == CONVERSATION)
@@ -132,7 +132,7 @@ def run(output_dir, *, log=print) -> dict:
     result = {
         "benchmark": name,
         "platform": "manage.py runplatform (make run) on this machine, "
-        + ("hash embeddings, no reranker (tests/harness FAST_ENV)" if fast else "shipped defaults"),
+        + ("hash embeddings, no reranker (harness.platforms FAST_ENV)" if fast else "shipped defaults"),
         "seeded": seeded,
         "requests": len(sync_ms),
         "prompts_with_context": with_context,

@@ -3,7 +3,7 @@ streaming replica, under a concurrent write load; then the replica killed mid-lo
 
 A fresh embedded PostgreSQL (its own data directory) holds one user's BENCH_REPLICA_MESSAGES turns
 (default 5,000, 10% with vectors) and 500 memories, seeded by SQL; a hot standby of it is made with
-`pg_basebackup -R` (tests/harness/replica.py). A writer thread adds a 4-turn session every 50 ms
+`pg_basebackup -R` (harness/replica.py). A writer thread adds a 4-turn session every 50 ms
 (`memory/add`'s operation, in a process of its own, 80 turns/s) throughout. Reads are back-to-back by a read-only client,
 alternating `memory/search` (every type, default method, limit 10) and `memory/context` (max_tokens
 2000), called through their operations in this process. Phases, each BENCH_REPLICA_SECONDS (default
@@ -39,7 +39,7 @@ WORDS = ["trip", "plan", "subject", "talked", "about", "fact", "event", "turn", 
 
 def run(output_dir: Path) -> dict:
     """Parent side: a fresh data directory, a private redis-server and a child process that does the work."""
-    from tests.harness.processes import RedisServer
+    from harness.processes import RedisServer
 
     data_dir = ROOT / ".data" / "bench-replica"
     shutil.rmtree(data_dir, ignore_errors=True)
@@ -137,7 +137,7 @@ def _child(output_dir: Path) -> None:  # noqa: PLR0915 (a benchmark run: one pro
     from apps.tenancy.models import EndUser
     from apps.tenancy.services import client_create, organization_create
     from bench.scale.synthetic import seed_subject
-    from tests.harness.replica import StreamingReplica
+    from harness.replica import StreamingReplica
 
     load_before = load_average()
     messages = int(os.environ.get("BENCH_REPLICA_MESSAGES", "5000"))

@@ -170,7 +170,7 @@ def _learn(client, items) -> dict:
 def _import_items(client, items) -> tuple[list, int]:
     from apps.conversations.models import Session
 
-    messages = sum(task_session_ingest(client, item)["messages_stored"] for item in items)
+    messages = sum(task_session_ingest(client, item).messages_stored for item in items)
     sessions = list(
         Session.objects.filter(organization=client.organization).select_related("organization").order_by("session_id")
     )

@@ -91,7 +91,7 @@ def _row(memory, *, scope_user_prefix: str, session, task: str, final_tool: str)
 def run(output_dir, *, log=print) -> dict:
     from memory_platform_client import MemoryClient
 
-    from tests.harness.platforms import RunPlatform
+    from harness.platforms import RunPlatform
 
     load_before = load_average()
     rows = {}

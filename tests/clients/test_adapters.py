@@ -1,6 +1,6 @@
 """The SDK's framework adapters against the live platform, each driven through its framework's own
 entry points: LangGraph's store API, the Agents SDK's session methods and `Runner` (its model on
-tests/fake_openai.py), LangChain's `RunnableWithMessageHistory`; and tenancy through each."""
+harness/fake_openai.py), LangChain's `RunnableWithMessageHistory`; and tenancy through each."""
 
 import threading
 from typing import TypedDict
@@ -28,8 +28,8 @@ from apps.conversations.routing import DELETE_SESSION
 from apps.memories.models import SemanticMemory
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import task_execute
+from harness.fake_openai import FakeOpenAI
 from tests.factories import ClientFactory
-from tests.fake_openai import FakeOpenAI
 from tests.memories.makers import semantic
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from tests.harness.platforms import RunPlatform
-from tests.harness.processes import BASE_DIR
+from harness.platforms import RunPlatform
+from harness.processes import BASE_DIR
 
 pytestmark = pytest.mark.worker
 

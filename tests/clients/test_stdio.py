@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from tests.harness.processes import free_port
+from harness.processes import free_port
 from tests.mcp_server.mcp_client import CONSOLE_SCRIPT, call, stdio_transport, text
 
 pytestmark = pytest.mark.django_db(transaction=True)

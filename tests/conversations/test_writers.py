@@ -26,10 +26,10 @@ from apps.privacy.services.purge import subject_locks
 from apps.privacy.services.subjects import subject_resolve
 from apps.profiles.models import Entity, Mention, Profile
 from apps.profiles.services.entities import COMPILE_PROFILE, session_project
+from harness.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
+from harness.provenance_world import residue
 from tests.conftest import api_for
 from tests.factories import ClientFactory
-from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
-from tests.privacy.provenance_world import residue
 from tests.profiles.conftest import conversation, run_tasks  # noqa: F401  (shared fixtures)
 
 pytestmark = pytest.mark.django_db(transaction=True)

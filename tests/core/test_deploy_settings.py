@@ -5,7 +5,7 @@ import secrets
 import subprocess
 import sys
 
-from tests.harness.processes import BASE_DIR
+from harness.processes import BASE_DIR
 
 
 def _check_deploy(overrides: dict) -> subprocess.CompletedProcess:

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from django.db import connection, transaction
 
-from tests.harness.processes import WebServer, wait_for
+from harness.processes import WebServer, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -137,7 +137,7 @@ def test_broker_and_database_connection_failures_are_readable(tmp_path):
     import psycopg
     import redis
 
-    from tests.harness.processes import free_port
+    from harness.processes import free_port
 
     port = free_port()  # nothing listens there
     broker = _raised(lambda: redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1).ping())

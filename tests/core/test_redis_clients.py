@@ -6,8 +6,8 @@ import pytest
 
 from apps.core import request_redis
 from apps.core.redis_clients import redis_address, redis_client, sentinel_addresses
+from harness.processes import SentinelGroup, wait_for
 from memory_platform.checks import sentinel_problems
-from tests.harness.processes import SentinelGroup, wait_for
 
 
 def test_a_sentinel_url_names_each_sentinel_and_the_primary_database_and_password():

@@ -12,10 +12,10 @@ from apps.conversations.models import Session
 from apps.core import replicas
 from apps.portability.services.export import SCOPE, Selection, archive_export
 from apps.portability.services.requests import export_path, export_request, export_run
+from harness.processes import wait_for
+from harness.replica import StreamingReplica
 from tests.conftest import api_for
 from tests.factories import ClientFactory
-from tests.harness.processes import wait_for
-from tests.harness.replica import StreamingReplica
 from tests.portability.conftest import archive_rows
 
 ALIAS = "replica_0"

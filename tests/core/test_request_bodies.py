@@ -8,8 +8,8 @@ import pytest
 from django.conf import settings
 
 from apps.conversations.models import Message, Session
+from harness.processes import web_on_private_redis
 from memory_platform.wsgi import application
-from tests.harness.processes import web_on_private_redis
 
 ADD = {
     "user_id": "u-chunked",

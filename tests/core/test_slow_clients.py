@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.harness.processes import web_on_private_redis
+from harness.processes import web_on_private_redis
 
 HEADER_TIMEOUT, BODY_TIMEOUT = 2, 2
 

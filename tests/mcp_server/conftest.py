@@ -10,7 +10,7 @@ import httpx2 as httpx
 import pytest
 from django.db import connection
 
-from tests.harness.processes import BASE_DIR, database_url, free_port, wait_for
+from harness.processes import BASE_DIR, database_url, free_port, wait_for
 
 
 class McpProcess:

@@ -7,8 +7,8 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from apps.tenancy.services import api_key_revoke, client_set_status
+from harness.processes import wait_for
 from tests.factories import ClientFactory
-from tests.harness.processes import wait_for
 from tests.mcp_server.mcp_client import call, http_transport, run, text
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -19,8 +19,8 @@ from apps.pipeline.models import MemoryTask
 from apps.profiles.models import Entity, ItemType, LintFinding, ProfileSource
 from apps.profiles.services.compile import profile_compile
 from apps.profiles.services.entities import session_project
+from harness.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 from tests.factories import ClientFactory
-from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 from tests.memories.makers import semantic
 from tests.profiles.conftest import conversation, pages, rules, run_tasks  # noqa: F401  (shared fixtures)
 

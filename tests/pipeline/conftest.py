@@ -1,7 +1,9 @@
 import pytest
+from django.db import connection
 
 from apps.pipeline.registry import HANDLERS, register_handler
-from tests.harness.processes import RedisServer, celery_broker
+from harness.processes import RedisServer, celery_broker
+from tests.pipeline.fault_handlers import EFFECTS_TABLE, RUNS_TABLE
 
 
 @pytest.fixture
@@ -35,3 +37,14 @@ def handlers():
     yield register
     for task_type in registered:
         HANDLERS.pop(task_type, None)
+
+
+@pytest.fixture
+def run_tables(transactional_db):
+    """The fault handlers' tables (tests.pipeline.fault_handlers), dropped afterwards."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE {EFFECTS_TABLE} (task_id uuid PRIMARY KEY, at timestamptz DEFAULT now())")
+        cursor.execute(f"CREATE TABLE {RUNS_TABLE} (task_id uuid, attempt int, pid int, at timestamptz DEFAULT now())")
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {EFFECTS_TABLE}, {RUNS_TABLE}")

@@ -15,6 +15,12 @@ EFFECTS_TABLE = "test_fault_effect"
 RUNS_TABLE = "test_fault_run"
 
 
+def rows(sql: str, params=()) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 @register_handler(SLOW_SIDE_EFFECT)
 def slow_side_effect(task) -> dict:
     """Records the run, applies its side effect idempotently, then sleeps on its first attempt

@@ -9,7 +9,7 @@ from django.db import connection
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from apps.pipeline.beat import STANDBY_RETRY_SECONDS
-from tests.harness.processes import CeleryBeat
+from harness.processes import CeleryBeat
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,8 +11,8 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import enqueue
-from tests.harness.processes import CeleryWorker, SentinelGroup, celery_broker, wait_for
-from tests.pipeline.fault_handlers import EFFECTS_TABLE, RUNS_TABLE, SLOW_SIDE_EFFECT
+from harness.processes import CeleryWorker, SentinelGroup, celery_broker, wait_for
+from tests.pipeline.fault_handlers import EFFECTS_TABLE, RUNS_TABLE, SLOW_SIDE_EFFECT, rows
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -20,22 +20,6 @@ LOAD_BEFORE_SECONDS = 4
 LOAD_AFTER_SECONDS = 12
 ENQUEUE_EVERY_SECONDS = 0.1
 RECOVERY_LIMIT_SECONDS = 30
-
-
-def rows(sql: str, params=()) -> list[tuple]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
-@pytest.fixture
-def run_tables(transactional_db):
-    with connection.cursor() as cursor:
-        cursor.execute(f"CREATE TABLE {EFFECTS_TABLE} (task_id uuid PRIMARY KEY, at timestamptz DEFAULT now())")
-        cursor.execute(f"CREATE TABLE {RUNS_TABLE} (task_id uuid, attempt int, pid int, at timestamptz DEFAULT now())")
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute(f"DROP TABLE IF EXISTS {EFFECTS_TABLE}, {RUNS_TABLE}")
 
 
 @pytest.fixture

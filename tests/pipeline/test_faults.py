@@ -14,10 +14,10 @@ from apps.pipeline.models import MemoryTask
 from apps.pipeline.selectors import machinery_status
 from apps.pipeline.services import enqueue, recover_stale_tasks
 from apps.providers.embeddings import embedding_model_name
+from harness.broker_pause import run_pause
+from harness.processes import CeleryWorker, WebServer, wait_for
 from tests.conftest import api_for
-from tests.harness.broker_pause import run_pause
-from tests.harness.processes import CeleryWorker, WebServer, wait_for
-from tests.pipeline.fault_handlers import ALWAYS_RAISES, EFFECTS_TABLE, RUNS_TABLE, SLOW_SIDE_EFFECT
+from tests.pipeline.fault_handlers import ALWAYS_RAISES, EFFECTS_TABLE, RUNS_TABLE, SLOW_SIDE_EFFECT, rows
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -60,22 +60,6 @@ def workers(transactional_db, broker, tmp_path):
         print(f"----- {worker.log_path.name} -----\n{worker.log()}")
 
 
-@pytest.fixture
-def effect_tables(transactional_db):
-    with connection.cursor() as cursor:
-        cursor.execute(f"CREATE TABLE {EFFECTS_TABLE} (task_id uuid PRIMARY KEY, at timestamptz DEFAULT now())")
-        cursor.execute(f"CREATE TABLE {RUNS_TABLE} (task_id uuid, attempt int, pid int, at timestamptz DEFAULT now())")
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute(f"DROP TABLE IF EXISTS {EFFECTS_TABLE}, {RUNS_TABLE}")
-
-
-def rows(sql: str, params=()) -> list[tuple]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
 def wait_for_status(task: MemoryTask, *statuses: str, timeout: float = 20) -> MemoryTask:
     def reached():
         task.refresh_from_db()
@@ -86,7 +70,7 @@ def wait_for_status(task: MemoryTask, *statuses: str, timeout: float = 20) -> Me
 
 
 def test_a_worker_killed_mid_handler_is_recovered_and_the_effect_happens_once(
-    workers, effect_tables, organization, settings
+    workers, run_tables, organization, settings
 ):
     settings.TASK_STALE_AFTER_SECONDS = STALE_AFTER_SECONDS
     first = workers("first")
@@ -119,7 +103,7 @@ def test_a_worker_killed_mid_handler_is_recovered_and_the_effect_happens_once(
 
 
 def test_a_second_worker_process_takes_urgent_work_but_no_second_compile_while_one_runs(
-    workers, effect_tables, organization
+    workers, run_tables, organization
 ):
     """TASK_COMPILE_MAX_RUNNING=1 on a worker of two processes: while one runs a long compile-class
     task, the other leaves the next compile due (no attempt spent) and runs urgent work; the second
@@ -144,7 +128,7 @@ def test_a_second_worker_process_takes_urgent_work_but_no_second_compile_while_o
     assert rows(runs_sql, [str(second.pk)])[0][0] >= first.finished_at, "the compiles never overlapped"
 
 
-def test_a_compile_whose_process_died_does_not_hold_the_cap(workers, effect_tables, organization):
+def test_a_compile_whose_process_died_does_not_hold_the_cap(workers, run_tables, organization):
     """The cap counts only compiles with a fresh heartbeat: once a dead process's row is stale, the
     next compile runs, before stale-claim recovery has even requeued that row."""
     first = workers("first", env={"TASK_COMPILE_MAX_RUNNING": "1"})

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import fault_rows
-from tests.harness.fault_rows import Traffic, settle
-from tests.harness.platforms import PATHS
+from harness import fault_rows
+from harness.fault_rows import Traffic, settle
+from harness.platforms import PATHS
 
 pytestmark = pytest.mark.worker
 

@@ -32,9 +32,9 @@ from apps.pipeline.services.execution import (
     task_claim,
     tasks_claim_due,
 )
+from harness.processes import wait_for
 from tests.conftest import api_for
 from tests.factories import OrganizationFactory
-from tests.harness.processes import wait_for
 
 RUN_TASK = "pipeline.run_memory_task"
 

@@ -11,28 +11,12 @@ from django.db import connection
 from apps.pipeline.models import MemoryTask
 from apps.pipeline.services import enqueue
 from apps.pipeline.services.execution import BATCH_HOLD_SECONDS
-from tests.harness.processes import CeleryWorker, wait_for
-from tests.pipeline.fault_handlers import EFFECTS_TABLE, RUNS_TABLE, SLOW_SIDE_EFFECT
+from harness.processes import CeleryWorker, wait_for
+from tests.pipeline.fault_handlers import EFFECTS_TABLE, RUNS_TABLE, SLOW_SIDE_EFFECT, rows
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 TASKS = 60
-
-
-def rows(sql: str, params=()) -> list[tuple]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
-@pytest.fixture
-def run_tables(transactional_db):
-    with connection.cursor() as cursor:
-        cursor.execute(f"CREATE TABLE {EFFECTS_TABLE} (task_id uuid PRIMARY KEY, at timestamptz DEFAULT now())")
-        cursor.execute(f"CREATE TABLE {RUNS_TABLE} (task_id uuid, attempt int, pid int, at timestamptz DEFAULT now())")
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute(f"DROP TABLE IF EXISTS {EFFECTS_TABLE}, {RUNS_TABLE}")
 
 
 def test_two_workers_with_their_own_data_dirs_run_every_task_exactly_once(broker, run_tables, organization, tmp_path):

@@ -18,9 +18,9 @@ from apps.profiles.models import Edge, Entity, Mention, Profile
 from apps.profiles.services.compile import profile_compile
 from apps.profiles.services.entities import session_project
 from apps.skills.models import Skill, SkillExperience
+from harness.provenance_world import residue
 from tests.conftest import api_for
 from tests.memories.makers import semantic
-from tests.privacy.provenance_world import residue
 from tests.profiles.conftest import conversation, pages, rules, run_tasks  # noqa: F401  (shared fixtures)
 from tests.skills.makers import make_experience
 

@@ -1,4 +1,4 @@
-"""An erasure with a read replica (a real streaming one, tests/harness/replica.py): `succeeded` only once the
+"""An erasure with a read replica (a real streaming one, harness/replica.py): `succeeded` only once the
 replica reads are served from has replayed it; one that stays behind fails the erasure, which runs again."""
 
 import threading
@@ -10,8 +10,8 @@ from apps.core import replicas
 from apps.privacy.models import ErasureRequest
 from apps.privacy.services.erasure import ErasureIncomplete, erasure_request, erasure_run
 from apps.privacy.services.subjects import subject_resolve
+from harness.processes import wait_for
 from tests.core.test_replicas import ALIAS, add, replayed, replica, streaming_replica  # noqa: F401  (fixtures)
-from tests.harness.processes import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True, databases=[DEFAULT_DB_ALIAS, ALIAS]), pytest.mark.worker]
 

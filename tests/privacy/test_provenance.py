@@ -20,9 +20,9 @@ from apps.profiles.models import Mention
 from apps.search.engine import search
 from apps.search.registry import METHODS, SOURCES
 from apps.skills.models import Skill
+from harness.provenance_world import URSULA, VICTOR, build, residue
 from tests.conftest import api_for
 from tests.factories import ClientFactory
-from tests.privacy.provenance_world import URSULA, VICTOR, build, residue
 
 pytestmark = pytest.mark.django_db
 

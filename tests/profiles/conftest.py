@@ -6,7 +6,7 @@ from apps.pipeline.services import task_execute
 from apps.profiles.models import Entity
 from apps.profiles.services.compile import profile_compile
 from apps.profiles.services.entities import session_project
-from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
+from harness.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 from tests.profiles.makers import conversation_messages
 
 

@@ -3,8 +3,8 @@ from django.core.checks import run_checks
 
 from apps.providers.models import LLMUsage
 from apps.search.engine import search
+from harness.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 from tests.conftest import api_for
-from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from bench.retrieval import locomo
-from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
+from harness.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 
 pytestmark = pytest.mark.django_db
 

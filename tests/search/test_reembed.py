@@ -12,7 +12,7 @@ from apps.search.models import StagedEmbedding
 from apps.search.registry import SOURCES
 from apps.search.services import source_stage
 from apps.skills.models import SkillExperience
-from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
+from harness.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 from tests.fixtures import tau_trajectories
 from tests.search.makers import MAKERS
 from tests.skills.factories import tau_session

@@ -10,7 +10,7 @@ from apps.search.engine import search
 from apps.search.rerank import Candidate, context_scores
 from apps.search.rerank import rerank as engine_rerank
 from apps.search.serializers import render_hit
-from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
+from harness.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 
 pytestmark = pytest.mark.django_db
 

@@ -1,6 +1,6 @@
 import pytest
 
-from tests.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
+from harness.fake_openai import fake_openai  # noqa: F401  (the scripted LLM server fixture)
 
 
 @pytest.fixture

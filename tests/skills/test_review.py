@@ -9,9 +9,9 @@ from apps.skills.effectiveness import review_evidence
 from apps.skills.models import Skill, SkillVersion
 from apps.skills.services.review import EFFECTIVENESS_ACTOR, skill_approve
 from apps.skills.services.skills import skill_return_to_review
+from harness.review_world import TASK, build_world, trigger
 from tests.conftest import api_for
 from tests.factories import ClientFactory
-from tests.skills.review_world import TASK, build_world, trigger
 
 pytestmark = pytest.mark.django_db
 

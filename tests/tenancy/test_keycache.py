@@ -18,9 +18,9 @@ from apps.tenancy import keycache
 from apps.tenancy.models import ClientAPIKey
 from apps.tenancy.selectors import client_for_api_key
 from apps.tenancy.services import api_key_revoke, client_revoke_keys
+from harness.processes import web_on_private_redis
 from tests.conftest import api_for
 from tests.factories import ClientFactory
-from tests.harness.processes import web_on_private_redis
 
 
 @pytest.fixture(autouse=True)

@@ -19,8 +19,7 @@ from apps.webhooks.services import (
     endpoint_create,
     endpoint_send_test,
 )
-from tests.conftest import api_for
-from tests.webhooks.receiver import (
+from harness.webhook_receiver import (
     INTERNAL_SPELLINGS,
     LOOPBACK_SPELLINGS,
     RawListener,
@@ -31,6 +30,7 @@ from tests.webhooks.receiver import (
     trickle_body,
     trickle_headers,
 )
+from tests.conftest import api_for
 
 pytestmark = pytest.mark.django_db
 

@@ -14,9 +14,9 @@ from apps.privacy.services.erasure import erasure_request
 from apps.privacy.services.subjects import subject_resolve
 from apps.webhooks.models import WebhookDelivery
 from apps.webhooks.services import WEBHOOK_QUEUE, endpoint_create, endpoint_send_test
+from harness.processes import CeleryWorker, RedisServer, celery_broker, wait_for
+from harness.webhook_receiver import RawListener, Receiver, trickle_headers
 from tests.factories import ClientFactory
-from tests.harness.processes import CeleryWorker, RedisServer, celery_broker, wait_for
-from tests.webhooks.receiver import RawListener, Receiver, trickle_headers
 
 
 def _endpoint(client, url):

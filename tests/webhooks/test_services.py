@@ -19,11 +19,11 @@ from apps.privacy.services.verify import SHINGLE_WORDS, subject_fingerprint
 from apps.skills.services.distill import session_distill
 from apps.webhooks.models import WebhookDelivery, WebhookEndpoint
 from apps.webhooks.services import endpoint_create, endpoint_send_test
+from harness.webhook_receiver import Receiver
 from tests.conftest import api_for
 from tests.factories import ClientFactory
 from tests.fixtures import tau_trajectories
 from tests.skills.factories import tau_session
-from tests.webhooks.receiver import Receiver
 
 pytestmark = pytest.mark.django_db
 

@@ -7,10 +7,10 @@ import pytest
 from celery.contrib.testing.worker import start_worker
 
 from apps.webhooks.models import WebhookEndpoint
+from harness.webhook_receiver import Receiver
 from memory_platform.celery import app
 from tests.conftest import api_for
 from tests.factories import ClientFactory
-from tests.webhooks.receiver import Receiver
 
 BODY = {"url": "https://hooks.example.com/memory", "events": ["skill.evolved", "erasure.finished"]}
 

@@ -3,6 +3,7 @@
 import hashlib
 import json
 import re
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -12,20 +13,30 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from apps.conversations.models import SESSION_ID_PATTERN, IngestRequest, Message, Session, SessionTag
-from apps.conversations.routing import (
-    DELETE_SESSION,
-    embedding_enqueue,
-    extraction_enqueue,
-    projection_enqueue,
-    session_delete_key,
-)
-from apps.conversations.services.sessions import session_seal, work_after_seal
+from apps.conversations.routing import DELETE_SESSION, NewTurns, SessionEvent, session_delete_key, session_work
+from apps.conversations.services.sessions import session_seal
 from apps.conversations.turns import normalise_messages
 from apps.core.bulk import copy_create, insert_unless_conflict
 from apps.core.errors import ConflictError
 from apps.core.validation import InputError, check_tags, check_text
 from apps.pipeline.models import MemoryTask
 from apps.tenancy.services import end_user_get_or_create
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """What one add did (apps.conversations.serializers.MemoryAddOutputSerializer renders it); kept with
+    its idempotency key, so a replay answers the same."""
+
+    session_id: str
+    user_id: str
+    session_tag: str
+    status: str
+    messages_stored: int
+    messages_truncated: int
+    first_seq: int | None  # of the turns stored; None when none was
+    last_seq: int | None
+    task_ids: list[str]  # the tasks queued or joined, each once
 
 
 def request_fingerprint(body) -> str:
@@ -126,19 +137,19 @@ def messages_ingest(
     outcome: str | None = None,
     idempotency_key: str | None = None,
     request_hash: str | None = None,
-) -> dict:
-    """Stores chat-format messages of one session as turns and enqueues their work in one transaction;
-    returns the response body. Bad input raises (TurnError, ValidationError) before anything is stored;
-    a replay under an idempotency key returns the first response, another body raises ConflictError."""
+) -> Ingested:
+    """Stores chat-format messages of one session as turns and enqueues their work in one transaction.
+    Bad input raises (TurnError, ValidationError) before anything is stored; a replay under an
+    idempotency key returns the first add's result, another body raises ConflictError."""
     turns = normalise_messages(
         messages, max_chars=settings.MESSAGE_MAX_CHARS, default_occurred_at=occurred_at or timezone.now()
     )
     _check_add_arguments(user_id, session_id, session_tag, outcome, filter_tags, idempotency_key)
     record = None
     if idempotency_key:
-        record, response = _ingest_request_claim(client=client, key=idempotency_key, request_hash=request_hash)
+        record, first = _ingest_request_claim(client=client, key=idempotency_key, request_hash=request_hash)
         if record is None:
-            return response
+            return first
 
     filter_tags = {**(filter_tags or {}), "scope": client.write_scope}
     end_user = end_user_get_or_create(organization=client.organization, user_id=user_id)
@@ -147,33 +158,37 @@ def messages_ingest(
     )
     first_seq = session.last_seq + 1
     stored = _turns_store(session=session, end_user=end_user, turns=turns, client=client, outcome=outcome, seal=seal)
-    if stored:
-        tasks.append(embedding_enqueue(session, from_seq=first_seq, to_seq=session.last_seq, client=client))
-        if session.session_tag == SessionTag.CONVERSATION and not seal:
-            tasks.append(extraction_enqueue(session, client=client))
-            tasks.append(projection_enqueue(session, client=client))
-    if seal:
-        tasks.extend(work_after_seal(session=session, client=client))
+    if stored or seal:
+        tasks.extend(
+            session_work(
+                session,
+                event=SessionEvent.SEAL if seal else SessionEvent.TURNS,
+                client=client,
+                new_turns=NewTurns(from_seq=first_seq, to_seq=session.last_seq) if stored else None,
+            )
+        )
 
-    body = {
-        "session_id": session.session_id,
-        "user_id": user_id,
-        "session_tag": session.session_tag,
-        "status": session.status,
-        "messages_stored": stored,
-        "messages_truncated": sum(1 for turn in turns if turn.truncated),
-        "first_seq": first_seq if stored else None,
-        "last_seq": session.last_seq if stored else None,
-        "task_ids": list(dict.fromkeys(str(task.pk) for task in tasks if task is not None)),
-    }
+    result = Ingested(
+        session_id=session.session_id,
+        user_id=user_id,
+        session_tag=session.session_tag,
+        status=session.status,
+        messages_stored=stored,
+        messages_truncated=sum(1 for turn in turns if turn.truncated),
+        first_seq=first_seq if stored else None,
+        last_seq=session.last_seq if stored else None,
+        task_ids=list(dict.fromkeys(str(task.pk) for task in tasks if task is not None)),
+    )
     if record is not None:
-        record.response = body
+        record.response = asdict(result)
         record.save(update_fields=["response", "updated_at"])
-    return body
+    return result
 
 
-def _ingest_request_claim(*, client, key: str, request_hash: str | None) -> tuple[IngestRequest | None, dict | None]:
-    """(new record, None) for a fresh key; (None, first response) for a replay; ConflictError otherwise."""
+def _ingest_request_claim(
+    *, client, key: str, request_hash: str | None
+) -> tuple[IngestRequest | None, Ingested | None]:
+    """(new record, None) for a fresh key; (None, the first add's result) for a replay; ConflictError otherwise."""
     try:
         with transaction.atomic():
             return IngestRequest.objects.create(client=client, key=key, request_hash=request_hash), None
@@ -181,7 +196,7 @@ def _ingest_request_claim(*, client, key: str, request_hash: str | None) -> tupl
         previous = IngestRequest.objects.get(client=client, key=key)
         if previous.request_hash != request_hash:
             raise ConflictError("This Idempotency-Key was already used with a different request body.") from None
-        return None, previous.response
+        return None, Ingested(**previous.response)
 
 
 def _turns_store(*, session: Session, end_user, turns: list, client, outcome: str | None, seal: bool) -> int:

@@ -6,17 +6,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from apps.conversations.models import Message, Session, SessionTag
-from apps.conversations.routing import (
-    DELETE_SESSION,
-    DISTILL_SESSION,
-    EXTRACT_MEMORIES,
-    PROJECT_ENTITIES,
-    distillation_enqueue,
-    extraction_enqueue,
-    projection_enqueue,
-    session_delete_key,
-)
+from apps.conversations.models import Message, Session
+from apps.conversations.routing import DELETE_SESSION, TAG_WORK, SessionEvent, session_delete_key, session_work
 from apps.conversations.services.learning import LEARNING_BUSY, session_learned_from
 from apps.core.errors import ConflictError
 from apps.pipeline.locks import LockNotAvailable, WorkOf, advisory_locks, work_lock_keys
@@ -25,35 +16,19 @@ from apps.pipeline.services import enqueue, tasks_cancel
 
 
 def session_seal(*, session: Session, client=None) -> list[MemoryTask]:
-    """Seals a session; a sealed task session is queued for skill distillation."""
+    """Seals a session and queues what sealing sets off under its tag (apps.conversations.routing)."""
     if session.status == Session.Status.SEALED:
         return []
     session.status = Session.Status.SEALED
     session.sealed_at = timezone.now()
     session.save(update_fields=["status", "sealed_at", "updated_at"])
-    return work_after_seal(session=session, client=client)
-
-
-def work_after_seal(*, session: Session, client) -> list[MemoryTask]:
-    """What sealing queues: a task session's distillation; a conversation's extraction and projection,
-    due at once (nothing more will join them)."""
-    if session.session_tag == SessionTag.TASK:
-        tasks = [distillation_enqueue(session, client=client)]
-    elif session.message_count:
-        tasks = [extraction_enqueue(session, client=client), projection_enqueue(session, client=client)]
-    else:
-        tasks = []
-    return [task for task in tasks if task is not None]
+    return session_work(session, event=SessionEvent.SEAL, client=client)
 
 
 @transaction.atomic
 def session_seal_now(*, session: Session, client=None) -> list[MemoryTask]:
     session = Session.objects.select_for_update().get(pk=session.pk)
     return session_seal(session=session, client=client)
-
-
-# The work each tag routes a session to, as queued for that session.
-TAG_WORK = {SessionTag.CONVERSATION: (EXTRACT_MEMORIES, PROJECT_ENTITIES), SessionTag.TASK: (DISTILL_SESSION,)}
 
 
 def session_retag(*, session: Session, session_tag: str, client=None) -> Session:
@@ -78,16 +53,12 @@ def _session_retag_locked(*, session: Session, session_tag: str, client) -> Sess
         raise ConflictError(f"The session's tag can no longer change: {why}.")
     tasks_cancel(
         queryset=MemoryTask.objects.filter(
-            task_type__in=TAG_WORK[session.session_tag], payload__session=str(session.pk)
+            task_type__in=TAG_WORK[session.session_tag].learning, payload__session=str(session.pk)
         )
     )
     session.session_tag = session_tag
     session.save(update_fields=["session_tag", "updated_at"])
-    if session_tag == SessionTag.CONVERSATION:
-        extraction_enqueue(session, client=client)
-        projection_enqueue(session, client=client)
-    elif session.status == Session.Status.SEALED:
-        distillation_enqueue(session, client=client)
+    session_work(session, event=SessionEvent.RETAG, client=client)
     return session
 
 

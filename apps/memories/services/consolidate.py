@@ -146,7 +146,8 @@ def _compare(items: list[Item], *, duplicates: list, conflicts: list) -> None:
     if len(items) < 2:
         return
     cosine = _vectors(items) @ _vectors(items).T
-    min_cosine, min_text = settings.CONSOLIDATE_MIN_COSINE, settings.CONSOLIDATE_MIN_TEXT_SIMILARITY
+    min_cosine = settings.CONSOLIDATE_MIN_COSINE
+    min_text = settings.CONSOLIDATE_MIN_TEXT_SIMILARITY
     for (i, left), (j, right) in itertools.combinations(enumerate(items), 2):
         if _dice(left.stems, right.stems) < min_text:
             continue
@@ -157,15 +158,38 @@ def _compare(items: list[Item], *, duplicates: list, conflicts: list) -> None:
             duplicates.append((left, right))
 
 
+class _DisjointSets:
+    """Union-find over memory ids: each joined pair merges the two memories' groups."""
+
+    def __init__(self):
+        self.parent: dict = {}
+
+    def find(self, key):
+        root = self.parent.setdefault(key, key)
+        while root != self.parent[root]:
+            root = self.parent[root]
+        while key != root:  # path compression: every id on the way now points at the root
+            next_key = self.parent[key]
+            self.parent[key] = root
+            key = next_key
+        return root
+
+    def join(self, left, right) -> None:
+        self.parent[self.find(left)] = self.find(right)
+
+
 def _groups(pairs: list[tuple[Item, Item]]) -> list[list[Item]]:
     """Connected duplicates, each group in a stable order."""
-    group_of: dict = {}  # every member's id to the one set of its group
+    sets = _DisjointSets()
+    items = {}
     for left, right in pairs:
-        group = group_of.get(left.memory.pk, {left}) | group_of.get(right.memory.pk, {right})
-        for item in group:
-            group_of[item.memory.pk] = group
-    groups = {id(group): group for group in group_of.values()}.values()
-    return sorted((sorted(group, key=_survivor_rank) for group in groups), key=lambda g: str(g[0].memory.pk))
+        items[left.memory.pk] = left
+        items[right.memory.pk] = right
+        sets.join(left.memory.pk, right.memory.pk)
+    groups: dict = {}
+    for pk, item in items.items():
+        groups.setdefault(sets.find(pk), []).append(item)
+    return sorted((sorted(group, key=_survivor_rank) for group in groups.values()), key=lambda g: str(g[0].memory.pk))
 
 
 def _survivor_rank(item: Item):
@@ -254,7 +278,8 @@ def _judge(conflicts: list, *, organization, task, report: Report, duplicates: l
 
 def _owner_plan(*, organization, scope: str, end_user_id, task, report: Report) -> tuple[list, list]:
     """The merge groups and the retirements (current, superseded, why) of one owner; flags go to the report."""
-    merge_pairs, retire = [], []
+    merge_pairs = []
+    retire = []
     for memory_type, model in MODELS.items():
         memories = model.objects.filter(
             organization=organization, scope=scope, end_user_id=end_user_id, deleted_at__isnull=True
@@ -289,7 +314,8 @@ def _owner_plan(*, organization, scope: str, end_user_id, task, report: Report) 
 
 @transaction.atomic
 def _merge(group: list[Item], *, task_id) -> None:
-    survivor, others = group[0].memory, [item.memory for item in group[1:]]
+    survivor = group[0].memory
+    others = [item.memory for item in group[1:]]
     memory_type = group[0].memory_type
     # One client's erasure may be deleting one of them: its text must not move into the survivor after.
     memories_held(organization_id=survivor.organization_id, memories=[survivor, *others])

@@ -4,6 +4,7 @@ The API's delete is apps.privacy.services.provenance.memory_forget, which finds 
 import re
 from collections.abc import Iterable
 from datetime import timedelta
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -160,16 +161,42 @@ def memory_create(
     task_id=None,
 ):
     """A new memory of the session's user, in the session's scope, with its first history row."""
-    owner = (session.organization_id, session.scope, session.end_user_id, session.client_id)
-    return _memory_insert(memory_type, owner, fields, source_message_ids, embedding, actor, reason, task_id)
+    return _memory_insert(
+        memory_type,
+        owner=MemoryOwner(
+            organization_id=session.organization_id,
+            scope=session.scope,
+            end_user_id=session.end_user_id,
+            created_by_id=session.client_id,
+        ),
+        fields=fields,
+        source_message_ids=source_message_ids,
+        embedding=embedding,
+        actor=actor,
+        reason=reason,
+        task_id=task_id,
+    )
 
 
 def memory_store(*, memory_type: str, client, end_user, fields: dict, actor: str, reason: str = ""):
     """A memory stated directly (no model involved), in the client's write scope, with its first history row."""
     (embedding,) = memory_embed(memory_type, [fields])
-    owner = (client.organization_id, client.write_scope, end_user.pk, client.pk)
+    owner = MemoryOwner(
+        organization_id=client.organization_id,
+        scope=client.write_scope,
+        end_user_id=end_user.pk,
+        created_by_id=client.pk,
+    )
     with transaction.atomic():
-        return _memory_insert(memory_type, owner, fields, [], embedding, actor, reason)
+        return _memory_insert(
+            memory_type,
+            owner=owner,
+            fields=fields,
+            source_message_ids=[],
+            embedding=embedding,
+            actor=actor,
+            reason=reason,
+        )
 
 
 def semantic_memory_upsert(*, client, end_user, key: str, fields: dict, actor: str, reason: str = ""):
@@ -177,7 +204,12 @@ def semantic_memory_upsert(*, client, end_user, key: str, fields: dict, actor: s
     fields replaced (recorded in its history) when the key is there. One row however many stores of the
     key race: the key is unique per user and scope, and the loser of an insert race updates instead."""
     (embedding,) = memory_embed(SEMANTIC, [fields])
-    owner = (client.organization_id, client.write_scope, end_user.pk, client.pk)
+    owner = MemoryOwner(
+        organization_id=client.organization_id,
+        scope=client.write_scope,
+        end_user_id=end_user.pk,
+        created_by_id=client.pk,
+    )
     keyed = SemanticMemory.objects.select_for_update().filter(
         organization_id=client.organization_id, scope=client.write_scope, end_user=end_user, key=key
     )
@@ -186,7 +218,16 @@ def semantic_memory_upsert(*, client, end_user, key: str, fields: dict, actor: s
         if memory is None:
             try:
                 with transaction.atomic():
-                    return _memory_insert(SEMANTIC, owner, fields, [], embedding, actor, reason, key=key)
+                    return _memory_insert(
+                        SEMANTIC,
+                        owner=owner,
+                        fields=fields,
+                        source_message_ids=[],
+                        embedding=embedding,
+                        actor=actor,
+                        reason=reason,
+                        key=key,
+                    )
             except IntegrityError:
                 memory = keyed.get()  # stored meanwhile by a concurrent store, now committed
         memory.deleted_at = None  # a keyed memory retired meanwhile is the caller's again
@@ -204,16 +245,30 @@ def memory_edit(*, memory, fields: dict, actor: str, reason: str = ""):
     )
 
 
+class MemoryOwner(NamedTuple):
+    """Whose a new memory is: organisation, scope and end user, and the client whose write made it."""
+
+    organization_id: object
+    scope: str
+    end_user_id: object
+    created_by_id: object
+
+
 def _memory_insert(
-    memory_type: str, owner: tuple, fields, source_message_ids, embedding, actor, reason, task_id=None, **identity
+    memory_type: str,
+    *,
+    owner: MemoryOwner,
+    fields: dict,
+    source_message_ids: list,
+    embedding,
+    actor: str,
+    reason: str,
+    task_id=None,
+    **identity,
 ):
-    organization_id, scope, end_user_id, created_by_id = owner
     memory = MODELS[memory_type](
         **identity,
-        organization_id=organization_id,
-        scope=scope,
-        end_user_id=end_user_id,
-        created_by_id=created_by_id,
+        **owner._asdict(),
         source_message_ids=list(dict.fromkeys(source_message_ids)),
         embedding=embedding,
         embedding_model=embedding_model_name() if embedding is not None else "",

@@ -1,5 +1,6 @@
-"""What follows when a caller deletes or edits something the platform learned from or compiled: erasure's rules,
-applied to a smaller selection, reached through the hooks apps.privacy registers from its ready()."""
+"""The cascade: what follows when a caller deletes or edits something the platform learned from or compiled,
+erasure's rules applied to a smaller selection, reached through the hooks apps.privacy registers from its
+ready(). Its steps (and the turn and session deletes built from them) are provenance.py's."""
 
 import logging
 from collections import Counter

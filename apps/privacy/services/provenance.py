@@ -1,5 +1,6 @@
-"""Provenance: what the platform derived from which turns, and the one cascade for "these turns are gone".
-Erasure, turn and session deletion all call these steps; retention runs only the last two."""
+"""Provenance: what the platform derived from which turns (`Derived`), and the steps that remove it when the
+turns are gone. The cascade (cascade.py), turn and session deletion and erasure's purge are built from these
+steps; retention runs only the last two."""
 
 import re
 from collections import Counter

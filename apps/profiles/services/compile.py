@@ -3,7 +3,7 @@ rules offline, by the LLM from numbered evidence otherwise, and a new revision o
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Annotated
 
@@ -87,13 +87,27 @@ def profile_evidence(*, entity: Entity) -> list[Evidence]:
                 section = "What others said" if named else None
             if section:
                 evidence.append(
-                    Evidence(ItemType.MESSAGE, str(message.pk), section, _quote(sentence), **turn, position=-position)
+                    Evidence(
+                        item_type=ItemType.MESSAGE,
+                        item_id=str(message.pk),
+                        section=section,
+                        quote=_quote(sentence),
+                        **turn,
+                        position=-position,
+                    )
                 )
     for item_type, model in ((ItemType.EPISODIC, EpisodicMemory), (ItemType.SEMANTIC, SemanticMemory)):
         for memory in model.objects.filter(pk__in=list(by_type[item_type]), deleted_at__isnull=True):
             at = getattr(memory, "occurred_at", None) or memory.updated_at
             evidence.append(
-                Evidence(item_type, str(memory.pk), "From memories", _quote(memory.summary), at, f"{item_type} memory")
+                Evidence(
+                    item_type=item_type,
+                    item_id=str(memory.pk),
+                    section="From memories",
+                    quote=_quote(memory.summary),
+                    at=at,
+                    where=f"{item_type} memory",
+                )
             )
     evidence.sort(key=lambda item: (item.at, item.seq, item.position, item.item_id), reverse=True)
     return evidence
@@ -123,10 +137,23 @@ COMPILE_PROMPT = (
 )
 
 
-def evidence_page(*, prompt: str, head: str, evidence: list[Evidence], answer, organization, task, purpose: str):
-    """A page the model writes from numbered evidence: its `answer`, the items it used, how many it saw, the usage."""
+@dataclass(frozen=True)
+class EvidencePage:
+    """A page the model wrote from numbered evidence."""
+
+    answer: BaseModel  # the model's answer, parsed
+    used: list[Evidence]  # the items it cites, in the order it cites them
+    shown: int  # how many of the items fitted in the prompt (the first ones)
+    usage: dict  # the LLM call's usage (model, token counts)
+
+
+def evidence_page(
+    *, prompt: str, head: str, evidence: list[Evidence], answer, organization, task, purpose: str
+) -> EvidencePage:
+    """The page the model writes from the evidence, as many items as fit LLM_MAX_PROMPT_TOKENS."""
     # The evidence as numbered lines, as many as fit LLM_MAX_PROMPT_TOKENS beside `prompt` and `head`.
-    left, lines = room_for(prompt, head), []
+    left = room_for(prompt, head)
+    lines = []
     for number, item in enumerate(evidence, 1):
         line = f"[{number}] ({item.at:%Y-%m-%d}) {item.quote}"
         left -= estimate_tokens(line) + 1
@@ -144,7 +171,41 @@ def evidence_page(*, prompt: str, head: str, evidence: list[Evidence], answer, o
     )
     page = parse_answer(answer, data)
     used = [evidence[number - 1] for number in dict.fromkeys(page.used) if 0 < number <= len(lines)]
-    return page, used, len(lines), usage
+    return EvidencePage(answer=page, used=used, shown=len(lines), usage=usage)
+
+
+@dataclass(frozen=True)
+class PageDraft:
+    """A page before it is stored: the model's, or the rules page when there is no model or its answer
+    was unusable."""
+
+    markdown: str
+    used: list[Evidence]  # the items the page rests on
+    shown: int  # how many of the first items the page was written from
+    model: str
+    usage: dict
+    answer: BaseModel | None = None  # the model's answer; None: the rules page
+    unusable: bool = False  # the model answered something unusable, so the rules page stands
+
+
+def page_draft(*, rules_markdown: str, evidence: list[Evidence], **written) -> PageDraft:
+    """The model's page from the evidence (`written`: evidence_page's prompt, head, answer, organization,
+    task and purpose) when an LLM is configured, else `rules_markdown`."""
+    rules = PageDraft(markdown=rules_markdown, used=evidence, shown=len(evidence), model=RULES_MODEL, usage={})
+    if not llm_enabled():
+        return rules
+    try:
+        page = evidence_page(evidence=evidence, **written)
+    except LLMOutputError:
+        return replace(rules, unusable=True)
+    return PageDraft(
+        markdown=page.answer.markdown + "\n",
+        used=page.used,
+        shown=page.shown,
+        model=page.usage.get("model") or settings.LLM_MODEL,
+        usage=page.usage,
+        answer=page.answer,
+    )
 
 
 def _embed(profile: Profile) -> None:
@@ -159,21 +220,22 @@ def profile_compile(*, entity: Entity, task=None, reason: str = "new mentions") 
         profile = Profile.objects.filter(entity=entity).first()
         return page_archive(profile=profile) if profile else {"profile": None, "changed": False}
     evidence = evidence[: settings.PROFILE_MAX_EVIDENCE]
-    markdown, model, usage, used = _rules_page(entity, evidence), RULES_MODEL, {}, evidence
-    if llm_enabled():
-        try:
-            answer, used, _, usage = evidence_page(
-                prompt=COMPILE_PROMPT,
-                head=f"Person: {entity.name}\nEvidence:\n",
-                evidence=evidence,
-                answer=ProfilePageAnswer,
-                organization=entity.organization,
-                task=task,
-                purpose="compile_profile",
-            )
-            markdown, model = answer.markdown + "\n", usage.get("model") or settings.LLM_MODEL
-        except LLMOutputError:
-            reason = f"{reason}; the model's answer was unusable, rules page"
+    draft = page_draft(
+        rules_markdown=_rules_page(entity, evidence),
+        evidence=evidence,
+        prompt=COMPILE_PROMPT,
+        head=f"Person: {entity.name}\nEvidence:\n",
+        answer=ProfilePageAnswer,
+        organization=entity.organization,
+        task=task,
+        purpose="compile_profile",
+    )
+    if draft.unusable:
+        reason = f"{reason}; the model's answer was unusable, rules page"
+    markdown = draft.markdown
+    model = draft.model
+    usage = draft.usage
+    used = draft.used
     sources = sources_of(used)
     candidate = Profile(name=entity.name, markdown=markdown)
     _embed(candidate)

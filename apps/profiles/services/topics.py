@@ -23,16 +23,15 @@ from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.memories.services.memories import items_held
 from apps.profiles.models import ItemType, Profile, TopicState
 from apps.profiles.services.compile import (
-    RULES_MODEL,
     Evidence,
     _embed,
     _quote,
-    evidence_page,
     page_archive,
+    page_draft,
     page_store,
     sources_of,
 )
-from apps.providers.llm import LLMOutputError, kept, llm_enabled
+from apps.providers.llm import kept
 from apps.tenancy.models import EndUser
 
 logger = logging.getLogger(__name__)
@@ -181,7 +180,17 @@ def _evidence(members: list[Item], vectors: np.ndarray) -> list[Evidence]:
     centre = vectors.mean(axis=0)
     nearest = np.argsort(-(vectors @ centre), kind="stable")[: settings.TOPIC_MAX_EVIDENCE]
     chosen = sorted((members[i] for i in nearest), key=lambda item: (item.at, item.seq, item.item_id), reverse=True)
-    return [Evidence(item.item_type, item.item_id, "Topic", _quote(item.text), item.at, item.where) for item in chosen]
+    return [
+        Evidence(
+            item_type=item.item_type,
+            item_id=item.item_id,
+            section="Topic",
+            quote=_quote(item.text),
+            at=item.at,
+            where=item.where,
+        )
+        for item in chosen
+    ]
 
 
 def _rules_page(label: str, evidence: list[Evidence]) -> str:
@@ -229,8 +238,18 @@ def owner_topics_compile(*, end_user: EndUser, scope: str, task=None, reason: st
         min_items=settings.TOPIC_CLUSTER_MIN_ITEMS,
         mean=scope_mean(organization_id=organization.pk, scope=scope),
     )
-    result = {"items": len(items), "eps": eps, "topics": len(clusters), "created": 0, "updated": 0, "unchanged": 0}
-    result |= {"archived": 0, "noise": len(items) - sum(map(len, clusters)), "prompt_tokens": 0, "completion_tokens": 0}
+    result = {
+        "items": len(items),
+        "eps": eps,
+        "topics": len(clusters),
+        "created": 0,
+        "updated": 0,
+        "unchanged": 0,
+        "archived": 0,
+        "noise": len(items) - sum(map(len, clusters)),
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+    }
     owner = {"organization": organization, "scope": scope, "end_user": end_user}
     pages = list(Profile.objects.filter(**owner, kind=Profile.Kind.TOPIC).order_by("created_at", "id"))
     matched = _match([{items[i].item_id for i in members} for members in clusters], pages)
@@ -238,23 +257,22 @@ def owner_topics_compile(*, end_user: EndUser, scope: str, task=None, reason: st
         cluster = [items[i] for i in members]
         label = topic_label(cluster, items)
         evidence = _evidence(cluster, vectors[members])
-        title, model, usage, used, why = label, RULES_MODEL, {}, evidence, reason
-        markdown = _rules_page(label, evidence)
-        if llm_enabled():
-            try:
-                answer, used, shown, usage = evidence_page(
-                    prompt=TOPIC_PROMPT,
-                    head=f"Keywords: {label}\nEvidence:\n",
-                    evidence=evidence,
-                    answer=TopicPageAnswer,
-                    organization=organization,
-                    task=task,
-                    purpose="compile_topics",
-                )
-                title, markdown = answer.title.strip()[:TITLE_MAX_CHARS] or label, answer.markdown + "\n"
-                used, model = used or evidence[:shown], usage.get("model") or settings.LLM_MODEL
-            except LLMOutputError:
-                why = f"{reason}; the model's answer was unusable, rules page"
+        draft = page_draft(
+            rules_markdown=_rules_page(label, evidence),
+            evidence=evidence,
+            prompt=TOPIC_PROMPT,
+            head=f"Keywords: {label}\nEvidence:\n",
+            answer=TopicPageAnswer,
+            organization=organization,
+            task=task,
+            purpose="compile_topics",
+        )
+        title = (draft.answer.title.strip()[:TITLE_MAX_CHARS] or label) if draft.answer else label
+        markdown = draft.markdown
+        model = draft.model
+        usage = draft.usage
+        used = draft.used or evidence[: draft.shown]
+        why = f"{reason}; the model's answer was unusable, rules page" if draft.unusable else reason
         result["prompt_tokens"] += usage.get("prompt_tokens", 0)
         result["completion_tokens"] += usage.get("completion_tokens", 0)
         candidate = Profile(name=title[:TITLE_MAX_CHARS], markdown=markdown)

@@ -7,7 +7,7 @@ from apps.search.engine.hits import Hit
 
 RRF_K = 60
 # Fusion weights: the keyword ranking (BM25 with neighbouring-turn context) is the stronger
-# signal on conversational memory. Measured on LOCOMO (bench/locomo.py, all-MiniLM-L6-v2),
+# signal on conversational memory. Measured on LOCOMO (bench/retrieval/locomo.py, all-MiniLM-L6-v2),
 # hybrid recall@10 is 0.664 at 1:1, 0.703 at 2:1 and 0.727 at 3:1.
 RRF_KEYWORD_WEIGHT = 3.0
 RRF_SEMANTIC_WEIGHT = 1.0

@@ -55,3 +55,15 @@ class Hits(list):
         self.reranked_by = reranked_by
         self.decomposed_into = decomposed_into
         self.time_window = time_window
+
+
+@dataclass(frozen=True)
+class SearchAnswer:
+    """What a search answers: the question asked and its hits (apps.search.serializers renders it)."""
+
+    query: str | None
+    hits: Hits
+
+    @property
+    def count(self) -> int:
+        return len(self.hits)

@@ -6,9 +6,11 @@ import hashlib
 import math
 import re
 import weakref
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.models import Field
 from django.db.models.base import Model, ModelState
 from django.db.models.signals import post_init, pre_init
 from psycopg import pq
@@ -35,55 +37,84 @@ def search_sql(
     """The statement answering a search of one memory type: rows of score, the items a scan read (or
     NULL) and the `row_layout` columns, best first."""
     ranking, params = ranking_sql(source, reader=reader, query=query, method=method, limit=limit, filters=filters)
-    columns, joins, _ = row_layout(source, candidate_rows)
+    layout = row_layout(source, candidate_rows)
     sql = f"""
         WITH hits AS ({ranking})
-        SELECT hits.score, hits.visible_rows, {", ".join(columns)} FROM hits JOIN {source.table} t ON t.id = hits.id {joins}
+        SELECT hits.score, hits.visible_rows, {", ".join(layout.columns)}
+        FROM hits JOIN {source.table} t ON t.id = hits.id {layout.joins}
         ORDER BY hits.score DESC, t.{source.time_column} DESC, t.id
     """
     return sql, params
 
 
+class RowGroup(NamedTuple):
+    """One object's columns in a result row: the item's (relation None) or a select_related one's."""
+
+    relation: str | None  # the item's field naming the related object
+    model: type[Model]
+    fields: list[Field]
+
+
+class RowLayout(NamedTuple):
+    columns: list[str]  # the select list, group after group
+    joins: str
+    groups: list[RowGroup]
+
+
+class Loader(NamedTuple):
+    """How one RowGroup's values become a model instance."""
+
+    relation: Field | None  # the item's field to attach the object to; None: the item itself
+    model: type[Model]
+    attnames: list[str]
+    converters: list[tuple[int, list]]  # (position in the group, the field's database converters)
+    pk_index: int  # the position of the group's primary key
+
+
 @functools.cache
-def row_layout(source: SearchSource, candidate_rows: bool = False) -> tuple[list[str], str, list[tuple]]:
-    """(select list, joins, [(relation name or None, model, fields)]) of a result row: the item's
-    columns but its vector and tsvector (costlier to parse than the search) and its select_related
-    objects'. A candidate row holds only `candidate_fields`; `completed` reads the kept hits in full."""
+def row_layout(source: SearchSource, candidate_rows: bool = False) -> RowLayout:
+    """A result row: the item's columns but its vector and tsvector (costlier to parse than the search)
+    and its select_related objects'. A candidate row holds only `candidate_fields`; `completed` reads
+    the kept hits in full."""
     skipped = {source.embedding_column, source.search_vector_column}
     own = [f for f in source.model._meta.concrete_fields if f.column not in skipped]
     if candidate_rows and source.candidate_fields:
         wanted = {source.model._meta.pk.name, *source.candidate_fields}
         own = [f for f in own if f.name in wanted]
-    groups = [(None, source.model, "t", own)]
+    aliased = [("t", RowGroup(relation=None, model=source.model, fields=own))]
     joins = []
     for number, name in enumerate(() if candidate_rows else source.select_related):
         field = source.model._meta.get_field(name)
-        related, alias = field.related_model, f"r{number}"
+        related = field.related_model
+        alias = f"r{number}"
         # A lookup by key per row (the fence, OFFSET 0, keeps the planner from hashing the whole
         # related table for a few dozen rows, which costs more than the search on a small one).
         joins.append(
             f"LEFT JOIN LATERAL (SELECT * FROM {related._meta.db_table} {alias}"
             f" WHERE {alias}.{related._meta.pk.column} = t.{field.column} OFFSET 0) {alias} ON true"
         )
-        groups.append((name, related, alias, list(related._meta.concrete_fields)))
-    columns = [f"{alias}.{field.column}" for _, _, alias, fields in groups for field in fields]
-    return columns, " ".join(joins), [(name, model, fields) for name, model, _, fields in groups]
+        aliased.append((alias, RowGroup(relation=name, model=related, fields=list(related._meta.concrete_fields))))
+    return RowLayout(
+        columns=[f"{alias}.{field.column}" for alias, group in aliased for field in group.fields],
+        joins=" ".join(joins),
+        groups=[group for _, group in aliased],
+    )
 
 
 @functools.cache
-def _loaders(source: SearchSource, candidate_rows: bool = False) -> list[tuple]:
-    """Per `row_layout` group: its relation (None: the item), model, attnames, [(position, converters)]
-    and its primary key's position."""
-    _, _, groups = row_layout(source, candidate_rows)
+def _loaders(source: SearchSource, candidate_rows: bool = False) -> list[Loader]:
+    """One Loader per `row_layout` group, in the row's order."""
     return [
-        (
-            None if name is None else source.model._meta.get_field(name),
-            model,
-            [f.attname for f in fields],
-            [(index, found) for index, f in enumerate(fields) if (found := f.get_db_converters(connection))],
-            fields.index(model._meta.pk),
+        Loader(
+            relation=None if group.relation is None else source.model._meta.get_field(group.relation),
+            model=group.model,
+            attnames=[f.attname for f in group.fields],
+            converters=[
+                (index, found) for index, f in enumerate(group.fields) if (found := f.get_db_converters(connection))
+            ],
+            pk_index=group.fields.index(group.model._meta.pk),
         )
-        for name, model, fields in groups
+        for group in row_layout(source, candidate_rows).groups
     ]
 
 
@@ -178,7 +209,8 @@ def _from_db(model, database: str, attnames: list[str], values: list):
     instance = model.__new__(model)
     instance.__dict__.update(zip(attnames, values))
     state = instance._state = ModelState()
-    state.adding, state.db = False, database
+    state.adding = False
+    state.db = database
     return instance
 
 
@@ -188,14 +220,15 @@ def instances(
     """[(instance, score)] from `search_sql` rows, related objects attached (one shared by several items
     built once), belonging to `database` so lazy loads read there too."""
     loaders = _loaders(source, candidate_rows)
-    builders = [_builder(model) for _, model, *_ in loaders]
+    builders = [_builder(loader.model) for loader in loaders]
     wrapper = connections[database]  # not the `connection` proxy, looked up on every use
     related = {}
     results = []
     for score, _visible_rows, *values in rows:
         if not math.isfinite(score):
             continue
-        instance, position = None, 0
+        instance = None
+        position = 0
         for (relation, _, attnames, converters, pk_index), build in zip(loaders, builders):
             chunk = values[position : position + len(attnames)]
             position += len(attnames)
@@ -227,9 +260,9 @@ def completed(hits: list[Hit], *, reader: Reader, user_id: str | None) -> list[H
         ids_by_source.setdefault(hit.source, []).append(hit.instance.pk)
     statements = []
     for source, ids in ids_by_source.items():
-        columns, joins, _ = row_layout(source)
+        layout = row_layout(source)
         visible, params = visibility_sql(source, reader=reader, user_id=user_id)
-        sql = f"SELECT 0.0, NULL, {', '.join(columns)} FROM {source.table} t {joins}"
+        sql = f"SELECT 0.0, NULL, {', '.join(layout.columns)} FROM {source.table} t {layout.joins}"
         statements.append((f"{sql} WHERE t.id = ANY(%s) AND {visible}", [ids, *params]))
     full = {}
     for source, rows in zip(ids_by_source, result_sets(statements, database=reader.database) if statements else []):

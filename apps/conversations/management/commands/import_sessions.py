@@ -77,7 +77,7 @@ class Command(BaseCommand):
         stored = skipped = 0
         for number, item in enumerate(sessions, start=1):
             try:
-                body = messages_ingest(
+                ingested = messages_ingest(
                     client=client,
                     user_id=item["user_id"],
                     session_id=item["session_id"],
@@ -90,7 +90,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"skipped {item['session_id']!r}: {_problem(exc)}")
                 skipped += 1
                 continue
-            stored += body["messages_stored"]
+            stored += ingested.messages_stored
             if not options["json"]:
                 show_progress("sessions", number, len(sessions))
         if not wrote_json(self, options, {"sessions": len(sessions) - skipped, "skipped": skipped, "messages": stored}):

