@@ -298,7 +298,12 @@ def test_five_users_over_the_api_and_a_real_worker_serve_a_sixth(settings):
             assert time.monotonic() < deadline, served.json()
             time.sleep(0.5)
     skill = Skill.objects.get()
-    assert skill.shared and skill.version >= 2
+    # Whether the five arrive as one evolution or as votes after it depends on the worker's timing;
+    # either way every teacher's session is in the skill's lineage and the skill is shared.
+    teachers = set(
+        SkillExperience.objects.filter(skill_versions__skill=skill).values_list("end_user__user_id", flat=True)
+    )
+    assert skill.shared and teachers == {"u1", "u2", "u3", "u4", "u5"}
     assert [item["name"] for item in served.json()["skills"]] == [skill.name]
 
 
