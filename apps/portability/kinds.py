@@ -4,7 +4,7 @@ The order of KINDS is the import order (parents before children)."""
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from apps.conversations.models import IngestRequest, Message, Session
+from apps.conversations.models import Checkpoint, CheckpointWrite, IngestRequest, Message, Session
 from apps.memories.models import EpisodicMemory, EpisodicMemoryChange, SemanticMemory, SemanticMemoryChange
 from apps.pipeline.models import MemoryTask
 from apps.profiles.models import Edge, Entity, LintFinding, Mention, Profile, ProfileRevision, ProfileSource, TopicState
@@ -92,6 +92,9 @@ MESSAGES = Kind(
     same_as_parent={"session_id": ("end_user_id", "scope")},
     exclude=WITHOUT_DERIVED,
 )
+# A LangGraph thread's saved state (PlatformCheckpointer): the person's, as the turns copied from it are.
+CHECKPOINTS = Kind("checkpoints", Checkpoint, parents={"end_user_id": USER, "client_id": WRITER})
+CHECKPOINT_WRITES = Kind("checkpoint_writes", CheckpointWrite, parents={"end_user_id": USER, "client_id": WRITER})
 EXPERIENCES = Kind(
     "experiences",
     SkillExperience,

@@ -384,3 +384,32 @@ def test_a_row_whose_owner_or_scope_is_not_its_parents_is_refused(world, out, ta
     with pytest.raises(CommandError, match=rf"{name}:1: {column}: Differs from its \w+'s"):
         run_import(out, target)
     assert not any(counts(target).values()) and not Client.objects.filter(organization=target).exists()
+
+
+def test_a_langgraph_threads_checkpoints_travel_with_their_person(world, client_a, out, target):
+    from apps.conversations.models import Checkpoint, CheckpointWrite
+    from apps.conversations.services.checkpoints import checkpoint_put, checkpoint_writes_put
+
+    checkpoint = {"checkpoint": {"type": "json", "data": "e30="}, "metadata": {"step": 1}, "message_ids": ["m1"]}
+    checkpoint_put(client=client_a, user_id=ALICE, thread_id="t1", checkpoint_ns="", checkpoint_id="c1", **checkpoint)
+    checkpoint_writes_put(
+        client=client_a,
+        user_id=ALICE,
+        thread_id="t1",
+        checkpoint_ns="",
+        checkpoint_id="c1",
+        task_id="task-1",
+        task_path="",
+        writes=[{"idx": 0, "channel": "messages", "value": {"type": "json", "data": "W10="}}],
+    )
+    export(world.organization, out)
+    assert [row["thread_id"] for row in archive_rows(out)["checkpoints"]] == ["t1"]
+    run_import(out, target)
+    assert counts(target) == counts(world.organization)
+    imported = Checkpoint.objects.get(organization=target)
+    assert (imported.end_user.user_id, imported.checkpoint, imported.message_ids) == (
+        ALICE,
+        checkpoint["checkpoint"],
+        ["m1"],
+    )
+    assert CheckpointWrite.objects.filter(organization=target, channel="messages").count() == 1

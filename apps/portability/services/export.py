@@ -29,6 +29,8 @@ ORGANIZATION, SCOPE = "organization", "scope"
 OWNED_KINDS = (
     k.SESSIONS,
     k.MESSAGES,
+    k.CHECKPOINTS,
+    k.CHECKPOINT_WRITES,
     k.EXPERIENCES,
     k.SKILLS,
     k.SKILL_USES,
@@ -105,6 +107,8 @@ class Selection:
                 Q(pk__in=subject.sessions().values("pk")) | Q(pk__in=messages.values("session_id"))
             ),
             k.MESSAGES: messages,
+            k.CHECKPOINTS: subject.checkpoints(),
+            k.CHECKPOINT_WRITES: subject.checkpoint_writes(),
             k.EXPERIENCES: subject.experiences(),
             k.SKILLS: skills,
             k.SKILL_VERSIONS: SkillVersion.objects.filter(Q(skill__in=skills) | Q(pk__in=named_versions.values("pk"))),
