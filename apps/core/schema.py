@@ -118,7 +118,7 @@ def add_storable_json_component(result, generator, request, public):
 # Each group of the API docs (SPECTACULAR_SETTINGS["TAGS"]) by its path prefixes under /api/v1/, tried in order.
 PATH_TAGS = {
     "memory": ("memory/",),
-    "sessions": ("sessions/",),
+    "sessions": ("sessions/", "checkpoints"),
     "skills": ("skills/", "experiences/"),
     "profiles": ("profiles/", "entities/", "topics/"),
     "privacy": ("users/", "clients/", "erasures/", "exports"),

@@ -7,6 +7,65 @@
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
 export interface paths {
+    "/api/v1/checkpoints/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a user's LangGraph checkpoints, newest first, in the caller's read scopes.
+         * @description Filter by `thread_id`, `checkpoint_ns`, `checkpoint_id`, `before` (older than that id) and `metadata`
+         *     (a JSON object the checkpoint's metadata holds).
+         *
+         *     Example request: `GET /api/v1/checkpoints/?user_id=alice&thread_id=trip-42&limit=1`.
+         */
+        get: operations["v1_checkpoints_list"];
+        put?: never;
+        /**
+         * Store a LangGraph checkpoint of a thread.
+         * @description The SDK's `PlatformCheckpointer` keeps a graph's state here, in the client's write scope: the
+         *     checkpoint as LangGraph serialised it (opaque to the platform), its metadata and, later, its tasks'
+         *     pending writes. The same `checkpoint_id` again replaces it. The answer names which `message_ids` no
+         *     earlier checkpoint of the thread held: the SDK copies those messages into session turns, once each.
+         *
+         *     Example request: `POST /api/v1/checkpoints/` with the JSON body of the example below.
+         */
+        post: operations["v1_checkpoints_create"];
+        /**
+         * Delete every checkpoint of a thread in the client's write scope (every namespace); idempotent.
+         * @description Example request: `DELETE /api/v1/checkpoints/?user_id=alice&thread_id=trip-42`.
+         */
+        delete: operations["v1_checkpoints_destroy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/checkpoints/writes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Store pending writes of a task against a LangGraph checkpoint, in the client's write scope.
+         * @description A regular write (`idx` >= 0) already stored for the task is kept as it was; a special channel's
+         *     (negative `idx`) is replaced. The checkpoint may be stored after its writes.
+         *
+         *     Example request: `POST /api/v1/checkpoints/writes` with the JSON body of the example below.
+         */
+        post: operations["v1_checkpoints_writes_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/clients/{client_id}/memories": {
         parameters: {
             query?: never;
@@ -313,6 +372,7 @@ export interface paths {
         /**
          * Store a memory directly, with no model involved.
          * @description A fact or an event the agent or the person states (mem0's infer=False), in the client's write scope.
+         *     A fact stored with a `key` replaces the one stored under that key before (an upsert).
          *
          *     Example request: `POST /api/v1/memory/semantic/` with the JSON body of the example below.
          */
@@ -489,6 +549,7 @@ export interface paths {
         /**
          * Store a memory directly, with no model involved.
          * @description A fact or an event the agent or the person states (mem0's infer=False), in the client's write scope.
+         *     A fact stored with a `key` replaces the one stored under that key before (an upsert).
          *
          *     Example request: `POST /api/v1/memory/semantic/` with the JSON body of the example below.
          */
@@ -1032,6 +1093,63 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        CheckpointDeleteOutput: {
+            /** @description Checkpoints deleted (0 when the thread had none). */
+            deleted: number;
+        };
+        CheckpointOutput: {
+            user_id: string;
+            scope: string;
+            thread_id: string;
+            checkpoint_ns: string;
+            checkpoint_id: string;
+            parent_checkpoint_id: string;
+            /** @description {"type": ..., "data": base64} */
+            checkpoint: unknown;
+            metadata: unknown;
+            /** @description Pending writes: [{task_id, task_path, idx, channel, value}]. */
+            writes: unknown;
+            /** Format: date-time */
+            created_at: string;
+        };
+        CheckpointPutInput: {
+            user_id: string;
+            thread_id: string;
+            /** @default  */
+            checkpoint_ns?: string;
+            checkpoint_id: string;
+            /** @default  */
+            parent_checkpoint_id?: string;
+            checkpoint: components["schemas"]["SerialisedValue"];
+            metadata?: {
+                [key: string]: components["schemas"]["StorableJSON"];
+            };
+            /** @description The ids of the thread's messages this checkpoint holds; the answer names those no earlier checkpoint of the thread held. */
+            message_ids?: string[];
+        };
+        CheckpointPutOutput: {
+            new_message_ids: string[];
+        };
+        CheckpointWrite: {
+            idx: number;
+            channel: string;
+            value: components["schemas"]["SerialisedValue"];
+        };
+        CheckpointWritesInput: {
+            user_id: string;
+            thread_id: string;
+            /** @default  */
+            checkpoint_ns?: string;
+            checkpoint_id: string;
+            task_id: string;
+            /** @default  */
+            task_path?: string;
+            writes: components["schemas"]["CheckpointWrite"][];
+        };
+        CheckpointWritesOutput: {
+            /** @description Writes new or replaced (a regular write sent again is kept as it was). */
+            stored: number;
+        };
         ConsolidateInput: {
             /** @description The person whose memories to consolidate; absent: the whole scope. */
             user_id?: string;
@@ -1771,6 +1889,21 @@ export interface components {
          * @enum {string}
          */
         OutcomeEnum: "success" | "failure" | "unknown";
+        PaginatedCheckpointOutputList: {
+            /** @example 123 */
+            count: number;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=400&limit=100
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?offset=200&limit=100
+             */
+            previous?: string | null;
+            results: components["schemas"]["CheckpointOutput"][];
+        };
         PaginatedDeliveryOutputList: {
             /** @example 123 */
             count: number;
@@ -2146,6 +2279,8 @@ export interface components {
             details?: string;
             /** @description Where it was learned, e.g. "stated by the user". */
             source?: string;
+            /** @description Your own key for the memory, unique per user and scope: storing under a key already stored in the client's write scope replaces that memory (an upsert, recorded in its history; concurrent stores of one key leave one memory). */
+            key?: string;
             /** @description Recorded in the history. */
             reason?: string;
         };
@@ -2208,6 +2343,11 @@ export interface components {
             score: number;
             /** @description The hit as a person reads it, whatever the type: a turn's content, an event's summary, a fact's `name: summary`, a skill's `name: description`, a lesson's `title: content`, a page's markdown. */
             text: string;
+        };
+        /** @description A value as LangGraph's serializer wrote it (`serde.dumps_typed`): its type tag and bytes, base64. */
+        SerialisedValue: {
+            type: string;
+            data: string;
         };
         SessionDeleteOutput: {
             session_id: string;
@@ -2624,6 +2764,259 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    v1_checkpoints_list: {
+        parameters: {
+            query: {
+                /** @description Only checkpoints older than this id. */
+                before?: string;
+                checkpoint_id?: string;
+                checkpoint_ns?: string;
+                /** @description Items per page (default 50); `page_size` is an alias. */
+                limit?: number;
+                /** @description Only checkpoints whose metadata holds these keys and values: `{"step": 1}`. */
+                metadata?: string;
+                /** @description Items to skip; `page` (from 1) is an alias: offset = (page - 1) × limit. */
+                offset?: number;
+                thread_id?: string;
+                user_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedCheckpointOutputList"];
+                };
+            };
+            /** @description Invalid input: the message names each field (a body, query or path value, or a stored header). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key, or an invalid, revoked or disabled one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_checkpoints_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CheckpointPutInput"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointPutOutput"];
+                };
+            };
+            /** @description Invalid input: the message names each field (a body, query or path value, or a stored header). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key, or an invalid, revoked or disabled one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A chunked body sent to a server that cannot read one; send a Content-Length. */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_checkpoints_destroy: {
+        parameters: {
+            query: {
+                thread_id: string;
+                user_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointDeleteOutput"];
+                };
+            };
+            /** @description Invalid input: the message names each field (a body, query or path value, or a stored header). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key, or an invalid, revoked or disabled one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    v1_checkpoints_writes_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CheckpointWritesInput"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointWritesOutput"];
+                };
+            };
+            /** @description Invalid input: the message names each field (a body, query or path value, or a stored header). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No API key, or an invalid, revoked or disabled one. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The client may not do this (read-only client, another scope's item, or no can_erase / can_export / can_manage_webhooks). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A chunked body sent to a server that cannot read one; send a Content-Length. */
+            411: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     v1_clients_memories_destroy: {
         parameters: {
             query?: never;
