@@ -280,7 +280,10 @@ SPECTACULAR_SETTINGS = {
     # The API docs' groups, in this order; apps.core.schema.PATH_TAGS puts each operation in one.
     "TAGS": [
         {"name": "memory", "description": "Add turns, search every memory type, delete one item."},
-        {"name": "sessions", "description": "Sessions and their transcripts: read, set the outcome, seal, distil; LangGraph checkpoints of a thread."},
+        {
+            "name": "sessions",
+            "description": "Sessions and their transcripts: read, set the outcome, seal, distil; LangGraph checkpoints of a thread.",
+        },
         {"name": "skills", "description": "Learned skills and the experiences they were evolved from."},
         {"name": "profiles", "description": "Compiled person profiles and the entities they are about."},
         {"name": "privacy", "description": "Erasure of a user's or a client's data (needs can_erase)."},
