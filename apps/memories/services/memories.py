@@ -181,12 +181,7 @@ def memory_create(
 def memory_store(*, memory_type: str, client, end_user, fields: dict, actor: str, reason: str = ""):
     """A memory stated directly (no model involved), in the client's write scope, with its first history row."""
     (embedding,) = memory_embed(memory_type, [fields])
-    owner = MemoryOwner(
-        organization_id=client.organization_id,
-        scope=client.write_scope,
-        end_user_id=end_user.pk,
-        created_by_id=client.pk,
-    )
+    owner = MemoryOwner.written_by(client, end_user)
     with transaction.atomic():
         return _memory_insert(
             memory_type,
@@ -204,12 +199,7 @@ def semantic_memory_upsert(*, client, end_user, key: str, fields: dict, actor: s
     fields replaced (recorded in its history) when the key is there. One row however many stores of the
     key race: the key is unique per user and scope, and the loser of an insert race updates instead."""
     (embedding,) = memory_embed(SEMANTIC, [fields])
-    owner = MemoryOwner(
-        organization_id=client.organization_id,
-        scope=client.write_scope,
-        end_user_id=end_user.pk,
-        created_by_id=client.pk,
-    )
+    owner = MemoryOwner.written_by(client, end_user)
     keyed = SemanticMemory.objects.select_for_update().filter(
         organization_id=client.organization_id, scope=client.write_scope, end_user=end_user, key=key
     )
@@ -252,6 +242,16 @@ class MemoryOwner(NamedTuple):
     scope: str
     end_user_id: object
     created_by_id: object
+
+    @classmethod
+    def written_by(cls, client, end_user) -> "MemoryOwner":
+        """The owner of what `client` stores for `end_user`: its organisation and write scope."""
+        return cls(
+            organization_id=client.organization_id,
+            scope=client.write_scope,
+            end_user_id=end_user.pk,
+            created_by_id=client.pk,
+        )
 
 
 def _memory_insert(

@@ -4,7 +4,8 @@ for their outcomes; each served is recorded as a use (the read path updates no s
 import json
 from dataclasses import dataclass
 
-from django.db.models import Min
+from django.db.models import FloatField, Min, Subquery, Value
+from django.db.models.functions import Coalesce
 from pgvector.django import CosineDistance
 
 from apps.core.errors import InvalidInput
@@ -133,17 +134,15 @@ def _withheld_first(*, reader: Reader, task: str, ranked: list[Retrieved], end_u
     """The active skill not shared with `end_user` whose text is closer to the task than that of the skill
     they were served first (or any, when none was): it would have answered them (queued for review)."""
     vector = json.loads(query_vector(task).literal)
-    closest = (
+    candidates = (
         reader.rows(Skill)
         .filter(status=Skill.Status.ACTIVE, shared=False, end_user__isnull=True, embedding__isnull=False)
         .exclude(supporters__contains=[end_user.pk])
         .annotate(distance=CosineDistance("embedding", vector))
-        .only("pk", "organization_id", "scope")
-        .order_by("distance")
-        .first()
     )
-    if closest is None or not ranked:
-        return closest
-    served = Skill.objects.filter(pk=ranked[0].skill.pk).annotate(distance=CosineDistance("embedding", vector))
-    served_distance = served.values_list("distance", flat=True).first()
-    return closest if served_distance is None or closest.distance < served_distance else None
+    if ranked:  # closer than the skill served first, in the same statement (a cosine distance is at most 2)
+        served = Skill.objects.filter(pk=ranked[0].skill.pk).annotate(distance=CosineDistance("embedding", vector))
+        candidates = candidates.filter(
+            distance__lt=Coalesce(Subquery(served.values("distance")[:1]), Value(3.0), output_field=FloatField())
+        )
+    return candidates.only("pk", "organization_id", "scope").order_by("distance").first()

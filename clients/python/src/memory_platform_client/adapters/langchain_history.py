@@ -72,19 +72,12 @@ class PlatformChatMessageHistory(BaseChatMessageHistory):
     ):
         if client is None and async_client is None:
             raise ValueError("pass client= (a MemoryClient), async_client= (an AsyncMemoryClient) or both")
-        if session_tag not in ("conversation", "task"):
-            raise ValueError(f"session_tag must be 'conversation' or 'task', not {session_tag!r}")
         self.session_id = session_id
         self.client = client
         self.async_client = async_client
         self.clear_timeout = clear_timeout
-        self.loop = SkillLoop(
-            user_id=user_id,
-            session_id=session_id,
-            task=session_tag == "task",
-            outcome=outcome,
-            applied=applied,
-            options=options,
+        self.loop = SkillLoop.tagged(
+            session_tag, user_id=user_id, session_id=session_id, outcome=outcome, applied=applied, options=options
         )
         self._transcript = self.loop.transcript
 

@@ -128,19 +128,12 @@ class PlatformSession(SessionABC):
         applied: Callable[[dict, list[str]], bool] | str | None = tools_named,
         options: MemoryOptions | None = None,
     ):
-        if session_tag not in ("conversation", "task"):
-            raise ValueError(f"session_tag must be 'conversation' or 'task', not {session_tag!r}")
         self.session_id = session_id
         self.session_settings = None
         self.client = client
         self.clear_timeout = clear_timeout
-        self.loop = SkillLoop(
-            user_id=user_id,
-            session_id=session_id,
-            task=session_tag == "task",
-            outcome=outcome,
-            applied=applied,
-            options=options,
+        self.loop = SkillLoop.tagged(
+            session_tag, user_id=user_id, session_id=session_id, outcome=outcome, applied=applied, options=options
         )
         self._transcript = self.loop.transcript
 

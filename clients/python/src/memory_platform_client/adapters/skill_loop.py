@@ -202,6 +202,13 @@ class SkillLoop:
         self._tools: list[str] = []
         self._cached: tuple[str, MemoryBlock] | None = None
 
+    @classmethod
+    def tagged(cls, session_tag: str, **options) -> SkillLoop:
+        """The loop of an adapter that takes the platform's `session_tag` ("conversation" or "task")."""
+        if session_tag not in ("conversation", "task"):
+            raise ValueError(f"session_tag must be 'conversation' or 'task', not {session_tag!r}")
+        return cls(task=session_tag == "task", **options)
+
     # The operations, each a generator of calls that either client runs (see _http).
 
     @property
